@@ -1,0 +1,137 @@
+"""A structured, slot-by-slot difference between two contracts.
+
+`diff(expected, actual)` never decides anything itself: it lists what differs and
+explains each slot in domain words ("off by one layer", "embedding vs decoder
+layer", "pre- vs post-norm"). The gate renders and decides on it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .models import Contract, TapName, TrainingContract
+from .tap import Tap
+
+
+class SlotDiff(BaseModel):
+    """One fc slot compared across two contracts."""
+
+    model_config = ConfigDict(frozen=True)
+
+    slot: int = Field(ge=0, description="0-based position in the fc input.")
+    expected: TapName | None = Field(description="The state the first contract puts here (None: slot absent or not captured).")
+    actual: TapName | None = Field(description="The state the second contract puts here (None: slot absent or not captured).")
+    verdict: Literal["match", "mismatch", "missing", "extra"] = Field(
+        description="'missing': the second side has no state here; 'extra': the first side has none.")
+    why: str = Field(default="", description="The kind of mismatch in domain words.")
+
+
+class FieldDiff(BaseModel):
+    """A difference outside the fc slots: target, graph flag, vocab, embedding."""
+
+    model_config = ConfigDict(frozen=True)
+
+    field: str = Field(description="Dotted field name, e.g. 'graph.norm_before_residual'.")
+    expected: Any = Field(description="Value in the first contract.")
+    actual: Any = Field(description="Value in the second contract.")
+
+
+class ContractDiff(BaseModel):
+    """Everything that differs between two contracts; empty means they agree."""
+
+    model_config = ConfigDict(frozen=True)
+
+    slots: tuple[SlotDiff, ...] = Field(description="Every fc slot, matching or not, in order.")
+    fields: tuple[FieldDiff, ...] = Field(default=(), description="Other differences.")
+
+    @property
+    def mismatched_slots(self) -> list[SlotDiff]:
+        return [s for s in self.slots if s.verdict != "match"]
+
+    @property
+    def empty(self) -> bool:
+        return not self.mismatched_slots and not self.fields
+
+
+def explain(expected: Tap | None, actual: Tap | None, expected_all: list[Tap | None]) -> str:
+    """Name the kind of slot mismatch, in the words a user would search for."""
+    if actual is None:
+        return "requested but not captured"
+    if expected is None:
+        return "an extra state the other side does not have"
+    if actual in expected_all:
+        return f"order differs: {actual.name} is slot {expected_all.index(actual)} on the other side"
+    if expected.kind == "final" or actual.kind == "final":
+        other = actual if expected.kind == "final" else expected
+        if other.kind == "stream" and other.norm.value == "none":
+            return "post-final-norm vs pre-norm state"
+        return "final-norm output vs another state"
+    if expected.layer == actual.layer:
+        if expected.residual != actual.residual:
+            return "residual included vs layer update without residual"
+        return f"same layer, different norm ({expected.norm.value} vs {actual.norm.value})"
+    if 0 in (expected.layer, actual.layer):
+        return "embedding output vs decoder-layer output"
+    delta = actual.layer - expected.layer
+    if abs(delta) == 1:
+        return f"off by one layer ({'+' if delta > 0 else ''}{delta})"
+    return f"different layer ({'+' if delta > 0 else ''}{delta})"
+
+
+def _flag_fields(a: Contract, b: Contract) -> list[FieldDiff]:
+    out = []
+    for name in ("norm_before_fc", "fc_norm", "norm_output", "norm_before_residual"):
+        x, y = getattr(a.graph, name), getattr(b.graph, name)
+        if x is not None and y is not None and x != y:
+            out.append(FieldDiff(field=f"graph.{name}", expected=x, actual=y))
+    return out
+
+
+def _vocab_fields(a: Contract, b: Contract) -> list[FieldDiff]:
+    out = []
+    for name in ("draft_vocab_size", "target_vocab_size"):
+        x, y = getattr(a.vocab, name), getattr(b.vocab, name)
+        if x is not None and y is not None and x != y:
+            out.append(FieldDiff(field=f"vocab.{name}", expected=x, actual=y))
+    x, y = a.vocab.d2t, b.vocab.d2t
+    if "unknown" not in (x, y) and x != y:
+        out.append(FieldDiff(field="vocab.d2t", expected=x, actual=y))
+    return out
+
+
+def diff(expected: Contract, actual: Contract) -> ContractDiff:
+    """Compare `actual` against `expected`, slot by slot, then the rest."""
+    exp, act = list(expected.fc_input), list(actual.fc_input)
+    slots = []
+    for i in range(max(len(exp), len(act))):
+        e = exp[i] if i < len(exp) else None
+        a = act[i] if i < len(act) else None
+        if e is not None and a is not None and e == a:
+            slots.append(SlotDiff(slot=i, expected=e, actual=a, verdict="match"))
+            continue
+        verdict = "missing" if a is None else "extra" if e is None else "mismatch"
+        slots.append(SlotDiff(slot=i, expected=e, actual=a, verdict=verdict, why=explain(e, a, exp)))
+
+    fields = _flag_fields(expected, actual) + _vocab_fields(expected, actual)
+    if expected.target.num_hidden_layers != actual.target.num_hidden_layers:
+        fields.append(FieldDiff(field="target.num_hidden_layers",
+                                expected=expected.target.num_hidden_layers,
+                                actual=actual.target.num_hidden_layers))
+    if "unknown" not in (expected.embedding, actual.embedding) and expected.embedding != actual.embedding:
+        fields.append(FieldDiff(field="embedding", expected=expected.embedding, actual=actual.embedding))
+    if isinstance(expected, TrainingContract) and isinstance(actual, TrainingContract):
+        for name in ("loss_target", "dump_layout", "fc_slots", "target_slot", "alignment"):
+            x, y = getattr(expected, name), getattr(actual, name)
+            if x != y:
+                fields.append(FieldDiff(field=name, expected=_plain(x), actual=_plain(y)))
+    return ContractDiff(slots=tuple(slots), fields=tuple(fields))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Tap):
+        return value.name
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value

@@ -1,0 +1,189 @@
+"""The contract: exactly what the draft's fc layer is fed, and how the draft graph is wired.
+
+A `TrainingContract` is derived from the installed speculators (what the draft was
+trained on); a `ServingContract` from the installed engine (what it will be fed).
+Both share `Contract`'s fields so they can be diffed slot by slot (see diff.py).
+Every model is frozen, every field described, and hidden states serialise as their
+short names ("h0", "h31", "final") so the JSON reads like the docs.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer,
+                      WithJsonSchema, field_validator, model_validator)
+
+from .tap import Tap
+
+
+def _coerce_tap(value: Any) -> Any:
+    return Tap.parse(value) if isinstance(value, str) else value
+
+
+TAP_PATTERN = r"^(h\d+(\.(delta|normed|ln))?|final)$"
+
+# A Tap that travels as its short name in JSON.
+TapName = Annotated[
+    Tap,
+    BeforeValidator(_coerce_tap),
+    PlainSerializer(lambda t: t.name, return_type=str),
+    WithJsonSchema({"type": "string", "pattern": TAP_PATTERN,
+                    "description": "canonical hidden-state name: h<K>, h<K>.delta, "
+                                   "h<K>.normed, h<K>.ln or final"}),
+]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TargetModel(_Frozen):
+    """The target (verifier) model the hidden states come from."""
+
+    architecture: str = Field(description="HF architecture class name, e.g. 'DeepseekV3ForCausalLM'.")
+    model_type: str | None = Field(default=None, description="HF config model_type, e.g. 'deepseek_v3'.")
+    num_hidden_layers: int = Field(ge=1, description="N: number of decoder layers; valid taps are h0..hN and final.")
+    hidden_size: int | None = Field(default=None, ge=1, description="Width H of one hidden state.")
+    vocab_size: int | None = Field(default=None, ge=1, description="Target vocabulary size.")
+
+
+class GraphFlags(_Frozen):
+    """The draft-graph switches that change what the draft computes (FIELD-NOTES section 4).
+
+    On a serving contract these are the values the engine actually applies, not the
+    ones written in the checkpoint: a flag the engine never reads shows its
+    engine-side behaviour, and a finding says it was dropped.
+    """
+
+    norm_before_fc: bool | None = Field(default=None, description="RMSNorm over the whole concatenated fc input before fc.")
+    fc_norm: bool | None = Field(default=None, description="Per-chunk RMSNorm of each aux state before fc (Eagle-3.1).")
+    norm_output: bool | None = Field(default=None, description="The state fed back to the next TTT step is post-norm rather than pre-norm.")
+    norm_before_residual: bool | None = Field(default=None, description="Layer 0's residual is the normed hidden state rather than the raw one.")
+
+
+class VocabMapping(_Frozen):
+    """How draft-vocabulary logits map to target token ids."""
+
+    draft_vocab_size: int | None = Field(default=None, ge=1, description="Rows of the draft lm_head.")
+    target_vocab_size: int | None = Field(default=None, ge=1, description="Target vocabulary size.")
+    d2t: Literal["offsets", "absolute", "absent", "unknown"] = Field(
+        default="unknown",
+        description="The draft-to-target table: 'offsets' (target = d + d2t[d], speculators' "
+        "format), 'absolute' (target = d2t[d]), 'absent', or 'unknown' (no weights read).")
+    t2d: Literal["present", "absent", "ignored", "unknown"] = Field(
+        default="unknown", description="The target-to-draft mask: present, absent, or ignored by the engine.")
+    mapping: str | None = Field(default=None, description="How a draft index becomes a target id on this side, in words.")
+
+
+class Provenance(_Frozen):
+    """Where a contract came from: which installed code produced it."""
+
+    package: str = Field(description="The package whose code was run, e.g. 'speculators' or 'sglang'.")
+    version: str = Field(description="Its installed version.")
+    code_path: str = Field(description="The function(s) or code path that were run to derive the contract.")
+    python: str | None = Field(default=None, description="The interpreter it ran under (an isolated environment for other releases).")
+    details: dict[str, str] = Field(default_factory=dict, description="Other facts: model class, config keys read, etc.")
+
+
+class Finding(_Frozen):
+    """Something an extractor noticed that a user must know: never swallowed."""
+
+    kind: str = Field(description="Short machine-readable kind, e.g. 'default_layers_fallback'.")
+    message: str = Field(description="One human sentence: what was found and why it matters.")
+    severity: Literal["info", "warning", "error"] = Field(default="warning", description="'error' means the contract could not be fully derived.")
+    slot: int | None = Field(default=None, ge=0, description="The fc slot it concerns, if any.")
+
+
+class Contract(_Frozen):
+    """What both sides share: the ordered fc input and the draft graph around it."""
+
+    side: Literal["training", "serving"] = Field(description="Which side of the train/serve boundary this describes.")
+    target: TargetModel = Field(description="The target model the states are taken from.")
+    fc_input: tuple[TapName | None, ...] = Field(
+        description="The hidden states concatenated, in this order, along the feature axis to "
+        "form the draft's fc input. None marks a slot that was expected but not captured.")
+    graph: GraphFlags = Field(default_factory=GraphFlags, description="Draft graph flags in effect.")
+    vocab: VocabMapping = Field(default_factory=VocabMapping, description="Draft-to-target vocabulary mapping.")
+    embedding: Literal["draft", "target", "unknown"] = Field(
+        default="unknown", description="Whose token embedding the draft's first layer uses.")
+    provenance: Provenance = Field(description="Installed code this contract was derived from.")
+    findings: tuple[Finding, ...] = Field(default=(), description="Everything noticed on the way, in order.")
+
+    @field_validator("fc_input")
+    @classmethod
+    def _non_empty(cls, v: tuple) -> tuple:
+        if len(v) == 0:
+            raise ValueError("fc_input must name at least one hidden state")
+        return v
+
+    @model_validator(mode="after")
+    def _taps_in_range(self) -> "Contract":
+        n = self.target.num_hidden_layers
+        for i, tap in enumerate(self.fc_input):
+            if tap is not None and not tap.in_range(n):
+                raise ValueError(f"fc slot {i} is {tap.name}, beyond the target's {n} layers")
+        return self
+
+    def to_json(self, **kw) -> str:
+        return self.model_dump_json(indent=2, **kw)
+
+
+class TrainingContract(Contract):
+    """What the draft was trained on, derived by running the installed speculators' data path."""
+
+    side: Literal["training"] = "training"
+    dump_layout: tuple[TapName, ...] = Field(description="Which state each slot of the dumped hidden-state tensor holds, in slot order.")
+    dump_layout_source: Literal["manifest", "datagen_ids", "draft_config"] = Field(
+        description="Where the dump layout came from, in order of trust: an explicit manifest, "
+        "data-generation ids with their convention, or the draft config's ids.")
+    fc_slots: tuple[int, ...] = Field(description="The dump slots that form the fc input, in fc order (what the data path selected).")
+    loss_target: TapName = Field(description="The state whose LM-head output is the loss target (verifier_last_hidden_states).")
+    target_slot: int = Field(ge=0, description="The dump slot used as the loss target.")
+    target_normed_by_trainer: bool | None = Field(
+        default=None, description="True when training applies the verifier's final norm to the loss target before the LM head.")
+    alignment: str = Field(description="How positions are aligned between inputs, hidden states and targets (shift_batch).")
+
+    @model_validator(mode="after")
+    def _slots_match_layout(self) -> "TrainingContract":
+        n = len(self.dump_layout)
+        bad = [s for s in (*self.fc_slots, self.target_slot) if s >= n]
+        if bad:
+            raise ValueError(f"slot(s) {bad} outside a dump of {n} slots")
+        if len(self.fc_slots) != len(self.fc_input):
+            raise ValueError("fc_slots and fc_input differ in length")
+        return self
+
+
+class ServingContract(Contract):
+    """What the engine will feed the draft, derived by running the installed engine's code."""
+
+    side: Literal["serving"] = "serving"
+    engine: str = Field(description="The serving engine, e.g. 'sglang'.")
+    requested_ids: tuple[int, ...] | None = Field(
+        description="The layer ids the engine resolved from the draft config, in its own "
+        "convention; None when it fell back to its defaults.")
+    ids_source: str = Field(description="Where the engine took the ids from, e.g. \"eagle_config['eagle_aux_hidden_state_layer_ids']\" or 'engine default'.")
+    capture_ids: tuple[int, ...] | None = Field(
+        default=None, description="The layer indices the engine's model actually captures at (after its own +1 rules).")
+
+
+def contract_json_schema() -> dict[str, Any]:
+    """JSON Schema of both contract kinds, for users who validate contracts elsewhere."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "parity contracts",
+        "oneOf": [{"$ref": "#/$defs/TrainingContract"}, {"$ref": "#/$defs/ServingContract"}],
+        "$defs": {
+            "TrainingContract": TrainingContract.model_json_schema(mode="serialization"),
+            "ServingContract": ServingContract.model_json_schema(mode="serialization"),
+        },
+    }
+
+
+def load_contract(text: str) -> TrainingContract | ServingContract:
+    """Parse a contract from JSON, choosing the class by its `side`."""
+    from pydantic import TypeAdapter
+
+    adapter = TypeAdapter(Annotated[TrainingContract | ServingContract, Field(discriminator="side")])
+    return adapter.validate_json(text)

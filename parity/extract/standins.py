@@ -1,0 +1,115 @@
+"""Import-time stand-ins for `torchvision` and `vllm`, and nothing else.
+
+Neither can be installed beside the CPU build of torch. SGLang imports them on
+the model-code path parity runs (torchvision from an unrelated multimodal config,
+vllm from the rotary-embedding init) but never calls into them there. A stand-in
+lets that import succeed; any attribute that reaches real use raises
+`StandInUsed`, naming the stand-in, so it can never silently change a result.
+Installed only when the real package is not importable.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import types
+
+STANDIN_PACKAGES = ("torchvision", "vllm")
+
+
+class StandInUsed(RuntimeError):
+    """Code reached into a stand-in module: the path under test needs the real package."""
+
+
+def _used(what: str) -> StandInUsed:
+    return StandInUsed(
+        f"{what} was used, but {what.split('.')[0]!r} is parity's import-time stand-in (it "
+        "cannot be installed beside CPU torch); the code path under test needs the real package")
+
+
+class _StandInName:
+    """What `from torchvision.io import decode_image` binds: inert until used, then it raises."""
+
+    def __init__(self, qualname: str):
+        object.__setattr__(self, "_qualname", qualname)
+
+    def __getattr__(self, attr):
+        if attr.startswith("__") and attr.endswith("__"):
+            raise AttributeError(attr)
+        raise _used(f"{self._qualname}.{attr}")
+
+    def __call__(self, *args, **kwargs):
+        raise _used(self._qualname)
+
+    def __setattr__(self, attr, value):
+        raise _used(f"{self._qualname}.{attr}")
+
+    def __getitem__(self, key):
+        raise _used(f"{self._qualname}[...]")
+
+    def __iter__(self):
+        raise _used(self._qualname)
+
+    def __bool__(self):
+        raise _used(self._qualname)
+
+    def __repr__(self) -> str:
+        return f"<parity stand-in {self._qualname}>"
+
+
+class _StandInModule(types.ModuleType):
+    __parity_standin__ = True
+
+    def __getattr__(self, attr: str):
+        if attr.startswith("__") and attr.endswith("__"):
+            raise AttributeError(attr)
+        return _StandInName(f"{self.__name__}.{attr}")
+
+
+class _StandInFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname.split(".")[0] not in _active or not _called_by_import_statement():
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def create_module(self, spec):
+        mod = _StandInModule(spec.name)
+        mod.__path__ = []
+        return mod
+
+    def exec_module(self, module):
+        pass
+
+
+def _called_by_import_statement() -> bool:
+    """True for `import x` / `from x import y`; False for availability probes such as
+    `importlib.util.find_spec("torchvision")`, so libraries that check for the package
+    (transformers does) still see, truthfully, that it is not installed."""
+    frame = sys._getframe(2)  # find_spec <- importlib._bootstrap._find_spec <- caller
+    while frame is not None and frame.f_code.co_filename.startswith("<frozen importlib"):
+        if frame.f_code.co_name == "_find_and_load_unlocked":
+            return True
+        frame = frame.f_back
+    return False
+
+
+_active: set[str] = set()
+_finder = _StandInFinder()
+
+
+def install() -> list[str]:
+    """Put stand-ins in place for whichever of the packages is missing; returns their names."""
+    for name in STANDIN_PACKAGES:
+        if name in _active or name in sys.modules:
+            continue
+        if importlib.util.find_spec(name) is None:
+            _active.add(name)
+    if _active and _finder not in sys.meta_path:
+        sys.meta_path.append(_finder)
+    return sorted(_active)
+
+
+def is_standin(module: types.ModuleType) -> bool:
+    return getattr(module, "__parity_standin__", False) is True
