@@ -1,0 +1,80 @@
+"""Serving-side extractor: what the installed engine actually feeds the draft's fc layer.
+
+`extract_serving(target_config_path, draft_dir)` runs `probe.py` in a fresh process of
+the environment that has the requested SGLang release and turns its reply into a
+`ServingContract`. Nothing here knows a numbering rule: the ids are resolved by the
+engine's start-up code and every captured tensor is named by numerical identity.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ...contract import Finding, GraphFlags, Provenance, ServingContract, TargetModel, Tap, VocabMapping
+from ...envs import EnvError, find_env, run_module
+from ...inputs import InputError, read_config
+
+
+class ServingExtractionError(RuntimeError):
+    """The engine could not be run at all for this input (not a finding: no contract)."""
+
+
+def run_probe(target_config: dict, draft_dir: Path | None, sglang_version: str | None = None,
+              seq_len: int = 8, seed: int = 0) -> dict[str, Any]:
+    python = sys.executable if sglang_version is None else find_env("sglang", sglang_version).python
+    request = {"target_config": target_config, "draft_dir": str(draft_dir) if draft_dir else None,
+               "seq_len": seq_len, "seed": seed}
+    return run_module(python, "parity.extract.serving.probe", request)
+
+
+def to_contract(reply: dict[str, Any], target_config: dict) -> ServingContract:
+    """Build the contract from a probe reply (an engine refusal becomes an error finding)."""
+    findings = [Finding(**f) for f in reply.get("findings", [])]
+    n = target_config["num_hidden_layers"]
+    target = TargetModel(
+        architecture=(target_config.get("architectures") or ["?"])[0],
+        model_type=target_config.get("model_type"), num_hidden_layers=n,
+        hidden_size=target_config.get("hidden_size"), vocab_size=target_config.get("vocab_size"))
+    provenance = Provenance(
+        package="sglang", version=reply.get("sglang_version", "?"),
+        code_path="; ".join(reply.get("code_paths", {}).values()) or "n/a",
+        python=reply.get("python"),
+        details={k: str(reply[k]) for k in ("model_class", "capture_ids") if k in reply})
+    draft = reply.get("draft") or {}
+    if "error" in reply:
+        findings.append(Finding(kind="draft_unloadable" if reply.get("draft_unloadable") else "engine_error",
+                                message=reply["error"], severity="error"))
+        slots = [None] * max(1, reply.get("expected_slots") or 3)
+    else:
+        slots = [Tap.parse(s["tap"]) if s.get("tap") else None for s in reply["slots"]]
+    ids = reply.get("requested_ids")
+    return ServingContract(
+        target=target, fc_input=tuple(slots) or (None,),
+        graph=GraphFlags(**draft.get("graph", {})),
+        vocab=VocabMapping(**{k: v for k, v in draft.get("vocab", {}).items() if v is not None}),
+        embedding=draft.get("embedding", "unknown"), provenance=provenance,
+        findings=tuple(findings), engine="sglang",
+        requested_ids=tuple(ids) if isinstance(ids, list) and all(isinstance(i, int) for i in ids) else None,
+        ids_source=reply.get("ids_source", "n/a"),
+        capture_ids=tuple(reply["capture_ids"]) if reply.get("capture_ids") is not None else None,
+    )
+
+
+def extract_serving(target_config_path: Path | str, draft_dir: Path | str,
+                    sglang_version: str | None = None) -> ServingContract:
+    target_config = read_config(Path(target_config_path), "target config")
+    draft_dir = Path(draft_dir)
+    read_config(draft_dir / "config.json", "draft config")
+    try:
+        reply = run_probe(target_config, draft_dir.resolve(), sglang_version)
+    except EnvError as exc:
+        raise ServingExtractionError(str(exc)) from exc
+    if "error" in reply and "sglang_version" not in reply:
+        raise ServingExtractionError(reply["error"])
+    return to_contract(reply, target_config)
+
+
+__all__ = ["ServingExtractionError", "extract_serving", "run_probe", "to_contract"]

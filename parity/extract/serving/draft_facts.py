@@ -1,0 +1,165 @@
+"""What the engine's draft class does with a draft directory, found by building and running it.
+
+The draft is built by the engine's own config reader and model class from a shrunk copy
+of its config (same flags and layer layout, tiny widths), so any draft size costs the
+same. Checkpoint facts come from the real tensor names: each is fed through the
+engine's `load_weights` with a recorder in place of the copy, so we see which names the
+engine loads, which it turns into something else (d2t) and which it drops (t2d, unknown
+norms). Graph flags are read off the built modules and, for the residual wiring, off a
+real forward with hooks.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .shrink import shrink_config
+
+FLAG_KEYS = ("norm_before_fc", "fc_norm", "norm_output", "norm_before_residual")
+
+
+def _finding(kind: str, message: str, severity: str = "warning") -> dict:
+    return {"kind": kind, "message": message, "severity": severity, "slot": None}
+
+
+def shrunk_draft_dir(draft_dir: str) -> tuple[Path, dict]:
+    config = json.loads((Path(draft_dir) / "config.json").read_text())
+    tiny = shrink_config(config)
+    real_target_h = config.get("target_hidden_size")
+    if real_target_h is not None:  # keep "target width differs from draft width" as it is
+        tiny["target_hidden_size"] = tiny["hidden_size"] if real_target_h == config.get("hidden_size") else 96
+    if config.get("draft_vocab_size") is not None:
+        tiny["draft_vocab_size"] = min(config["draft_vocab_size"], 32)
+    out = Path(tempfile.mkdtemp(prefix="parity-draft-"))
+    (out / "config.json").write_text(json.dumps(tiny))
+    return out, config
+
+
+def checkpoint_tensors(draft_dir: str) -> dict[str, torch.Tensor | None]:
+    """Every tensor name in the draft's safetensors; values only for the small vocab maps."""
+    from safetensors import safe_open
+
+    names: dict[str, torch.Tensor | None] = {}
+    for f in sorted(Path(draft_dir).glob("*.safetensors")):
+        with safe_open(str(f), framework="pt") as fh:
+            for name in fh.keys():
+                names[name] = fh.get_tensor(name) if name.split(".")[-1] in ("d2t", "t2d") else None
+    return names
+
+
+def loaded_names(draft, tensors: dict[str, torch.Tensor | None]) -> dict[str, list[str]]:
+    """Feed each checkpoint name through the engine's load_weights; return name -> params it reached."""
+    reached: dict[str, list[str]] = {}
+    current = {"name": None}
+    for pname, param in draft.named_parameters():
+        param.weight_loader = (lambda p, w, *shard, pname=pname:
+                               reached.setdefault(current["name"], []).append(pname))
+    for name, value in tensors.items():
+        current["name"] = name
+        draft.load_weights([(name, value if value is not None else torch.zeros(1))])
+    return reached
+
+
+@torch.no_grad()
+def residual_wiring(adapter, draft, n_aux: int, target_h: int) -> bool | None:
+    """Run the draft once; True if layer 0's residual is the normed fc output, False if raw."""
+    layer0 = draft.model.layers[0]
+    seen: dict[str, torch.Tensor] = {}
+    hooks = [
+        layer0.hidden_norm.register_forward_hook(
+            lambda m, a, out: seen.update(raw=a[0], normed=out if torch.is_tensor(out) else out[0])),
+        layer0.post_attention_layernorm.register_forward_pre_hook(
+            lambda m, a: seen.update(residual=a[1] if len(a) > 1 else None)),
+    ]
+    try:
+        gen = torch.Generator().manual_seed(3)
+        for p in draft.parameters():
+            p.copy_(0.1 * torch.randn(p.shape, generator=gen))
+        t = 6
+        ids = torch.randint(0, draft.config.vocab_size, (t,), generator=gen)
+        aux = torch.randn(t, n_aux * target_h, generator=gen)
+        adapter.forward(draft, ids, spec_hidden=aux)
+    finally:
+        for h in hooks:
+            h.remove()
+    res = seen.get("residual")
+    if res is None:
+        return None
+    if torch.allclose(res, seen["normed"]):
+        return True
+    if torch.allclose(res, seen["raw"]):
+        return False
+    return None
+
+
+def draft_facts(adapter, draft_dir: str, target_model, findings: list[dict]) -> dict[str, Any]:
+    tiny_dir, config = shrunk_draft_dir(draft_dir)
+    draft = adapter.build_draft(str(tiny_dir))
+    inner = draft.model
+    facts: dict[str, Any] = {"model_class": f"{type(draft).__module__}.{type(draft).__name__}"}
+    n_aux = getattr(inner, "num_aux_hidden_states", None)
+    facts["num_aux_hidden_states"] = n_aux
+    flags = {
+        "norm_before_fc": getattr(inner, "input_norm", None) is not None,
+        "fc_norm": getattr(inner, "fc_norm", None) is not None,
+        "norm_output": bool(getattr(inner, "norm_output", False)),
+    }
+    try:
+        flags["norm_before_residual"] = residual_wiring(adapter, draft, n_aux or 3,
+                                                        getattr(inner, "hidden_size_in", 64))
+    except Exception as exc:
+        flags["norm_before_residual"] = None
+        findings.append(_finding("draft_forward_failed", f"the engine's draft forward could not be run "
+                                 f"to read its residual wiring: {type(exc).__name__}: {exc}", "info"))
+    facts["graph"] = flags
+    eagle = config.get("eagle_config") if isinstance(config.get("eagle_config"), dict) else {}
+    for key in FLAG_KEYS:
+        written = eagle.get(key, config.get(key))
+        if written is not None and flags[key] is not None and bool(written) != flags[key]:
+            findings.append(_finding(
+                "flag_dropped", f"the draft config sets {key}={written}, but SGLang's draft runs with "
+                f"{key}={flags[key]}: the engine does not honour it", "error"))
+
+    # Embedding: does the engine swap in the target's token embedding?
+    embed = target_model.model.embed_tokens.weight
+    if embed.shape[-1] == inner.embed_tokens.weight.shape[-1]:
+        draft.set_embed(embed)
+        facts["embedding"] = "target" if inner.embed_tokens.weight is embed else "draft"
+    else:
+        facts["embedding"] = "draft"
+    facts["lm_head_from_target"] = bool(getattr(draft, "load_lm_head_from_target", False))
+
+    tensors = checkpoint_tensors(draft_dir)
+    facts["has_weights"] = bool(tensors)
+    vocab: dict[str, Any] = {"draft_vocab_size": config.get("draft_vocab_size"),
+                             "target_vocab_size": config.get("vocab_size")}
+    if tensors:
+        reached = loaded_names(draft, tensors)
+        d2t = next((n for n in tensors if n.endswith("d2t")), None)
+        t2d = next((n for n in tensors if n.endswith("t2d")), None)
+        hot = getattr(draft, "hot_token_id", None)
+        vocab["d2t"] = "offsets" if d2t and hot is not None else "absent"
+        vocab["t2d"] = ("ignored" if t2d and t2d not in reached else "present" if t2d else "absent")
+        vocab["mapping"] = ("target id = d + d2t[d] (hot_token_id = d2t + arange)" if hot is not None
+                            else "draft index used as target id (no d2t)")
+        dropped = sorted(n for n in tensors if n not in reached and n not in (d2t, t2d))
+        facts["dropped_tensors"] = dropped
+        if dropped:
+            findings.append(_finding("tensors_dropped", f"SGLang's load_weights ignores checkpoint "
+                                     f"tensor(s) {dropped}", "error"))
+        if t2d and t2d not in reached:
+            findings.append(_finding("t2d_ignored", "SGLang ignores the checkpoint's t2d mask "
+                                     "(it maps draft to target ids with d2t only)", "info"))
+        if d2t is None and config.get("draft_vocab_size") not in (None, config.get("vocab_size")):
+            findings.append(_finding("d2t_missing", "the draft has a reduced vocabulary "
+                                     f"({config.get('draft_vocab_size')}) but no d2t tensor: SGLang will "
+                                     "read draft indices as target token ids", "error"))
+    else:
+        vocab.update(d2t="unknown", t2d="unknown")
+    facts["vocab"] = vocab
+    return facts

@@ -1,0 +1,202 @@
+"""Run the installed SGLang's real config reading and capture path; print what it fed the fc.
+
+    python -m parity.extract.serving.probe  < request.json
+
+Runs in a fresh process per extraction (own gloo port, own global state), so it is
+safe under pytest-xdist and can run under another release's environment. The request
+is {"target_config": {...}, "draft_dir": "...", "seq_len": 8, "seed": 0}; the reply (last
+stdout line) is a JSON object that parity.extract.serving turns into a ServingContract.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import tempfile
+import traceback
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .. import standins
+from .draft_facts import draft_facts
+from .identify import identify
+from .reference import candidate_states, seeded_hf_model
+from .shrink import shrink_config
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def adapter_for(version: str):
+    """The adapter of the installed release family; a release without one is a loud error."""
+    from . import sglang_0_5_23
+
+    families = {"0.5.23": sglang_0_5_23}
+    if version in families:
+        return families[version].Adapter(), families[version].CODE_PATHS
+    raise LookupError(f"no parity adapter for sglang {version} (adapters exist for "
+                      f"{', '.join(families)}); looked for parity.extract.serving.sglang_"
+                      f"{version.replace('.', '_')}")
+
+
+def finding(kind: str, message: str, severity: str = "warning", slot: int | None = None) -> dict:
+    return {"kind": kind, "message": message, "severity": severity, "slot": slot}
+
+
+def why_fallback(draft_config: dict) -> str:
+    """Name why the engine found no ids, from the draft config the user wrote."""
+    eagle = draft_config.get("eagle_config")
+    key = "eagle_aux_hidden_state_layer_ids"
+    if eagle is None:
+        if key in draft_config:
+            return (f"the ids are at the top level of config.json ({draft_config[key]}), but the "
+                    f"engine only reads eagle_config['{key}']")
+        return f"config.json has no eagle_config, so there is no eagle_config['{key}'] to read"
+    if not isinstance(eagle, dict):
+        return f"eagle_config is a {type(eagle).__name__}, not an object"
+    if key not in eagle:
+        near = [k for k in eagle if "layer" in k.lower()]
+        return (f"eagle_config has no '{key}'" + (f" (it has {near}: a misspelling?)" if near else ""))
+    return f"eagle_config['{key}'] is {eagle[key]!r}, which the engine could not use"
+
+
+def extract(request: dict) -> dict[str, Any]:
+    version = metadata.version("sglang")
+    reply: dict[str, Any] = {"sglang_version": version, "findings": [], "python": sys.executable}
+    findings = reply["findings"]
+    try:
+        adapter, code_paths = adapter_for(version)
+    except LookupError as exc:
+        reply["error"] = f"cannot extract under sglang {version}: {exc}"
+        return reply
+    reply["code_paths"] = code_paths
+    standins.install()
+    torch.manual_seed(request.get("seed", 0))
+
+    real = request["target_config"]
+    draft_dir = request.get("draft_dir")
+    draft_config = json.loads((Path(draft_dir) / "config.json").read_text()) if draft_dir else {}
+    work = Path(tempfile.mkdtemp(prefix="parity-serving-"))
+    target_dir = work / "target"
+    target_dir.mkdir()
+    (target_dir / "config.json").write_text(json.dumps(shrink_config(real)))
+
+    adapter.setup(free_port(), draft_dir)
+    target_cfg = adapter.model_config(str(target_dir))
+    n = target_cfg.hf_config.num_hidden_layers
+
+    # 1. The ids, read by the engine's own start-up code.
+    try:
+        use_aux, ids = adapter.resolve_aux_ids(target_cfg)
+    except Exception as exc:  # the engine refuses this draft directory at start-up
+        reply["error"] = (f"sglang {version} cannot load the draft config "
+                          f"{draft_dir}/config.json: {type(exc).__name__}: {exc}")
+        reply["draft_unloadable"] = True
+        return reply
+    reply["use_aux"] = bool(use_aux)
+    reply["requested_ids"] = list(ids) if isinstance(ids, (list, tuple)) else ids
+    if ids is None:
+        reply["ids_source"] = "engine default"
+        findings.append(finding(
+            "default_layers_fallback",
+            f"SGLang found no usable aux layer ids in the draft config and silently fell back to "
+            f"its default layers: {why_fallback(draft_config)}"))
+    else:
+        reply["ids_source"] = "eagle_config['eagle_aux_hidden_state_layer_ids']"
+
+    # 2. The capture, by the engine's own model code, on a tiny same-depth model.
+    hf = seeded_hf_model(str(target_dir), request.get("seed", 0))
+    model = adapter.build_target(target_cfg)
+    reply["model_class"] = f"{type(model).__module__}.{type(model).__name__}"
+    adapter.load_weights(model, hf.state_dict())
+    try:
+        adapter.configure_capture(model, use_aux, ids)
+    except Exception as exc:
+        findings.append(finding("engine_error", f"set_eagle3_layers_to_capture({ids}) raised "
+                                f"{type(exc).__name__}: {exc}", "error"))
+    capture = adapter.capture_indices(model)
+    reply["capture_ids"] = capture
+    expected = len(ids) if isinstance(ids, (list, tuple)) else len(capture or [])
+    reply["expected_slots"] = expected
+
+    gen = torch.Generator().manual_seed(request.get("seed", 0) + 1)
+    input_ids = torch.randint(0, hf.config.vocab_size, (request.get("seq_len", 8),), generator=gen)
+    aux = None
+    try:
+        out = adapter.forward(model, input_ids)
+        aux = out.hidden_states
+    except Exception as exc:
+        findings.append(finding("engine_error", f"the engine's forward raised {type(exc).__name__}: "
+                                f"{exc}", "error"))
+    slots = identify_slots(aux, hf, input_ids, n, capture, expected, findings)
+    reply["slots"] = slots
+    reply["target"] = {"architecture": (real.get("architectures") or ["?"])[0],
+                       "model_type": real.get("model_type"), "num_hidden_layers": n,
+                       "hidden_size": real.get("hidden_size"), "vocab_size": real.get("vocab_size")}
+    if draft_dir:
+        try:
+            reply["draft"] = draft_facts(adapter, draft_dir, model, findings)
+        except Exception as exc:
+            findings.append(finding("draft_unloadable", f"SGLang's draft class could not be built "
+                                    f"from {draft_dir}: {type(exc).__name__}: {exc}", "error"))
+    return reply
+
+
+def identify_slots(aux, hf, input_ids, n, capture, expected, findings) -> list[dict]:
+    """Name each H-wide slice of the captured concatenation; pad missing slots with None."""
+    h = hf.config.hidden_size
+    width = 0 if aux is None else aux.shape[-1]
+    got = width // h
+    slots = []
+    if got:
+        candidates = candidate_states(hf, input_ids)
+        for s in range(got):
+            ident = identify(aux[:, s * h:(s + 1) * h].float(), candidates)
+            slots.append({"tap": ident.tap.name if ident.tap else None, "rel_err": ident.rel_err,
+                          "best": ident.best.name, "runner_up": ident.runner_up.name if ident.runner_up else None,
+                          "runner_up_err": ident.runner_up_err})
+            if ident.tap is None:
+                why = ("ambiguous between " + f"{ident.best.name} and {ident.runner_up.name}"
+                       if ident.ambiguous else f"nearest is {ident.best.name} at relative error "
+                       f"{ident.rel_err:.2e}")
+                findings.append(finding("unidentified_state", f"captured slot {s} matches no "
+                                        f"canonical state ({why})", "error", slot=s))
+    if aux is None:  # the engine raised: name the requested slots it could never fill
+        for s, idx in enumerate((capture or [])[:expected]):
+            slots.append({"tap": None})
+            if not 0 <= idx < n:
+                findings.append(finding("not_captured", f"slot {s} asks the engine to capture at layer "
+                                        f"index {idx}, which a {n}-layer model never reaches",
+                                        "error", slot=s))
+        return slots + [{"tap": None}] * (expected - len(slots))
+    if got < expected:
+        never = [i for i in (capture or []) if not 0 <= i < n]
+        where = f"; capture index(es) {never} are never reached in a {n}-layer model" if never else ""
+        for s in range(got, expected):
+            slots.append({"tap": None})
+            findings.append(finding("not_captured", f"slot {s} was requested but the engine captured "
+                                    f"only {got} of {expected} states{where}", "error", slot=s))
+    return slots
+
+
+def main() -> int:
+    request = json.loads(sys.stdin.read())
+    try:
+        reply = extract(request)
+    except Exception as exc:  # report, never a bare traceback to the caller
+        reply = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-3000:]}
+    sys.stdout.write("\n" + json.dumps(reply) + "\n")
+    sys.stdout.flush()
+    os._exit(0)  # skip gloo/process-group teardown, which can hang at interpreter exit
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,79 @@
+"""The transformers reference: every canonical state of the target, computed independently.
+
+The engine's captured tensors are identified by numerical identity against these, so
+the serving contract never trusts the engine's own idea of what it captured.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ...contract.tap import Norm, Tap
+
+
+def seeded_hf_model(config_dir: str, seed: int) -> torch.nn.Module:
+    """The transformers implementation of the architecture, with seeded random weights.
+
+    Weights are drawn wider than a real init (std 0.1, norms around 1) so that
+    neighbouring residual states differ clearly and identification is unambiguous.
+    """
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.from_pretrained(config_dir)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            noise = torch.randn(param.shape, generator=gen)
+            param.copy_(1 + 0.1 * noise if "norm" in name else 0.1 * noise)
+        for name, buf in model.named_buffers():
+            if "e_score_correction_bias" in name:  # DeepSeek router bias: a weight, not a cache
+                buf.copy_(0.1 * torch.randn(buf.shape, generator=gen))
+    return model
+
+
+def _decoder(model: torch.nn.Module):
+    inner = model.model
+    return inner, inner.layers, inner.norm
+
+
+@torch.no_grad()
+def candidate_states(model: torch.nn.Module, input_ids: torch.Tensor) -> dict[Tap, torch.Tensor]:
+    """Every tap of the model on `input_ids` [T] -> {Tap: [T, H]}.
+
+    h0..hN (residual stream), final, hK.delta (layer K-1's MLP output before its
+    residual add), hK.normed (final norm of hK), hK.ln (layer K's input_layernorm of hK).
+    """
+    inner, layers, norm = _decoder(model)
+    n = len(layers)
+    streams: dict[int, torch.Tensor] = {}
+    deltas: dict[int, torch.Tensor] = {}
+    lns: dict[int, torch.Tensor] = {}
+    hooks = []
+    for i, layer in enumerate(layers):
+        hooks.append(layer.register_forward_hook(
+            lambda mod, args, out, i=i: streams.__setitem__(i + 1, (out[0] if isinstance(out, tuple) else out)[0])))
+        hooks.append(layer.mlp.register_forward_hook(
+            lambda mod, args, out, i=i: deltas.__setitem__(i + 1, (out[0] if isinstance(out, tuple) else out)[0])))
+        hooks.append(layer.input_layernorm.register_forward_hook(
+            lambda mod, args, out, i=i: lns.__setitem__(i, out[0])))
+    hooks.append(inner.embed_tokens.register_forward_hook(
+        lambda mod, args, out: streams.__setitem__(0, out[0])))
+    try:
+        out = model(input_ids[None], output_hidden_states=True)
+    finally:
+        for h in hooks:
+            h.remove()
+
+    taps: dict[Tap, torch.Tensor] = {}
+    for k in range(n + 1):
+        taps[Tap.stream(k)] = streams[k]
+        taps[Tap(kind="stream", layer=k, norm=Norm.final)] = norm(streams[k][None])[0]
+        if k in deltas:
+            taps[Tap(kind="stream", layer=k, residual=False)] = deltas[k]
+        if k in lns:
+            taps[Tap(kind="stream", layer=k, norm=Norm.input)] = lns[k]
+    final = out.hidden_states[-1][0]  # transformers: the last entry is post-norm
+    taps.pop(Tap(kind="stream", layer=n, norm=Norm.final))
+    taps[Tap.final()] = final
+    return taps
