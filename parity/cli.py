@@ -1,12 +1,21 @@
-"""The `parity` command line."""
+"""The `parity` command line.
+
+Exit codes: 0 parity (or success), 1 drift, 2 bad input or an unsupported case.
+Every error is one line on stderr, never a traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 from importlib import metadata
+from pathlib import Path
 
 from . import __version__
+
+EXIT_OK, EXIT_DRIFT, EXIT_ERROR = 0, 1, 2
 
 
 def _installed(name: str) -> str:
@@ -17,22 +26,131 @@ def _installed(name: str) -> str:
 
 
 def version_text() -> str:
-    parts = [f"parity {__version__}"]
-    parts += [f"{p} {_installed(p)}" for p in ("sglang", "speculators", "torch", "transformers")]
-    return "\n".join(parts)
+    deps = ", ".join(f"{p} {_installed(p)}" for p in ("sglang", "speculators", "torch", "transformers"))
+    return f"parity {__version__} ({deps})"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # usage errors are bad input: one line, exit 2
+        self.exit(EXIT_ERROR, f"parity: {message} (see parity {self.prog.split()[-1]} --help)\n"
+                  if " " in self.prog else f"parity: {message} (see parity --help)\n")
+
+
+def _add_dump_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dump-layout", metavar="TAPS",
+                   help="which state each dumped slot holds, e.g. h0,h3,h31,h59 (a manifest)")
+    p.add_argument("--datagen-ids", metavar="IDS",
+                   help="instead of --dump-layout: the data-generation layer ids, e.g. 2,16,29")
+    p.add_argument("--datagen-convention", default="speculators-datagen",
+                   help="the convention of --datagen-ids (default: speculators-datagen, "
+                        "which appends the last layer); see `parity conventions`")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="parity", description=__doc__)
-    p.add_argument("--version", action="version", version=version_text())
-    p.add_subparsers(dest="command")
+    p = _Parser(prog="parity", description="EAGLE-3 train/serve parity checks.")
+    p.add_argument("--version", action="store_true", help="print versions and exit")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser)
+
+    contract = sub.add_parser("contract", help="extract one side's contract")
+    side = contract.add_subparsers(dest="side", parser_class=_Parser)
+    tr = side.add_parser("training", help="the training contract, from the installed speculators")
+    tr.add_argument("--target-config", required=True, type=Path)
+    _add_dump_args(tr)
+    tr.add_argument("--draft", type=Path, help="the trained draft directory (speculators format)")
+    tr.add_argument("--speculators", metavar="VERSION",
+                    help="run another installed release (an environment in envs.toml)")
+    tr.add_argument("--json", action="store_true")
+    sv = side.add_parser("serving", help="the serving contract, from the installed SGLang")
+    sv.add_argument("--target-config", required=True, type=Path)
+    sv.add_argument("--draft", required=True, type=Path, help="the draft directory as it will be served")
+    sv.add_argument("--sglang", metavar="VERSION", help="run another installed release")
+    sv.add_argument("--json", action="store_true")
+
+    sub.add_parser("schema", help="print the JSON Schema of contracts")
+    sub.add_parser("conventions", help="list the layer-id conventions parity translates")
     return p
+
+
+def _training(args) -> "object":
+    from .contract import parse_taps
+    from .extract.training import extract_training
+    from .inputs import InputError, read_config, target_layers
+    from .contract import TargetModel
+
+    cfg = read_config(args.target_config, "target config")
+    n = target_layers(cfg, args.target_config)
+    target = TargetModel(architecture=(cfg.get("architectures") or ["?"])[0],
+                         model_type=cfg.get("model_type"), num_hidden_layers=n,
+                         hidden_size=cfg.get("hidden_size"), vocab_size=cfg.get("vocab_size"))
+    layout = ids = None
+    try:
+        if args.dump_layout:
+            layout = parse_taps(args.dump_layout)
+        elif args.datagen_ids:
+            ids = [int(x) for x in args.datagen_ids.strip("[]").split(",")]
+    except ValueError as exc:
+        raise InputError(f"--dump-layout/--datagen-ids: {exc}") from None
+    return extract_training(target, layout, datagen_ids=ids,
+                            datagen_convention=args.datagen_convention if ids else None,
+                            draft_dir=args.draft, speculators_version=args.speculators)
+
+
+def _serving(args):
+    from .extract.serving import extract_serving
+
+    return extract_serving(args.target_config, args.draft, sglang_version=args.sglang)
+
+
+def run(args) -> int:
+    if args.command == "contract":
+        if args.side is None:
+            raise _usage("contract needs a side: training or serving")
+        contract = _training(args) if args.side == "training" else _serving(args)
+        if args.json:
+            print(contract.to_json())
+        else:
+            from .report import render_contract
+            print(render_contract(contract))
+        return EXIT_OK
+    if args.command == "schema":
+        from .contract import contract_json_schema
+        print(json.dumps(contract_json_schema(), indent=2))
+        return EXIT_OK
+    if args.command == "conventions":
+        from .conventions import CONVENTIONS
+        for c in CONVENTIONS.values():
+            print(f"{c.name:26s} {c.summary}\n{'':26s} source: {c.source}")
+        return EXIT_OK
+    raise _usage(f"unknown command {args.command}")
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _usage(msg: str) -> _UsageError:
+    return _UsageError(msg)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.version:
+        print(version_text())
+        return EXIT_OK
     if not args.command:
         parser.print_help()
-        return 2
-    return 0
+        return EXIT_ERROR
+    from .errors import USER_ERRORS
+
+    try:
+        return run(args)
+    except _UsageError as exc:
+        print(f"parity: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except USER_ERRORS as exc:
+        lines = str(exc).strip().splitlines() or [type(exc).__name__]
+        print(f"parity: {lines[0]}", file=sys.stderr)
+        if len(lines) > 1 and os.environ.get("PARITY_DEBUG"):
+            print("\n".join(lines[1:]), file=sys.stderr)
+        return EXIT_ERROR

@@ -15,19 +15,22 @@ from typing import Any
 
 from ...contract import Finding, GraphFlags, Provenance, ServingContract, TargetModel, Tap, VocabMapping
 from ...envs import EnvError, find_env, run_module
-from ...inputs import InputError, read_config
+from ...inputs import InputError, read_config, target_layers
 
 
 class ServingExtractionError(RuntimeError):
     """The engine could not be run at all for this input (not a finding: no contract)."""
 
 
+PROBE = "parity.extract.serving.probe"
+
+
 def run_probe(target_config: dict, draft_dir: Path | None, sglang_version: str | None = None,
-              seq_len: int = 8, seed: int = 0) -> dict[str, Any]:
+              seq_len: int = 8, seed: int = 0, probe: str = PROBE, **extra) -> dict[str, Any]:
     python = sys.executable if sglang_version is None else find_env("sglang", sglang_version).python
     request = {"target_config": target_config, "draft_dir": str(draft_dir) if draft_dir else None,
-               "seq_len": seq_len, "seed": seed}
-    return run_module(python, "parity.extract.serving.probe", request)
+               "seq_len": seq_len, "seed": seed, **extra}
+    return run_module(python, probe, request)
 
 
 def to_contract(reply: dict[str, Any], target_config: dict) -> ServingContract:
@@ -64,12 +67,20 @@ def to_contract(reply: dict[str, Any], target_config: dict) -> ServingContract:
 
 
 def extract_serving(target_config_path: Path | str, draft_dir: Path | str,
-                    sglang_version: str | None = None) -> ServingContract:
+                    sglang_version: str | None = None, probe: str = PROBE) -> ServingContract:
+    """The serving contract for this target and draft under the installed (or named) SGLang.
+
+    `probe` names the module run in the subprocess; tests swap in one that injects a drift."""
     target_config = read_config(Path(target_config_path), "target config")
+    target_layers(target_config, Path(target_config_path))
+    if not (target_config.get("architectures") or []):
+        raise InputError(f"target config {target_config_path}: no architectures list")
     draft_dir = Path(draft_dir)
+    if not draft_dir.is_dir():
+        raise InputError(f"draft {draft_dir}: not a directory")
     read_config(draft_dir / "config.json", "draft config")
     try:
-        reply = run_probe(target_config, draft_dir.resolve(), sglang_version)
+        reply = run_probe(target_config, draft_dir.resolve(), sglang_version, probe=probe)
     except EnvError as exc:
         raise ServingExtractionError(str(exc)) from exc
     if "error" in reply and "sglang_version" not in reply:

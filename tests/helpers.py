@@ -1,0 +1,28 @@
+"""Shared test helpers: fixture paths and tiny draft directories."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGETS = ROOT / "fixtures" / "targets"
+LLAMA = TARGETS / "llama-3.1-8b" / "config.json"
+QWEN3 = TARGETS / "qwen3-8b" / "config.json"
+DEEPSEEK = TARGETS / "deepseek-v3-61l" / "config.json"
+
+
+def sglang_draft(tmp: Path, *, ids=None, top_level_ids=None, hidden_size=4096, vocab_size=128256,
+                 **extra) -> Path:
+    """A draft directory in SGLang's config format (config.json only)."""
+    cfg = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama",
+           "hidden_size": hidden_size, "intermediate_size": 4 * hidden_size,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 1,
+           "vocab_size": vocab_size, "draft_vocab_size": 32000, "rms_norm_eps": 1e-5, **extra}
+    if ids is not None:
+        cfg["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": ids}
+    if top_level_ids is not None:
+        cfg["eagle_aux_hidden_state_layer_ids"] = top_level_ids
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "config.json").write_text(json.dumps(cfg))
+    return tmp

@@ -1,0 +1,110 @@
+"""The serving extractor runs the installed SGLang's real config reading and capture.
+
+Every expected contract below is what SGLang 0.5.23 really does (FIELD-NOTES section 2,
+5b); each captured slice is identified against transformers inside the probe, so a
+wrong tensor shows up as an unidentified slot, never as a silent pass.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from parity.contract import diff, names
+from parity.extract.serving import extract_serving
+from parity.inputs import InputError
+
+from .helpers import DEEPSEEK, LLAMA, QWEN3, sglang_draft
+
+pytestmark = pytest.mark.slow
+
+
+def kinds(contract) -> list[str]:
+    return [f.kind for f in contract.findings]
+
+
+@pytest.mark.parametrize("config, ids, expected", [
+    (LLAMA, [1, 15, 28], ["h2", "h16", "h29"]),
+    (LLAMA, [-1, 2, 30], ["h0", "h3", "h31"]),
+    (QWEN3, [1, 17, 32], ["h2", "h18", "h33"]),
+    (DEEPSEEK, [2, 30, 58], ["h2", "h30", "h58"]),  # no +1 unless ids[0] == 1 (PR #25454)
+    (DEEPSEEK, [1, 30, 58], ["h2", "h31", "h59"]),
+], ids=["llama", "llama-embedding", "qwen3", "deepseek-2-30-58", "deepseek-1-30-58"])
+def test_captures_what_sglang_really_captures(tmp_path, config, ids, expected):
+    c = extract_serving(config, sglang_draft(tmp_path, ids=ids))
+    assert names(c.fc_input) == expected
+    assert c.requested_ids == tuple(ids)
+    assert not [f for f in c.findings if f.severity == "error"], c.findings
+
+
+def test_missing_ids_fall_back_to_defaults_loudly(tmp_path):
+    c = extract_serving(LLAMA, sglang_draft(tmp_path))
+    assert names(c.fc_input) == ["h2", "h16", "h29"]  # [2, N//2, N-3] without the +1
+    assert c.requested_ids is None and c.ids_source == "engine default"
+    assert kinds(c) == ["default_layers_fallback"]
+    assert "no eagle_config" in c.findings[0].message
+
+
+def test_top_level_ids_are_ignored_and_say_so(tmp_path):
+    c = extract_serving(LLAMA, sglang_draft(tmp_path, top_level_ids=[-1, 2, 30]))
+    assert names(c.fc_input) == ["h2", "h16", "h29"]  # not the [h0, h3, h31] the ids meant
+    assert kinds(c) == ["default_layers_fallback"]
+    assert "top level" in c.findings[0].message
+
+
+def test_last_layer_id_is_silently_dropped(tmp_path):
+    c = extract_serving(LLAMA, sglang_draft(tmp_path, ids=[1, 15, 31]))
+    assert names(c.fc_input) == ["h2", "h16", None]
+    missing = [f for f in c.findings if f.kind == "not_captured"]
+    assert missing and missing[0].slot == 2 and "only 2 of 3" in missing[0].message
+
+
+def test_deepseek_embedding_id_raises_and_names_slot_0(tmp_path):
+    c = extract_serving(DEEPSEEK, sglang_draft(tmp_path, ids=[-1, 2, 30], hidden_size=7168))
+    assert names(c.fc_input) == [None, None, None]
+    assert "engine_error" in kinds(c)
+    assert any("captured 2 of 3" in f.message for f in c.findings)
+    assert [f.slot for f in c.findings if f.kind == "not_captured"] == [0]
+
+
+def test_draft_side_facts(tmp_path):
+    c = extract_serving(LLAMA, sglang_draft(tmp_path, ids=[1, 15, 28], norm_before_residual=True))
+    assert c.graph.norm_before_fc is False and c.graph.fc_norm is False
+    assert c.graph.norm_before_residual is False  # 0.5.23 never reads the flag
+    assert "flag_dropped" in kinds(c)
+    assert c.embedding == "target"  # the engine swaps in the target's token embedding
+
+
+def test_speculators_format_config_is_a_finding_not_a_crash(tmp_path):
+    d = tmp_path / "spec"
+    d.mkdir()
+    (d / "config.json").write_text('{"speculators_model_type": "eagle3", '
+                                   '"eagle_aux_hidden_state_layer_ids": [2, 16, 29]}')
+    c = extract_serving(LLAMA, d)
+    assert names(c.fc_input) == [None, None, None]
+    assert kinds(c)[-1] == "draft_unloadable"
+
+
+@pytest.mark.parametrize("probe, why", [
+    ("tests.drift.serving_no_plus_one", "off by one layer (-1)"),
+    ("tests.drift.serving_corrupt_capture", None),
+])
+def test_a_broken_capture_changes_the_contract(tmp_path, probe, why):
+    draft = sglang_draft(tmp_path, ids=[1, 15, 28])
+    good = extract_serving(LLAMA, draft)
+    bad = extract_serving(LLAMA, draft, probe=probe)
+    d = diff(good, bad)
+    assert not d.empty
+    if why:
+        assert [s.why for s in d.mismatched_slots] == [why] * 3
+    else:  # a tensor that is no canonical state: every slot unidentified, loudly
+        assert names(bad.fc_input) == [None, None, None]
+        assert set(kinds(bad)) == {"unidentified_state"}
+
+
+def test_bad_input_is_one_line(tmp_path):
+    with pytest.raises(InputError, match="file not found"):
+        extract_serving(tmp_path / "nope.json", sglang_draft(tmp_path / "d", ids=[1, 2, 3]))
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"architectures": ["LlamaForCausalLM"]}')
+    with pytest.raises(InputError, match="no num_hidden_layers"):
+        extract_serving(bad, sglang_draft(tmp_path / "d", ids=[1, 2, 3]))
