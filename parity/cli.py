@@ -66,6 +66,17 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--sglang", metavar="VERSION", help="run another installed release")
     sv.add_argument("--json", action="store_true")
 
+    ck = sub.add_parser("check", help="compare training and serving; exit 0 parity, 1 drift, 2 error")
+    ck.add_argument("--target-config", required=True, type=Path, help="the target's config.json")
+    ck.add_argument("--draft", required=True, type=Path, help="the draft directory as it will be served")
+    _add_dump_args(ck)
+    ck.add_argument("--engine", default="sglang", choices=["sglang"])
+    ck.add_argument("--sglang", metavar="VERSION", help="check under another installed release")
+    ck.add_argument("--speculators", metavar="VERSION", help="training under another installed release")
+    ck.add_argument("--no-verify", action="store_true",
+                    help="skip the second extraction that confirms the suggested fix")
+    ck.add_argument("--json", action="store_true")
+
     sub.add_parser("schema", help="print the JSON Schema of contracts")
     sub.add_parser("conventions", help="list the layer-id conventions parity translates")
     return p
@@ -101,7 +112,25 @@ def _serving(args):
     return extract_serving(args.target_config, args.draft, sglang_version=args.sglang)
 
 
+def _check(args) -> int:
+    from .gate import check
+    from .report import render_check
+
+    if not (args.dump_layout or args.datagen_ids):
+        raise _usage("check needs the dump description: --dump-layout h0,h3,... or --datagen-ids")
+    training = _training(args)
+    result = check(training, args.target_config, args.draft, sglang_version=args.sglang,
+                   verify=not args.no_verify)
+    if args.json:
+        print(json.dumps(result.to_json_dict(), indent=2))
+    else:
+        print(render_check(result, str(args.target_config), str(args.draft)))
+    return EXIT_OK if result.verdict == "parity" else EXIT_DRIFT
+
+
 def run(args) -> int:
+    if args.command == "check":
+        return _check(args)
     if args.command == "contract":
         if args.side is None:
             raise _usage("contract needs a side: training or serving")
@@ -150,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     except USER_ERRORS as exc:
         lines = str(exc).strip().splitlines() or [type(exc).__name__]
+        if getattr(args, "json", False):
+            print(json.dumps({"verdict": "error", "error": lines[0]}))
         print(f"parity: {lines[0]}", file=sys.stderr)
         if len(lines) > 1 and os.environ.get("PARITY_DEBUG"):
             print("\n".join(lines[1:]), file=sys.stderr)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from .contract import Contract, ServingContract, TrainingContract
 
 
@@ -48,4 +50,52 @@ def render_contract(c: Contract) -> str:
     for f in c.findings:
         where = f" [slot {f.slot}]" if f.slot is not None else ""
         lines.append(f"  {f.severity.upper():7s}      {f.kind}{where}: {f.message}")
+    return "\n".join(lines)
+
+
+def render_check(result, target_path: str = "", draft_path: str = "") -> str:
+    """The gate's report: verdict, slot table, other differences, provenance, the fix."""
+    t, s = result.training, result.serving
+    n = t.target.num_hidden_layers
+    head = {"parity": "PARITY: the draft will be fed exactly what it was trained on.",
+            "drift": "DRIFT: the draft will be fed different hidden states than it was trained on."}
+    lines = [f"parity check: {head[result.verdict]}", ""]
+    lines.append(f"  target    {t.target.architecture}, {n} decoder layers"
+                 + (f"  ({target_path})" if target_path else ""))
+    lines.append(f"  training  speculators {t.provenance.version}: {t.provenance.code_path}")
+    ids = list(s.requested_ids) if s.requested_ids is not None else "none (engine default)"
+    lines.append(f"  serving   sglang {s.provenance.version}: ids {ids} from {s.ids_source}; "
+                 f"{s.provenance.details.get('model_class', '')}")
+    lines += ["", f"  The draft's fc layer reads {len(result.diff.slots)} hidden states of the target, "
+                  "concatenated in this order:", ""]
+    rows = [("slot", "trained on", "served by sglang", "verdict")]
+    for sd in result.diff.slots:
+        exp = sd.expected.name if sd.expected else None
+        act = sd.actual.name if sd.actual else None
+        rows.append((str(sd.slot), f"{exp or '-':6s} {describe_tap(exp, n)}",
+                     f"{act or '-':6s} {describe_tap(act, n)}",
+                     "ok" if sd.verdict == "match" else f"MISMATCH: {sd.why}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for r in rows:
+        lines.append("  " + "  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3])
+    lines.append(f"\n  loss target during training: {t.loss_target.name} ({describe_tap(t.loss_target.name, n)})")
+    other = [d for d in result.differences if d.kind != "slot"]
+    if other:
+        lines += ["", "  Other differences:"] + [f"  - {d.message}" for d in other]
+    if result.notes:
+        lines += ["", "  Notes:"] + [f"  - {note}" for note in result.notes]
+    lines.append("")
+    if result.suggestion:
+        sg = result.suggestion
+        snippet = json.dumps({"eagle_config": {"eagle_aux_hidden_state_layer_ids":
+                                               sg.eagle_aux_hidden_state_layer_ids}})
+        where = f" in {draft_path}/config.json" if draft_path else ""
+        lines.append(f"  FIX: write {snippet}{where}")
+        how = ("verified: a full extraction with this config" if sg.verified
+               else "found on the engine's model; the draft config itself must first be exported "
+                    "to SGLang's format (`parity export`), so the config reading was not re-run, and")
+        lines.append(f"       ({how} makes sglang {sg.engine_version} feed "
+                     f"[{', '.join(x or '-' for x in sg.serving_fc_input)}], the training contract)")
+    elif result.unfixable:
+        lines.append(f"  NO FIX with the installed engine: {result.unfixable}")
     return "\n".join(lines)

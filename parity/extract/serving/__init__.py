@@ -71,6 +71,14 @@ def extract_serving(target_config_path: Path | str, draft_dir: Path | str,
     """The serving contract for this target and draft under the installed (or named) SGLang.
 
     `probe` names the module run in the subprocess; tests swap in one that injects a drift."""
+    return probe_serving(target_config_path, draft_dir, sglang_version, probe=probe)[0]
+
+
+def probe_serving(target_config_path: Path | str, draft_dir: Path | str,
+                  sglang_version: str | None = None, probe: str = PROBE,
+                  candidates: list[list[int]] | None = None) -> tuple[ServingContract, list[dict]]:
+    """The serving contract, plus what the engine would capture for each candidate id list
+    (each {"ids", "fc_input": [names or None], "error"}), from one engine process."""
     target_config = read_config(Path(target_config_path), "target config")
     target_layers(target_config, Path(target_config_path))
     if not (target_config.get("architectures") or []):
@@ -80,12 +88,13 @@ def extract_serving(target_config_path: Path | str, draft_dir: Path | str,
         raise InputError(f"draft {draft_dir}: not a directory")
     read_config(draft_dir / "config.json", "draft config")
     try:
-        reply = run_probe(target_config, draft_dir.resolve(), sglang_version, probe=probe)
+        reply = run_probe(target_config, draft_dir.resolve(), sglang_version, probe=probe,
+                          candidates=candidates or [])
     except EnvError as exc:
         raise ServingExtractionError(str(exc)) from exc
     if "error" in reply and "sglang_version" not in reply:
         raise ServingExtractionError(reply["error"])
-    return to_contract(reply, target_config)
+    return to_contract(reply, target_config), reply.get("candidates", [])
 
 
-__all__ = ["ServingExtractionError", "extract_serving", "run_probe", "to_contract"]
+__all__ = ["ServingExtractionError", "extract_serving", "probe_serving", "run_probe", "to_contract"]

@@ -100,6 +100,16 @@ def extract(request: dict) -> dict[str, Any]:
         reply["error"] = (f"sglang {version} cannot load the draft config "
                           f"{draft_dir}/config.json: {type(exc).__name__}: {exc}")
         reply["draft_unloadable"] = True
+        written = draft_config.get("eagle_aux_hidden_state_layer_ids")
+        reply["expected_slots"] = len(written) if isinstance(written, list) else 3
+        if request.get("candidates"):  # still answer which ids would work once it loads
+            hf = seeded_hf_model(str(target_dir), request.get("seed", 0))
+            model = adapter.build_target(target_cfg)
+            adapter.load_weights(model, hf.state_dict())
+            input_ids = _tokens(request, hf)
+            refs = candidate_states(hf, input_ids)
+            reply["candidates"] = [try_candidate(adapter, model, input_ids, refs, n, c)
+                                   for c in request["candidates"]]
         return reply
     reply["use_aux"] = bool(use_aux)
     reply["requested_ids"] = list(ids) if isinstance(ids, (list, tuple)) else ids
@@ -127,20 +137,16 @@ def extract(request: dict) -> dict[str, Any]:
     expected = len(ids) if isinstance(ids, (list, tuple)) else len(capture or [])
     reply["expected_slots"] = expected
 
-    gen = torch.Generator().manual_seed(request.get("seed", 0) + 1)
-    input_ids = torch.randint(0, hf.config.vocab_size, (request.get("seq_len", 8),), generator=gen)
-    aux = None
-    try:
-        out = adapter.forward(model, input_ids)
-        aux = out.hidden_states
-    except Exception as exc:
-        findings.append(finding("engine_error", f"the engine's forward raised {type(exc).__name__}: "
-                                f"{exc}", "error"))
-    slots = identify_slots(aux, hf, input_ids, n, capture, expected, findings)
+    input_ids = _tokens(request, hf)
+    refs = candidate_states(hf, input_ids)
+    slots = capture_and_identify(adapter, model, input_ids, refs, n, capture, expected, findings)
     reply["slots"] = slots
     reply["target"] = {"architecture": (real.get("architectures") or ["?"])[0],
                        "model_type": real.get("model_type"), "num_hidden_layers": n,
                        "hidden_size": real.get("hidden_size"), "vocab_size": real.get("vocab_size")}
+    # 3. Other id lists on the same model (the gate's search for a fix).
+    reply["candidates"] = [try_candidate(adapter, model, input_ids, refs, n, ids)
+                           for ids in request.get("candidates", [])]
     if draft_dir:
         try:
             reply["draft"] = draft_facts(adapter, draft_dir, model, findings)
@@ -150,16 +156,45 @@ def extract(request: dict) -> dict[str, Any]:
     return reply
 
 
-def identify_slots(aux, hf, input_ids, n, capture, expected, findings) -> list[dict]:
+def _tokens(request: dict, hf) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(request.get("seed", 0) + 1)
+    return torch.randint(0, hf.config.vocab_size, (request.get("seq_len", 8),), generator=gen)
+
+
+def capture_and_identify(adapter, model, input_ids, refs, n, capture, expected, findings) -> list[dict]:
+    """One real forward; name each H-wide slice of the captured concatenation."""
+    aux = None
+    try:
+        aux = adapter.forward(model, input_ids).hidden_states
+    except Exception as exc:
+        findings.append(finding("engine_error", f"the engine's forward raised {type(exc).__name__}: "
+                                f"{exc}", "error"))
+    return identify_slots(aux, refs, n, capture, expected, findings)
+
+
+def try_candidate(adapter, model, input_ids, refs, n, ids: list[int]) -> dict:
+    """What the engine would feed with `ids` written in the draft config."""
+    found: list[dict] = []
+    try:
+        adapter.configure_capture(model, True, ids)
+    except Exception as exc:
+        return {"ids": ids, "fc_input": None, "error": f"{type(exc).__name__}: {exc}"}
+    capture = adapter.capture_indices(model)
+    slots = capture_and_identify(adapter, model, input_ids, refs, n, capture, len(ids), found)
+    errors = [f["message"] for f in found if f["severity"] == "error"]
+    return {"ids": ids, "fc_input": [s.get("tap") for s in slots], "capture_ids": capture,
+            "error": "; ".join(errors) or None}
+
+
+def identify_slots(aux, refs, n, capture, expected, findings) -> list[dict]:
     """Name each H-wide slice of the captured concatenation; pad missing slots with None."""
-    h = hf.config.hidden_size
+    h = next(iter(refs.values())).shape[-1]
     width = 0 if aux is None else aux.shape[-1]
     got = width // h
     slots = []
     if got:
-        candidates = candidate_states(hf, input_ids)
         for s in range(got):
-            ident = identify(aux[:, s * h:(s + 1) * h].float(), candidates)
+            ident = identify(aux[:, s * h:(s + 1) * h].float(), refs)
             slots.append({"tap": ident.tap.name if ident.tap else None, "rel_err": ident.rel_err,
                           "best": ident.best.name, "runner_up": ident.runner_up.name if ident.runner_up else None,
                           "runner_up_err": ident.runner_up_err})

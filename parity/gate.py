@@ -1,0 +1,160 @@
+"""The gate: compare the training contract with the serving contract, decide, and find the fix.
+
+`check(training, target_config, draft_dir)` extracts the serving contract (asking the
+engine, in the same process, what each candidate id list would capture), diffs the
+two slot by slot, and returns a `CheckResult` whose verdict is 'parity' or 'drift'.
+The fix is never computed from a rule we typed: a candidate is kept only if the
+installed engine, run on it, feeds exactly the training fc input; then a second full
+extraction with the fixed config (through the engine's own config reader) confirms it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .contract import ContractDiff, ServingContract, Tap, TrainingContract, diff
+from .extract.serving import probe_serving
+
+Verdict = Literal["parity", "drift", "error"]
+
+
+class Difference(BaseModel):
+    """One reason the two sides disagree, in a form both humans and CI can read."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str = Field(description="'slot', 'field' or a finding kind such as 'not_captured'.")
+    where: str = Field(description="Slot number, field name or side the difference is in.")
+    training: Any = Field(default=None, description="The training side's value.")
+    serving: Any = Field(default=None, description="The serving side's value.")
+    message: str = Field(description="One sentence for a human.")
+
+
+class Suggestion(BaseModel):
+    """The id list to write in the draft config so the engine feeds the training contract."""
+
+    model_config = ConfigDict(frozen=True)
+
+    engine: str = Field(description="The serving engine, e.g. 'sglang'.")
+    engine_version: str = Field(description="The release the fix was found and verified under.")
+    eagle_aux_hidden_state_layer_ids: list[int] = Field(description="The ids, in the engine's own convention.")
+    config_key: str = Field(default="eagle_config.eagle_aux_hidden_state_layer_ids",
+                            description="Where in the draft's config.json the engine reads them.")
+    verified: bool = Field(description="A full extraction with these ids written in the config matched.")
+    serving_fc_input: list[str | None] = Field(description="What the engine feeds with these ids.")
+
+
+class CheckResult(BaseModel):
+    """The gate's decision with everything needed to explain it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    verdict: Verdict
+    training: TrainingContract
+    serving: ServingContract
+    diff: ContractDiff
+    differences: list[Difference]
+    notes: list[str] = Field(default_factory=list, description="Findings that are not train/serve differences.")
+    suggestion: Suggestion | None = None
+    unfixable: str | None = Field(default=None, description="Why the installed engine cannot reproduce the training contract.")
+    candidates_tried: list[dict] = Field(default_factory=list)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return json.loads(self.model_dump_json())
+
+
+def candidate_id_lists(fc: tuple[Tap | None, ...]) -> list[list[int]]:
+    """Whole-list hypotheses for the engine's numbering: the training layers shifted by -1, 0, +1.
+
+    Engines apply one rule to the whole list (sometimes depending on its first id), so
+    uniform shifts cover the conventions seen so far; each is tested on the engine itself.
+    """
+    if any(t is None or not t.is_plain_stream() for t in fc):
+        return []
+    out: list[list[int]] = []
+    for shift in (-1, 0, 1):
+        ids = [t.layer + shift for t in fc]
+        if min(ids) >= -1 and ids not in out:
+            out.append(ids)
+    return out
+
+
+def _differences(d: ContractDiff, training: TrainingContract, serving: ServingContract) -> list[Difference]:
+    out = [Difference(kind="slot", where=f"slot {s.slot}", training=s.expected and s.expected.name,
+                      serving=s.actual and s.actual.name,
+                      message=f"slot {s.slot}: trained on {s.expected.name if s.expected else 'nothing'}, "
+                              f"served {s.actual.name if s.actual else 'nothing'} ({s.why})")
+           for s in d.mismatched_slots]
+    out += [Difference(kind="field", where=f.field, training=f.expected, serving=f.actual,
+                       message=f"{f.field}: trained with {f.expected}, served with {f.actual}")
+            for f in d.fields]
+    for side, c in (("training", training), ("serving", serving)):
+        for f in c.findings:
+            if f.severity == "error" and f.kind not in ("not_captured",):
+                out.append(Difference(kind=f.kind, where=side, message=f"{side}: {f.message}"))
+    return out
+
+
+def _verify(target_config: Path, draft_dir: Path, ids: list[int], version: str | None) -> ServingContract:
+    """Extract again with `ids` written where the engine reads them, in a copy of the draft."""
+    tmp = Path(tempfile.mkdtemp(prefix="parity-fix-"))
+    try:
+        config = json.loads((draft_dir / "config.json").read_text())
+        eagle = config.get("eagle_config") if isinstance(config.get("eagle_config"), dict) else {}
+        config["eagle_config"] = {**eagle, "eagle_aux_hidden_state_layer_ids": ids}
+        (tmp / "config.json").write_text(json.dumps(config))
+        return probe_serving(target_config, tmp, version)[0]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check(training: TrainingContract, target_config: Path, draft_dir: Path,
+          sglang_version: str | None = None, verify: bool = True) -> CheckResult:
+    target_config, draft_dir = Path(target_config), Path(draft_dir)
+    candidates = candidate_id_lists(training.fc_input)
+    serving, tried = probe_serving(target_config, draft_dir, sglang_version, candidates=candidates)
+    d = diff(training, serving)
+    differences = _differences(d, training, serving)
+    notes = [f"{c.side}: {f.message}" for c in (training, serving) for f in c.findings
+             if f.severity != "error" or f.kind == "not_captured"]
+    verdict: Verdict = "parity" if not differences else "drift"
+
+    suggestion, unfixable = None, None
+    if verdict == "drift":
+        suggestion, unfixable = _solve(training, serving, tried, target_config, draft_dir,
+                                       sglang_version, verify)
+    return CheckResult(verdict=verdict, training=training, serving=serving, diff=d,
+                       differences=differences, notes=notes, suggestion=suggestion,
+                       unfixable=unfixable, candidates_tried=tried)
+
+
+def _solve(training, serving, tried, target_config, draft_dir, version, verify):
+    want = [t.name for t in training.fc_input]
+    if not tried:
+        bad = [t.name for t in training.fc_input if t is None or not t.is_plain_stream()]
+        return None, (f"the training fc input uses {bad}, which SGLang cannot capture: it captures "
+                      "only residual-stream states at layer boundaries")
+    match = next((c for c in tried if c.get("fc_input") == want and not c.get("error")), None)
+    if match is None:
+        got = "; ".join(f"{c['ids']} -> {c.get('fc_input') or c.get('error')}" for c in tried)
+        return None, (f"no id list makes sglang {serving.provenance.version} feed {want} "
+                      f"(tried {got})")
+    ids = list(match["ids"])
+    verified = False
+    if any(f.kind == "draft_unloadable" for f in serving.findings):
+        verify = False  # the config must first be rewritten in the engine's format (parity export)
+    if verify:
+        fixed = _verify(target_config, draft_dir, ids, version)
+        verified = [t.name if t else None for t in fixed.fc_input] == want
+        if not verified:
+            return None, (f"ids {ids} capture {want} on the engine's model, but written in the draft "
+                          f"config the engine feeds {[t.name if t else None for t in fixed.fc_input]}")
+    return Suggestion(engine="sglang", engine_version=serving.provenance.version,
+                      eagle_aux_hidden_state_layer_ids=ids, verified=verified,
+                      serving_fc_input=want), None
