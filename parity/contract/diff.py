@@ -103,7 +103,9 @@ def _vocab_fields(a: Contract, b: Contract) -> list[FieldDiff]:
 
 def diff(expected: Contract, actual: Contract) -> ContractDiff:
     """Compare `actual` against `expected`, slot by slot, then the rest."""
-    exp, act = list(expected.fc_input), list(actual.fc_input)
+    canon = lambda c: [t.canonical(c.target.num_hidden_layers) if t is not None else None  # noqa: E731
+                       for t in c.fc_input]
+    exp, act = canon(expected), canon(actual)
     slots = []
     for i in range(max(len(exp), len(act))):
         e = exp[i] if i < len(exp) else None

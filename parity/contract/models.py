@@ -147,11 +147,21 @@ class TrainingContract(Contract):
     @model_validator(mode="after")
     def _slots_match_layout(self) -> "TrainingContract":
         n = len(self.dump_layout)
-        bad = [s for s in (*self.fc_slots, self.target_slot) if s >= n]
+        bad = [s for s in (*self.fc_slots, self.target_slot) if not 0 <= s < n]
         if bad:
             raise ValueError(f"slot(s) {bad} outside a dump of {n} slots")
         if len(self.fc_slots) != len(self.fc_input):
             raise ValueError("fc_slots and fc_input differ in length")
+        for i, slot in enumerate(self.fc_slots):
+            if self.fc_input[i] != self.dump_layout[slot]:
+                raise ValueError(f"fc slot {i} is {self.fc_input[i]}, but dump slot {slot} holds "
+                                 f"{self.dump_layout[slot].name}")
+        if self.loss_target != self.dump_layout[self.target_slot]:
+            raise ValueError(f"loss target {self.loss_target.name} is not dump slot {self.target_slot}")
+        beyond = [t.name for t in self.dump_layout if not t.in_range(self.target.num_hidden_layers)]
+        if beyond:
+            raise ValueError(f"dump layout names {beyond}, beyond the target's "
+                             f"{self.target.num_hidden_layers} layers")
         return self
 
 
@@ -170,14 +180,16 @@ class ServingContract(Contract):
 
 def contract_json_schema() -> dict[str, Any]:
     """JSON Schema of both contract kinds, for users who validate contracts elsewhere."""
+    from pydantic.json_schema import models_json_schema
+
+    # One shared $defs, so every "#/$defs/..." reference resolves from this document's root.
+    _, top = models_json_schema([(TrainingContract, "serialization"),
+                                 (ServingContract, "serialization")])
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "parity contracts",
         "oneOf": [{"$ref": "#/$defs/TrainingContract"}, {"$ref": "#/$defs/ServingContract"}],
-        "$defs": {
-            "TrainingContract": TrainingContract.model_json_schema(mode="serialization"),
-            "ServingContract": ServingContract.model_json_schema(mode="serialization"),
-        },
+        "$defs": top["$defs"],
     }
 
 

@@ -34,7 +34,7 @@ class Norm(str, Enum):
     input = "input"  # the input_layernorm of the next decoder layer
 
 
-_NAME = re.compile(r"^(?:h(?P<k>\d+)(?:\.(?P<q>delta|normed|ln))?|(?P<final>final))$")
+_NAME = re.compile(r"^(?:h(?P<k>0|[1-9][0-9]*)(?:\.(?P<q>delta|normed|ln))?|(?P<final>final))$", re.ASCII)
 _QUALIFIER = {"delta": (False, Norm.none), "normed": (True, Norm.final), "ln": (True, Norm.input)}
 
 
@@ -124,7 +124,7 @@ class Tap(BaseModel):
 
 def parse_taps(text: str) -> list[Tap]:
     """Parse a comma-separated list such as 'h0,h3,h31,h59' (brackets and spaces allowed)."""
-    body = text.strip().strip("[]")
+    body = text.strip().strip("[]").strip()
     if not body:
         raise ValueError("empty list of hidden states")
     return [Tap.parse(part) for part in body.split(",")]
