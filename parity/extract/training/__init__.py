@@ -1,0 +1,280 @@
+"""The training side: what the installed speculators feeds the draft's fc layer, found by running it.
+
+`extract_training` takes the dump layout (which state each slot of the dumped
+hidden-state tensor holds) from the most trusted source given, runs the installed
+speculators' own data path on a marked sample in that release's environment
+(`probe.py`, a subprocess), and maps the slots it selected back to canonical taps:
+
+    dump [h0, h3, h31, h59] --speculators 0.9 ArrowDataset--> fc [h0, h3, h31], target h59
+
+Nothing about the slice is assumed here: if a release selects other slots, the
+contract changes with it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ...contract import Finding, GraphFlags, Provenance, Tap, TargetModel, TrainingContract, VocabMapping
+from ...conventions import CONVENTIONS, ConventionError, to_taps
+from ...envs import find_env, run_module
+from .draft import DraftConfig, DraftError, draft_ids, read_draft
+
+__all__ = ["DraftConfig", "DraftError", "PROBE_MODULE", "PROBE_REPLIES", "TrainingExtractionError",
+           "contract_from_probe", "extract_training", "probe_training", "read_draft"]
+
+PROBE_MODULE = "parity.extract.training.probe"
+DEFAULT_CONVENTION = "speculators-datagen"
+PROBE_SHAPE = {"hidden_size": 8, "seq_len": 6}  # small: the markers need 7^(H-1) >= slots*T
+
+
+class TrainingExtractionError(ValueError):
+    """Inputs the training extractor cannot turn into a contract (one line)."""
+
+
+def _finding(kind: str, message: str, severity: str = "warning", slot: int | None = None) -> Finding:
+    return Finding(kind=kind, message=message, severity=severity, slot=slot)
+
+
+# -- the probe --------------------------------------------------------------------------------
+
+
+def probe_python(speculators_version: str | None) -> str:
+    """The interpreter whose speculators is probed: this one, or the env pinning that version."""
+    if speculators_version is None:
+        return sys.executable
+    return str(find_env("speculators", speculators_version).python)
+
+
+# Probe replies already obtained in this process: (python, module, num_slots) -> reply JSON.
+# A reply depends only on the installed code and the slot count, so it is reused.
+PROBE_REPLIES: dict[tuple[str, str, int], str] = {}
+
+
+def probe_training(num_slots: int, speculators_version: str | None = None, *,
+                   module: str = PROBE_MODULE) -> dict:
+    """Run the probe for a `num_slots` dump (cached per interpreter, module and slot count).
+
+    `module` may name a wrapper that patches speculators before running the probe
+    (how the tests simulate a release whose data path drifted)."""
+    key = (probe_python(speculators_version), module, num_slots)
+    if key not in PROBE_REPLIES:
+        PROBE_REPLIES[key] = json.dumps(run_module(key[0], module, {"num_slots": num_slots, **PROBE_SHAPE}))
+    return json.loads(PROBE_REPLIES[key])
+
+
+def choose_path(reply: dict, data_path: str | None, layout: list[Tap]) -> dict:
+    """The probed path the contract describes: `data_path` (qualified name or a part), else the default."""
+    version = reply.get("speculators_version", "?")
+    if reply.get("error"):
+        raise TrainingExtractionError(f"speculators {version}: {reply['error']}")
+    entries = reply["paths"]
+    if data_path is not None:
+        entries = [e for e in entries if e["code_path"] == data_path
+                   or data_path in e["code_path"].split(".")]
+    if not entries:
+        failed = [e for e in reply["errors"] if data_path is None or data_path in e["code_path"]]
+        if failed:
+            raise TrainingExtractionError(
+                f"speculators {version}: {failed[0]['code_path']} failed on the {len(layout)}-slot dump "
+                f"[{', '.join(t.name for t in layout)}]: {failed[0]['error']}")
+        ran = sorted({e["code_path"] for e in reply["paths"]})
+        raise TrainingExtractionError(f"speculators {version} has no data path {data_path!r}; it has {ran}")
+    return next((e for e in entries if e.get("default")), entries[0])
+
+
+# -- the dump layout ----------------------------------------------------------------------------
+
+
+def _convention_taps(convention: str, ids: list[int] | None, n: int, what: str) -> list[Tap]:
+    try:
+        return to_taps(convention, ids, n)
+    except ConventionError as exc:
+        raise TrainingExtractionError(f"{what}: {exc}") from None
+
+
+def _ascending(ids, what: str, sorts: bool) -> list[Finding]:
+    if ids is None or all(a < b for a, b in zip(ids, ids[1:])):
+        return []
+    then = ("the system sorts them, so fc chunk order is not the written order" if sorts
+            else "slots follow the written order")
+    return [_finding("ids_not_ascending", f"{what} {list(ids)} are not ascending: {then}")]
+
+
+def resolve_layout(target: TargetModel, dump_layout, datagen_ids, datagen_convention,
+                   draft_dir) -> tuple[list[Tap], str, list[Finding]]:
+    """(layout, source, findings) from the most trusted source given."""
+    n = target.num_hidden_layers
+    if dump_layout is not None:
+        layout = [Tap.parse(t) if isinstance(t, str) else t for t in dump_layout]
+        bad = [t.name for t in layout if not t.in_range(n)]
+        if bad:
+            raise TrainingExtractionError(
+                f"dump layout names {bad}, beyond the target's {n} layers (h0..h{n})")
+        layers = [n + 1 if t.kind == "final" else t.layer for t in layout]
+        findings = [] if all(a < b for a, b in zip(layers, layers[1:])) else [_finding(
+            "ids_not_ascending", f"the dump layout [{', '.join(t.name for t in layout)}] is not in "
+            "ascending layer order")]
+        return layout, "manifest", findings
+    if datagen_ids is not None:
+        convention, findings = datagen_convention, []
+        if convention is None:
+            convention = DEFAULT_CONVENTION
+            findings.append(_finding("convention_assumed", f"no convention given for data-generation ids "
+                                     f"{list(datagen_ids)}: read as {convention!r}", "info"))
+        if convention not in CONVENTIONS:
+            raise TrainingExtractionError(
+                f"unknown convention {convention!r}; known: {', '.join(CONVENTIONS)}")
+        layout = _convention_taps(convention, list(datagen_ids), n, "data-generation ids")
+        findings += _ascending(list(datagen_ids), "data-generation ids", CONVENTIONS[convention].sorts)
+        return layout, "datagen_ids", findings
+    if draft_dir is not None:
+        ids, key = draft_ids(draft_dir)
+        findings = _ascending(ids, f"draft config ids ({key})", CONVENTIONS[DEFAULT_CONVENTION].sorts)
+        if ids is None:
+            findings.append(_finding("default_layer_ids", "the draft config has no eagle_aux_hidden_state_"
+                                     "layer_ids: speculators falls back to its default layers"))
+        layout = _convention_taps(DEFAULT_CONVENTION, list(ids) if ids is not None else None, n,
+                                  f"draft config {key or 'default'} ids")
+        return layout, "draft_config", findings
+    raise TrainingExtractionError("no dump layout: give dump_layout (a manifest), datagen_ids with their "
+                                  "convention, or a draft_dir whose config names the ids")
+
+
+# -- findings -----------------------------------------------------------------------------------
+
+
+def target_findings(target: TargetModel, loss_target: Tap, slot: int, normed: bool | None) -> list[Finding]:
+    n = target.num_hidden_layers
+    out = []
+    if loss_target not in (Tap.stream(n), Tap.final()):
+        out.append(_finding("target_not_final_layer",
+                            f"the loss target is {loss_target.name} (dump slot {slot}), not h{n}, the last "
+                            f"of the target's {n} layers: the draft is trained to predict the LM head on "
+                            f"{loss_target.name}, not on the model's real output", slot=slot))
+    if normed and (loss_target.kind == "final" or loss_target.norm.value == "final"):
+        out.append(_finding("target_double_normed",
+                            f"the loss target {loss_target.name} is already post-final-norm and training "
+                            "applies the verifier norm again before the LM head", slot=slot))
+    if normed is None:
+        out.append(_finding("target_norm_unknown", "could not tell whether training applies the "
+                            "verifier's final norm to the loss target", "info"))
+    return out
+
+
+def width_findings(layout: list[Tap], fc_slots: list[int], draft: DraftConfig | None) -> list[Finding]:
+    fc_width = draft.num_aux if draft is not None and draft.num_aux else len(fc_slots)
+    whose = "the draft's fc (len(eagle_aux_hidden_state_layer_ids))" if draft and draft.num_aux else \
+        "the data path's fc input"
+    if len(layout) == fc_width + 1:
+        return []
+    return [_finding("dump_width_mismatch",
+                     f"the dump has {len(layout)} slots but {whose} takes {fc_width} states plus the "
+                     f"loss target ({fc_width + 1} slots)")]
+
+
+def draft_layout_findings(draft: DraftConfig | None, layout: list[Tap], source: str, n: int) -> list[Finding]:
+    if draft is None or source == "draft_config" or draft.ids is None:
+        return []
+    try:
+        implied = to_taps(DEFAULT_CONVENTION, list(draft.ids), n)
+    except ConventionError as exc:
+        return [_finding("draft_ids_disagree", f"draft config ids {list(draft.ids)}: {exc}")]
+    if implied == layout:
+        return []
+    return [_finding("draft_ids_disagree",
+                     f"the draft config's ids {list(draft.ids)} ({draft.ids_key}) read as speculators "
+                     f"data-generation ids mean [{', '.join(t.name for t in implied)}], but the "
+                     f"{source} layout is [{', '.join(t.name for t in layout)}]")]
+
+
+def path_findings(reply: dict, chosen: dict) -> list[Finding]:
+    out = []
+    for other in reply["paths"]:
+        if other is chosen:
+            continue
+        for key in ("fc_slots", "target_slot", "alignment"):
+            if other[key] != chosen[key]:
+                where = other["code_path"] + (f" [{other['backend']}]" if other.get("backend") else "")
+                out.append(_finding("data_paths_disagree", f"{where} gives {key} {other[key]}, "
+                                    f"the contract's path gives {chosen[key]}"))
+    if chosen.get("lossy"):
+        out.append(_finding("lossy_data_path", f"the data path alters hidden-state values: "
+                            f"{chosen.get('lossy_reason')}", "info"))
+    for err in reply["errors"]:
+        out.append(_finding("data_path_failed", f"{err['code_path']} failed: {err['error']}", "info"))
+    return out
+
+
+# -- the contract -------------------------------------------------------------------------------
+
+
+def provenance(reply: dict, chosen: dict) -> Provenance:
+    keys = ("transfer", "backend", "via", "writer", "lossy_reason")
+    details = {k: str(chosen[k]) for k in keys if chosen.get(k)}
+    details.update({
+        "preprocess": str(reply.get("preprocess")), "default_path": str(reply.get("default_path")),
+        "default_path_reason": str(reply.get("default_path_reason")),
+        "offsets": json.dumps(chosen.get("offsets")), "lossy": str(chosen.get("lossy")).lower(),
+        "train_transform": str(reply.get("train_transform")),
+        "target_norm_evidence": str(reply.get("target_norm_evidence")),
+        "looked_for": ", ".join(reply.get("looked_for", [])),
+    })
+    if reply.get("speculators_version_py"):
+        details["version_py"] = reply["speculators_version_py"]
+    return Provenance(package="speculators", version=reply["speculators_version"],
+                      code_path=chosen["code_path"], python=reply.get("python"), details=details)
+
+
+def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, reply: dict, *,
+                        draft: DraftConfig | None = None, data_path: str | None = None,
+                        findings: list[Finding] | None = None) -> TrainingContract:
+    """Map a probe reply's slots through the layout into a TrainingContract."""
+    chosen = choose_path(reply, data_path, layout)
+    fc_slots, target_slot = list(chosen["fc_slots"]), chosen["target_slot"]
+    if not fc_slots or max(fc_slots + [target_slot]) >= len(layout):
+        raise TrainingExtractionError(f"the {len(layout)}-slot dump layout is too short for "
+                                      f"{chosen['code_path']} (it selected slots {fc_slots} + {target_slot})")
+    loss_target = layout[target_slot]
+    normed = reply.get("target_normed_by_trainer")
+    all_findings = list(findings or [])
+    all_findings += target_findings(target, loss_target, target_slot, normed)
+    all_findings += width_findings(layout, fc_slots, draft)
+    all_findings += draft_layout_findings(draft, layout, source, target.num_hidden_layers)
+    all_findings += path_findings(reply, chosen)
+    if draft is not None:
+        all_findings += draft.findings
+    return TrainingContract(
+        target=target, fc_input=tuple(layout[s] for s in fc_slots),
+        graph=draft.flags if draft else GraphFlags(), vocab=draft.vocab if draft else VocabMapping(),
+        embedding=draft.embedding if draft else "unknown", provenance=provenance(reply, chosen),
+        findings=tuple(all_findings), dump_layout=tuple(layout), dump_layout_source=source,
+        fc_slots=tuple(fc_slots), loss_target=loss_target, target_slot=target_slot,
+        target_normed_by_trainer=normed, alignment=chosen["alignment"])
+
+
+def extract_training(target: TargetModel, dump_layout: list[Tap] | None = None, *,
+                     datagen_ids: list[int] | None = None, datagen_convention: str | None = None,
+                     draft_dir: Path | None = None, speculators_version: str | None = None,
+                     data_path: str | None = None, probe_module: str = PROBE_MODULE) -> TrainingContract:
+    """Derive the training contract by running the installed speculators' data path.
+
+    The dump layout comes from, in order of trust: `dump_layout` (a manifest), `datagen_ids`
+    read in `datagen_convention` (default "speculators-datagen", with an info finding), or the
+    draft config's ids read as speculators data-generation ids (vLLM ids + appended N).
+    `speculators_version` None probes this interpreter's speculators, otherwise the env
+    pinning that version. `data_path` picks a path other than the release's default
+    (e.g. "standardize_data_v1"); `probe_module` swaps in a wrapper around the probe."""
+    if draft_dir is not None:
+        draft_ids(draft_dir)  # a malformed draft config fails now, before the probe runs
+    layout, source, findings = resolve_layout(target, dump_layout, datagen_ids, datagen_convention, draft_dir)
+    reply = probe_training(len(layout), speculators_version, module=probe_module)
+    found = reply.get("speculators_version")
+    if speculators_version is not None and found is not None and found != speculators_version:
+        raise TrainingExtractionError(f"asked for speculators {speculators_version}, but its environment "
+                                      f"({reply.get('python')}) has {found} installed")
+    draft = read_draft(draft_dir, schema=reply.get("config_schema")) if draft_dir is not None else None
+    return contract_from_probe(target, layout, source, reply, draft=draft, data_path=data_path,
+                               findings=findings)

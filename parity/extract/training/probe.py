@@ -1,0 +1,591 @@
+"""Run the installed speculators' own training data path(s) on a marked sample; print what lands where.
+
+    python -m parity.extract.training.probe  < {"num_slots": 4, "hidden_size": 8, "seq_len": 6}
+
+Runs inside ANY speculators environment, so it imports only the standard library, torch,
+safetensors and speculators, plus what speculators itself uses to write and read its
+inputs (`datasets` for the arrow directory, the hs-connectors package it reads hidden
+states through, transformers for a tiny draft config). Nothing from parity's models
+(`python -m` does import the parent packages' __init__, which need only pydantic, a
+speculators dependency).
+
+The sample: a dump of L slots, each [T, H]. Every [H] chunk carries a marker that names
+its (slot, position): feature 0 is the anchor 7, features 1.. are the base-7 digits of
+slot*T + position. Small integers with a per-token max of exactly 7 survive bf16 and the
+FP8 transfer (scale = 7/448 = 2^-6) bit for bit; anything noisier is identified by the
+nearest marker. The sample goes through each data path the installed version has
+(the v1 list-of-tensors sample through `standardize_data_v1`, the arrow directory
+through `ArrowDataset._get_raw_data` with each file-based hidden-states transfer), then
+through `CollateFn` with eagle3's `shift_batch`, exactly as training wires them. The
+reply says which slots form the fc input (chunk order), which slot is the loss target,
+how positions line up, and whether the path alters values (FP8, noise). No slice is
+assumed: everything comes from reading the markers back.
+
+It also builds a tiny `Eagle3DraftModel` and runs its forward with hooks, to see whether
+the loss target passes through the verifier's final norm before the LM head.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import json
+import sys
+import tempfile
+import time
+import traceback
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+ANCHOR = 7.0  # every chunk's feature 0; also each token's amax, so FP8 scale = 2^-6
+BASE = 7  # digits 0..6 of the marker code
+TOKEN0 = 100  # input_ids[t] = TOKEN0 + t, so shifted ids name their position
+V1_PATH = "speculators.train.data.standardize_data_v1"
+ARROW_PATH = "speculators.train.data.ArrowDataset._get_raw_data"
+SHIFT_CANDIDATES = ("speculators.models.eagle3.data.shift_batch", "speculators.train.data.shift_batch")
+MODEL_CANDIDATES = ("speculators.models.eagle3.core.Eagle3DraftModel",
+                    "speculators.models.eagle3.Eagle3DraftModel",
+                    "speculators.train.eagle3.core.Eagle3DraftModel")
+CONFIG_CANDIDATES = ("speculators.models.eagle3.config.Eagle3SpeculatorConfig",
+                     "speculators.models.eagle3.Eagle3SpeculatorConfig")
+
+
+class ProbeError(RuntimeError):
+    """A data path ran but its output could not be read back as markers."""
+
+
+# -- markers --------------------------------------------------------------------------
+
+
+def marker_dump(num_slots: int, seq_len: int, hidden: int) -> torch.Tensor:
+    """The marked dump: [T, L, H] float32; chunk (t, s) = [7, base-7 digits of s*T + t]."""
+    out = torch.zeros(seq_len, num_slots, hidden)
+    for s in range(num_slots):
+        for t in range(seq_len):
+            code = s * seq_len + t
+            out[t, s, 0] = ANCHOR
+            for j in range(1, hidden):
+                out[t, s, j] = code % BASE
+                code //= BASE
+    return out
+
+
+def identify_chunks(rows: torch.Tensor,
+                    table: torch.Tensor) -> tuple[list[tuple[int, int] | None], float]:
+    """Name each [H] row by its nearest marker; rows: [R, H], table: [T, L, H].
+
+    Distance is the largest per-feature deviation (markers differ by >= 1 in some
+    feature). Returns (slot, position) per row (None: nothing within 0.5) and the
+    largest distance to a matched marker (0.0 when every value survived exactly)."""
+    seq_len, num_slots, hidden = table.shape
+    flat = table.reshape(-1, hidden)  # [T*L, H]
+    dist = torch.cdist(rows.float(), flat, p=float("inf"))  # [R, T*L]
+    best, idx = dist.min(dim=1)
+    names: list[tuple[int, int] | None] = []
+    for d, i in zip(best.tolist(), idx.tolist()):
+        names.append(None if d > 0.5 else (i % num_slots, i // num_slots))
+    return names, max(best.tolist(), default=0.0)
+
+
+def marker_capacity_ok(num_slots: int, seq_len: int, hidden: int) -> bool:
+    return hidden >= 2 and BASE ** (hidden - 1) >= num_slots * seq_len
+
+
+# -- speculators look-ups ---------------------------------------------------------------
+
+
+def resolve(qualname: str) -> Any:
+    """Import `a.b.C.d` by the longest importable module prefix; AttributeError/ImportError if absent."""
+    parts = qualname.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ImportError(f"cannot import {qualname}")
+
+
+def first_present(candidates: tuple[str, ...], looked_for: list[str]) -> tuple[str, Any] | None:
+    for name in candidates:
+        looked_for.append(name)
+        try:
+            return name, resolve(name)
+        except (ImportError, AttributeError):
+            continue
+    return None
+
+
+def call(fn: Callable, **kwargs: Any) -> Any:
+    """Call `fn` with the keyword arguments its signature accepts (they differ by version)."""
+    params = inspect.signature(fn).parameters
+    if any(p.kind == p.VAR_KEYWORD for p in params.values()):
+        return fn(**kwargs)
+    return fn(**{k: v for k, v in kwargs.items() if k in params})
+
+
+def speculators_version() -> tuple[str, str | None]:
+    """(distribution version, the package's own version.py when it says something else)."""
+    dist = metadata.version("speculators")
+    try:
+        own = resolve("speculators.version.version")
+    except (ImportError, AttributeError):
+        own = None
+    return dist, (own if own != dist else None)
+
+
+def data_args_default(field: str) -> Any:
+    """The training CLI default of a DataArgs field (None when the schema has no such field)."""
+    try:
+        fields = resolve("speculators.train.config.schema.DataArgs").model_fields
+    except (ImportError, AttributeError):
+        return None
+    return fields[field].default if field in fields else None
+
+
+# -- running one path -----------------------------------------------------------------
+
+
+def default_transform(looked_for: list[str]) -> tuple[Any, str | None]:
+    """The augmentation training applies to the train split by default (0.5-0.7: uniform noise)."""
+    found = first_present(("speculators.train.noise_transforms.AddUniformNoise",), looked_for)
+    std = data_args_default("noise_std")
+    if found is None or std is None:
+        return None, None
+    name, cls = found
+    return cls(std=std), f"{name}(std={std})"
+
+
+def collate_and_shift(sample: dict, num_slots: int, hidden: int, seq_len: int,
+                      shift: Callable) -> dict[str, torch.Tensor]:
+    """What the trainer receives: CollateFn(preprocess=shift_batch) over one sample, real rows only."""
+    try:
+        collate_cls = resolve("speculators.train.data.CollateFn")
+    except (ImportError, AttributeError):
+        shifted = shift(sample)
+        return {k: shifted[k] for k in ("input_ids", "hidden_states", "verifier_last_hidden_states")}
+    collate = call(collate_cls, max_len=seq_len + 2, hidden_size=hidden,
+                   num_target_layers=num_slots - 1, dtype=torch.bfloat16, preprocess=shift)
+    batch = collate([sample])
+    real = batch["document_ids"][0] >= 0  # [max_len]: padding rows are -1
+    return {k: batch[k][0][real] for k in ("input_ids", "hidden_states", "verifier_last_hidden_states")}
+
+
+def read_back(out: dict[str, torch.Tensor], table: torch.Tensor) -> dict[str, Any]:
+    """Turn the trainer's tensors back into slots and positions."""
+    seq_len, num_slots, hidden = table.shape
+    fc = out["hidden_states"].float()  # [R, k*H]
+    ver = out["verifier_last_hidden_states"].float()  # [R, H]
+    rows = fc.shape[0]
+    if fc.shape[-1] % hidden:
+        raise ProbeError(f"fc input width {fc.shape[-1]} is not a multiple of hidden_size {hidden}")
+    width = fc.shape[-1] // hidden
+    if width == 0:
+        raise ProbeError(f"the fc input came out empty: a {num_slots}-slot dump leaves no slot for it")
+    fc_names, fc_err = identify_chunks(fc.reshape(rows * width, hidden), table)
+    ver_names, ver_err = identify_chunks(ver, table)
+    if None in fc_names or None in ver_names:
+        raise ProbeError("the data path changed the marker values beyond recognition")
+    grid = [fc_names[r * width:(r + 1) * width] for r in range(rows)]  # [R][k] -> (slot, pos)
+    fc_slots = [[g[c][0] for g in grid] for c in range(width)]
+    ver_slots = [v[0] for v in ver_names]
+    if any(len(set(col)) != 1 for col in fc_slots) or len(set(ver_slots)) != 1:
+        raise ProbeError(f"slot choice varies by position: fc {fc_slots}, target {ver_slots}")
+    hs_pos = [{g[c][1] for c in range(width)} for g in grid]
+    if any(len(p) != 1 for p in hs_pos):
+        raise ProbeError("fc chunks of one row come from different positions")
+    ids_pos = [int(i) - TOKEN0 for i in out["input_ids"].tolist()]
+    return {
+        "fc_slots": [col[0] for col in fc_slots], "target_slot": ver_slots[0], "rows": rows,
+        "positions": {"input_ids": ids_pos, "hidden_states": [p.pop() for p in hs_pos],
+                      "verifier_last_hidden_states": [v[1] for v in ver_names]},
+        "max_marker_error": max(fc_err, ver_err),
+    }
+
+
+def alignment(positions: dict[str, list[int]], seq_len: int) -> tuple[str, dict[str, int] | None]:
+    """One sentence for how positions line up, plus the per-tensor offsets when they are constant."""
+    offsets = {}
+    for key, pos in positions.items():
+        deltas = {p - r for r, p in enumerate(pos)}
+        if len(deltas) != 1:
+            return f"not a constant shift: {positions}", None
+        offsets[key] = deltas.pop()
+    rows = len(positions["input_ids"])
+    a, b, c = (_at(offsets[k]) for k in ("input_ids", "hidden_states", "verifier_last_hidden_states"))
+    return (f"row t pairs input_ids[{a}] with hidden_states[{b}] and "
+            f"verifier_last_hidden_states[{c}] ({rows} of {seq_len} positions kept)"), offsets
+
+
+def _at(offset: int) -> str:
+    return f"t{offset:+d}" if offset else "t"
+
+
+def changes_values(run: Callable[[torch.Tensor], dict], result: dict, num_slots: int,
+                   seq_len: int, hidden: int) -> bool:
+    """Whether the path alters ordinary (non-marker) values: run it on random bf16 data and compare."""
+    torch.manual_seed(0)
+    payload = torch.randn(seq_len, num_slots, hidden).to(torch.bfloat16)  # [T, L, H]
+    out = run(payload)
+    pos = result["positions"]
+    want_fc = torch.stack([payload[t, result["fc_slots"]].flatten() for t in pos["hidden_states"]])
+    want_ver = payload[pos["verifier_last_hidden_states"], result["target_slot"]]
+    return not (torch.equal(out["hidden_states"].to(torch.bfloat16), want_fc)
+                and torch.equal(out["verifier_last_hidden_states"].to(torch.bfloat16), want_ver))
+
+
+def probe_path(code_path: str, run: Callable[[torch.Tensor, Any], dict], transform: Any,
+               num_slots: int, seq_len: int, hidden: int, **extra: Any) -> dict[str, Any]:
+    """Run one path on the marked dump (with training's default augmentation), read it back, describe it."""
+    table = marker_dump(num_slots, seq_len, hidden)
+    result = read_back(run(table.to(torch.bfloat16), transform), table)
+    sentence, offsets = alignment(result["positions"], seq_len)
+    lossy_reason = None
+    if changes_values(lambda d: run(d, None), result, num_slots, seq_len, hidden):
+        lossy_reason = f"the hidden-states transfer/storage ({extra.get('writer', 'file')})"
+    elif transform is not None and changes_values(lambda d: run(d, transform), result, num_slots,
+                                                  seq_len, hidden):
+        lossy_reason = f"train-split augmentation {type(transform).__name__}(std={transform.std})"
+    return {"code_path": code_path, **extra, "fc_slots": result["fc_slots"],
+            "target_slot": result["target_slot"], "alignment": sentence, "offsets": offsets,
+            "lossy": lossy_reason is not None, "lossy_reason": lossy_reason,
+            "markers_exact": result["max_marker_error"] == 0.0,
+            "max_marker_error": result["max_marker_error"]}
+
+
+# -- the two families of data path ----------------------------------------------------------
+
+
+def v1_runner(tmp: Path, num_slots: int, hidden: int, seq_len: int,
+              shift: Callable) -> tuple[Callable, dict]:
+    """The v1 sample (`hidden_states` = list of per-layer [T, H]) through its dataset class."""
+    standardize = resolve(V1_PATH)
+    try:
+        dataset_cls = resolve("speculators.train.data.SampleFileDataset")
+    except (ImportError, AttributeError):
+        dataset_cls = None
+
+    def run(dump: torch.Tensor, transform: Any) -> dict:  # dump: [T, L, H]
+        torch.manual_seed(0)  # the noise augmentation, if any, is reproducible
+        sample = {"input_ids": torch.arange(seq_len) + TOKEN0,
+                  "loss_mask": torch.ones(seq_len, dtype=torch.long),
+                  "hidden_states": [dump[:, s].clone() for s in range(num_slots)]}
+        if dataset_cls is None:  # 0.3-0.4: call the standardizer the trainer maps over files
+            item = standardize(sample)
+            item["lengths"] = torch.tensor([seq_len])
+            item["position_ids"] = torch.arange(seq_len)
+        else:
+            path = tmp / "v1" / "data_0.pt"
+            path.parent.mkdir(exist_ok=True)
+            torch.save(sample, path)
+            dataset = call(dataset_cls, max_len=seq_len + 2, file_list=[str(path)],
+                           transform=transform, hidden_states_dtype=torch.bfloat16)
+            item = dataset[0]
+        return collate_and_shift(item, num_slots, hidden, seq_len, shift)
+
+    via = f"{dataset_cls.__module__}.{dataset_cls.__qualname__}" if dataset_cls else V1_PATH
+    return run, {"via": via}
+
+
+def file_backends(data_mod: Any) -> dict[str, Any]:
+    """Registered hidden-states backends of the hs-connectors module speculators reads through."""
+    transfer_mod = sys.modules[data_mod.FileTransfer.__module__]
+    registry = getattr(getattr(transfer_mod, "HiddenStatesBackend", None), "registry", None)
+    return dict(registry) if registry else {"file": None}
+
+
+def backend_transfer(name: str, backend: Any, data_mod: Any, data_path: Path) -> tuple[Any, str]:
+    """(transfer object, vLLM-side connector name) the trainer would build for this backend."""
+    if backend is None:
+        return data_mod.FileTransfer(data_path / "hidden_states"), "ExampleHiddenStatesConnector"
+    hs_path = str(data_path / "hidden_states")
+    train, launch = argparse.ArgumentParser(), argparse.ArgumentParser()
+    backend.add_train_args(train)
+    backend.add_launch_args(launch)
+    train_args, launch_args = train.parse_args([]), launch.parse_args([])
+    train_args.hidden_states_path = launch_args.hidden_states_path = hs_path
+    connector = backend.build_kv_transfer_config(launch_args)["kv_connector"]
+    return backend.from_train_args(train_args, str(data_path)), connector
+
+
+def write_hs_file(path: Path, dump: torch.Tensor, token_ids: torch.Tensor, connector: str) -> None:
+    """Write hs_{i}.safetensors as the named vLLM connector does (FP8 via hs-connectors' own quantizer)."""
+    from safetensors.torch import save_file
+
+    tensors = {"hidden_states": dump.contiguous(), "token_ids": token_ids}
+    if connector == "FP8HiddenStatesConnector":
+        fp8 = resolve("hs_connectors.fp8_utils")
+        q, scales = fp8.quantize_tensor_to_fp8(dump)
+        tensors.update({"hidden_states": q, fp8.SCALES_KEY: scales})
+    elif connector != "ExampleHiddenStatesConnector":
+        raise ProbeError(f"no writer for hidden-states connector {connector!r}")
+    save_file(tensors, str(path))
+
+
+def arrow_runner(tmp: Path, name: str, backend: Any, num_slots: int, hidden: int, seq_len: int,
+                 shift: Callable) -> tuple[Callable, dict]:
+    """The arrow directory + hidden_states/hs_0.safetensors through ArrowDataset and one transfer."""
+    import datasets
+
+    data_mod = resolve("speculators.train.data")
+    data_path = tmp / f"arrow-{name}"
+    transfer, connector = backend_transfer(name, backend, data_mod, data_path)
+    if not isinstance(transfer, data_mod.FileTransfer):
+        raise ProbeError(f"backend {name!r} reads through {type(transfer).__name__}, not a file: "
+                         "needs its store running")
+    ids = torch.arange(seq_len) + TOKEN0
+    rows = {"input_ids": [ids.tolist()], "loss_mask": [[1] * seq_len], "seq_len": [seq_len]}
+    getattr(datasets, "disable_progress_bars", lambda: None)()
+    ds = datasets.Dataset.from_dict(rows)
+    ds.set_format(type="torch")  # as speculators' preprocessing saves it
+    ds.save_to_disk(str(data_path))
+    (data_path / "hidden_states").mkdir()
+
+    def run(dump: torch.Tensor, transform: Any) -> dict:  # dump: [T, L, H]
+        write_hs_file(data_path / "hidden_states" / "hs_0.safetensors", dump, ids, connector)
+        dataset = call(data_mod.ArrowDataset, max_len=seq_len + 2, datapath=str(data_path),
+                       transfer=transfer, on_missing="raise", transform=transform,
+                       hidden_states_dtype=torch.bfloat16)
+        torch.manual_seed(0)
+        item = dataset[0]
+        if item is None or type(item).__name__ == "SampleUnavailable":
+            raise ProbeError(f"ArrowDataset returned no sample ({item!r})")
+        return collate_and_shift(item, num_slots, hidden, seq_len, shift)
+
+    t = type(transfer)
+    return run, {"transfer": f"{t.__module__}.{t.__qualname__}", "backend": name,
+                 "writer": connector}
+
+
+# -- the loss target's norm ---------------------------------------------------------------
+
+
+class _Stop(Exception):
+    pass
+
+
+def target_norm(looked_for: list[str]) -> tuple[bool | None, str]:
+    """Build a tiny Eagle3DraftModel and run forward with hooks: does the LM head see norm(target)?"""
+    model_found = first_present(MODEL_CANDIDATES, looked_for)
+    config_found = first_present(CONFIG_CANDIDATES, looked_for)
+    if model_found is None or config_found is None:
+        return None, "no Eagle3DraftModel / Eagle3SpeculatorConfig found to run"
+    (model_name, model_cls), (_, config_cls) = model_found, config_found
+    from transformers import LlamaConfig
+
+    from speculators.config import SpeculatorsConfig, VerifierConfig
+    from speculators.proposals.greedy import GreedyTokenProposalConfig
+
+    hidden, seq_len = 8, 5
+    layer = LlamaConfig(hidden_size=hidden, intermediate_size=16, num_attention_heads=2,
+                        num_key_value_heads=2, head_dim=4, num_hidden_layers=1, vocab_size=16)
+    layer._attn_implementation = "sdpa"
+    spec = SpeculatorsConfig(algorithm="eagle3", proposal_methods=[GreedyTokenProposalConfig()],
+                             default_proposal_method="greedy",
+                             verifier=VerifierConfig(name_or_path=None, architectures=[]))
+    config = config_cls(transformer_layer_config=layer, draft_vocab_size=16, speculators_config=spec,
+                        eagle_aux_hidden_state_layer_ids=[1, 2, 3])
+    torch.manual_seed(0)
+    model = model_cls(config).eval()
+    head, norm = getattr(model, "verifier_lm_head", None), getattr(model, "verifier_norm", None)
+    if head is None:
+        return None, f"{model_name} has no verifier_lm_head to hook"
+    seen: dict[str, torch.Tensor] = {}
+    if norm is not None:
+        norm.register_forward_hook(
+            lambda m, i, o: seen.update(norm_in=i[0].detach(), norm_out=o.detach()))
+
+    def stop(m, i):
+        seen["head_in"] = i[0].detach()
+        raise _Stop
+
+    head.register_forward_pre_hook(stop)
+    target = torch.randn(1, seq_len, hidden) * 3 + 1  # [1, T, H], far from unit RMS
+    try:
+        with torch.no_grad():
+            call(model.forward, hidden_states=torch.randn(1, seq_len, 3 * hidden),
+                 input_ids=torch.randint(0, 16, (1, seq_len)),
+                 document_ids=torch.zeros(1, seq_len, dtype=torch.long),
+                 position_ids=torch.arange(seq_len)[None],
+                 loss_mask=torch.ones(1, seq_len, dtype=torch.bool),
+                 verifier_last_hidden_states=target, ttt_steps=1)
+    except _Stop:
+        pass
+    if "head_in" not in seen:
+        return None, f"{model_name}.forward never called verifier_lm_head"
+    head_in = seen["head_in"]
+    if torch.equal(head_in, target):
+        return False, (f"ran {model_name}.forward: verifier_lm_head received "
+                       "verifier_last_hidden_states as is")
+    if ("norm_out" in seen and torch.equal(seen["norm_in"], target)
+            and torch.equal(head_in, seen["norm_out"])):
+        return True, (f"ran {model_name}.forward: verifier_lm_head received "
+                      "verifier_norm(verifier_last_hidden_states)")
+    return None, f"ran {model_name}.forward: verifier_lm_head received something else"
+
+
+# -- the draft config class ----------------------------------------------------------------
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+        return value
+    except (TypeError, ValueError):
+        return None
+
+
+def config_schema(model_type: str = "eagle3") -> dict[str, Any]:
+    """The installed speculators config class for `model_type`: its fields and their defaults.
+
+    `own_fields` are those the class adds over SpeculatorModelConfig (the algorithm's
+    own switches); `base_keys` are keys any speculators/transformers config may carry."""
+    base = resolve("speculators.SpeculatorModelConfig")
+    registry = getattr(base, "registry", None) or {}
+    cls = registry.get(model_type)
+    if cls is None:
+        raise LookupError(f"no speculators config class registered for {model_type!r}")
+    from transformers import PretrainedConfig
+
+    fields = cls.model_fields
+    own = [k for k in fields if k not in base.model_fields]
+    return {
+        "class": f"{cls.__module__}.{cls.__qualname__}",
+        "speculators_version": metadata.version("speculators"),
+        "defaults": {k: (None if f.is_required() else _jsonable(f.get_default(call_default_factory=False)))
+                     for k, f in fields.items()},
+        "required": [k for k, f in fields.items() if f.is_required()],
+        "own_fields": own,
+        "bool_fields": [k for k in own if fields[k].annotation is bool],
+        "base_keys": sorted(set(base.model_fields) | set(PretrainedConfig().to_dict())
+                            | {"auto_map", "model_type", "_name_or_path", "torch_dtype"}),
+    }
+
+
+# -- the whole probe ------------------------------------------------------------------------
+
+
+def default_path(paths: list[dict]) -> tuple[str | None, str]:
+    """Which path training takes by default, from the installed training CLI schema."""
+    legacy = data_args_default("legacy_data")
+    backend = data_args_default("hidden_states_backend") or "file"
+    names = {p["code_path"] for p in paths}
+    if legacy is True and V1_PATH in names:
+        return V1_PATH, "DataArgs.legacy_data defaults to True"
+    if ARROW_PATH in names:
+        why = ("DataArgs.legacy_data defaults to False" if legacy is False else
+               "no legacy_data switch in the training schema")
+        return ARROW_PATH, f"{why}; hidden_states_backend default {backend!r}"
+    if V1_PATH in names:
+        return V1_PATH, "the only data path installed"
+    return None, "no data path ran"
+
+
+def path_runners(tmp: Path, looked_for: list[str], num_slots: int, hidden: int, seq_len: int,
+                 shift: Callable) -> list[tuple[str, Callable[[], tuple[Callable, dict]]]]:
+    """One runner factory per installed data path (and per file-based transfer of the arrow path)."""
+    runners: list[tuple[str, Callable[[], tuple[Callable, dict]]]] = []
+    for name in (V1_PATH, ARROW_PATH):
+        looked_for.append(name)
+        try:
+            resolve(name)
+        except (ImportError, AttributeError):
+            continue
+        if name == V1_PATH:
+            runners.append((name, lambda: v1_runner(tmp, num_slots, hidden, seq_len, shift)))
+            continue
+        for bname, backend in file_backends(resolve("speculators.train.data")).items():
+            runners.append((name, lambda b=bname, c=backend: arrow_runner(
+                tmp, b, c, num_slots, hidden, seq_len, shift)))
+    return runners
+
+
+def run_paths(reply: dict, runners: list, transform: Any, num_slots: int, seq_len: int,
+              hidden: int) -> None:
+    """Run every path; a path that exists but fails is recorded, never raised."""
+    for name, make in runners:
+        try:
+            run, extra = make()
+            reply["paths"].append(probe_path(name, run, transform, num_slots, seq_len, hidden, **extra))
+        except ProbeError as exc:
+            if "needs its store" in str(exc):
+                reply["skipped"].append({"code_path": name, "reason": str(exc)})
+            else:
+                reply["errors"].append({"code_path": name, "error": str(exc)})
+        except Exception as exc:  # noqa: BLE001 - a path that exists but fails is a result
+            reply["errors"].append({"code_path": name, "error": f"{type(exc).__name__}: {exc}",
+                                    "where": traceback.format_exc().strip().splitlines()[-3].strip()})
+
+
+def probe(request: dict) -> dict[str, Any]:
+    """The reply for one request (see the module docstring)."""
+    num_slots = int(request["num_slots"])
+    hidden = int(request.get("hidden_size", 8))
+    seq_len = int(request.get("seq_len", 6))
+    started = time.perf_counter()
+    import speculators  # noqa: F401 - imports the whole package (most of a probe's time)
+
+    imported = time.perf_counter()
+    version, own_version = speculators_version()
+    reply: dict[str, Any] = {"speculators_version": version, "python": sys.executable,
+                             "paths": [], "looked_for": [], "errors": [], "skipped": []}
+    if own_version:
+        reply["speculators_version_py"] = own_version
+    if num_slots < 1 or seq_len < 2 or not marker_capacity_ok(num_slots, seq_len, hidden):
+        reply["error"] = (f"request too small to mark: num_slots={num_slots} (>=1), seq_len={seq_len} "
+                          f"(>=2), hidden_size={hidden} (needs 7^(H-1) >= slots*positions)")
+        return reply
+    looked_for = reply["looked_for"]
+    shift_found = first_present(SHIFT_CANDIDATES, looked_for)
+    if shift_found is None:
+        reply["error"] = (f"speculators {version}: no shift_batch found "
+                          f"(looked for {', '.join(SHIFT_CANDIDATES)})")
+        return reply
+    reply["preprocess"], shift = shift_found
+    transform, reply["train_transform"] = default_transform(looked_for)
+    with tempfile.TemporaryDirectory(prefix="parity-train-probe-") as tmp:
+        runners = path_runners(Path(tmp), looked_for, num_slots, hidden, seq_len, shift)
+        run_paths(reply, runners, transform, num_slots, seq_len, hidden)
+    if not reply["paths"] and not reply["errors"]:
+        reply["error"] = (f"speculators {version} has neither training data path: looked for "
+                          f"{V1_PATH} and {ARROW_PATH}")
+        return reply
+
+    reply["default_path"], reply["default_path_reason"] = default_path(reply["paths"])
+    backend_default = data_args_default("hidden_states_backend") or "file"
+    for entry in reply["paths"]:
+        entry["default"] = (entry["code_path"] == reply["default_path"]
+                            and entry.get("backend", backend_default) == backend_default)
+    try:
+        normed, evidence = target_norm(looked_for)
+    except Exception as exc:  # noqa: BLE001
+        normed, evidence = None, f"could not run the draft model: {type(exc).__name__}: {exc}"
+    reply["target_normed_by_trainer"], reply["target_norm_evidence"] = normed, evidence
+    try:
+        reply["config_schema"] = config_schema()
+    except Exception as exc:  # noqa: BLE001 - the draft reader then works without the class
+        reply["config_schema"] = None
+        reply["config_schema_error"] = f"{type(exc).__name__}: {exc}"
+    reply["seconds"] = {"import": round(imported - started, 2),
+                        "probe": round(time.perf_counter() - imported, 2)}
+    return reply
+
+
+def main() -> None:
+    request = json.loads(sys.stdin.read() or "{}")
+    try:
+        reply = probe(request)
+    except Exception as exc:  # noqa: BLE001 - the caller reports it, with the traceback tail
+        reply = {"error": f"{type(exc).__name__}: {exc}",
+                 "traceback": traceback.format_exc().strip().splitlines()[-6:]}
+    print(json.dumps(reply))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,307 @@
+"""The training-side extractor, against the real installed speculators (0.9.0 and 0.7.0.2), no mocks.
+
+Every contract here comes from running speculators' own data path on a marked sample
+in a subprocess of that release's environment. The probes are started together, up
+front, so the file stays fast on two cores (each probe is ~6 s, almost all import).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import save_file
+
+from parity.contract import TargetModel, Tap, diff, parse_taps
+from parity.extract.training import (PROBE_MODULE, PROBE_REPLIES, DraftError, TrainingExtractionError,
+                                     extract_training, probe_training, read_draft)
+from parity.extract.training.draft import classify_d2t, installed_schema
+
+ROOT = Path(__file__).resolve().parent.parent
+DRIFTED = "tests._drifted_probe"
+ARROW = "speculators.train.data.ArrowDataset._get_raw_data"
+V1 = "speculators.train.data.standardize_data_v1"
+
+DEEPSEEK = TargetModel(architecture="DeepseekV3ForCausalLM", model_type="deepseek_v3",
+                       num_hidden_layers=61, hidden_size=7168, vocab_size=129280)
+LLAMA = TargetModel(architecture="LlamaForCausalLM", model_type="llama", num_hidden_layers=32,
+                    hidden_size=4096, vocab_size=128256)
+BORN_FROM = parse_taps("h0,h3,h31,h59")
+
+
+PROBES = [(4, "0.9.0", PROBE_MODULE), (4, "0.7.0.2", PROBE_MODULE), (4, "0.9.0", DRIFTED),
+          (1, "0.9.0", PROBE_MODULE)]
+
+
+def run_probes_together() -> None:
+    """Every probe this file needs, concurrently (2 cores: ~2x faster than one by one), and the
+    in-process import of this interpreter's speculators config class."""
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        futures = [pool.submit(probe_training, n, v, module=m) for n, v, m in PROBES]
+        futures.append(pool.submit(installed_schema))
+        for future in futures:
+            future.result()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def warm_probes(tmp_path_factory):
+    """Fill the extractor's probe cache once; under pytest-xdist one worker runs the probes and
+    the others read its replies (the session's shared temp root is fresh per run)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        run_probes_together()
+        return
+    shared = tmp_path_factory.getbasetemp().parent / "training-probe-replies.json"
+    with open(shared.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if shared.exists():
+            PROBE_REPLIES.update({tuple(k): v for k, v in json.loads(shared.read_text())})
+        else:
+            run_probes_together()
+            shared.write_text(json.dumps([[list(k), v] for k, v in PROBE_REPLIES.items()]))
+
+
+def kinds(contract) -> list[str]:
+    return [f.kind for f in contract.findings]
+
+
+# -- the case parity was born from ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version,data_path", [
+    ("0.9.0", None), ("0.7.0.2", "standardize_data_v1"), ("0.7.0.2", "ArrowDataset"),
+])
+def test_born_from_case(version, data_path):
+    """4-slot dump [h0, h3, h31, h59] of a 61-layer DeepSeek-V3: fc [h0, h3, h31], target h59."""
+    c = extract_training(DEEPSEEK, BORN_FROM, speculators_version=version, data_path=data_path)
+    assert [t.name for t in c.fc_input] == ["h0", "h3", "h31"]
+    assert c.loss_target == Tap.parse("h59")
+    assert (c.fc_slots, c.target_slot) == ((0, 1, 2), 3)
+    assert c.dump_layout_source == "manifest"
+    assert "target_not_final_layer" in kinds(c)
+    assert "h59" in next(f.message for f in c.findings if f.kind == "target_not_final_layer")
+    assert c.provenance.version == version
+    assert c.provenance.code_path == (V1 if data_path == "standardize_data_v1" else ARROW)
+    assert c.target_normed_by_trainer is True
+    assert c.alignment.startswith("row t pairs input_ids[t+1] with hidden_states[t] and "
+                                  "verifier_last_hidden_states[t+1]")
+    assert "data_paths_disagree" not in kinds(c)
+
+
+def test_fp8_transfer_of_0_9_keeps_slots_and_is_lossy():
+    reply = probe_training(4, "0.9.0")
+    fp8 = [p for p in reply["paths"] if p.get("backend") == "fp8"]
+    assert len(fp8) == 1 and not fp8[0]["default"]
+    assert (fp8[0]["fc_slots"], fp8[0]["target_slot"]) == ([0, 1, 2], 3)
+    assert fp8[0]["lossy"] and fp8[0]["markers_exact"]  # FP8 loses ordinary values, not the markers
+    assert reply["default_path"] == ARROW
+
+
+def test_0_7_default_path_and_noise():
+    reply = probe_training(4, "0.7.0.2")
+    assert reply["default_path"] == ARROW
+    assert {p["code_path"] for p in reply["paths"]} == {ARROW, V1}
+    assert all("AddUniformNoise" in p["lossy_reason"] for p in reply["paths"])
+
+
+# -- default data generation ----------------------------------------------------------------------
+
+
+def test_default_llama_datagen_ids():
+    """speculators 0.9 data generation on a 32-layer Llama: ids [2, 16, 29] + the appended 32."""
+    c = extract_training(LLAMA, datagen_ids=[2, 16, 29], datagen_convention="speculators-datagen",
+                         speculators_version="0.9.0")
+    assert c.dump_layout_source == "datagen_ids"
+    assert [t.name for t in c.dump_layout] == ["h2", "h16", "h29", "h32"]
+    assert [t.name for t in c.fc_input] == ["h2", "h16", "h29"]
+    assert c.loss_target == Tap.stream(32)
+    assert "target_not_final_layer" not in kinds(c)
+    assert "dump_width_mismatch" not in kinds(c)
+
+
+def test_unsorted_datagen_ids_are_noticed():
+    c = extract_training(LLAMA, datagen_ids=[16, 2, 29], datagen_convention="speculators-datagen",
+                         speculators_version="0.9.0")
+    assert [t.name for t in c.fc_input] == ["h2", "h16", "h29"]
+    assert "ids_not_ascending" in kinds(c)
+
+
+# -- drift -----------------------------------------------------------------------------------------
+
+
+def test_drifted_data_path_changes_the_contract():
+    """A speculators whose arrow path feeds hs[:, 1:] is caught by running it, not by a rule."""
+    before = extract_training(DEEPSEEK, BORN_FROM, speculators_version="0.9.0")
+    after = extract_training(DEEPSEEK, BORN_FROM, speculators_version="0.9.0", probe_module=DRIFTED)
+    assert [t.name for t in after.fc_input] == ["h3", "h31", "h59"]
+    d = diff(before, after)
+    assert not d.empty
+    assert [(s.slot, s.expected.name, s.actual.name) for s in d.mismatched_slots] == [
+        (0, "h0", "h3"), (1, "h3", "h31"), (2, "h31", "h59")]
+    assert [s.why for s in d.mismatched_slots] == [
+        "order differs: h3 is slot 1 on the other side",
+        "order differs: h31 is slot 2 on the other side", "different layer (+28)"]
+    assert any(f.field == "fc_slots" and f.actual == [1, 2, 3] for f in d.fields)
+
+
+# -- bad inputs ------------------------------------------------------------------------------------
+
+
+def test_layout_too_short_for_the_data_path():
+    with pytest.raises(TrainingExtractionError) as err:
+        extract_training(DEEPSEEK, parse_taps("h59"), speculators_version="0.9.0")
+    assert "1-slot" in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"dump_layout": parse_taps("h0,h3,h62")},
+    {"datagen_ids": [2, 30, 70], "datagen_convention": "speculators-datagen"},
+    {"datagen_ids": [2, 30], "datagen_convention": "no-such-system"},
+    {},
+])
+def test_bad_layouts_raise_one_line(kwargs):
+    with pytest.raises(TrainingExtractionError) as err:
+        extract_training(DEEPSEEK, speculators_version="0.9.0", **kwargs)
+    assert "\n" not in str(err.value)
+
+
+# -- draft directories -----------------------------------------------------------------------------
+
+
+def speculators_config(**overrides) -> dict:
+    config = {
+        "architectures": ["Eagle3Speculator"], "speculators_model_type": "eagle3",
+        "speculators_version": "0.9.0", "draft_vocab_size": 8, "target_hidden_size": None,
+        "eagle_aux_hidden_state_layer_ids": [2, 30, 58],
+        "norm_before_fc": True, "norm_output": True, "norm_before_residual": False,
+        "transformer_layer_config": {"model_type": "llama", "hidden_size": 16, "vocab_size": 32},
+        "speculators_config": {"algorithm": "eagle3", "default_proposal_method": "greedy",
+                               "proposal_methods": [{"proposal_type": "greedy"}],
+                               "verifier": {"name_or_path": None, "architectures": []}},
+    }
+    config.update(overrides)
+    return config
+
+
+def make_draft(tmp_path: Path, config: dict | str, tensors: dict | None = None) -> Path:
+    d = tmp_path / "draft"
+    d.mkdir(exist_ok=True)
+    (d / "config.json").write_text(config if isinstance(config, str) else json.dumps(config))
+    if tensors is not None:
+        save_file(tensors, str(d / "model.safetensors"))
+    return d
+
+
+def speculators_vocab_maps():
+    """d2t/t2d built by speculators' own builder (offsets) for an 8-of-32 draft vocab."""
+    from speculators.train.vocab_mapping import build_vocab_mappings_from_distribution
+
+    freq = {t: 100 - t for t in (1, 3, 4, 9, 15, 20, 27, 31, 5, 6)}
+    return build_vocab_mappings_from_distribution(freq, draft_vocab_size=8, target_vocab_size=32)
+
+
+def schema():
+    return probe_training(4, "0.9.0")["config_schema"]
+
+
+def test_draft_flags_through_the_config_class(tmp_path):
+    d2t, t2d = speculators_vocab_maps()
+    d = make_draft(tmp_path, speculators_config(), {"d2t": d2t, "t2d": t2d,
+                                                   "embed_tokens.weight": torch.zeros(32, 16)})
+    draft = read_draft(d, schema=schema())
+    assert draft.ids == (2, 30, 58)
+    assert draft.flags.model_dump() == {"norm_before_fc": True, "fc_norm": False, "norm_output": True,
+                                        "norm_before_residual": False}
+    flag_default = [f for f in draft.findings if f.kind == "flag_default"]
+    assert any("'fc_norm'" in f.message for f in flag_default)  # absent: the class default applies
+    assert (draft.vocab.d2t, draft.vocab.t2d) == ("offsets", "present")
+    assert (draft.vocab.draft_vocab_size, draft.vocab.target_vocab_size) == (8, 32)
+    assert draft.has_weights and draft.has_embed_tokens
+    assert draft.embedding == "target"  # embed_requires_grad defaults to False: a frozen copy
+    assert "Eagle3SpeculatorConfig" in draft.config_class
+
+
+def test_installed_schema_matches_the_probe():
+    assert installed_schema() == schema()
+
+
+def test_d2t_absolute_vs_offsets(tmp_path):
+    d2t, t2d = speculators_vocab_maps()
+    absolute = torch.arange(8) + d2t
+    d = make_draft(tmp_path, speculators_config(), {"d2t": absolute, "t2d": t2d})
+    assert read_draft(d, schema=schema()).vocab.d2t == "absolute"
+    assert classify_d2t(d2t, None, 32)[0] == "offsets"  # repeats rule out absolute
+    assert classify_d2t(torch.tensor([5, 20, 30]), None, 32)[0] == "absolute"  # offsets overflow
+
+
+def test_unknown_key_and_trained_embedding(tmp_path):
+    config = speculators_config(norm_befor_fc=True, embed_requires_grad=True)
+    draft = read_draft(make_draft(tmp_path, config), schema=schema())
+    unknown = [f for f in draft.findings if f.kind == "unknown_config_key"]
+    assert len(unknown) == 1 and "norm_befor_fc" in unknown[0].message
+    assert draft.embedding == "draft"
+    assert not draft.has_weights and draft.vocab.d2t == "unknown"
+
+
+def test_unmapped_flag_field_of_a_newer_class(tmp_path):
+    newer = dict(schema())
+    newer["bool_fields"] = [*newer["bool_fields"], "norm_after_fc"]
+    newer["defaults"] = {**newer["defaults"], "norm_after_fc": False}
+    draft = read_draft(make_draft(tmp_path, speculators_config()), schema=newer)
+    assert any(f.kind == "unmapped_flag_field" and "norm_after_fc" in f.message for f in draft.findings)
+
+
+@pytest.mark.parametrize("config,needle", [
+    ('{"eagle_aux_hidden_state_layer_ids": [2, 30,', "malformed JSON"),
+    ("[1, 2]", "expected a JSON object"),
+    (speculators_config(eagle_aux_hidden_state_layer_ids="2,30,58"), "a list of integers"),
+    (speculators_config(norm_before_fc="yes"), "'norm_before_fc' must be true or false"),
+    (speculators_config(draft_vocab_size=0), "'draft_vocab_size' must be a positive integer"),
+])
+def test_bad_draft_configs_raise_one_line(tmp_path, config, needle):
+    d = make_draft(tmp_path, config)
+    with pytest.raises(DraftError) as err:
+        read_draft(d, schema=schema())
+    message = str(err.value)
+    assert needle in message and "config.json" in message and "\n" not in message
+
+
+def test_missing_draft_dir_and_config(tmp_path):
+    with pytest.raises(DraftError, match="no such draft directory"):
+        read_draft(tmp_path / "nope", schema=None)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DraftError, match="config.json: missing"):
+        read_draft(tmp_path / "empty", schema=None)
+
+
+def test_eagle_format_fixture_reads_ids_from_eagle_config():
+    draft = read_draft(ROOT / "fixtures" / "drafts" / "kimi-k2.5-eagle3", schema=schema())
+    assert draft.ids == (2, 30, 58) and draft.ids_key == "eagle_config.eagle_aux_hidden_state_layer_ids"
+    assert "not_speculators_format" in [f.kind for f in draft.findings]
+
+
+# -- the draft in the contract ---------------------------------------------------------------------
+
+
+def test_draft_ids_as_layout_and_disagreement(tmp_path):
+    d = make_draft(tmp_path, speculators_config())
+    from_draft = extract_training(DEEPSEEK, draft_dir=d, speculators_version="0.9.0")
+    assert from_draft.dump_layout_source == "draft_config"
+    assert [t.name for t in from_draft.dump_layout] == ["h2", "h30", "h58", "h61"]
+    assert [t.name for t in from_draft.fc_input] == ["h2", "h30", "h58"]
+    assert "target_not_final_layer" not in kinds(from_draft)
+    assert from_draft.graph.norm_before_fc is True and from_draft.embedding == "target"
+
+    manifest = extract_training(DEEPSEEK, BORN_FROM, draft_dir=d, speculators_version="0.9.0")
+    assert manifest.dump_layout_source == "manifest"
+    assert "draft_ids_disagree" in kinds(manifest)
+
+
+def test_draft_fc_width_vs_dump(tmp_path):
+    d = make_draft(tmp_path, speculators_config(eagle_aux_hidden_state_layer_ids=[2, 30]))
+    c = extract_training(DEEPSEEK, BORN_FROM, draft_dir=d, speculators_version="0.9.0")
+    assert "dump_width_mismatch" in kinds(c)
