@@ -122,7 +122,7 @@ def check(training: TrainingContract, target_config: Path, draft_dir: Path,
     d = diff(training, serving)
     differences = _differences(d, training, serving)
     notes = [f"{c.side}: {f.message}" for c in (training, serving) for f in c.findings
-             if f.severity != "error" or f.kind == "not_captured"]
+             if f.severity == "warning" or f.kind == "not_captured"]
     verdict: Verdict = "parity" if not differences else "drift"
 
     suggestion, unfixable = None, None

@@ -1,11 +1,101 @@
-"""pytest plugin (registered through the `pytest11` entry point): the `parity` marker.
+"""pytest plugin (registered through the `pytest11` entry point): `pytest -m parity`.
 
-A thin shell over the library: it registers the marker and options; the gate's
-generated tests are added by parity.gate (see that module)."""
+A thin shell over the library. It registers the `parity` and `gpu` markers and adds one
+test per locked contract found under `--parity-contracts` (default `contracts/`), plus
+one for an ad-hoc `--parity-target/--parity-draft/--parity-dump-layout` triple. A failing
+check prints the gate's slot table, not a traceback. Each item runs its extractions in
+subprocesses with their own ports, so `pytest -n auto` is safe.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("parity", "EAGLE-3 train/serve parity")
+    group.addoption("--parity-contracts", default="contracts", metavar="DIR",
+                    help="directory of locked contracts to check (default: contracts/)")
+    group.addoption("--parity-target", metavar="PATH", help="target config.json for an ad-hoc check")
+    group.addoption("--parity-draft", metavar="DIR", help="served draft directory for an ad-hoc check")
+    group.addoption("--parity-dump-layout", metavar="TAPS", help="dump layout for an ad-hoc check")
+    group.addoption("--parity-no-verify", action="store_true",
+                    help="skip the confirming extraction of suggested fixes")
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "parity: train/serve parity checks (select with -m parity)")
     config.addinivalue_line("markers", "gpu: needs CUDA; skipped without it")
+
+
+class ParityFailure(Exception):
+    """A drift: its message is the gate's report."""
+
+
+class ParityItem(pytest.Item):
+    def __init__(self, *, run, **kwargs):
+        super().__init__(**kwargs)
+        self._run = run
+        self.add_marker(pytest.mark.parity)
+
+    def runtest(self):
+        from .report import render_check
+
+        result = self._run()
+        if result.verdict != "parity":
+            raise ParityFailure(render_check(result))
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, ParityFailure):
+            return str(excinfo.value)
+        from .errors import USER_ERRORS
+
+        if isinstance(excinfo.value, USER_ERRORS):
+            return f"parity could not check this pair: {excinfo.value}"
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, None, self.name
+
+
+class LockFile(pytest.File):
+    def collect(self):
+        from .lock import check_lock
+
+        verify = not self.config.getoption("parity_no_verify")
+        yield ParityItem.from_parent(self, name=self.path.stem,
+                                     run=lambda: check_lock(self.path, verify=verify))
+
+
+def _contracts_dir(config) -> Path:
+    return Path(config.rootpath, config.getoption("parity_contracts")).resolve()
+
+
+def pytest_collect_file(file_path: Path, parent):
+    if file_path.suffix == ".json" and file_path.resolve().parent == _contracts_dir(parent.config):
+        return LockFile.from_parent(parent, path=file_path)
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session, config, items):
+    target, draft = config.getoption("parity_target"), config.getoption("parity_draft")
+    if not (target or draft):
+        return
+    layout = config.getoption("parity_dump_layout")
+    if not (target and draft and layout):
+        raise pytest.UsageError("--parity-target, --parity-draft and --parity-dump-layout go together")
+
+    def run():
+        from .contract import parse_taps
+        from .extract.training import extract_training
+        from .gate import check
+        from .lock import target_model
+
+        training = extract_training(target_model(Path(target)), parse_taps(layout), draft_dir=Path(draft))
+        return check(training, Path(target), Path(draft),
+                     verify=not config.getoption("parity_no_verify"))
+
+    items.append(ParityItem.from_parent(session, name=f"parity[{Path(draft).name}]", run=run))
