@@ -1,6 +1,7 @@
 """The `parity` command line.
 
-Exit codes: 0 parity (or success), 1 drift, 2 bad input or an unsupported case.
+Exit codes: 0 parity (or success), 1 drift, 2 bad input or an unsupported case,
+3 an internal error in parity itself (a bug: please report it).
 Every error is one line on stderr, never a traceback.
 """
 
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from . import __version__
 
-EXIT_OK, EXIT_DRIFT, EXIT_ERROR = 0, 1, 2
+EXIT_OK, EXIT_DRIFT, EXIT_ERROR, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 def _installed(name: str) -> str:
@@ -67,15 +68,33 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--json", action="store_true")
 
     ck = sub.add_parser("check", help="compare training and serving; exit 0 parity, 1 drift, 2 error")
-    ck.add_argument("--target-config", required=True, type=Path, help="the target's config.json")
-    ck.add_argument("--draft", required=True, type=Path, help="the draft directory as it will be served")
+    ck.add_argument("--target-config", type=Path, help="the target's config.json")
+    ck.add_argument("--draft", type=Path, help="the draft directory as it will be served")
     _add_dump_args(ck)
+    ck.add_argument("--contract", type=Path, metavar="FILE",
+                    help="instead of the three above: a locked contract (contracts/NAME.json)")
     ck.add_argument("--engine", default="sglang", choices=["sglang"])
     ck.add_argument("--sglang", metavar="VERSION", help="check under another installed release")
     ck.add_argument("--speculators", metavar="VERSION", help="training under another installed release")
     ck.add_argument("--no-verify", action="store_true",
                     help="skip the second extraction that confirms the suggested fix")
     ck.add_argument("--json", action="store_true")
+
+    lk = sub.add_parser("lock", help="write (or --update) a locked contract for a draft")
+    lk.add_argument("out", type=Path, help="the lock file to write, e.g. contracts/my-draft.json")
+    lk.add_argument("--target-config", required=True, type=Path)
+    lk.add_argument("--draft", required=True, type=Path, help="the draft directory as it is served")
+    lk.add_argument("--dump-layout", required=True, metavar="TAPS")
+    lk.add_argument("--name", help="a name for the pair (default: the file name)")
+    lk.add_argument("--update", action="store_true", help="overwrite an existing lock")
+
+    ex = sub.add_parser("export", help="write a speculators draft as an SGLang-loadable draft with the fix")
+    ex.add_argument("draft", type=Path, help="the speculators-format draft directory")
+    ex.add_argument("out", type=Path, help="the directory to write")
+    ex.add_argument("--engine", default="sglang", choices=["sglang"])
+    ex.add_argument("--target-config", required=True, type=Path)
+    _add_dump_args(ex)
+    ex.add_argument("--force", action="store_true", help="write into an existing directory")
 
     sub.add_parser("schema", help="print the JSON Schema of contracts")
     sub.add_parser("conventions", help="list the layer-id conventions parity translates")
@@ -103,7 +122,7 @@ def _training(args) -> "object":
         raise InputError(f"--dump-layout/--datagen-ids: {exc}") from None
     return extract_training(target, layout, datagen_ids=ids,
                             datagen_convention=args.datagen_convention if ids else None,
-                            draft_dir=args.draft, speculators_version=args.speculators)
+                            draft_dir=args.draft, speculators_version=getattr(args, "speculators", None))
 
 
 def _serving(args):
@@ -114,13 +133,25 @@ def _serving(args):
 
 def _check(args) -> int:
     from .gate import check
+    from .inputs import check_inputs
     from .report import render_check
 
-    if not (args.dump_layout or args.datagen_ids):
-        raise _usage("check needs the dump description: --dump-layout h0,h3,... or --datagen-ids")
-    training = _training(args)
-    result = check(training, args.target_config, args.draft, sglang_version=args.sglang,
-                   verify=not args.no_verify)
+    if args.contract:
+        from .lock import check_lock, read_lock
+        lock = read_lock(args.contract)
+        base = args.contract.parent
+        args.target_config, args.draft = base / lock.target_config, base / lock.draft
+        result = check_lock(args.contract, sglang_version=args.sglang,
+                            speculators_version=args.speculators, verify=not args.no_verify)
+    else:
+        if not (args.target_config and args.draft):
+            raise _usage("check needs --target-config and --draft (or --contract FILE)")
+        if not (args.dump_layout or args.datagen_ids):
+            raise _usage("check needs the dump description: --dump-layout h0,h3,... or --datagen-ids")
+        training = _training(args)
+        check_inputs(args.target_config, args.draft, training)
+        result = check(training, args.target_config, args.draft, sglang_version=args.sglang,
+                       verify=not args.no_verify)
     if args.json:
         print(json.dumps(result.to_json_dict(), indent=2))
     else:
@@ -128,9 +159,41 @@ def _check(args) -> int:
     return EXIT_OK if result.verdict == "parity" else EXIT_DRIFT
 
 
+def _lock(args) -> int:
+    from .contract import parse_taps
+    from .lock import write_lock
+
+    if args.out.exists() and not args.update:
+        raise _usage(f"{args.out} exists; pass --update to rewrite it")
+    try:
+        layout = [t.name for t in parse_taps(args.dump_layout)]
+    except ValueError as exc:
+        raise _usage(f"--dump-layout: {exc}") from None
+    lock = write_lock(args.out, args.name or args.out.stem, args.target_config, args.draft, layout)
+    print(f"parity: locked {lock.name}: fc {[t.name for t in lock.training.fc_input]}, "
+          f"target {lock.training.loss_target.name} -> {args.out}")
+    return EXIT_OK
+
+
+def _export(args) -> int:
+    from .export import export_sglang
+    from .gate import check
+
+    if not (args.dump_layout or args.datagen_ids):
+        raise _usage("export needs the dump description: --dump-layout h0,h3,... or --datagen-ids")
+    training = _training(args)
+    report = export_sglang(args.draft, args.out, training, args.target_config, force=args.force)
+    print(report)
+    return EXIT_OK
+
+
 def run(args) -> int:
     if args.command == "check":
         return _check(args)
+    if args.command == "lock":
+        return _lock(args)
+    if args.command == "export":
+        return _export(args)
     if args.command == "contract":
         if args.side is None:
             raise _usage("contract needs a side: training or serving")
@@ -185,3 +248,11 @@ def main(argv: list[str] | None = None) -> int:
         if len(lines) > 1 and os.environ.get("PARITY_DEBUG"):
             print("\n".join(lines[1:]), file=sys.stderr)
         return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a bug in parity itself: still one line, and a distinct code
+        if os.environ.get("PARITY_DEBUG"):
+            raise
+        print(f"parity: internal error: {type(exc).__name__}: {exc} (PARITY_DEBUG=1 shows the "
+              "traceback; please report it)", file=sys.stderr)
+        return EXIT_INTERNAL

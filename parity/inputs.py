@@ -39,3 +39,45 @@ def target_layers(config: dict[str, Any], path: Path) -> int:
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise InputError(f"target config {path}: num_hidden_layers is {n!r}, expected a positive integer")
     return n
+
+
+def check_inputs(target_config: Path, draft_dir: Path, training) -> None:
+    """What `parity check` refuses before running anything: impossible ids, widths that cannot fit.
+
+    `training` is the TrainingContract; the draft config is read as the engine will read it.
+    """
+    cfg = read_config(target_config, "target config")
+    n = target_layers(cfg, target_config)
+    if not (cfg.get("architectures") or []):
+        raise InputError(f"target config {target_config}: no architectures list")
+    draft_dir = Path(draft_dir)
+    if not draft_dir.is_dir():
+        raise InputError(f"draft {draft_dir}: not a directory")
+    dfile = draft_dir / "config.json"
+    draft = read_config(dfile, "draft config")
+    eagle = draft.get("eagle_config") if isinstance(draft.get("eagle_config"), dict) else {}
+    ids = eagle.get("eagle_aux_hidden_state_layer_ids", draft.get("eagle_aux_hidden_state_layer_ids"))
+    if ids is not None:
+        if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+            raise InputError(f"draft config {dfile}: eagle_aux_hidden_state_layer_ids is {ids!r}, "
+                             "expected a list of integers")
+        out = [i for i in ids if not -1 <= i <= n]
+        if out:
+            raise InputError(f"draft config {dfile}: layer ids {out} are out of range for a {n}-layer "
+                             f"target (-1..{n})")
+        if len(set(ids)) != len(ids):
+            raise InputError(f"draft config {dfile}: duplicate layer ids in {ids}")
+        if ids != sorted(ids):
+            raise InputError(f"draft config {dfile}: layer ids {ids} are not ascending; engines "
+                             "capture in layer order, so the fc chunks would not follow this order")
+    layout = [t.name for t in training.dump_layout]
+    if len(set(layout)) != len(layout):
+        raise InputError(f"dump layout {layout}: a state appears twice")
+    n_aux = draft.get("num_aux_hidden_states") or (len(ids) if isinstance(ids, list) else None)
+    if n_aux is not None and n_aux != len(training.fc_input):
+        raise InputError(f"dump layout {layout}: the training data path builds a {len(training.fc_input)}"
+                         f"-state fc input, but draft config {dfile} expects {n_aux} aux states")
+    tgt_h, draft_h = cfg.get("hidden_size"), draft.get("target_hidden_size") or draft.get("hidden_size")
+    if isinstance(tgt_h, int) and isinstance(draft_h, int) and tgt_h != draft_h:
+        raise InputError(f"draft config {dfile}: expects target hidden states of width {draft_h}, "
+                         f"but target config {target_config} has hidden_size {tgt_h}")

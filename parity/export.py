@@ -1,0 +1,89 @@
+"""`parity export --engine sglang`: a speculators draft as a directory SGLang loads, with the fix.
+
+The config is rewritten in SGLang's format (its draft class reads `model_type`,
+`eagle_config`, `norm_before_fc`, `fc_norm`, `norm_output`, `target_hidden_size`,
+`draft_vocab_size`; FIELD-NOTES section 4) with the id list the gate solved on the
+installed engine. Tensors keep speculators' names, which SGLang's `load_weights` maps
+itself (`fc.weight` -> `model.fc.weight`, ...). The result is then checked by the gate
+like any served draft: if the installed SGLang cannot honour the training graph (a flag
+it drops, a tensor it ignores, slots it cannot feed), nothing is written and the reason
+is the error.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+from .contract import TrainingContract
+from .inputs import InputError, read_config
+
+# transformer_layer_config keys SGLang's Llama draft reads; everything else is speculators-only.
+LAYER_KEYS = ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
+              "head_dim", "hidden_act", "rms_norm_eps", "max_position_embeddings", "rope_theta",
+              "rope_scaling", "rope_parameters", "vocab_size", "attention_bias", "mlp_bias",
+              "num_hidden_layers", "bos_token_id", "eos_token_id")
+
+
+class ExportRefused(InputError):
+    """The installed engine cannot serve this draft as it was trained (exit 2, one line)."""
+
+
+def sglang_config(spec: dict, ids: list[int]) -> dict:
+    layer = spec.get("transformer_layer_config") or {}
+    cfg = {k: layer[k] for k in LAYER_KEYS if k in layer}
+    cfg.update({
+        "architectures": ["LlamaForCausalLMEagle3"],
+        "model_type": "llama",
+        "num_hidden_layers": layer.get("num_hidden_layers", 1),
+        "draft_vocab_size": spec.get("draft_vocab_size"),
+        "target_hidden_size": spec.get("target_hidden_size") or layer.get("hidden_size"),
+        "norm_before_fc": bool(spec.get("norm_before_fc", False)),
+        "fc_norm": bool(spec.get("fc_norm", False)),
+        "norm_output": bool(spec.get("norm_output", False)),
+        "tie_word_embeddings": False,
+        "eagle_config": {"eagle_aux_hidden_state_layer_ids": list(ids), "use_aux_hidden_state": True},
+    })
+    return cfg
+
+
+def _write(tmp: Path, draft: Path, spec: dict, ids: list[int]) -> None:
+    (tmp / "config.json").write_text(json.dumps(sglang_config(spec, ids), indent=2) + "\n")
+    for f in draft.glob("*.safetensors"):
+        shutil.copy2(f, tmp / f.name)
+
+
+def export_sglang(draft: Path, out: Path, training: TrainingContract, target_config: Path,
+                  force: bool = False) -> str:
+    from .gate import check
+
+    draft, out = Path(draft), Path(out)
+    spec = read_config(draft / "config.json", "draft config")
+    if "speculators_model_type" not in spec and "transformer_layer_config" not in spec:
+        raise InputError(f"draft config {draft / 'config.json'}: not a speculators-format draft "
+                         "(no speculators_model_type / transformer_layer_config)")
+    if out.exists() and any(out.iterdir()) and not force:
+        raise InputError(f"export target {out}: exists and is not empty (pass --force)")
+    ids = spec.get("eagle_aux_hidden_state_layer_ids") or [t.layer for t in training.fc_input]
+    tmp = Path(tempfile.mkdtemp(prefix="parity-export-"))
+    try:
+        _write(tmp, draft, spec, ids)
+        result = check(training, target_config, tmp, verify=True)
+        if result.verdict == "drift" and result.suggestion is not None:
+            ids = result.suggestion.eagle_aux_hidden_state_layer_ids
+            _write(tmp, draft, spec, ids)
+            result = check(training, target_config, tmp, verify=False)
+        if result.verdict != "parity":
+            why = result.unfixable or "; ".join(d.message for d in result.differences)
+            raise ExportRefused(f"refusing to export {draft}: sglang "
+                                f"{result.serving.provenance.version} cannot serve it as trained: {why}")
+        out.mkdir(parents=True, exist_ok=True)
+        for f in tmp.iterdir():
+            shutil.copy2(f, out / f.name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return (f"parity: exported {draft} -> {out} for sglang {result.serving.provenance.version}: "
+            f"eagle_aux_hidden_state_layer_ids {list(ids)} feed "
+            f"[{', '.join(t.name for t in result.serving.fc_input)}], as trained")

@@ -1,0 +1,92 @@
+"""Deterministic tiny checkpoints, built from seeds by the installed speculators.
+
+`speculators_draft(...)` writes an EAGLE-3 draft exactly as speculators saves one
+(`Eagle3DraftModel.save_pretrained`: config.json with `speculators_model_type`,
+`transformer_layer_config`, ids and flags; model.safetensors with d2t/t2d), with seeded
+weights. Outputs are cached under `.cache/fixtures/<hash of the recipe and the
+speculators version>`, so a rebuild happens only when the recipe or the library changes.
+Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = ROOT / ".cache" / "fixtures"
+
+
+@dataclass(frozen=True)
+class DraftRecipe:
+    """Everything that determines a tiny speculators draft."""
+
+    ids: tuple[int, ...] = (2, 16, 29)
+    hidden_size: int = 64
+    target_vocab: int = 256
+    draft_vocab: int = 32
+    norm_before_fc: bool = False
+    fc_norm: bool = False
+    norm_output: bool = False
+    norm_before_residual: bool = False
+    with_d2t: bool = True
+    seed: int = 0
+    extra: dict = field(default_factory=dict, hash=False)
+
+    def key(self) -> str:
+        blob = json.dumps({**asdict(self), "speculators": metadata.version("speculators")}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def speculators_draft(recipe: DraftRecipe = DraftRecipe()) -> Path:
+    """The draft directory for `recipe` (built on first use, then cached)."""
+    out = CACHE / f"draft-{recipe.key()}"
+    if (out / "model.safetensors").exists():
+        return out
+    tmp = out.with_suffix(".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    _build(recipe, tmp)
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    return out
+
+
+def _build(r: DraftRecipe, out: Path) -> None:
+    import torch
+    from transformers import LlamaConfig
+    from speculators.config import SpeculatorsConfig, VerifierConfig
+    from speculators.models.eagle3 import Eagle3DraftModel, Eagle3SpeculatorConfig
+    from speculators.proposals.greedy import GreedyTokenProposalConfig
+
+    h = r.hidden_size
+    layer = LlamaConfig(hidden_size=h, intermediate_size=2 * h, num_attention_heads=4,
+                        num_key_value_heads=2, head_dim=h // 4, num_hidden_layers=1,
+                        vocab_size=r.target_vocab, rms_norm_eps=1e-5, max_position_embeddings=512)
+    speculators = SpeculatorsConfig(
+        algorithm="eagle3", proposal_methods=[GreedyTokenProposalConfig()],
+        default_proposal_method="greedy",
+        verifier=VerifierConfig(name_or_path=None, architectures=["LlamaForCausalLM"]))
+    draft_vocab = r.draft_vocab if r.with_d2t else r.target_vocab
+    config = Eagle3SpeculatorConfig(
+        transformer_layer_config=layer, draft_vocab_size=draft_vocab, target_hidden_size=h,
+        eagle_aux_hidden_state_layer_ids=list(r.ids), norm_before_fc=r.norm_before_fc,
+        fc_norm=r.fc_norm, norm_output=r.norm_output, norm_before_residual=r.norm_before_residual,
+        speculators_config=speculators, **r.extra)
+    config.transformer_layer_config._attn_implementation = "sdpa"  # noqa: SLF001
+    model = Eagle3DraftModel(config)
+    gen = torch.Generator().manual_seed(r.seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = torch.randn(p.shape, generator=gen)
+            p.copy_(1 + 0.1 * noise if "norm" in name else 0.1 * noise)
+        if model.d2t is not None:  # speculators' format: offsets, target = d + d2t[d]
+            chosen = torch.sort(torch.randperm(r.target_vocab, generator=gen)[:draft_vocab]).values
+            model.d2t.copy_(chosen - torch.arange(draft_vocab))
+            model.t2d.zero_()
+            model.t2d[chosen] = True
+    model.save_pretrained(str(out))
+    (out / "config.py").unlink(missing_ok=True)  # remote-code stub; parity never runs it
