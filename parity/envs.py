@@ -91,3 +91,13 @@ def run_module(python: Path | str, module: str, request: dict, timeout: float = 
 
 def current_python() -> str:
     return sys.executable
+
+
+def display_python(path: str | None) -> str | None:
+    """An interpreter path as recorded in contracts: relative to the repository when inside it."""
+    if not path:
+        return path
+    try:
+        return str(Path(path).relative_to(ROOT))
+    except ValueError:
+        return path

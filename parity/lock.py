@@ -48,11 +48,11 @@ def target_model(path: Path) -> TargetModel:
 
 
 def extract_for_lock(target_config: Path, draft: Path, layout: list[str],
-                     speculators_version: str | None = None) -> TrainingContract:
+                     speculators_version: str | None = None, **probe) -> TrainingContract:
     from .extract.training import extract_training
 
     return extract_training(target_model(target_config), parse_taps(",".join(layout)),
-                            draft_dir=draft, speculators_version=speculators_version)
+                            draft_dir=draft, speculators_version=speculators_version, **probe)
 
 
 def write_lock(path: Path, name: str, target_config: Path, draft: Path, layout: list[str]) -> Lock:
@@ -86,14 +86,19 @@ def training_drift(locked: TrainingContract, fresh: TrainingContract) -> Contrac
 
 
 def check_lock(path: Path, sglang_version: str | None = None,
-               speculators_version: str | None = None, verify: bool = True) -> CheckResult:
-    """Both sides, freshly extracted, against the lock; the training drift joins the differences."""
+               speculators_version: str | None = None, verify: bool = True,
+               training_probe: str | None = None, serving_probe: str | None = None) -> CheckResult:
+    """Both sides, freshly extracted, against the lock; the training drift joins the differences.
+
+    `training_probe`/`serving_probe` swap the probe modules (tests inject drift with them)."""
     path = Path(path)
     lock = read_lock(path)
     base = path.parent.resolve()
     target, draft = lock.resolve(base, lock.target_config), lock.resolve(base, lock.draft)
-    fresh = extract_for_lock(target, draft, lock.dump_layout, speculators_version)
-    result = check(lock.training, target, draft, sglang_version=sglang_version, verify=verify)
+    fresh = extract_for_lock(target, draft, lock.dump_layout, speculators_version,
+                             **({"probe_module": training_probe} if training_probe else {}))
+    result = check(lock.training, target, draft, sglang_version=sglang_version, verify=verify,
+                   serving_probe=serving_probe)
     moved = training_drift(lock.training, fresh)
     if moved.empty:
         return result

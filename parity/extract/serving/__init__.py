@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ...contract import Finding, GraphFlags, Provenance, ServingContract, TargetModel, Tap, VocabMapping
-from ...envs import EnvError, find_env, run_module
+from ...envs import EnvError, display_python, find_env, run_module
 from ...inputs import InputError, read_config, target_layers
 
 
@@ -44,7 +44,7 @@ def to_contract(reply: dict[str, Any], target_config: dict) -> ServingContract:
     provenance = Provenance(
         package="sglang", version=reply.get("sglang_version", "?"),
         code_path="; ".join(reply.get("code_paths", {}).values()) or "n/a",
-        python=reply.get("python"),
+        python=display_python(reply.get("python")),
         details={k: str(reply[k]) for k in ("model_class", "capture_ids") if k in reply})
     draft = reply.get("draft") or {}
     if "error" in reply:

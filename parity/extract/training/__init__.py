@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ...contract import Finding, GraphFlags, Provenance, Tap, TargetModel, TrainingContract, VocabMapping
 from ...conventions import CONVENTIONS, ConventionError, to_taps
-from ...envs import find_env, run_module
+from ...envs import display_python, find_env, run_module
 from .draft import DraftConfig, DraftError, draft_ids, read_draft
 
 __all__ = ["DraftConfig", "DraftError", "PROBE_MODULE", "PROBE_REPLIES", "TrainingExtractionError",
@@ -225,7 +225,7 @@ def provenance(reply: dict, chosen: dict) -> Provenance:
     if reply.get("speculators_version_py"):
         details["version_py"] = reply["speculators_version_py"]
     return Provenance(package="speculators", version=reply["speculators_version"],
-                      code_path=chosen["code_path"], python=reply.get("python"), details=details)
+                      code_path=chosen["code_path"], python=display_python(reply.get("python")), details=details)
 
 
 def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, reply: dict, *,
