@@ -148,6 +148,7 @@ def _check(args) -> int:
             raise _usage("check needs --target-config and --draft (or --contract FILE)")
         if not (args.dump_layout or args.datagen_ids):
             raise _usage("check needs the dump description: --dump-layout h0,h3,... or --datagen-ids")
+        check_inputs(args.target_config, args.draft)  # fails fast, before any extraction
         training = _training(args)
         check_inputs(args.target_config, args.draft, training)
         result = check(training, args.target_config, args.draft, sglang_version=args.sglang,
@@ -171,7 +172,7 @@ def _lock(args) -> int:
         raise _usage(f"--dump-layout: {exc}") from None
     lock = write_lock(args.out, args.name or args.out.stem, args.target_config, args.draft, layout)
     print(f"parity: locked {lock.name}: fc {[t.name for t in lock.training.fc_input]}, "
-          f"target {lock.training.loss_target.name} -> {args.out}")
+          f"target {lock.training.target.name} -> {args.out}")
     return EXIT_OK
 
 

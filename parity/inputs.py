@@ -41,11 +41,9 @@ def target_layers(config: dict[str, Any], path: Path) -> int:
     return n
 
 
-def check_inputs(target_config: Path, draft_dir: Path, training) -> None:
-    """What `parity check` refuses before running anything: impossible ids, widths that cannot fit.
-
-    `training` is the TrainingContract; the draft config is read as the engine will read it.
-    """
+def check_inputs(target_config: Path, draft_dir: Path, training=None) -> None:
+    """What `parity check` refuses: impossible ids, and (given the TrainingContract) widths
+    that cannot fit. The draft config is read as the engine will read it."""
     cfg = read_config(target_config, "target config")
     n = target_layers(cfg, target_config)
     if not (cfg.get("architectures") or []):
@@ -70,6 +68,8 @@ def check_inputs(target_config: Path, draft_dir: Path, training) -> None:
         if ids != sorted(ids):
             raise InputError(f"draft config {dfile}: layer ids {ids} are not ascending; engines "
                              "capture in layer order, so the fc chunks would not follow this order")
+    if training is None:
+        return
     layout = [t.name for t in training.dump_layout]
     if len(set(layout)) != len(layout):
         raise InputError(f"dump layout {layout}: a state appears twice")

@@ -28,12 +28,12 @@ def describe_tap(name: str | None, num_layers: int) -> str:
 
 def render_contract(c: Contract) -> str:
     lines = [f"{c.side} contract  ({c.provenance.package} {c.provenance.version})",
-             f"  target       {c.target.architecture}, {c.target.num_hidden_layers} layers",
+             f"  target       {c.target_model.architecture}, {c.target_model.num_hidden_layers} layers",
              f"  fc input     {_states(c.fc_input)}"]
     if isinstance(c, TrainingContract):
         lines += [f"  dump layout  {_states(c.dump_layout)}  (from {c.dump_layout_source.replace('_', ' ')})",
                   f"  fc slots     {list(c.fc_slots)} of the dump; loss target slot {c.target_slot} = "
-                  f"{c.loss_target.name}",
+                  f"{c.target.name}",
                   f"  alignment    {c.alignment}"]
     if isinstance(c, ServingContract):
         ids = list(c.requested_ids) if c.requested_ids is not None else "none (engine default)"
@@ -56,11 +56,11 @@ def render_contract(c: Contract) -> str:
 def render_check(result, target_path: str = "", draft_path: str = "") -> str:
     """The gate's report: verdict, slot table, other differences, provenance, the fix."""
     t, s = result.training, result.serving
-    n = t.target.num_hidden_layers
+    n = t.target_model.num_hidden_layers
     head = {"parity": "PARITY: the draft will be fed exactly what it was trained on.",
             "drift": "DRIFT: the draft will be fed different hidden states than it was trained on."}
     lines = [f"parity check: {head[result.verdict]}", ""]
-    lines.append(f"  target    {t.target.architecture}, {n} decoder layers"
+    lines.append(f"  target    {t.target_model.architecture}, {n} decoder layers"
                  + (f"  ({target_path})" if target_path else ""))
     lines.append(f"  training  speculators {t.provenance.version}: {t.provenance.code_path}")
     ids = list(s.requested_ids) if s.requested_ids is not None else "none (engine default)"
@@ -78,7 +78,7 @@ def render_check(result, target_path: str = "", draft_path: str = "") -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for r in rows:
         lines.append("  " + "  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3])
-    lines.append(f"\n  loss target during training: {t.loss_target.name} ({describe_tap(t.loss_target.name, n)})")
+    lines.append(f"\n  loss target during training: {t.target.name} ({describe_tap(t.target.name, n)})")
     other = [d for d in result.differences if d.kind != "slot"]
     if other:
         lines += ["", "  Other differences:"] + [f"  - {d.message}" for d in other]

@@ -56,9 +56,9 @@ def training(fc, n: int = 32, *, layout=None, fc_slots=None, loss_target=None, t
     if loss_target is None:
         loss_target = layout[target_slot]
     return TrainingContract(
-        target=_target(n), fc_input=tuple(fc), graph=graph or GraphFlags(), provenance=_prov(),
+        target_model=_target(n), fc_input=tuple(fc), graph=graph or GraphFlags(), provenance=_prov(),
         dump_layout=tuple(layout), dump_layout_source="manifest", fc_slots=tuple(fc_slots),
-        loss_target=loss_target, target_slot=target_slot,
+        target=loss_target, target_slot=target_slot,
         alignment="shift_batch: input_ids[1:] ~ hidden_states[:-1]", **kw)
 
 
@@ -66,7 +66,7 @@ def serving(fc, n: int = 32, *, graph: GraphFlags | None = None, **kw) -> Servin
     fc = tuple(Tap.parse(t) if isinstance(t, str) else t for t in fc)
     kw.setdefault("requested_ids", (2, 30, 58))
     kw.setdefault("ids_source", "eagle_config['eagle_aux_hidden_state_layer_ids']")
-    return ServingContract(target=_target(n), fc_input=fc, graph=graph or GraphFlags(),
+    return ServingContract(target_model=_target(n), fc_input=fc, graph=graph or GraphFlags(),
                            provenance=_prov("sglang"), engine="sglang", **kw)
 
 
@@ -227,7 +227,7 @@ def test_models_are_frozen():
     with pytest.raises(ValidationError, match="frozen"):
         c.fc_input = (Tap.stream(1),)
     with pytest.raises(ValidationError, match="frozen"):
-        c.target.num_hidden_layers = 3
+        c.target_model.num_hidden_layers = 3
     with pytest.raises(ValidationError, match="frozen"):
         c.graph.norm_before_fc = True
     with pytest.raises(ValidationError, match="frozen"):
@@ -302,7 +302,7 @@ def test_training_contract_json_round_trip():
     assert data["side"] == "training"
     assert data["fc_input"] == ["h0", "h3", "h31"]
     assert data["dump_layout"] == ["h0", "h3", "h31", "h59"]
-    assert data["loss_target"] == "h59"
+    assert data["target"] == "h59"
     assert data["graph"]["fc_norm"] is None and "fc_norm" in data["graph"]
     assert data["target_normed_by_trainer"] is None
     assert load_contract(c.to_json()) == c  # the indented form too
@@ -444,7 +444,7 @@ def test_training_only_fields_are_compared_between_two_training_contracts():
     d = diff(a, b)
     assert not d.mismatched_slots
     got = {f.field: (f.expected, f.actual) for f in d.fields}
-    assert got == {"loss_target": ("h59", "h60"),
+    assert got == {"target": ("h59", "h60"),
                    "dump_layout": (["h0", "h3", "h59"], ["h0", "h3", "h60"])}
 
 

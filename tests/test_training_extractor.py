@@ -23,7 +23,7 @@ from parity.extract.training import (PROBE_MODULE, PROBE_REPLIES, DraftError, Tr
 from parity.extract.training.draft import classify_d2t, installed_schema
 
 ROOT = Path(__file__).resolve().parent.parent
-DRIFTED = "tests._drifted_probe"
+DRIFTED = "tests.drift.training_slice_from_one"
 ARROW = "speculators.train.data.ArrowDataset._get_raw_data"
 V1 = "speculators.train.data.standardize_data_v1"
 
@@ -79,7 +79,7 @@ def test_born_from_case(version, data_path):
     """4-slot dump [h0, h3, h31, h59] of a 61-layer DeepSeek-V3: fc [h0, h3, h31], target h59."""
     c = extract_training(DEEPSEEK, BORN_FROM, speculators_version=version, data_path=data_path)
     assert [t.name for t in c.fc_input] == ["h0", "h3", "h31"]
-    assert c.loss_target == Tap.parse("h59")
+    assert c.target == Tap.parse("h59")
     assert (c.fc_slots, c.target_slot) == ((0, 1, 2), 3)
     assert c.dump_layout_source == "manifest"
     assert "target_not_final_layer" in kinds(c)
@@ -118,7 +118,7 @@ def test_default_llama_datagen_ids():
     assert c.dump_layout_source == "datagen_ids"
     assert [t.name for t in c.dump_layout] == ["h2", "h16", "h29", "h32"]
     assert [t.name for t in c.fc_input] == ["h2", "h16", "h29"]
-    assert c.loss_target == Tap.stream(32)
+    assert c.target == Tap.stream(32)
     assert "target_not_final_layer" not in kinds(c)
     assert "dump_width_mismatch" not in kinds(c)
 

@@ -103,7 +103,7 @@ def _vocab_fields(a: Contract, b: Contract) -> list[FieldDiff]:
 
 def diff(expected: Contract, actual: Contract) -> ContractDiff:
     """Compare `actual` against `expected`, slot by slot, then the rest."""
-    canon = lambda c: [t.canonical(c.target.num_hidden_layers) if t is not None else None  # noqa: E731
+    canon = lambda c: [t.canonical(c.target_model.num_hidden_layers) if t is not None else None  # noqa: E731
                        for t in c.fc_input]
     exp, act = canon(expected), canon(actual)
     slots = []
@@ -117,14 +117,14 @@ def diff(expected: Contract, actual: Contract) -> ContractDiff:
         slots.append(SlotDiff(slot=i, expected=e, actual=a, verdict=verdict, why=explain(e, a, exp)))
 
     fields = _flag_fields(expected, actual) + _vocab_fields(expected, actual)
-    if expected.target.num_hidden_layers != actual.target.num_hidden_layers:
+    if expected.target_model.num_hidden_layers != actual.target_model.num_hidden_layers:
         fields.append(FieldDiff(field="target.num_hidden_layers",
-                                expected=expected.target.num_hidden_layers,
-                                actual=actual.target.num_hidden_layers))
+                                expected=expected.target_model.num_hidden_layers,
+                                actual=actual.target_model.num_hidden_layers))
     if "unknown" not in (expected.embedding, actual.embedding) and expected.embedding != actual.embedding:
         fields.append(FieldDiff(field="embedding", expected=expected.embedding, actual=actual.embedding))
     if isinstance(expected, TrainingContract) and isinstance(actual, TrainingContract):
-        for name in ("loss_target", "dump_layout", "fc_slots", "target_slot", "alignment"):
+        for name in ("target", "dump_layout", "fc_slots", "target_slot", "alignment"):
             x, y = getattr(expected, name), getattr(actual, name)
             if x != y:
                 fields.append(FieldDiff(field=name, expected=_plain(x), actual=_plain(y)))

@@ -99,7 +99,7 @@ class Contract(_Frozen):
     """What both sides share: the ordered fc input and the draft graph around it."""
 
     side: Literal["training", "serving"] = Field(description="Which side of the train/serve boundary this describes.")
-    target: TargetModel = Field(description="The target model the states are taken from.")
+    target_model: TargetModel = Field(description="The target (verifier) model the states are taken from.")
     fc_input: tuple[TapName | None, ...] = Field(
         description="The hidden states concatenated, in this order, along the feature axis to "
         "form the draft's fc input. None marks a slot that was expected but not captured.")
@@ -119,7 +119,7 @@ class Contract(_Frozen):
 
     @model_validator(mode="after")
     def _taps_in_range(self) -> "Contract":
-        n = self.target.num_hidden_layers
+        n = self.target_model.num_hidden_layers
         for i, tap in enumerate(self.fc_input):
             if tap is not None and not tap.in_range(n):
                 raise ValueError(f"fc slot {i} is {tap.name}, beyond the target's {n} layers")
@@ -138,7 +138,7 @@ class TrainingContract(Contract):
         description="Where the dump layout came from, in order of trust: an explicit manifest, "
         "data-generation ids with their convention, or the draft config's ids.")
     fc_slots: tuple[int, ...] = Field(description="The dump slots that form the fc input, in fc order (what the data path selected).")
-    loss_target: TapName = Field(description="The state whose LM-head output is the loss target (verifier_last_hidden_states).")
+    target: TapName = Field(description="The loss-target state: its LM-head output is what the draft learns to predict (verifier_last_hidden_states).")
     target_slot: int = Field(ge=0, description="The dump slot used as the loss target.")
     target_normed_by_trainer: bool | None = Field(
         default=None, description="True when training applies the verifier's final norm to the loss target before the LM head.")
@@ -156,12 +156,12 @@ class TrainingContract(Contract):
             if self.fc_input[i] != self.dump_layout[slot]:
                 raise ValueError(f"fc slot {i} is {self.fc_input[i]}, but dump slot {slot} holds "
                                  f"{self.dump_layout[slot].name}")
-        if self.loss_target != self.dump_layout[self.target_slot]:
-            raise ValueError(f"loss target {self.loss_target.name} is not dump slot {self.target_slot}")
-        beyond = [t.name for t in self.dump_layout if not t.in_range(self.target.num_hidden_layers)]
+        if self.target != self.dump_layout[self.target_slot]:
+            raise ValueError(f"loss target {self.target.name} is not dump slot {self.target_slot}")
+        beyond = [t.name for t in self.dump_layout if not t.in_range(self.target_model.num_hidden_layers)]
         if beyond:
             raise ValueError(f"dump layout names {beyond}, beyond the target's "
-                             f"{self.target.num_hidden_layers} layers")
+                             f"{self.target_model.num_hidden_layers} layers")
         return self
 
 

@@ -55,7 +55,7 @@ def to_contract(reply: dict[str, Any], target_config: dict) -> ServingContract:
         slots = [Tap.parse(s["tap"]) if s.get("tap") else None for s in reply["slots"]]
     ids = reply.get("requested_ids")
     return ServingContract(
-        target=target, fc_input=tuple(slots) or (None,),
+        target_model=target, fc_input=tuple(slots) or (None,),
         graph=GraphFlags(**draft.get("graph", {})),
         vocab=VocabMapping(**{k: v for k, v in draft.get("vocab", {}).items() if v is not None}),
         embedding=draft.get("embedding", "unknown"), provenance=provenance,
@@ -92,8 +92,9 @@ def probe_serving(target_config_path: Path | str, draft_dir: Path | str,
                           candidates=candidates or [])
     except EnvError as exc:
         raise ServingExtractionError(str(exc)) from exc
-    if "error" in reply and "sglang_version" not in reply:
-        raise ServingExtractionError(reply["error"])
+    if "error" in reply and ("sglang_version" not in reply or reply.get("unsupported")):
+        raise ServingExtractionError(f"target config {target_config_path}: {reply['error']}"
+                                     if reply.get("unsupported") else reply["error"])
     return to_contract(reply, target_config), reply.get("candidates", [])
 
 

@@ -90,7 +90,17 @@ def extract(request: dict) -> dict[str, Any]:
     (target_dir / "config.json").write_text(json.dumps(shrink_config(real)))
 
     adapter.setup(free_port(), draft_dir)
-    target_cfg = adapter.model_config(str(target_dir))
+    arch = (real.get("architectures") or ["?"])[0]
+    try:
+        target_cfg = adapter.model_config(str(target_dir))
+        adapter.model_class(target_cfg)
+        from transformers import AutoConfig
+        AutoConfig.from_pretrained(str(target_dir))  # the reference must exist too
+    except Exception as exc:
+        reply["error"] = (f"architecture {arch} (model_type {real.get('model_type')!r}) is not supported: "
+                          f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+        reply["unsupported"] = True
+        return reply
     n = target_cfg.hf_config.num_hidden_layers
 
     # 1. The ids, read by the engine's own start-up code.

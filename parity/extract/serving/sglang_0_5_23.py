@@ -72,10 +72,13 @@ class Adapter:
 
     # -- the target -----------------------------------------------------------------
 
-    def build_target(self, target_config) -> torch.nn.Module:
+    def model_class(self, model_config) -> type:
         from sglang.srt.model_loader.utils import get_model_architecture
 
-        cls, _ = get_model_architecture(target_config)
+        return get_model_architecture(model_config)[0]
+
+    def build_target(self, target_config) -> torch.nn.Module:
+        cls = self.model_class(target_config)
         return cls(config=target_config.hf_config, quant_config=None).eval()
 
     def load_weights(self, model: torch.nn.Module, state_dict: dict[str, torch.Tensor]) -> None:

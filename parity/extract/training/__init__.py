@@ -247,11 +247,11 @@ def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, rep
     if draft is not None:
         all_findings += draft.findings
     return TrainingContract(
-        target=target, fc_input=tuple(layout[s] for s in fc_slots),
+        target_model=target, fc_input=tuple(layout[s] for s in fc_slots),
         graph=draft.flags if draft else GraphFlags(), vocab=draft.vocab if draft else VocabMapping(),
         embedding=draft.embedding if draft else "unknown", provenance=provenance(reply, chosen),
         findings=tuple(all_findings), dump_layout=tuple(layout), dump_layout_source=source,
-        fc_slots=tuple(fc_slots), loss_target=loss_target, target_slot=target_slot,
+        fc_slots=tuple(fc_slots), target=loss_target, target_slot=target_slot,
         target_normed_by_trainer=normed, alignment=chosen["alignment"])
 
 

@@ -1,6 +1,6 @@
 """Test-only: run the training probe against a speculators whose arrow data path drifted.
 
-    python -m tests._drifted_probe  < request.json
+    python -m tests.drift.training_slice_from_one  < request.json
 
 Patches the installed `speculators.train.data.ArrowDataset._get_raw_data` so the fc input
 is every dumped slot but the first (`hs[:, 1:]`) instead of all but the last, as a
