@@ -10,6 +10,9 @@ TARGETS = ROOT / "fixtures" / "targets"
 LLAMA = TARGETS / "llama-3.1-8b" / "config.json"
 QWEN3 = TARGETS / "qwen3-8b" / "config.json"
 DEEPSEEK = TARGETS / "deepseek-v3-61l" / "config.json"
+QWEN2 = TARGETS / "qwen2-7b" / "config.json"
+QWEN3_MOE = TARGETS / "qwen3-30b-a3b" / "config.json"
+GPT_OSS = TARGETS / "gpt-oss-20b" / "config.json"
 
 
 def sglang_draft(tmp: Path, *, ids=None, top_level_ids=None, hidden_size=4096, vocab_size=128256,

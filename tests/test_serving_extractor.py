@@ -13,7 +13,7 @@ from parity.contract import diff, names
 from parity.extract.serving import extract_serving
 from parity.inputs import InputError
 
-from .helpers import DEEPSEEK, LLAMA, QWEN3, sglang_draft
+from .helpers import DEEPSEEK, GPT_OSS, LLAMA, QWEN2, QWEN3, QWEN3_MOE, sglang_draft
 
 pytestmark = pytest.mark.slow
 
@@ -28,7 +28,11 @@ def kinds(contract) -> list[str]:
     (QWEN3, [1, 17, 32], ["h2", "h18", "h33"]),
     (DEEPSEEK, [2, 30, 58], ["h2", "h30", "h58"]),  # no +1 unless ids[0] == 1 (PR #25454)
     (DEEPSEEK, [1, 30, 58], ["h2", "h31", "h59"]),
-], ids=["llama", "llama-embedding", "qwen3", "deepseek-2-30-58", "deepseek-1-30-58"])
+    (QWEN2, [1, 13, 24], ["h2", "h14", "h25"]),
+    (QWEN3_MOE, [1, 23, 44], ["h2", "h24", "h45"]),
+    (GPT_OSS, [1, 11, 20], ["h2", "h12", "h21"]),  # attention sinks, sliding window, MoE
+], ids=["llama", "llama-embedding", "qwen3", "deepseek-2-30-58", "deepseek-1-30-58", "qwen2",
+        "qwen3-moe", "gpt-oss"])
 def test_captures_what_sglang_really_captures(tmp_path, config, ids, expected):
     c = extract_serving(config, sglang_draft(tmp_path, ids=ids))
     assert names(c.fc_input) == expected

@@ -25,7 +25,7 @@ import torch
 from .. import standins
 from .draft_facts import draft_facts
 from .identify import identify
-from .reference import candidate_states, seeded_hf_model
+from .reference import candidate_states, checkpoint_tensors, seeded_hf_model
 from .shrink import shrink_config
 
 
@@ -115,7 +115,7 @@ def extract(request: dict) -> dict[str, Any]:
         if request.get("candidates"):  # still answer which ids would work once it loads
             hf = seeded_hf_model(str(target_dir), request.get("seed", 0))
             model = adapter.build_target(target_cfg)
-            adapter.load_weights(model, hf.state_dict())
+            adapter.load_weights(model, checkpoint_tensors(hf, str(work / "weights")))
             input_ids = _tokens(request, hf)
             refs = candidate_states(hf, input_ids)
             reply["candidates"] = [try_candidate(adapter, model, input_ids, refs, n, c)
@@ -136,7 +136,7 @@ def extract(request: dict) -> dict[str, Any]:
     hf = seeded_hf_model(str(target_dir), request.get("seed", 0))
     model = adapter.build_target(target_cfg)
     reply["model_class"] = f"{type(model).__module__}.{type(model).__name__}"
-    adapter.load_weights(model, hf.state_dict())
+    adapter.load_weights(model, checkpoint_tensors(hf, str(work / "weights")))
     try:
         adapter.configure_capture(model, use_aux, ids)
     except Exception as exc:

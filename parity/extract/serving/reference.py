@@ -32,6 +32,20 @@ def seeded_hf_model(config_dir: str, seed: int) -> torch.nn.Module:
     return model
 
 
+def checkpoint_tensors(model: torch.nn.Module, out_dir: str) -> dict[str, torch.Tensor]:
+    """The model's weights as a checkpoint on disk names them (transformers' save_pretrained
+    converts its in-memory layout, e.g. fused MoE experts, back to the checkpoint's), which
+    is what an engine's load_weights is written to read."""
+    from safetensors.torch import load_file
+    from pathlib import Path
+
+    model.save_pretrained(out_dir, safe_serialization=True)
+    tensors: dict[str, torch.Tensor] = {}
+    for f in sorted(Path(out_dir).glob("*.safetensors")):
+        tensors.update(load_file(str(f)))
+    return tensors
+
+
 def _decoder(model: torch.nn.Module):
     inner = model.model
     return inner, inner.layers, inner.norm

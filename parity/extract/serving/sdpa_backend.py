@@ -14,7 +14,20 @@ import torch
 import torch.nn.functional as F
 
 
-def causal_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layer, seq_lens: list[int]) -> torch.Tensor:
+def _attend_with_sinks(q, k, v, mask, scale, sinks):
+    """Softmax over [scores, one learned sink logit per head] (gpt-oss): q [H, n, D] -> [H, n, Dv]."""
+    if k.shape[0] != q.shape[0]:  # GQA: repeat KV heads
+        k = k.repeat_interleave(q.shape[0] // k.shape[0], 0)
+        v = v.repeat_interleave(q.shape[0] // v.shape[0], 0)
+    scores = (q @ k.transpose(-1, -2)) * scale  # [H, n, n]
+    scores = scores.masked_fill(~mask, float("-inf"))
+    sink = sinks.float().view(-1, 1, 1).expand(-1, scores.shape[1], 1)  # [H, n, 1]
+    probs = torch.cat([scores, sink], -1).softmax(-1)[..., :-1]
+    return probs @ v
+
+
+def causal_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layer, seq_lens: list[int],
+                sinks: torch.Tensor | None = None) -> torch.Tensor:
     """q [T, Hq*Dqk] or [T, Hq, Dqk]; k [T, Hk, Dqk]; v [T, Hv, Dv] -> [T, Hq*Dv]."""
     if getattr(layer, "logit_cap", 0) and layer.logit_cap > 0:
         raise NotImplementedError("parity's prefill backend does not implement logit capping")
@@ -30,8 +43,11 @@ def causal_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layer, seq_le
         mask = torch.ones(n, n, dtype=torch.bool).tril()
         if window is not None and window > 0:
             mask &= ~torch.ones(n, n, dtype=torch.bool).tril(-window)
-        o = F.scaled_dot_product_attention(qs, ks, vs, attn_mask=mask, scale=layer.scaling,
-                                           enable_gqa=hq != ks.shape[0])
+        if sinks is not None:
+            o = _attend_with_sinks(qs, ks, vs, mask, layer.scaling, sinks)
+        else:
+            o = F.scaled_dot_product_attention(qs, ks, vs, attn_mask=mask, scale=layer.scaling,
+                                               enable_gqa=hq != ks.shape[0])
         out.append(o.transpose(0, 1).reshape(n, hq * dv))
         start += n
     return torch.cat(out, 0)
@@ -63,7 +79,8 @@ def make_backend_class(base: type) -> type:
                 raise NotImplementedError(
                     "the absorbed-MLA path (attention over the latent KV pool) reached parity's "
                     "prefill backend; it only serves the MHA prefill path")
-            return causal_sdpa(q, k, v, layer, list(forward_batch.extend_seq_lens_cpu))
+            return causal_sdpa(q, k, v, layer, list(forward_batch.extend_seq_lens_cpu),
+                               sinks=kwargs.get("sinks"))
 
         def forward_decode(self, *args, **kwargs):
             raise NotImplementedError("parity extracts with EXTEND (prefill) batches only")

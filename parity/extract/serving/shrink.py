@@ -52,6 +52,12 @@ def shrink_config(config: dict[str, Any]) -> dict[str, Any]:
     if tiny.get("model_type", "").startswith("deepseek"):
         # MLA keeps one KV head per attention head.
         tiny["num_key_value_heads"] = tiny["num_attention_heads"]
+    for key in ("pad_token_id", "bos_token_id", "eos_token_id"):  # keep special ids inside the vocab
+        value = tiny.get(key)
+        if isinstance(value, int) and value >= tiny.get("vocab_size", value + 1):
+            tiny[key] = tiny["vocab_size"] - 1 - ("pad" in key)
+        elif isinstance(value, list):
+            tiny[key] = [v for v in value if v < tiny.get("vocab_size", 0)] or [tiny["vocab_size"] - 1]
     tiny["torch_dtype"] = "float32"
     tiny["dtype"] = "float32"
     tiny["tie_word_embeddings"] = bool(config.get("tie_word_embeddings", False))
