@@ -42,7 +42,8 @@ def spec_hash(name: str, spec: dict) -> str:
 def pip(py: Path, *args: str) -> None:
     cmd = [str(py), "-m", "pip", "install", "--disable-pip-version-check",
            "--progress-bar", "off", *args]
-    log("pip install " + " ".join(a for a in args if not a.startswith("-")))
+    shown = [a for i, a in enumerate(args) if not a.startswith("-") and args[i - 1] != "-c"]
+    log("pip install " + " ".join(shown))
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout[-6000:])
