@@ -41,6 +41,15 @@ def target_layers(config: dict[str, Any], path: Path) -> int:
     return n
 
 
+def target_model(path: Path):
+    """The TargetModel a target config.json describes (one-line InputError when it cannot)."""
+    from .contract import TargetModel
+
+    cfg = read_config(Path(path), "target config")
+    target_layers(cfg, Path(path))
+    return TargetModel.from_hf_config(cfg)
+
+
 def check_inputs(target_config: Path, draft_dir: Path, training=None) -> None:
     """What `parity check` refuses: impossible ids, and (given the TrainingContract) widths
     that cannot fit. The draft config is read as the engine will read it."""

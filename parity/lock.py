@@ -15,10 +15,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .contract import TargetModel, TrainingContract, diff, parse_taps
+from .contract import TrainingContract, diff, parse_taps
 from .contract.diff import ContractDiff
 from .gate import CheckResult, Difference, check
-from .inputs import InputError, read_config, target_layers
+from .inputs import InputError, read_config, target_model
 
 LOCK_VERSION = 1
 
@@ -38,13 +38,6 @@ class Lock(BaseModel):
 
     def resolve(self, base: Path, rel: str) -> Path:
         return (base / rel).resolve()
-
-
-def target_model(path: Path) -> TargetModel:
-    cfg = read_config(path, "target config")
-    return TargetModel(architecture=(cfg.get("architectures") or ["?"])[0],
-                       model_type=cfg.get("model_type"), num_hidden_layers=target_layers(cfg, path),
-                       hidden_size=cfg.get("hidden_size"), vocab_size=cfg.get("vocab_size"))
 
 
 def extract_for_lock(target_config: Path, draft: Path, layout: list[str],

@@ -92,7 +92,7 @@ def pytest_collection_modifyitems(session, config, items):
         from .contract import parse_taps
         from .extract.training import extract_training
         from .gate import check
-        from .lock import target_model
+        from .inputs import target_model
 
         training = extract_training(target_model(Path(target)), parse_taps(layout), draft_dir=Path(draft))
         return check(training, Path(target), Path(draft),

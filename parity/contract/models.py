@@ -47,6 +47,13 @@ class TargetModel(_Frozen):
     hidden_size: int | None = Field(default=None, ge=1, description="Width H of one hidden state.")
     vocab_size: int | None = Field(default=None, ge=1, description="Target vocabulary size.")
 
+    @classmethod
+    def from_hf_config(cls, config: dict[str, Any]) -> "TargetModel":
+        """From a target's config.json (already checked to have num_hidden_layers)."""
+        return cls(architecture=(config.get("architectures") or ["?"])[0],
+                   model_type=config.get("model_type"), num_hidden_layers=config["num_hidden_layers"],
+                   hidden_size=config.get("hidden_size"), vocab_size=config.get("vocab_size"))
+
 
 class GraphFlags(_Frozen):
     """The draft-graph switches that change what the draft computes (FIELD-NOTES section 4).

@@ -37,10 +37,7 @@ def to_contract(reply: dict[str, Any], target_config: dict) -> ServingContract:
     """Build the contract from a probe reply (an engine refusal becomes an error finding)."""
     findings = [Finding(**f) for f in reply.get("findings", [])]
     n = target_config["num_hidden_layers"]
-    target = TargetModel(
-        architecture=(target_config.get("architectures") or ["?"])[0],
-        model_type=target_config.get("model_type"), num_hidden_layers=n,
-        hidden_size=target_config.get("hidden_size"), vocab_size=target_config.get("vocab_size"))
+    target = TargetModel.from_hf_config(target_config)
     provenance = Provenance(
         package="sglang", version=reply.get("sglang_version", "?"),
         code_path="; ".join(reply.get("code_paths", {}).values()) or "n/a",
