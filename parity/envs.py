@@ -48,11 +48,41 @@ def _pinned(spec: dict) -> dict[str, str]:
     return out
 
 
+def _fill(value, fields: dict):
+    if isinstance(value, str):
+        return value.format(**fields)
+    if isinstance(value, list):
+        return [_fill(v, fields) for v in value]
+    return value
+
+
+def load_specs(text: str | None = None) -> dict[str, dict]:
+    """Every environment envs.toml describes, by name: the `[env.NAME]` sections as written,
+    plus one per line of `[releases.FAMILY]`, filled into `[template.FAMILY]`
+    (`{version}` and the line's own pins; its `extra` list is appended to `deps`).
+    Stdlib only: tools/setup_env.py uses it before any environment exists."""
+    data = tomllib.loads(PINS.read_text() if text is None else text)
+    specs = dict(data.get("env", {}))
+    for family, releases in data.get("releases", {}).items():
+        template = data.get("template", {}).get(family)
+        if template is None:
+            raise EnvError(f"envs.toml: [releases.{family}] has no [template.{family}]")
+        for version, pins in releases.items():
+            fields = {"version": version, **{k: v for k, v in pins.items() if k != "extra"}}
+            try:
+                spec = {k: _fill(v, fields) for k, v in template.items()}
+            except KeyError as exc:
+                raise EnvError(f"envs.toml: release {family} {version} lacks the pin {exc} its "
+                               "template uses") from None
+            spec["deps"] = [*spec.get("deps", []), *pins.get("extra", [])]
+            specs[f"{family}-{version}"] = spec
+    return specs
+
+
 def environments() -> list[Env]:
     if not PINS.exists():
         return []
-    envs = tomllib.loads(PINS.read_text()).get("env", {})
-    return [Env(name, ROOT / spec["path"], _pinned(spec)) for name, spec in envs.items()]
+    return [Env(name, ROOT / spec["path"], _pinned(spec)) for name, spec in load_specs().items()]
 
 
 def find_env(package: str, version: str) -> Env:
@@ -76,6 +106,9 @@ def run_module(python: Path | str, module: str, request: dict, timeout: float = 
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("PYTHONHASHSEED", "0")
+    # The probes run tiny models: one thread is faster, and keeps parallel probes
+    # (xdist workers, the matrix) from oversubscribing the cores (measured 14 s vs 40 s).
+    env.setdefault("OMP_NUM_THREADS", "1")
     proc = subprocess.run([str(python), "-m", module], input=json.dumps(request), text=True,
                           capture_output=True, env=env, timeout=timeout, cwd=ROOT)
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
@@ -101,3 +134,20 @@ def display_python(path: str | None) -> str | None:
         return str(Path(path).relative_to(ROOT))
     except ValueError:
         return path
+
+
+def reply_over_stdio(handler, hard_exit: bool = True) -> None:
+    """The subprocess side of `run_module`: JSON request on stdin -> `handler(request)` -> one
+    JSON line on stdout. An exception becomes {"error", "traceback"} for the caller to
+    report. `hard_exit` skips interpreter teardown (gloo process groups can hang there)."""
+    import traceback
+
+    try:
+        reply = handler(json.loads(sys.stdin.read() or "{}"))
+    except Exception as exc:  # noqa: BLE001 - reported by the caller, never a bare traceback
+        reply = {"error": f"{type(exc).__name__}: {exc}",
+                 "traceback": traceback.format_exc().strip().splitlines()[-8:]}
+    sys.stdout.write("\n" + json.dumps(reply) + "\n")
+    sys.stdout.flush()
+    if hard_exit:
+        os._exit(0)

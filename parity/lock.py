@@ -10,7 +10,6 @@ contract must equal it too (an SGLang bump that changes the capture fails here).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field

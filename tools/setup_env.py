@@ -3,10 +3,10 @@
     python3 tools/setup_env.py            # every environment
     python3 tools/setup_env.py main       # just one
 
-Each environment is re-built only when its section of envs.toml (or this
-script) changed since the last successful build: a stamp file inside the
-environment holds the hash of what built it, so a re-run with nothing changed
-takes well under a second. Progress goes to stderr as it installs.
+Each environment is re-built only when what defines it changed since the last
+successful build (its expanded spec, the build RECIPE below, and for the editable
+one pyproject.toml): a stamp file inside the environment holds that hash, so a
+re-run with nothing changed takes well under a second. Progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -18,12 +18,14 @@ import shutil
 import subprocess
 import sys
 import time
-import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PINS = ROOT / "envs.toml"
+sys.path.insert(0, str(ROOT))
+from parity.envs import EnvError, load_specs  # noqa: E402  (stdlib only)
+
 STAMP = "parity-env.stamp"
+RECIPE = 2  # bump when the way an environment is built below changes
 
 
 def log(msg: str) -> None:
@@ -31,9 +33,10 @@ def log(msg: str) -> None:
 
 
 def spec_hash(name: str, spec: dict) -> str:
+    canonical = {**spec, "deps": sorted(spec.get("deps", [])), "no_deps": sorted(spec.get("no_deps", [])),
+                 "editable": bool(spec.get("editable"))}
     h = hashlib.sha256()
-    h.update(json.dumps({"name": name, "spec": spec}, sort_keys=True).encode())
-    h.update(Path(__file__).read_bytes())
+    h.update(json.dumps({"name": name, "spec": canonical, "recipe": RECIPE}, sort_keys=True).encode())
     if spec.get("editable"):
         h.update((ROOT / "pyproject.toml").read_bytes())
     return h.hexdigest()
@@ -80,7 +83,11 @@ def build(name: str, spec: dict) -> None:
 
 
 def main(argv: list[str]) -> int:
-    envs = tomllib.loads(PINS.read_text())["env"]
+    try:
+        envs = load_specs()
+    except EnvError as exc:
+        print(f"[setup] {exc}", file=sys.stderr)
+        return 2
     names = argv or list(envs)
     unknown = [n for n in names if n not in envs]
     if unknown:

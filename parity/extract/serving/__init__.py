@@ -8,7 +8,6 @@ engine's start-up code and every captured tensor is named by numerical identity.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,6 @@ def run_probe(target_config: dict, draft_dir: Path | None, sglang_version: str |
 def to_contract(reply: dict[str, Any], target_config: dict) -> ServingContract:
     """Build the contract from a probe reply (an engine refusal becomes an error finding)."""
     findings = [Finding(**f) for f in reply.get("findings", [])]
-    n = target_config["num_hidden_layers"]
     target = TargetModel.from_hf_config(target_config)
     provenance = Provenance(
         package="sglang", version=reply.get("sglang_version", "?"),

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import torch
+from ...envs import reply_over_stdio
 
 ANCHOR = 7.0  # every chunk's feature 0; also each token's amax, so FP8 scale = 2^-6
 BASE = 7  # digits 0..6 of the marker code
@@ -578,13 +579,7 @@ def probe(request: dict) -> dict[str, Any]:
 
 
 def main() -> None:
-    request = json.loads(sys.stdin.read() or "{}")
-    try:
-        reply = probe(request)
-    except Exception as exc:  # noqa: BLE001 - the caller reports it, with the traceback tail
-        reply = {"error": f"{type(exc).__name__}: {exc}",
-                 "traceback": traceback.format_exc().strip().splitlines()[-6:]}
-    print(json.dumps(reply))
+    reply_over_stdio(probe, hard_exit=False)
 
 
 if __name__ == "__main__":
