@@ -11,11 +11,9 @@ stdout line) is a JSON object that parity.extract.serving turns into a ServingCo
 from __future__ import annotations
 
 import json
-import os
 import socket
 import sys
 import tempfile
-import traceback
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -27,6 +25,7 @@ from .draft_facts import draft_facts
 from .identify import identify
 from .reference import candidate_states, checkpoint_tensors, seeded_hf_model
 from .shrink import shrink_config
+from ...envs import reply_over_stdio
 
 
 def free_port() -> int:
@@ -36,15 +35,29 @@ def free_port() -> int:
 
 
 def adapter_for(version: str):
-    """The adapter of the installed release family; a release without one is a loud error."""
-    from . import sglang_0_5_23
+    """The adapter of the installed release family; a release without one is a loud error.
 
-    families = {"0.5.23": sglang_0_5_23}
-    if version in families:
-        return families[version].Adapter(), families[version].CODE_PATHS
-    raise LookupError(f"no parity adapter for sglang {version} (adapters exist for "
-                      f"{', '.join(families)}); looked for parity.extract.serving.sglang_"
-                      f"{version.replace('.', '_')}")
+    Keyed by release: only releases whose set-up and capture were verified against
+    transformers are listed, so a release missing here is refused (never served by a
+    neighbouring release's adapter, which could pass wrongly)."""
+    import importlib
+
+    adapters = {  # release -> adapter module of its family
+        "0.5.23": "sglang_0_5_23",
+        "0.5.14": "sglang_0_5_14",
+        "0.5.12.post1": "sglang_0_5_12",
+    }
+    name = adapters.get(version)
+    if name is None:
+        raise LookupError(f"no parity adapter for sglang {version} (adapters exist for "
+                          f"{', '.join(adapters)}); looked for release {version!r} in "
+                          f"parity.extract.serving.probe.adapter_for")
+    try:
+        module = importlib.import_module(f"{__package__}.{name}")
+    except ImportError as exc:
+        raise LookupError(f"the adapter for sglang {version} could not be imported: looked for "
+                          f"module parity.extract.serving.{name} ({exc})") from None
+    return module.Adapter(), module.CODE_PATHS
 
 
 def finding(kind: str, message: str, severity: str = "warning", slot: int | None = None) -> dict:
@@ -232,15 +245,8 @@ def identify_slots(aux, refs, n, capture, expected, findings) -> list[dict]:
     return slots
 
 
-def main() -> int:
-    request = json.loads(sys.stdin.read())
-    try:
-        reply = extract(request)
-    except Exception as exc:  # report, never a bare traceback to the caller
-        reply = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-3000:]}
-    sys.stdout.write("\n" + json.dumps(reply) + "\n")
-    sys.stdout.flush()
-    os._exit(0)  # skip gloo/process-group teardown, which can hang at interpreter exit
+def main() -> None:
+    reply_over_stdio(extract)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,94 @@
+"""Run a real engine method only as far as the statement parity needs, then stop.
+
+Older SGLang releases read the draft's aux ids inline in `ModelRunner.__init__` (under a
+bare `except:`), not in a function of their own. Rather than re-typing that statement,
+`run_until_after` runs the release's own `__init__` on a fresh instance and stops it just
+after the top-level statement that assigns the attribute in question: everything up to
+and including that statement is the real code; nothing after it (pool allocation,
+device buffers, graph capture) is run. The statement is located in the installed
+source, so a release where it moved or vanished is a loud `CodePathMoved`, naming what
+was looked for, never a silent reproduction.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import sys
+import textwrap
+from typing import Any, Callable
+
+
+class CodePathMoved(LookupError):
+    """The engine code parity runs is not where this adapter looks for it."""
+
+
+class _Stop(BaseException):  # BaseException: not swallowed by the engine's `except Exception`
+    pass
+
+
+def _assigns(node: ast.AST, attr: str) -> bool:
+    for sub in ast.walk(node):
+        targets = (sub.targets if isinstance(sub, ast.Assign)
+                   else [sub.target] if isinstance(sub, (ast.AnnAssign, ast.AugAssign)) else [])
+        for t in targets:
+            if (isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
+                    and t.value.id == "self"):
+                return True
+    return False
+
+
+def stop_line(func: Callable, attr: str) -> tuple[int, str]:
+    """(file line of the top-level statement after the one assigning self.<attr>, that statement's text)."""
+    where = f"{func.__module__}.{func.__qualname__}"
+    try:
+        source = textwrap.dedent(inspect.getsource(func))
+    except (OSError, TypeError) as exc:
+        raise CodePathMoved(f"cannot read the source of {where}: {exc}") from None
+    tree = ast.parse(source)
+    fn = tree.body[0]
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        raise CodePathMoved(f"{where} is not a plain function")
+    body = fn.body
+    hits = [i for i, stmt in enumerate(body) if _assigns(stmt, attr)]
+    if not hits:
+        raise CodePathMoved(f"looked for a statement assigning self.{attr} in {where}; there is none")
+    i = hits[-1]
+    if i + 1 >= len(body):
+        raise CodePathMoved(f"the statement assigning self.{attr} is the last of {where}: no place to stop")
+    nxt = body[i + 1]
+    first = func.__code__.co_firstlineno
+    return first + nxt.lineno - 1, ast.get_source_segment(source, nxt).splitlines()[0]
+
+
+def run_until_after(func: Callable, attr: str, obj: Any, **kwargs) -> Any:
+    """Run `func(obj, **kwargs)` (the real method) until the statement after the one that
+    assigns `self.<attr>`; return `obj`. Required parameters missing from kwargs are a
+    CodePathMoved (the method's signature changed)."""
+    sig = inspect.signature(func)
+    params = list(sig.parameters.values())[1:]
+    missing = [p.name for p in params if p.default is inspect.Parameter.empty
+               and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in kwargs]
+    if missing:
+        raise CodePathMoved(f"{func.__qualname__} now requires {missing}, which this adapter does not supply")
+    accepted = {k: v for k, v in kwargs.items() if k in sig.parameters}
+    line, _ = stop_line(func, attr)
+    code = func.__code__
+
+    def local(frame, event, arg):
+        if event == "line" and frame.f_lineno == line:
+            raise _Stop
+        return local
+
+    def tracer(frame, event, arg):
+        return local if frame.f_code is code else None
+
+    previous = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        func(obj, **accepted)
+    except _Stop:
+        return obj
+    finally:
+        sys.settrace(previous)
+    raise CodePathMoved(f"{func.__qualname__} returned without reaching line {line} (after self.{attr})")

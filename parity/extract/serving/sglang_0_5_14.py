@@ -1,0 +1,167 @@
+"""SGLang 0.5.14 (the 0.5.13-0.5.14 family): the per-release adapter.
+
+Same methods as `sglang_0_5_23.Adapter`; what differs in this family (FIELD-NOTES 5b):
+- the process-wide server args are published with
+  `server_args.set_global_server_args_for_scheduler(...)` (no runtime_context yet), and
+  `dp_attention.initialize_dp_attention(...)` must run before a model is built;
+- the draft's aux ids are read inline in `ModelRunner.__init__`, under a bare `except:`
+  (no `spec_aux_hidden_state` module). The adapter runs that real `__init__` on a fresh
+  `ModelRunner` and stops right after the statement that reads them (run_until.py), so
+  the engine's own reading code, `except:` included, decides the ids;
+- the capture is configured by the real `ModelRunner.init_aux_hidden_state_capture`, run
+  on a bare `ModelRunner` holding only the model and the resolved ids;
+- attention layers find their backend through `forward_context` (as in 0.5.23).
+
+CPU shims, each the smallest that lets the real code run:
+- transformers 5.6-5.8 build a PIL -> torchvision interpolation table at import time when
+  they believe torchvision is installed, which the torchvision stand-in (needed by this
+  release's `sglang.srt.utils.common`, which imports `torchvision.io` at module level)
+  makes them believe. The stand-in's `transforms` module gets an inert
+  `InterpolationMode` enum for that table; no text-model path reads it;
+- the rotary-embedding module's device lookup answers "cpu";
+- `torch.cuda.synchronize` is a no-op when there is no CUDA device (the draft's
+  `set_embed` calls it unconditionally in this family);
+- attention by parity's prefill SDPA backend (sdpa_backend.py); no layer is stubbed.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+from typing import Any
+
+import torch
+
+from . import sglang_0_5_23
+from .run_until import CodePathMoved, run_until_after
+
+CODE_PATHS = {
+    "ids": "sglang.srt.model_executor.model_runner.ModelRunner.__init__ "
+           "(eagle_config['eagle_aux_hidden_state_layer_ids'] under a bare except:)",
+    "capture": "sglang.srt.model_executor.model_runner.ModelRunner.init_aux_hidden_state_capture "
+               "-> <Model>.set_eagle3_layers_to_capture",
+    "model_class": "sglang.srt.model_loader.utils.get_model_architecture",
+    "draft": "sglang.srt.models.llama_eagle3.LlamaForCausalLMEagle3",
+}
+
+INTERPOLATION_MODES = "NEAREST NEAREST_EXACT BILINEAR BICUBIC BOX HAMMING LANCZOS"
+
+
+def give_standin_interpolation_modes() -> None:
+    """An inert InterpolationMode on the torchvision stand-in (see the module docstring)."""
+    from .. import standins
+
+    if "torchvision" not in standins._active:  # a real torchvision is installed: nothing to do
+        return
+    transforms = importlib.import_module("torchvision.transforms")
+    if standins.is_standin(transforms) and "InterpolationMode" not in vars(transforms):
+        transforms.InterpolationMode = enum.Enum("InterpolationMode", INTERPOLATION_MODES)
+
+
+class Adapter(sglang_0_5_23.Adapter):
+    family = "0.5.13-0.5.14"
+
+    def setup(self, port: int, draft_dir: str | None) -> None:
+        give_standin_interpolation_modes()
+        from sglang.srt.distributed import parallel_state as ps
+        from sglang.srt.server_args import ServerArgs, set_global_server_args_for_scheduler
+        import sglang.srt.layers.rotary_embedding.rope_variant as rope_variant
+
+        rope_variant.get_device = lambda device_id=None: "cpu"
+        if not torch.cuda.is_available():
+            # The draft's set_embed ends with torch.cuda.synchronize() (0.5.23 asks the platform
+            # layer instead); with no CUDA device there is nothing to wait for.
+            torch.cuda.synchronize = lambda device=None: None
+        spec = {}
+        if draft_dir is not None:
+            spec = dict(speculative_algorithm="EAGLE3", speculative_draft_model_path=draft_dir)
+        self.port = port
+        self.server_args = ServerArgs(model_path="dummy", tp_size=1, device=None,
+                                      attention_backend="torch_native", **spec)
+        set_global_server_args_for_scheduler(self.server_args)
+        ps.init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
+                                        distributed_init_method=f"tcp://127.0.0.1:{port}")
+        ps.initialize_model_parallel(backend="gloo")
+        self._dp_ready = False
+        self.check_code_paths()
+
+    def check_code_paths(self) -> None:
+        """Fail the whole extraction (a loud "cannot extract") when the code this adapter runs
+        is not where it looks, before any of it could be mistaken for a finding."""
+        import importlib.util
+
+        from sglang.srt.model_executor.model_runner import ModelRunner
+        from .run_until import stop_line
+
+        stop_line(ModelRunner.__init__, "eagle_aux_hidden_state_layer_ids")
+        if not callable(getattr(ModelRunner, "init_aux_hidden_state_capture", None)):
+            raise CodePathMoved("looked for sglang.srt.model_executor.model_runner.ModelRunner."
+                                "init_aux_hidden_state_capture; there is none")
+        if importlib.util.find_spec("sglang.srt.model_executor.forward_context") is None:
+            raise CodePathMoved("looked for sglang.srt.model_executor.forward_context; there is none")
+
+    # -- config reading -------------------------------------------------------------
+
+    def resolve_aux_ids(self, target_config) -> tuple[bool, Any]:
+        """The real `ModelRunner.__init__`, stopped after the statement that reads the ids."""
+        from sglang.srt.model_executor.model_runner import ModelRunner
+
+        runner = ModelRunner.__new__(ModelRunner)
+        run_until_after(
+            ModelRunner.__init__, "eagle_aux_hidden_state_layer_ids", runner,
+            model_config=target_config, mem_fraction_static=0.1, gpu_id=0, tp_rank=0, tp_size=1,
+            moe_ep_rank=0, moe_ep_size=1, pp_rank=0, pp_size=1, nccl_port=self.port,
+            server_args=self.server_args, is_draft_worker=False)
+        if not hasattr(runner, "eagle_use_aux_hidden_state"):
+            raise CodePathMoved("ModelRunner.__init__ no longer sets eagle_use_aux_hidden_state")
+        return runner.eagle_use_aux_hidden_state, getattr(runner, "eagle_aux_hidden_state_layer_ids", None)
+
+    # -- the target -----------------------------------------------------------------
+
+    def _init_dp_attention(self, model_config) -> None:
+        if not self._dp_ready:
+            import copy
+
+            from sglang.srt.layers import dp_attention
+
+            # It sizes a gathered-buffer on torch.device(server_args.device); the published
+            # args keep device=None (device="cpu" breaks DeepSeek rope), so this call alone
+            # sees a copy that names the CPU.
+            on_cpu = copy.copy(self.server_args)
+            on_cpu.device = "cpu"
+            dp_attention.initialize_dp_attention(on_cpu, model_config)
+            self._dp_ready = True
+
+    def build_target(self, target_config) -> torch.nn.Module:
+        self._init_dp_attention(target_config)
+        return super().build_target(target_config)
+
+    def configure_capture(self, model, use_aux: bool, ids) -> None:
+        """The real `ModelRunner.init_aux_hidden_state_capture` on a runner holding the model."""
+        from sglang.srt.model_executor.model_runner import ModelRunner
+
+        runner = ModelRunner.__new__(ModelRunner)
+        runner.model = model
+        runner.eagle_use_aux_hidden_state = use_aux
+        runner.eagle_aux_hidden_state_layer_ids = ids
+        runner.dflash_use_aux_hidden_state = False
+        runner.dflash_target_layer_ids = None
+        ModelRunner.init_aux_hidden_state_capture(runner)
+
+    @torch.no_grad()
+    def forward(self, model, input_ids: torch.Tensor, spec_hidden: torch.Tensor | None = None):
+        """One EXTEND forward with full hidden capture, inside this release's forward_context."""
+        from sglang.srt.model_executor.forward_context import ForwardContext, forward_context
+
+        batch = self._batch(input_ids)
+        if spec_hidden is not None:
+            batch.spec_info = sglang_0_5_23._SpecInfo(spec_hidden)
+        with forward_context(ForwardContext(attn_backend=batch.attn_backend)):
+            return model.forward(input_ids, batch.positions, batch)
+
+    # -- the draft ------------------------------------------------------------------
+
+    def build_draft(self, draft_dir: str):
+        config = self.model_config(draft_dir, is_draft=True)
+        self._init_dp_attention(config)
+        return super().build_draft(draft_dir)
