@@ -96,22 +96,90 @@ def build_parser() -> argparse.ArgumentParser:
     _add_dump_args(ex)
     ex.add_argument("--force", action="store_true", help="write into an existing directory")
 
+    _add_matrix_parsers(sub)
+
+    from .forward.cli import add_forward_parser
+    add_forward_parser(sub, _Parser)
+
     sub.add_parser("schema", help="print the JSON Schema of contracts")
     sub.add_parser("conventions", help="list the layer-id conventions parity translates")
     return p
 
 
+def _add_matrix_parsers(sub) -> None:
+    def inputs(p):
+        p.add_argument("--target-config", type=Path, help="the target's config.json")
+        p.add_argument("--draft", type=Path, help="the draft directory as it will be served")
+        p.add_argument("--dump-layout", metavar="TAPS", help="which state each dumped slot holds")
+        p.add_argument("--contract", type=Path, metavar="FILE",
+                       help="instead of the three above: a locked contract (contracts/NAME.json)")
+        p.add_argument("--no-verify", action="store_true",
+                       help="skip the second extraction that confirms each suggested fix")
+        p.add_argument("--json", action="store_true")
+
+    mx = sub.add_parser("matrix", help="the contract under every installed sglang and speculators "
+                        "release; exit 0 all parity, 1 otherwise, 2 bad input")
+    inputs(mx)
+    mx.add_argument("--sglang", metavar="V,V", help="only these sglang releases (default: all in envs.toml)")
+    mx.add_argument("--speculators", metavar="V,V", help="only these speculators releases")
+    mx.add_argument("--markdown", action="store_true", help="a Markdown table (for a pull-request comment)")
+    mx.add_argument("--workers", type=int, help="extractions run at once (default: the CPU count)")
+
+    cd = sub.add_parser("can-i-deploy", help="yes/no for one sglang and speculators release pair; "
+                        "exit 0 yes, 1 no, 2 bad input or cannot tell")
+    inputs(cd)
+    cd.add_argument("--sglang", metavar="VERSION", required=True)
+    cd.add_argument("--speculators", metavar="VERSION", required=True)
+
+
+def _matrix_inputs(args) -> dict:
+    if args.contract:
+        if args.target_config or args.draft or args.dump_layout:
+            raise _usage("give either --contract FILE or --target-config/--draft/--dump-layout, not both")
+        return {"contract": args.contract}
+    if not (args.target_config and args.draft and args.dump_layout):
+        raise _usage(f"{args.command} needs --target-config, --draft and --dump-layout (or --contract FILE)")
+    from .contract import parse_taps
+    try:
+        layout = [t.name for t in parse_taps(args.dump_layout)]
+    except ValueError as exc:
+        raise _usage(f"--dump-layout: {exc}") from None
+    return {"target_config": args.target_config, "draft": args.draft, "dump_layout": layout}
+
+
+def _matrix(args) -> int:
+    from .matrix import build_matrix, render_markdown, render_text
+
+    split = lambda v: [x.strip() for x in v.split(",") if x.strip()] if v else None  # noqa: E731
+    m = build_matrix(**_matrix_inputs(args), sglang=split(args.sglang), speculators=split(args.speculators),
+                     workers=args.workers, verify=not args.no_verify)
+    if args.json:
+        print(json.dumps(m.to_json_dict(), indent=2))
+    elif args.markdown:
+        print(render_markdown(m))
+    else:
+        print(render_text(m))
+    return EXIT_OK if m.ok else EXIT_DRIFT
+
+
+def _can_i_deploy(args) -> int:
+    from .matrix import can_i_deploy
+
+    a = can_i_deploy(args.sglang, args.speculators, **_matrix_inputs(args), verify=not args.no_verify)
+    if args.json:
+        print(json.dumps(a.to_json_dict(), indent=2))
+    else:
+        print(a.reason if a.deploy is not None else f"cannot tell: {a.reason}")
+    return EXIT_OK if a.deploy else EXIT_DRIFT if a.deploy is False else EXIT_ERROR
+
+
 def _training(args) -> "object":
     from .contract import parse_taps
     from .extract.training import extract_training
-    from .inputs import InputError, read_config, target_layers
-    from .contract import TargetModel
+    from .inputs import InputError
+    from .inputs import target_model
 
-    cfg = read_config(args.target_config, "target config")
-    n = target_layers(cfg, args.target_config)
-    target = TargetModel(architecture=(cfg.get("architectures") or ["?"])[0],
-                         model_type=cfg.get("model_type"), num_hidden_layers=n,
-                         hidden_size=cfg.get("hidden_size"), vocab_size=cfg.get("vocab_size"))
+    target = target_model(args.target_config)
     layout = ids = None
     try:
         if args.dump_layout:
@@ -178,7 +246,6 @@ def _lock(args) -> int:
 
 def _export(args) -> int:
     from .export import export_sglang
-    from .gate import check
 
     if not (args.dump_layout or args.datagen_ids):
         raise _usage("export needs the dump description: --dump-layout h0,h3,... or --datagen-ids")
@@ -195,6 +262,13 @@ def run(args) -> int:
         return _lock(args)
     if args.command == "export":
         return _export(args)
+    if args.command == "forward":
+        from .forward.cli import run_forward
+        return run_forward(args)
+    if args.command == "matrix":
+        return _matrix(args)
+    if args.command == "can-i-deploy":
+        return _can_i_deploy(args)
     if args.command == "contract":
         if args.side is None:
             raise _usage("contract needs a side: training or serving")

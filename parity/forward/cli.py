@@ -1,0 +1,96 @@
+"""`parity forward`: run the training and the serving path on the same tokens, print the table.
+
+    parity forward --target-config T/config.json --draft D [--served S] [--dump-layout h2,h4,h5,h8]
+    parity forward --fixture llama-8l [--drift no-d2t ...|--drift all] [--flags-on]
+
+Exit codes as `parity check`: 0 parity (every case), 1 drift (any case), 2 bad input or a
+case that could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+EXIT_OK, EXIT_DRIFT, EXIT_ERROR = 0, 1, 2
+
+
+def add_forward_parser(sub, parser_class) -> argparse.ArgumentParser:
+    from .cases import DRIFTS
+
+    fw = sub.add_parser("forward", help="prove numerically that training and serving give the same "
+                                        "draft logits; exit 0 parity, 1 drift, 2 error")
+    fw.add_argument("--target-config", type=Path, help="the target's config.json (shrunk to tiny widths, "
+                                                       "same depth, seeded weights)")
+    fw.add_argument("--draft", type=Path, help="the trained draft (speculators format, with weights, "
+                                               "built for the tiny target: hidden 64, vocab 256)")
+    fw.add_argument("--served", type=Path, help="the draft as served (SGLang format); default: "
+                                                "parity's SGLang export of --draft, ids found on the engine")
+    fw.add_argument("--dump-layout", metavar="TAPS", help="what the training dump's slots hold, e.g. "
+                    "h2,h4,h5,h8 (default: the draft's ids read as speculators data-generation ids)")
+    fw.add_argument("--fixture", metavar="NAME", help="instead of the above: a bundled target by name "
+                    "(llama-3.1-8b, qwen3-8b, deepseek-v3-61l, or <arch>-<N>l such as llama-8l) with a "
+                    "seeded speculators draft and its exported served form")
+    fw.add_argument("--drift", action="append", choices=list(DRIFTS) + ["all"], default=[],
+                    help="with --fixture: also run this injected drift (repeatable; 'all')")
+    fw.add_argument("--flags-on", action="store_true",
+                    help="with --fixture: also the matched pairs with the flags SGLang honours turned on")
+    fw.add_argument("--steps", type=int, default=3, help="TTT steps to compare (default 3)")
+    fw.add_argument("--seq-len", type=int, default=16, help="target tokens (default 16)")
+    fw.add_argument("--seed", type=int, default=0)
+    fw.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    fw.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    fw.add_argument("--brief", action="store_true", help="summary table only")
+    fw.add_argument("--json", action="store_true")
+    return fw
+
+
+def run_forward(args) -> int:
+    from ..inputs import InputError, read_config, target_layers
+    from .cases import DRIFTS, fixture_cases, given_case, target_config
+    from .report import render_forward, render_summary
+    from .run import forward_parity
+
+    if args.steps < 1 or args.seq_len < args.steps + 2:
+        raise InputError(f"--steps {args.steps} / --seq-len {args.seq_len}: need steps >= 1 and "
+                         "seq-len >= steps + 2")
+    work = Path(tempfile.mkdtemp(prefix="parity-forward-cli-"))
+    if args.fixture:
+        if args.target_config or args.draft or args.served:
+            raise InputError("--fixture replaces --target-config/--draft/--served")
+        target = target_config(args.fixture)
+        drifts = tuple(DRIFTS) if "all" in args.drift else tuple(dict.fromkeys(args.drift))
+        cases = fixture_cases(target, drifts, flags_on=args.flags_on, work=work)
+        label = f"fixture {args.fixture} ({target['architectures'][0]}, {target['num_hidden_layers']} layers)"
+    else:
+        if not (args.target_config and args.draft):
+            raise InputError("forward needs --target-config and --draft (or --fixture NAME)")
+        if args.drift or args.flags_on:
+            raise InputError("--drift/--flags-on apply to --fixture only")
+        target = read_config(args.target_config, "target config")
+        n = target_layers(target, args.target_config)
+        layout = [t.strip() for t in args.dump_layout.split(",")] if args.dump_layout else None
+        cases = [given_case(args.draft, layout, args.served, n, work)]
+        label = str(args.target_config)
+    out = forward_parity(target, cases, steps=args.steps, seq_len=args.seq_len, seed=args.seed,
+                         dtype=args.dtype, device=args.device)
+    results = out["results"]
+    verdicts = {r.verdict for r in results}
+    overall = "error" if "error" in verdicts else "drift" if "drift" in verdicts else "parity"
+    if args.json:
+        print(json.dumps({"verdict": overall, "target": label,
+                          "speculators": out["training"].get("speculators_version"),
+                          "sglang": out["serving"].get("sglang_version"),
+                          "results": [r.model_dump() for r in results], "wall_s": out["wall"],
+                          "timings": {"training": out["training"].get("timings"),
+                                      "serving": out["serving"].get("timings")}}, indent=2))
+    else:
+        if len(results) > 1 or args.brief:
+            print(f"parity forward: {label}: {len(results)} case(s)\n")
+            print(render_summary(results))
+            print()
+        if not args.brief:
+            print("\n\n".join(render_forward(r, label) for r in results))
+    return {"parity": EXIT_OK, "drift": EXIT_DRIFT}.get(overall, EXIT_ERROR)

@@ -1,0 +1,162 @@
+"""Run both paths for a set of cases and compare them: `forward_parity(...)`.
+
+The training side (speculators) and the serving side (SGLang) each run in one fresh
+process for all cases (SGLang's runtime is process-global; each process gets its own
+gloo port), the two concurrently. They exchange JSON on stdin/stdout and stage tensors
+through a safetensors file each; the comparison runs here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file
+
+from ..envs import EnvError
+from ..extract.serving.shrink import shrink_config
+from .cases import Case, seeded_tokens
+from .compare import ForwardResult, compare
+from .tolerances import for_dtype
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+TRAINING_MODULE = "parity.forward.training_side"
+SERVING_MODULE = "parity.forward.serving_side"
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("PYTHONHASHSEED", "0")
+    env.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded; fail fast instead of retrying
+    env.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    return env
+
+
+def run_side(module: str, request: dict, python: str | None = None, timeout: float = 600) -> dict:
+    """`python -m module` with the request on stdin; its JSON reply (last stdout line)."""
+    python = python or sys.executable
+    proc = subprocess.run([python, "-m", module], input=json.dumps(request), text=True,
+                          capture_output=True, env=_env(), timeout=timeout, cwd=ROOT)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-12:]
+        raise EnvError(f"{module} failed (exit {proc.returncode}):\n  " + "\n  ".join(tail))
+    try:
+        return json.loads(lines[-1])
+    except json.JSONDecodeError as exc:
+        raise EnvError(f"{module} printed no JSON reply: {lines[-1][:200]!r}") from exc
+
+
+def run_both(training_req: dict, serving_req: dict, *, parallel: bool = True,
+             python: str | None = None) -> tuple[dict, dict, dict[str, float]]:
+    """Both sides (concurrently unless parallel=False); their replies and wall times."""
+    results: dict[str, Any] = {}
+    walls: dict[str, float] = {}
+
+    def go(key, module, req):
+        started = time.perf_counter()
+        try:
+            results[key] = run_side(module, req, python)
+        except Exception as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            results[key] = exc
+        walls[key] = time.perf_counter() - started
+
+    jobs = [("training", TRAINING_MODULE, training_req), ("serving", SERVING_MODULE, serving_req)]
+    if parallel:
+        threads = [threading.Thread(target=go, args=job) for job in jobs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    else:
+        for job in jobs:
+            go(*job)
+    for key in ("training", "serving"):
+        if isinstance(results[key], Exception):
+            raise results[key]
+    return results["training"], results["serving"], walls
+
+
+def _split(tensors: dict[str, torch.Tensor], name: str) -> dict[str, torch.Tensor]:
+    prefix = name + "/"
+    return {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
+
+
+def _notes(case: Case, tmeta: dict, smeta: dict, extra: list[str]) -> list[str]:
+    notes = list(case.notes) + list(extra)
+    ti, si = tmeta.get("input_ids"), smeta.get("input_ids")
+    if ti is not None and si is not None:
+        if si[:len(ti)] == ti:
+            notes.append(f"rows aligned: row t = (input_ids[t+1], aux[t]) on both sides; {len(ti)} "
+                         f"training rows, serving adds row {len(si) - 1} (the target's next token "
+                         f"{smeta.get('next_token')}), not compared")
+        else:
+            notes.append(f"ROW ALIGNMENT BROKEN: training rows read {ti}, serving {si[:len(ti)]}")
+    if tmeta.get("position_ids"):
+        notes.append(f"positions: training {tmeta['position_ids'][0]}.., SGLang 0..; "
+                     "RoPE depends only on differences")
+    return notes
+
+
+def results_for(cases: list[Case], treply: dict, sreply: dict, ttensors: dict, stensors: dict,
+                steps: int, dtype: str) -> list[ForwardResult]:
+    tol = for_dtype(dtype)
+    out = []
+    for case in cases:
+        tmeta = treply.get("variants", {}).get(case.name, {"error": treply.get("error", "no reply")})
+        smeta = sreply.get("variants", {}).get(case.name, {"error": sreply.get("error", "no reply")})
+        common = dict(name=case.name, dtype=dtype, tolerances=tol.__dict__, training=tmeta, serving=smeta)
+        errors = [f"{side}: {m['error']}" for side, m in (("training", tmeta), ("serving", smeta))
+                  if m.get("error")]
+        if errors:
+            out.append(ForwardResult(verdict="error", error="; ".join(errors), notes=list(case.notes),
+                                     **common))
+            continue
+        stages, first = compare(case.name, _split(ttensors, case.name), _split(stensors, case.name),
+                                steps, tol)
+        out.append(ForwardResult(verdict="drift" if first else "parity", first_divergence=first,
+                                 stages=stages, notes=_notes(case, tmeta, smeta, treply.get("notes", [])),
+                                 **common))
+    return out
+
+
+def forward_parity(target_config: dict, cases: list[Case], *, steps: int = 3, seq_len: int = 16,
+                   seed: int = 0, dtype: str = "float32", device: str = "cpu", parallel: bool = True,
+                   bare: bool = False, python: str | None = None) -> dict[str, Any]:
+    """Run and compare; returns {"results": [ForwardResult], "training": reply, "serving": reply,
+    "wall": {...}}. `bare` runs the same models and forwards without hooks, outputs or
+    comparison (the benchmark's baseline)."""
+    for_dtype(dtype)  # unknown dtypes fail before anything runs
+    work = Path(tempfile.mkdtemp(prefix="parity-forward-"))
+    vocab = shrink_config(target_config)["vocab_size"]  # the tiny target both sides build
+    tokens = seeded_tokens(vocab, seq_len, seed)
+    common = {"target_config": target_config, "tokens": tokens, "steps": steps, "seed": seed,
+              "dtype": dtype, "device": device, "bare": bare}
+    treq = {**common, "out": str(work / "training.safetensors"),
+            "variants": [c.training_request() for c in cases]}
+    sreq = {**common, "out": str(work / "serving.safetensors"),
+            "variants": [c.serving_request() for c in cases]}
+    started = time.perf_counter()
+    treply, sreply, walls = run_both(treq, sreq, parallel=parallel, python=python)
+    walls["sides"] = time.perf_counter() - started
+    for side, reply in (("training", treply), ("serving", sreply)):
+        if reply.get("error"):
+            raise EnvError(f"the {side} path could not run: {reply['error']}")
+    if bare:
+        return {"results": [], "training": treply, "serving": sreply, "wall": walls}
+    t0 = time.perf_counter()
+    ttensors = load_file(treq["out"])
+    stensors = load_file(sreq["out"])
+    results = results_for(cases, treply, sreply, ttensors, stensors, steps, dtype)
+    walls["compare"] = time.perf_counter() - t0
+    walls["total"] = time.perf_counter() - started
+    return {"results": results, "training": treply, "serving": sreply, "wall": walls}

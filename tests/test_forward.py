@@ -1,0 +1,251 @@
+"""Forward (logits) parity: the training path and the serving path give the same draft logits.
+
+Real code on both sides: speculators 0.9's ArrowDataset + shift_batch + Eagle3DraftModel
+on the dump of a tiny seeded transformers target; SGLang 0.5.23's target (capture ids
+read by its own config code) and LlamaForCausalLMEagle3 (its load_weights, d2t ->
+hot_token_id). Correct fixtures must agree within the fp32 tolerances at every
+position and TTT step; each injected drift must fail, and fail first at the stage it
+changes. Each run is one speculators process and one SGLang process for all its cases.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from parity import cli
+from parity.forward.cases import (DRIFTS, EXPECTED_STAGE, FLAG_DRIFTS, Case, fixture_cases, served_copy,
+                                  target_config)
+from parity.forward.compare import STAGES, compare
+from parity.forward.run import forward_parity
+from parity.forward.tolerances import BF16, FP32, for_dtype
+from parity.fixtures import DraftRecipe, speculators_draft
+
+from .helpers import ROOT
+
+pytestmark = [pytest.mark.parity, pytest.mark.slow]
+
+MATCHED = ("matched", "matched-fc_norm-norm_output", "matched-norm_before_fc")
+STEPS = 3
+
+
+@pytest.fixture(scope="module")
+def llama_run():
+    """Llama, 8 layers (dump [h2, h4, h5, h8]): every matched pair and every drift, one run."""
+    target = target_config("llama-8l")
+    out = forward_parity(target, fixture_cases(target, DRIFTS, flags_on=True), steps=STEPS)
+    return {r.name: r for r in out["results"]}
+
+
+# -- correct fixtures agree --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", MATCHED)
+def test_matched_pairs_give_the_same_logits(llama_run, name):
+    r = llama_run[name]
+    assert r.verdict == "parity", r.first_divergence
+    logits = [s for s in r.stages if s.stage == "logits"]
+    assert [s.step for s in logits] == list(range(STEPS))
+    for s in logits:
+        assert s.rows == 15 - s.step  # 16 tokens -> 15 trainer rows; step k pads k rows
+        assert s.max_abs <= FP32.logits_atol <= 1e-4
+        assert s.top1 == 1.0
+        assert s.kl_max <= FP32.kl_max
+        assert len(s.per_row_kl) == s.rows
+    states = [s for s in r.stages if s.stage not in ("logits", "vocab_mapping")]
+    assert {s.stage for s in states} == {"fc_input", "fc_output", "embeddings", "layer_output"}
+    assert all(s.ok for s in r.stages)
+    vocab = r.stage(0, "vocab_mapping")
+    assert vocab.mismatched == 0 and vocab.top1 == 1.0
+    assert r.serving["vocab_mapping"].startswith("hot_token_id")
+    assert r.serving["embedding"] == "target" and r.training["embedding"] == "target"
+    assert any("rows aligned" in n for n in r.notes), r.notes
+
+
+def test_the_engine_captures_what_training_reads(llama_run):
+    r = llama_run["matched"]
+    assert r.training["dump_layout"] == ["h2", "h4", "h5", "h8"]
+    assert r.serving["requested_ids"] == [1, 3, 4]  # SGLang's Llama adds 1: h2, h4, h5
+    assert r.serving["capture_ids"] == [2, 4, 5]
+    assert r.stage(0, "fc_input").max_abs < 1e-5  # transformers vs SGLang target, fp32
+
+
+def test_flags_reach_both_graphs(llama_run):
+    r = llama_run["matched-fc_norm-norm_output"]
+    assert r.training["flags"]["fc_norm"] and r.training["flags"]["norm_output"]
+    assert r.serving["graph"] == {"norm_before_fc": False, "fc_norm": True, "norm_output": True}
+    assert llama_run["matched-norm_before_fc"].serving["graph"]["norm_before_fc"] is True
+
+
+# -- each injected drift fails, at its stage ----------------------------------------------------
+
+
+@pytest.mark.parametrize("drift", DRIFTS)
+def test_injected_drift_fails_at_its_first_stage(llama_run, drift):
+    r = llama_run[drift]
+    assert r.verdict == "drift"
+    first = r.first_divergence
+    assert (first.step, first.stage) == EXPECTED_STAGE[drift], first.message
+    order = [(s.step, STAGES.index(s.stage)) for s in r.stages]
+    cut = order.index((first.step, STAGES.index(first.stage)))
+    assert all(s.ok for s in r.stages[:cut])  # everything upstream still agrees
+    assert not r.stages[cut].ok and r.stages[cut].why
+
+
+def test_born_from_wiring_names_both_sides(llama_run):
+    r = llama_run["born-from"]
+    assert r.training["dump_layout"] == ["h0", "h3", "h5", "h6"]  # fc [h0, h3, h5]
+    assert r.serving["capture_ids"] == [3, 5, 6]  # SGLang feeds [h3, h5, h6]
+    assert r.stage(0, "logits").top1 < 0.6
+
+
+def test_flag_drifts_change_the_logits(llama_run):
+    for drift in FLAG_DRIFTS:
+        logits = [s for s in llama_run[drift].stages if s.stage == "logits"]
+        assert max(s.max_abs for s in logits) > 0.1, drift
+    # norm_output only changes the state fed back: step 0 still agrees
+    assert llama_run["norm_output"].stage(0, "logits").ok
+    assert not llama_run["norm_output"].stage(1, "logits").ok
+
+
+def test_missing_d2t_keeps_logits_but_not_tokens(llama_run):
+    r = llama_run["no-d2t"]
+    assert all(s.ok for s in r.stages if s.stage == "logits")
+    v = r.stage(0, "vocab_mapping")
+    assert v.mismatched == 32 and v.top1 < 0.5
+    assert r.serving["vocab_mapping"].startswith("none")
+
+
+# -- the case this project was born from, on its real depth ---------------------------------------
+
+
+def test_born_from_case_on_a_61_layer_deepseek(tmp_path):
+    """Kimi-K2.5 class: trained on cat([h0, h3, h31]) of [h0, h3, h31, h59]; served with the
+    draft config's ids [2, 30, 58] as written. The matched pair (ids found on the engine) agrees."""
+    target = target_config("deepseek-v3-61l")
+    matched = fixture_cases(target, (), work=tmp_path / "m")
+    draft = speculators_draft(DraftRecipe(ids=(2, 30, 58)))
+    kimi = Case(name="kimi", draft_dir=draft, dump_layout=["h0", "h3", "h31", "h59"],
+                served_dir=served_copy(draft, tmp_path / "kimi", ids=[2, 30, 58]))
+    out = {r.name: r for r in forward_parity(target, matched + [kimi], steps=2)["results"]}
+    assert out["matched"].verdict == "parity", out["matched"].first_divergence
+    assert max(s.max_abs for s in out["matched"].stages if s.stage == "logits") <= FP32.logits_atol
+    k = out["kimi"]
+    assert k.verdict == "drift"
+    assert (k.first_divergence.step, k.first_divergence.stage) == (0, "fc_input")
+    assert k.serving["requested_ids"] == [2, 30, 58]
+    assert k.serving["capture_ids"] == [2, 30, 58]  # 0.5.23: no +1 unless ids[0] == 1 -> h2, h30, h58
+
+
+# -- the CLI ---------------------------------------------------------------------------------------
+
+
+def test_cli_forward_on_a_given_draft_exits_0(tmp_path, capsys):
+    """The user's form: a target config and a trained draft; the served form is exported and its
+    ids are found on the engine."""
+    target = tmp_path / "target" / "config.json"
+    target.parent.mkdir()
+    target.write_text(json.dumps(target_config("llama-8l")))
+    draft = speculators_draft(DraftRecipe(ids=(2, 4, 5), hidden_size=64, target_vocab=256, draft_vocab=32))
+    rc = cli.main(["forward", "--target-config", str(target), "--draft", str(draft),
+                   "--dump-layout", "h2,h4,h5,h8", "--steps", "2"])
+    text = capsys.readouterr().out
+    assert rc == 0, text
+    assert "PARITY" in text and "per position" in text and "step  stage" in text
+
+
+def test_cli_forward_exits_1_on_drift_and_prints_the_stage(llama_run, monkeypatch, capsys):
+    """Exit code and report for a drifting pair (the engines' results of `llama_run`)."""
+    import parity.forward.run as run_mod
+
+    def fake(target, cases, **kw):
+        return {"results": [llama_run[c.name] for c in cases], "wall": {},
+                "training": {"speculators_version": "0.9.0"}, "serving": {"sglang_version": "0.5.23"}}
+
+    monkeypatch.setattr(run_mod, "forward_parity", fake)
+    assert cli.main(["forward", "--fixture", "llama-8l", "--drift", "no-d2t"]) == 1
+    text = capsys.readouterr().out
+    assert "FIRST DIVERGENCE: step 0, vocab_mapping" in text and "matched  parity" in text
+    assert cli.main(["forward", "--fixture", "llama-8l", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["verdict"] == "parity"
+
+
+def test_cli_forward_bad_input_exits_2(tmp_path, capsys):
+    rc = cli.main(["forward", "--target-config", str(ROOT / "fixtures/targets/llama-3.1-8b/config.json"),
+                   "--draft", str(ROOT / "fixtures/drafts/llama-3.1-8b-eagle3")])
+    assert rc == 2
+    assert "speculators-format" in capsys.readouterr().err
+    assert cli.main(["forward", "--fixture", "no-such-target"]) == 2
+    assert cli.main(["forward"]) == 2
+
+
+# -- the comparison itself (no engines) -------------------------------------------------------------
+
+
+def _sides(rows=6, h=8, v=5, k=2, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    t = {"vocab_map": torch.arange(v) * 3}
+    for step in range(k):
+        if step == 0:
+            t["0/fc_input"] = torch.randn(rows, 3 * h, generator=gen)
+        for stage in ("fc_output", "embeddings", "layer_output"):
+            t[f"{step}/{stage}"] = torch.randn(rows - step, h, generator=gen)
+        t[f"{step}/logits"] = torch.randn(rows - step, v, generator=gen) * 3
+    s = {key: val.clone() for key, val in t.items()}
+    s["0/fc_input"] = torch.cat([s["0/fc_input"], torch.zeros(1, 3 * h)])  # serving's extra row
+    return t, s
+
+
+def test_compare_aligns_rows_and_reports_first_stage():
+    t, s = _sides()
+    stages, first = compare("x", t, s, 2, FP32)
+    assert first is None and all(d.ok for d in stages)
+    assert stages[0].stage == "fc_input" and stages[0].rows == 6
+    s["1/layer_output"] = s["1/layer_output"] + 1e-3
+    s["1/logits"] = s["1/logits"] + torch.tensor([0.0, 1.0, 0, 0, 0])
+    _, first = compare("x", t, s, 2, FP32)
+    assert (first.step, first.stage) == (1, "layer_output")
+
+
+def test_compare_names_width_and_mapping_differences():
+    t, s = _sides()
+    s["0/fc_input"] = s["0/fc_input"][:, :16]  # two aux states instead of three
+    _, first = compare("x", t, s, 2, FP32)
+    assert first.stage == "fc_input" and "shapes differ" in first.message
+    t, s = _sides()
+    s["vocab_map"] = torch.arange(5)
+    stages, first = compare("x", t, s, 2, FP32)
+    assert first.stage == "vocab_mapping" and "map to another target token" in first.message
+    assert [d.ok for d in stages if d.stage == "logits"] == [True, True]
+
+
+def test_tolerances_live_in_one_place_with_reasons():
+    assert for_dtype("float32") is FP32 and for_dtype("bfloat16") is BF16
+    assert FP32.logits_atol <= 1e-4 and FP32.kl_max == pytest.approx(FP32.logits_atol ** 2)
+    assert FP32.top1_min == 1.0
+    for tol in (FP32, BF16):
+        assert set(tol.reasons) == {"state", "logits", "kl", "top1", "vocab_mapping"}
+    with pytest.raises(ValueError):
+        for_dtype("int8")
+
+
+# -- GPU tier ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_gpu_bf16_default_backend_gives_the_same_logits():
+    """The same comparison with SGLang's default GPU attention backend, bf16 (bench/gpu_forward.sh)."""
+    target = target_config("llama-8l")
+    cases = fixture_cases(target, ("born-from", "no-d2t", "norm_before_residual"))
+    out = {r.name: r for r in forward_parity(target, cases, dtype="bfloat16", device="cuda")["results"]}
+    m = out["matched"]
+    assert m.verdict == "parity", (m.first_divergence, m.error)
+    for s in m.stages:
+        if s.stage == "logits":
+            assert s.max_abs <= BF16.logits_atol and s.top1 >= BF16.top1_min
+    for drift in ("born-from", "no-d2t", "norm_before_residual"):
+        first = out[drift].first_divergence
+        assert out[drift].verdict == "drift" and (first.step, first.stage) == EXPECTED_STAGE[drift]
