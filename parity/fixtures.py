@@ -88,5 +88,8 @@ def _build(r: DraftRecipe, out: Path) -> None:
             model.d2t.copy_(chosen - torch.arange(draft_vocab))
             model.t2d.zero_()
             model.t2d[chosen] = True
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # a fixture build prints nothing
     model.save_pretrained(str(out))
     (out / "config.py").unlink(missing_ok=True)  # remote-code stub; parity never runs it
