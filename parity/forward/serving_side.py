@@ -51,7 +51,6 @@ import json
 import sys
 import tempfile
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +59,7 @@ import torch
 from ..contract.tap import Tap
 from ..extract import standins
 from ..envs import reply_over_stdio
+from .variants import run_variants
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 SUPPORTED = ("0.5.23",)  # releases whose runtime calls below were verified
@@ -472,22 +472,9 @@ def run(req: dict) -> dict[str, Any]:
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
     sv = Serving(req, timings)
-    reply: dict[str, Any] = {"sglang_version": sv.version, "python": sys.executable, "variants": {},
+    reply: dict[str, Any] = {"sglang_version": sv.version, "python": sys.executable,
                              "model_class": f"{type(sv.model).__module__}.{type(sv.model).__name__}"}
-    out: dict[str, torch.Tensor] = {}
-    for variant in req["variants"]:
-        try:
-            reply["variants"][variant["name"]] = run_variant(sv, variant, req, out)
-        except Exception as exc:  # noqa: BLE001 - one variant failing is reported, not fatal
-            reply["variants"][variant["name"]] = {
-                "error": f"{type(exc).__name__}: {exc}",
-                "traceback": traceback.format_exc().strip().splitlines()[-4:]}
-    timings["total"] = time.perf_counter() - t0
-    reply["timings"] = timings
-    if not req.get("bare"):
-        from safetensors.torch import save_file
-        save_file({k: v.contiguous() for k, v in out.items()}, req["out"])
-    return reply
+    return run_variants(req, reply, lambda variant, out: run_variant(sv, variant, req, out), timings, t0)
 
 
 def main() -> None:

@@ -34,7 +34,6 @@ import json
 import sys
 import tempfile
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +44,7 @@ from ..extract.serving.reference import candidate_states
 from ..extract.serving.shrink import shrink_config
 from .reference import data_generation_target
 from ..envs import reply_over_stdio
+from .variants import run_variants
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -202,23 +202,10 @@ def run(req: dict) -> dict[str, Any]:
     states = candidate_states(hf, tokens)  # every residual-stream state, by hooks
     timings["target_forward"] = time.perf_counter() - started
     timings["target_build"] = started - t1
-    out: dict[str, torch.Tensor] = {}
     reply: dict[str, Any] = {"speculators_version": metadata.version("speculators"),
-                             "python": sys.executable, "variants": {}, "notes": ref_notes}
-    for variant in req["variants"]:
-        try:
-            reply["variants"][variant["name"]] = run_variant(variant, req, hf, target_dir, tokens,
-                                                             states, work, dtype, device, out)
-        except Exception as exc:  # noqa: BLE001 - one variant failing is reported, not fatal
-            reply["variants"][variant["name"]] = {
-                "error": f"{type(exc).__name__}: {exc}",
-                "traceback": traceback.format_exc().strip().splitlines()[-4:]}
-    timings["total"] = time.perf_counter() - t0
-    reply["timings"] = timings
-    if not req.get("bare"):
-        from safetensors.torch import save_file
-        save_file({k: v.contiguous() for k, v in out.items()}, req["out"])
-    return reply
+                             "python": sys.executable, "notes": ref_notes}
+    return run_variants(req, reply, lambda variant, out: run_variant(
+        variant, req, hf, target_dir, tokens, states, work, dtype, device, out), timings, t0)
 
 
 def main() -> None:

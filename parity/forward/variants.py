@@ -1,0 +1,30 @@
+"""What both forward sides do with the request's variants: run each, keep going on failure."""
+
+from __future__ import annotations
+
+import time
+import traceback
+from typing import Any, Callable
+
+import torch
+
+
+def run_variants(req: dict, reply: dict[str, Any], run_one: Callable[[dict, dict], dict],
+                 timings: dict[str, float], started: float) -> dict[str, Any]:
+    """`run_one(variant, out)` per variant into reply["variants"]; one failing is reported,
+    not fatal. The tensors each side recorded in `out` go to req["out"] (unless "bare")."""
+    out: dict[str, torch.Tensor] = {}
+    reply["variants"] = {}
+    for variant in req["variants"]:
+        try:
+            reply["variants"][variant["name"]] = run_one(variant, out)
+        except Exception as exc:  # noqa: BLE001
+            reply["variants"][variant["name"]] = {
+                "error": f"{type(exc).__name__}: {exc}",
+                "traceback": traceback.format_exc().strip().splitlines()[-4:]}
+    timings["total"] = time.perf_counter() - started
+    reply["timings"] = timings
+    if not req.get("bare"):
+        from safetensors.torch import save_file
+        save_file({k: v.contiguous() for k, v in out.items()}, req["out"])
+    return reply
