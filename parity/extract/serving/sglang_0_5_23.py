@@ -14,8 +14,6 @@ CPU shims, each the smallest that lets the real code run (FIELD-NOTES section 5)
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -152,7 +150,3 @@ class _SpecInfo:
 
     def __init__(self, hidden_states: torch.Tensor):
         self.hidden_states = hidden_states
-
-
-def read_json(path: Path) -> dict:
-    return json.loads(Path(path).read_text())
