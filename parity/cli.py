@@ -100,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .forward.cli import add_forward_parser
     add_forward_parser(sub, _Parser)
+    from .replay.cli import add_replay_parser
+    add_replay_parser(sub)
 
     sub.add_parser("schema", help="print the JSON Schema of contracts")
     sub.add_parser("conventions", help="list the layer-id conventions parity translates")
@@ -265,6 +267,9 @@ def run(args) -> int:
     if args.command == "forward":
         from .forward.cli import run_forward
         return run_forward(args)
+    if args.command == "replay":
+        from .replay.cli import run_replay
+        return run_replay(args)
     if args.command == "matrix":
         return _matrix(args)
     if args.command == "can-i-deploy":
