@@ -48,7 +48,9 @@ def render_replay(r: ReplayResult, top: int = 8) -> str:
     out.append("")
     runner_up = next((s for s in r.scores if s.slots != best.slots), None)
     margin = 100 * (best.step0 - runner_up.step0) if runner_up else None
-    said = f"The wiring this draft was trained on is most likely {_wiring(best.taps)} ({_pct(best.step0).strip()})"
+    said = (f"The wiring this draft was trained on is most likely {_wiring(best.taps)} ({_pct(best.step0).strip()})"
+            if r.search != "none" else
+            f"Best of the {len(r.scores)} wiring(s) scored (no search): {_wiring(best.taps)} ({_pct(best.step0).strip()})")
     if runner_up is not None:
         said += (f"; next {_wiring(runner_up.taps)} {_pct(runner_up.step0).strip()}, "
                  f"{margin:.1f} points behind")
@@ -85,5 +87,5 @@ def render_replay(r: ReplayResult, top: int = 8) -> str:
     for note in r.notes:
         out.append(f"note: {note}")
     out.append(f"verdict: {r.verdict}   ({r.wall_s.get('total_s', 0):.1f} s; replay itself "
-               f"{r.wall_s.get('replay_s', 0):.1f} s for {len(r.scores)} wirings)")
+               f"{r.wall_s.get('replay_s', 0):.1f} s for {len(r.scores)} wiring(s))")
     return "\n".join(out)

@@ -133,7 +133,11 @@ def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_conf
            datagen_convention: str | None = None, serving: bool = True, served: Path | None = None,
            sglang_version: str | None = None, speculators_version: str | None = None,
            wirings: list[list[Tap]] = (), search: bool = True, steps: int = 3,
-           samples: int | None = None) -> ReplayResult:
+           samples: int | None = None, training_probe: str | None = None) -> ReplayResult:
+    """Score `draft` on the dumps in `data` under the training contract's wiring, the served
+    form's (`served`, else the draft's own ids as SGLang reads them; `serving=False` skips it),
+    each of `wirings`, and (`search`) every ordered choice of dump slots. `training_probe`
+    swaps the module the training extractor runs (tests inject a data-path drift with it)."""
     from ..extract.serving import extract_serving
     from ..extract.training import extract_training
 
@@ -151,12 +155,16 @@ def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_conf
         raise InputError(f"dump width: hs files hold states of width {hidden}, the target's hidden_size "
                          f"is {target.hidden_size}")
     k = fc_slots_of_weights(draft, hidden)
+    if dump_layout is not None and len(dump_layout) != num_slots:
+        raise InputError(f"dump width: the dumps hold {num_slots} states per token, the dump layout names "
+                         f"{len(dump_layout)} ([{', '.join(t.name for t in dump_layout)}])")
 
     # 2. the training contract: which of the L slots speculators' data path feeds the fc
     t0 = time.perf_counter()
     training = extract_training(target, dump_layout, datagen_ids=datagen_ids,
                                 datagen_convention=datagen_convention, draft_dir=draft,
-                                speculators_version=speculators_version)
+                                speculators_version=speculators_version,
+                                **({"probe_module": training_probe} if training_probe else {}))
     wall["training_contract_s"] = time.perf_counter() - t0
     layout = list(training.dump_layout)
     if len(layout) != num_slots:
