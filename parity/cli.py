@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .forward.cli import add_forward_parser
     add_forward_parser(sub, _Parser)
     from .replay.cli import add_replay_parser
-    add_replay_parser(sub)
+    add_replay_parser(sub, _add_dump_args)
 
     sub.add_parser("schema", help="print the JSON Schema of contracts")
     sub.add_parser("conventions", help="list the layer-id conventions parity translates")

@@ -16,7 +16,8 @@ from pathlib import Path
 EXIT_OK, EXIT_DRIFT = 0, 1
 
 
-def add_replay_parser(sub) -> argparse.ArgumentParser:
+def add_replay_parser(sub, add_dump_args) -> argparse.ArgumentParser:
+    """`add_dump_args`: the CLI's shared --dump-layout/--datagen-ids/--datagen-convention."""
     rp = sub.add_parser("replay", help="score a trained draft on its dumps under the training, the served "
                                        "and every candidate wiring; exit 0 parity, 1 drift, 2 error")
     rp.add_argument("--draft", type=Path, required=True, help="the trained draft (speculators format, "
@@ -27,10 +28,7 @@ def add_replay_parser(sub) -> argparse.ArgumentParser:
                                                  "verifier path, if it is a local directory)")
     rp.add_argument("--target-config", type=Path, help="the target's config.json for the contracts "
                                                        "(default: the verifier's)")
-    rp.add_argument("--dump-layout", metavar="TAPS", help="which state each dumped slot holds, e.g. "
-                                                          "h0,h3,h31,h59")
-    rp.add_argument("--datagen-ids", metavar="IDS", help="instead of --dump-layout: data-generation ids")
-    rp.add_argument("--datagen-convention", default="speculators-datagen")
+    add_dump_args(rp)
     rp.add_argument("--served", type=Path, help="the draft as served (SGLang format); default: the draft's "
                                                 "own ids written into SGLang's config, i.e. served as written")
     rp.add_argument("--no-serving", action="store_true", help="skip the serving contract")

@@ -55,8 +55,8 @@ def render_replay(r: ReplayResult, top: int = 8) -> str:
         said += (f"; next {_wiring(runner_up.taps)} {_pct(runner_up.step0).strip()}, "
                  f"{margin:.1f} points behind")
         if margin < AMBIGUOUS_POINTS:
-            said += (" (too close to tell apart: neighbouring residual states look alike, so an "
-                     "off-by-one of every layer costs only a few points; `parity check` decides it)")
+            said += (" (too close to tell apart: neighbouring residual states look alike, so one slot "
+                     "off by one layer costs only a few points; `parity check` decides it)")
     out.append(said + ".")
     if best.slots == trained.slots:
         out.append(f"That is the training contract's wiring: speculators {r.speculators_version}'s data path "
@@ -66,7 +66,7 @@ def render_replay(r: ReplayResult, top: int = 8) -> str:
                    f"{100 * (best.step0 - trained.step0):.1f} points below the best. The dump layout given "
                    "for these dumps, or the data path they were trained through, is not what the weights say.")
     if r.served is not None:
-        where = f"sglang {r.sglang_version}, {r.served_form}"
+        where = f"{r.served_form}; sglang {r.sglang_version}"
         served = r.score_of(tuple(r.served)) if r.served_unscored is None else None
         if served is None:
             out.append(f"The served wiring {_wiring(r.served)} ({where}) cannot be scored: {r.served_unscored}.")
@@ -81,9 +81,9 @@ def render_replay(r: ReplayResult, top: int = 8) -> str:
         if r.verdict == "drift":
             out.append(f"Fix: serve ids that capture {_wiring(r.training)}; `parity check` finds them on the "
                        "installed SGLang and verifies them, `parity export` writes the config.")
-    out.append(f"Accept length = 1 + sum over steps of full_acc_k: the target's own token plus the expected "
-               f"run of accepted drafts under greedy verification (teacher-forced; exact when the dumped "
-               f"text is the target's own greedy output).")
+    out.append("Accept length = 1 + sum over steps of full_acc_k: the target's own token plus the expected "
+               "run of accepted drafts under greedy verification (teacher-forced; exact when the dumped "
+               "text is the target's own greedy output).")
     for note in r.notes:
         out.append(f"note: {note}")
     out.append(f"verdict: {r.verdict}   ({r.wall_s.get('total_s', 0):.1f} s; replay itself "

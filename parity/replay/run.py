@@ -26,7 +26,7 @@ from ..contract.tap import Tap
 from ..envs import find_env, run_module
 from ..inputs import InputError, read_config, target_model
 from .result import AMBIGUOUS_POINTS, ReplayResult, WiringScore
-from .wiring import describe, missing_taps, reorderings, search_space, slots_of
+from .wiring import missing_taps, reorderings, search_space, slots_of
 
 PROBE = "parity.replay.probe"
 
@@ -108,8 +108,8 @@ def as_written_served(spec: dict, work: Path) -> tuple[Path, str]:
     out.mkdir(parents=True)
     (out / "config.json").write_text(json.dumps(sglang_config(spec, list(ids or [])), indent=1))
     if ids is None:
-        return out, "the draft served as written (its config names no ids: SGLang's default layers)"
-    return out, f"the draft served as written (its ids {list(ids)} in SGLang's eagle_config)"
+        return out, "the draft served as written: its config names no ids, so SGLang's default layers"
+    return out, f"the draft served as written: its ids {list(ids)} in SGLang's eagle_config"
 
 
 # -- 4. the probe ---------------------------------------------------------------------------
@@ -177,6 +177,10 @@ def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_conf
     trained_slots = tuple(training.fc_slots)
     notes: list[str] = [f"training: {f.message}" for f in training.findings
                         if f.kind in ("target_not_final_layer", "draft_ids_disagree")]
+    if training.dump_layout_source != "manifest":
+        notes.append(f"the dump layout [{', '.join(t.name for t in layout)}] was inferred from the "
+                     f"{training.dump_layout_source.replace('_', ' ')}; every wiring is named through it, so "
+                     "pass --dump-layout if the dumps hold other states")
 
     asked: list[tuple[int, ...]] = []
     for taps in wirings:

@@ -49,7 +49,3 @@ def reorderings(best: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
     for subset in best[:REORDER_TOP]:
         out += [p for p in permutations(sorted(subset)) if p not in out]
     return out
-
-
-def describe(slots: tuple[int, ...], layout: list[Tap]) -> str:
-    return "[" + ", ".join(layout[s].name for s in slots) + "]"
