@@ -197,18 +197,21 @@ def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_conf
     served_slots = None
     if serving:
         t0 = time.perf_counter()
-        work = Path(tempfile.mkdtemp(prefix="parity-replay-"))
-        if served is None:
-            served, served_form = as_written_served(spec, work)
-        else:
-            read_config(Path(served) / "config.json", "served draft config")
-            served_form = f"the served config {served}"
-        contract = extract_serving(target_config, served, sglang_version=sglang_version)
+        with tempfile.TemporaryDirectory(prefix="parity-replay-") as work:
+            if served is None:
+                served_dir, served_form = as_written_served(spec, Path(work))
+            else:
+                read_config(Path(served) / "config.json", "served draft config")
+                served_dir, served_form = Path(served), f"the served config {served}"
+            contract = extract_serving(target_config, served_dir, sglang_version=sglang_version)
         wall["serving_contract_s"] = time.perf_counter() - t0
         sglang = contract.provenance.version
         served_taps = tuple(t.name if t is not None else None for t in contract.fc_input)
         served_slots = slots_of(list(contract.fc_input), layout)
-        if served_slots is None:
+        uncaptured = [i for i, t in enumerate(contract.fc_input) if t is None]
+        if uncaptured:
+            unscored = f"the engine captures no state for fc slot(s) {uncaptured}"
+        elif served_slots is None:
             unscored = (f"it needs {', '.join(missing_taps(list(contract.fc_input), layout))}, which the dump "
                         f"[{', '.join(t.name for t in layout)}] does not hold")
         elif len(served_slots) != k:

@@ -30,8 +30,7 @@ def slots_of(taps: list[Tap | None], layout: list[Tap]) -> tuple[int, ...] | Non
 
 
 def missing_taps(taps: list[Tap | None], layout: list[Tap]) -> list[str]:
-    return [("a slot the engine does not capture" if t is None else t.name)
-            for t in taps if t is None or t not in layout]
+    return [t.name for t in taps if t is not None and t not in layout]
 
 
 def search_space(num_slots: int, k: int) -> list[tuple[int, ...]]:
