@@ -17,6 +17,7 @@ from pathlib import Path
 from . import __version__
 
 EXIT_OK, EXIT_DRIFT, EXIT_ERROR, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
 
 def _installed(name: str) -> str:
@@ -208,6 +209,12 @@ def _check(args) -> int:
 
     if args.contract:
         from .lock import check_lock, read_lock
+        given = [f for f, v in (("--target-config", args.target_config), ("--draft", args.draft),
+                                ("--dump-layout", args.dump_layout), ("--datagen-ids", args.datagen_ids))
+                 if v]
+        if given:
+            raise _usage(f"--contract FILE names the target, draft and dump itself; drop {', '.join(given)}"
+                         " (or drop --contract)")
         lock = read_lock(args.contract)
         base = args.contract.parent
         args.target_config, args.draft = base / lock.target_config, base / lock.draft
@@ -234,6 +241,9 @@ def _lock(args) -> int:
     from .contract import parse_taps
     from .lock import write_lock
 
+    from .lock import lock_destination
+
+    lock_destination(args.out, args.target_config, args.draft)
     if args.out.exists() and not args.update:
         raise _usage(f"{args.out} exists; pass --update to rewrite it")
     try:
@@ -283,7 +293,9 @@ def run(args) -> int:
         else:
             from .report import render_contract
             print(render_contract(contract))
-        return EXIT_OK
+        # An error finding means the side will not be fed (or did not build) what the
+        # config asks: a job gating on this command must not pass.
+        return EXIT_DRIFT if contract.has_errors else EXIT_OK
     if args.command == "schema":
         from .contract import contract_json_schema
         print(json.dumps(contract_json_schema(), indent=2))
@@ -305,6 +317,15 @@ def _usage(msg: str) -> _UsageError:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The whole command: every exit path, Ctrl-C included, ends in an exit code, never a traceback."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("parity: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:
@@ -313,26 +334,25 @@ def main(argv: list[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return EXIT_ERROR
-    from .errors import USER_ERRORS
-
     try:
         return run(args)
     except _UsageError as exc:
         print(f"parity: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    except USER_ERRORS as exc:
-        lines = str(exc).strip().splitlines() or [type(exc).__name__]
-        if getattr(args, "json", False):
-            print(json.dumps({"verdict": "error", "error": lines[0]}))
-        print(f"parity: {lines[0]}", file=sys.stderr)
-        if len(lines) > 1 and os.environ.get("PARITY_DEBUG"):
-            print("\n".join(lines[1:]), file=sys.stderr)
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        return 130
-    except Exception as exc:  # a bug in parity itself: still one line, and a distinct code
+    except Exception as exc:  # noqa: BLE001 - sorted below: bad input (2) or a bug (3)
+        from .errors import USER_ERRORS
+
+        if isinstance(exc, USER_ERRORS):
+            lines = str(exc).strip().splitlines() or [type(exc).__name__]
+            if getattr(args, "json", False):
+                print(json.dumps({"verdict": "error", "error": lines[0]}))
+            print(f"parity: {lines[0]}", file=sys.stderr)
+            if len(lines) > 1 and os.environ.get("PARITY_DEBUG"):
+                print("\n".join(lines[1:]), file=sys.stderr)
+            return EXIT_ERROR
         if os.environ.get("PARITY_DEBUG"):
             raise
-        print(f"parity: internal error: {type(exc).__name__}: {exc} (PARITY_DEBUG=1 shows the "
+        first = (str(exc).strip().splitlines() or [""])[0]
+        print(f"parity: internal error: {type(exc).__name__}: {first} (PARITY_DEBUG=1 shows the "
               "traceback; please report it)", file=sys.stderr)
         return EXIT_INTERNAL

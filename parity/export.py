@@ -30,6 +30,19 @@ LAYER_KEYS = ("hidden_size", "intermediate_size", "num_attention_heads", "num_ke
 class ExportRefused(InputError):
     """The installed engine cannot serve this draft as it was trained (exit 2, one line)."""
 
+    def __init__(self, draft: Path, version: str, reason: str):
+        self.reason = reason
+        super().__init__(f"refusing to export {draft}: sglang {version} cannot serve it as trained: {reason}")
+
+
+def is_exportable(draft: Path) -> bool:
+    """A speculators-format draft: the input `parity export` takes."""
+    try:
+        spec = read_config(Path(draft) / "config.json", "draft config")
+    except InputError:
+        return False
+    return "speculators_model_type" in spec or "transformer_layer_config" in spec
+
 
 def sglang_config(spec: dict, ids: list[int]) -> dict:
     layer = spec.get("transformer_layer_config") or {}
@@ -55,30 +68,56 @@ def _write(tmp: Path, draft: Path, spec: dict, ids: list[int]) -> None:
         shutil.copy2(f, tmp / f.name)
 
 
-def export_sglang(draft: Path, out: Path, training: TrainingContract, target_config: Path,
-                  force: bool = False) -> str:
+def _solve(tmp: Path, draft: Path, spec: dict, training: TrainingContract, target_config: Path,
+           sglang_version: str | None):
+    """Write the SGLang-format draft into `tmp` with the ids the gate solves on the installed
+    engine, and check it like any served draft: (ids, the final CheckResult) or ExportRefused."""
     from .gate import check
 
-    draft, out = Path(draft), Path(out)
+    ids = spec.get("eagle_aux_hidden_state_layer_ids") or [t.layer for t in training.fc_input]
+    _write(tmp, draft, spec, ids)
+    result = check(training, target_config, tmp, sglang_version=sglang_version, verify=True)
+    if result.verdict == "drift" and result.suggestion is not None:
+        ids = result.suggestion.eagle_aux_hidden_state_layer_ids
+        _write(tmp, draft, spec, ids)
+        result = check(training, target_config, tmp, sglang_version=sglang_version, verify=False)
+    if result.verdict != "parity":
+        why = result.unservable or result.unfixable or "; ".join(d.message for d in result.differences)
+        raise ExportRefused(draft, result.serving.provenance.version,
+                            why.replace(str(tmp), f"the export of {draft}"))
+    return ids, result
+
+
+def _speculators_spec(draft: Path) -> dict:
     spec = read_config(draft / "config.json", "draft config")
     if "speculators_model_type" not in spec and "transformer_layer_config" not in spec:
         raise InputError(f"draft config {draft / 'config.json'}: not a speculators-format draft "
                          "(no speculators_model_type / transformer_layer_config)")
-    if out.exists() and any(out.iterdir()) and not force:
-        raise InputError(f"export target {out}: exists and is not empty (pass --force)")
-    ids = spec.get("eagle_aux_hidden_state_layer_ids") or [t.layer for t in training.fc_input]
+    return spec
+
+
+def plan_export(draft: Path, training: TrainingContract, target_config: Path,
+                sglang_version: str | None = None):
+    """What `parity export` would write, decided by its own gate, writing nothing that stays:
+    (ids, CheckResult) or ExportRefused."""
+    draft = Path(draft)
+    spec = _speculators_spec(draft)
     tmp = Path(tempfile.mkdtemp(prefix="parity-export-"))
     try:
-        _write(tmp, draft, spec, ids)
-        result = check(training, target_config, tmp, verify=True)
-        if result.verdict == "drift" and result.suggestion is not None:
-            ids = result.suggestion.eagle_aux_hidden_state_layer_ids
-            _write(tmp, draft, spec, ids)
-            result = check(training, target_config, tmp, verify=False)
-        if result.verdict != "parity":
-            why = result.unfixable or "; ".join(d.message for d in result.differences)
-            raise ExportRefused(f"refusing to export {draft}: sglang "
-                                f"{result.serving.provenance.version} cannot serve it as trained: {why}")
+        return _solve(tmp, draft, spec, training, Path(target_config), sglang_version)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def export_sglang(draft: Path, out: Path, training: TrainingContract, target_config: Path,
+                  force: bool = False) -> str:
+    draft, out = Path(draft), Path(out)
+    spec = _speculators_spec(draft)
+    if out.exists() and any(out.iterdir()) and not force:
+        raise InputError(f"export target {out}: exists and is not empty (pass --force)")
+    tmp = Path(tempfile.mkdtemp(prefix="parity-export-"))
+    try:
+        ids, result = _solve(tmp, draft, spec, training, Path(target_config), None)
         out.mkdir(parents=True, exist_ok=True)
         for f in tmp.iterdir():
             shutil.copy2(f, out / f.name)

@@ -21,7 +21,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from .contract import ContractDiff, ServingContract, Tap, TrainingContract, diff
 from .extract.serving import probe_serving
 
-Verdict = Literal["parity", "drift", "error"]
+Verdict = Literal["parity", "drift", "unservable", "error"]
+
+# Serving findings that mean the engine cannot run this draft at all: no slot table can
+# describe what it would be fed, so the verdict is 'unservable', with this reason first.
+UNSERVABLE_KINDS = ("draft_unloadable", "engine_error")
 
 
 class Difference(BaseModel):
@@ -50,6 +54,20 @@ class Suggestion(BaseModel):
     serving_fc_input: list[str | None] = Field(description="What the engine feeds with these ids.")
 
 
+class ExportAdvice(BaseModel):
+    """For a draft the engine cannot load as written: what `parity export` would do with it,
+    found by running export's own gate (so the advice never promises what export refuses)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    exportable: bool = Field(description="`parity export` would write a draft the engine serves as trained.")
+    eagle_aux_hidden_state_layer_ids: list[int] | None = Field(
+        default=None, description="The ids export would write (in the engine's convention).")
+    serving_fc_input: list[str | None] = Field(default_factory=list,
+                                               description="What the engine feeds the exported draft.")
+    reason: str | None = Field(default=None, description="Why export refuses, when it does.")
+
+
 class CheckResult(BaseModel):
     """The gate's decision with everything needed to explain it."""
 
@@ -63,6 +81,10 @@ class CheckResult(BaseModel):
     notes: list[str] = Field(default_factory=list, description="Findings that are not train/serve differences.")
     suggestion: Suggestion | None = None
     unfixable: str | None = Field(default=None, description="Why the installed engine cannot reproduce the training contract.")
+    unservable: str | None = Field(default=None, description="Why the engine cannot load or run this "
+                                   "draft at all (verdict 'unservable').")
+    export: ExportAdvice | None = Field(default=None, description="For an unservable speculators-format "
+                                        "draft: what `parity export` would do with it.")
     candidates_tried: list[dict] = Field(default_factory=list)
 
     def to_json_dict(self) -> dict[str, Any]:
@@ -83,6 +105,18 @@ def candidate_id_lists(fc: tuple[Tap | None, ...]) -> list[list[int]]:
         if min(ids) >= -1 and ids not in out:
             out.append(ids)
     return out
+
+
+def decide(training: TrainingContract, serving: ServingContract) -> tuple[Verdict, ContractDiff,
+                                                                         list[Difference], str | None]:
+    """The one decision every caller (check, lock checks, the plugin, the matrix) uses:
+    (verdict, slot diff, differences, why unservable)."""
+    d = diff(training, serving)
+    differences = _differences(d, training, serving)
+    unservable = [f.message for f in serving.findings if f.severity == "error" and f.kind in UNSERVABLE_KINDS]
+    if unservable:
+        return "unservable", d, differences, "; ".join(unservable)
+    return ("parity" if not differences else "drift"), d, differences, None
 
 
 def _differences(d: ContractDiff, training: TrainingContract, serving: ServingContract) -> list[Difference]:
@@ -123,19 +157,36 @@ def check(training: TrainingContract, target_config: Path, draft_dir: Path,
     extra = {"probe": serving_probe} if serving_probe else {}
     serving, tried = probe_serving(target_config, draft_dir, sglang_version, candidates=candidates,
                                    **extra)
-    d = diff(training, serving)
-    differences = _differences(d, training, serving)
+    verdict, d, differences, unservable = decide(training, serving)
     notes = [f"{c.side}: {f.message}" for c in (training, serving) for f in c.findings
              if f.severity == "warning" or f.kind == "not_captured"]
-    verdict: Verdict = "parity" if not differences else "drift"
 
-    suggestion, unfixable = None, None
+    suggestion, unfixable, export = None, None, None
     if verdict == "drift":
         suggestion, unfixable = _solve(training, serving, tried, target_config, draft_dir,
                                        sglang_version, verify)
+    elif verdict == "unservable":
+        differences = [x for x in differences if x.kind in UNSERVABLE_KINDS]  # the slots were never fed
+        export = _export_advice(training, target_config, draft_dir, sglang_version, verify)
     return CheckResult(verdict=verdict, training=training, serving=serving, diff=d,
                        differences=differences, notes=notes, suggestion=suggestion,
-                       unfixable=unfixable, candidates_tried=tried)
+                       unfixable=unfixable, unservable=unservable, export=export,
+                       candidates_tried=tried)
+
+
+def _export_advice(training, target_config, draft_dir, version, verify) -> ExportAdvice | None:
+    """What `parity export` would make of an unloadable draft, by running export's own gate
+    (nothing is written). None when the draft is not one export takes, or without --verify."""
+    from .export import ExportRefused, is_exportable, plan_export
+
+    if not verify or not is_exportable(draft_dir):
+        return None
+    try:
+        ids, result = plan_export(draft_dir, training, target_config, sglang_version=version)
+    except ExportRefused as exc:
+        return ExportAdvice(exportable=False, reason=exc.reason)
+    return ExportAdvice(exportable=True, eagle_aux_hidden_state_layer_ids=list(ids),
+                        serving_fc_input=[t.name if t else None for t in result.serving.fc_input])
 
 
 def _solve(training, serving, tried, target_config, draft_dir, version, verify):
@@ -151,8 +202,6 @@ def _solve(training, serving, tried, target_config, draft_dir, version, verify):
                       f"(tried {got})")
     ids = list(match["ids"])
     verified = False
-    if any(f.kind == "draft_unloadable" for f in serving.findings):
-        verify = False  # the config must first be rewritten in the engine's format (parity export)
     if verify:
         fixed = _verify(target_config, draft_dir, ids, version)
         verified = [t.name if t else None for t in fixed.fc_input] == want

@@ -11,52 +11,149 @@ class InputError(ValueError):
     """Bad input: missing or malformed files, impossible ids. Exit code 2, one line."""
 
 
+# A config.json is a few kilobytes; anything near this is not one (and /dev/zero never ends).
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+# parity builds a tiny model of the target's real depth; deeper than this is not a real target
+# and would only exhaust memory.
+MAX_LAYERS = 1024
+
+
+def regular_file(path: Path, what: str, limit: int | None = None) -> Path:
+    """`path` if it is a regular file (not a FIFO, device or directory) within `limit` bytes.
+
+    A FIFO would block a read forever and /dev/zero would grow until memory runs out, so
+    parity opens nothing that `stat` does not show to be a plain file."""
+    import stat
+
+    path = Path(path)
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise InputError(f"{what} {path}: file not found") from None
+    except OSError as exc:
+        raise InputError(f"{what} {path}: cannot be read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{what} {path}: is a directory, expected a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"{what} {path}: not a regular file (a pipe, socket or device); "
+                         "give the path of a file")
+    if limit is not None and st.st_size > limit:
+        raise InputError(f"{what} {path}: {st.st_size} bytes, more than the {limit} a config file "
+                         "can reasonably hold")
+    return path
+
+
 def read_config(path: Path, what: str) -> dict[str, Any]:
     """A JSON object from `path`, or an InputError naming the file."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"{what} {path}: file not found")
-    if path.is_dir():
-        raise InputError(f"{what} {path}: is a directory, expected a config.json file")
+    path = regular_file(path, what, MAX_CONFIG_BYTES)
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError:
         raise InputError(f"{what} {path}: not a text file") from None
     except json.JSONDecodeError as exc:
         raise InputError(f"{what} {path}: malformed JSON at line {exc.lineno} column {exc.colno}: "
                          f"{exc.msg}") from None
+    except RecursionError:
+        raise InputError(f"{what} {path}: JSON nested too deeply to be a config") from None
+    except OSError as exc:
+        raise InputError(f"{what} {path}: cannot be read ({exc.strerror or exc})") from None
     if not isinstance(data, dict):
         raise InputError(f"{what} {path}: expected a JSON object, got {type(data).__name__}")
     return data
 
 
+# Draft steps a replay or forward comparison runs: each is one more full draft pass over every
+# sample (and, in a replay, every wiring), so an unbounded count only burns time.
+MAX_STEPS = 16
+
+
+def check_steps(steps: int, flag: str = "--steps") -> int:
+    if not 1 <= steps <= MAX_STEPS:
+        raise InputError(f"{flag} {steps}: must be 1..{MAX_STEPS} (each step is one more draft pass over "
+                         "every sample; accuracy past a few steps is already small)")
+    return steps
+
+
+def safetensors_shapes(path: Path, what: str) -> dict[str, list[int]]:
+    """Tensor name -> shape of a safetensors file, from its header alone: a truncated or
+    corrupt file is bad input naming the file, not a crash."""
+    from safetensors import safe_open
+
+    path = regular_file(path, what)
+    try:
+        with safe_open(str(path), "pt") as f:
+            return {k: list(f.get_slice(k).get_shape()) for k in f.keys()}
+    except Exception as exc:  # noqa: BLE001 - the library raises its own error types
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise InputError(f"{what} {path}: not a readable safetensors file ({first})") from None
+
+
 def target_layers(config: dict[str, Any], path: Path) -> int:
-    """N, the target's decoder-layer count, or an InputError saying why it is missing."""
+    """N, the target's decoder-layer count, or an InputError saying why it is unusable."""
     n = config.get("num_hidden_layers")
     if n is None:
         hint = (" (it has a text_config: pass the text model's config)" if "text_config" in config else "")
         raise InputError(f"target config {path}: no num_hidden_layers{hint}")
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise InputError(f"target config {path}: num_hidden_layers is {n!r}, expected a positive integer")
+    if n > MAX_LAYERS:
+        raise InputError(f"target config {path}: num_hidden_layers is {n}; parity builds a model of the "
+                         f"target's depth and refuses more than {MAX_LAYERS} layers")
     return n
+
+
+def target_architecture(config: dict[str, Any], path: Path) -> str:
+    """The first of `architectures`, checked to be a list of class names."""
+    archs = config.get("architectures")
+    if archs is None or archs == []:
+        raise InputError(f"target config {path}: no architectures list (e.g. [\"LlamaForCausalLM\"])")
+    if isinstance(archs, str):
+        raise InputError(f"target config {path}: architectures is the string {archs[:80]!r}; expected a "
+                         f"list such as [{json.dumps(archs[:80])}]")
+    if not isinstance(archs, list) or not all(isinstance(a, str) and a.isidentifier() for a in archs):
+        raise InputError(f"target config {path}: architectures is {_short(archs)}; expected a list of "
+                         "model class names such as [\"LlamaForCausalLM\"]")
+    return archs[0]
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=True)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def read_target(path: Path):
+    """(the config dict, its TargetModel), every field checked: one-line InputError otherwise."""
+    from pydantic import ValidationError
+
+    from .contract import TargetModel
+
+    path = Path(path)
+    cfg = read_config(path, "target config")
+    target_layers(cfg, path)
+    target_architecture(cfg, path)
+    try:
+        return cfg, TargetModel.from_hf_config(cfg)
+    except ValidationError as exc:
+        raise InputError(f"target config {path}: {one_line(exc)}") from None
 
 
 def target_model(path: Path):
     """The TargetModel a target config.json describes (one-line InputError when it cannot)."""
-    from .contract import TargetModel
+    return read_target(path)[1]
 
-    cfg = read_config(Path(path), "target config")
-    target_layers(cfg, Path(path))
-    return TargetModel.from_hf_config(cfg)
+
+def one_line(exc) -> str:
+    """A pydantic ValidationError as one line: where and what, for the first error."""
+    first = exc.errors()[0]
+    where = ".".join(str(x) for x in first.get("loc", ())) or "value"
+    return f"{where}: {first.get('msg', 'invalid')} (got {_short(first.get('input'))})"
 
 
 def check_inputs(target_config: Path, draft_dir: Path, training=None) -> None:
     """What `parity check` refuses: impossible ids, and (given the TrainingContract) widths
     that cannot fit. The draft config is read as the engine will read it."""
-    cfg = read_config(target_config, "target config")
-    n = target_layers(cfg, target_config)
-    if not (cfg.get("architectures") or []):
-        raise InputError(f"target config {target_config}: no architectures list")
+    cfg, target = read_target(target_config)
+    n = target.num_hidden_layers
     draft_dir = Path(draft_dir)
     if not draft_dir.is_dir():
         raise InputError(f"draft {draft_dir}: not a directory")

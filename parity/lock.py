@@ -10,14 +10,17 @@ contract must equal it too (an SGLang bump that changes the capture fails here).
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .contract import TrainingContract, diff, parse_taps
 from .contract.diff import ContractDiff
 from .gate import CheckResult, Difference, check
-from .inputs import InputError, read_config, target_model
+from .inputs import InputError, one_line, read_config, target_model
 
 LOCK_VERSION = 1
 
@@ -27,13 +30,37 @@ class Lock(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    parity_lock: int = Field(LOCK_VERSION, description="Lock format version.")
+    parity_lock: int = Field(LOCK_VERSION, description="Lock format version: this parity reads "
+                             f"format {LOCK_VERSION} only.")
     name: str = Field(description="A name for the draft/target pair.")
     target_config: str = Field(description="The target's config.json, relative to this file.")
     draft: str = Field(description="The draft directory as it is served, relative to this file.")
-    dump_layout: list[str] = Field(description="Which state each dumped slot holds.")
-    engine: str = Field("sglang", description="The serving engine checked against.")
+    dump_layout: list[str] = Field(min_length=2, description="Which state each dumped slot holds "
+                                   "(canonical names; the fc input and the loss target).")
+    engine: Literal["sglang"] = Field("sglang", description="The serving engine checked against: "
+                                      "the engines this parity can check.")
     training: TrainingContract = Field(description="The training contract when the lock was written.")
+
+    @field_validator("parity_lock")
+    @classmethod
+    def _known_format(cls, v: int) -> int:
+        if v > LOCK_VERSION:
+            raise ValueError(f"format {v} was written by a newer parity; this one reads format "
+                             f"{LOCK_VERSION}: upgrade parity")
+        if v < 1:
+            raise ValueError(f"format {v} does not exist (formats start at 1)")
+        if v != LOCK_VERSION:
+            raise ValueError(f"format {v} is not format {LOCK_VERSION}: re-lock with `parity lock --update`")
+        return v
+
+    @field_validator("dump_layout")
+    @classmethod
+    def _canonical_names(cls, v: list[str]) -> list[str]:
+        try:
+            parse_taps(",".join(v))
+        except ValueError as exc:  # pydantic's own errors are nested: keep the first line
+            raise ValueError(f"{v}: {str(exc).strip().splitlines()[0]}") from None
+        return v
 
     def resolve(self, base: Path, rel: str) -> Path:
         return (base / rel).resolve()
@@ -47,20 +74,54 @@ def extract_for_lock(target_config: Path, draft: Path, layout: list[str],
                             draft_dir=draft, speculators_version=speculators_version, **probe)
 
 
-def write_lock(path: Path, name: str, target_config: Path, draft: Path, layout: list[str]) -> Lock:
+def lock_destination(path: Path, target_config: Path, draft: Path) -> Path:
+    """Where a lock may be written: a file path (not a directory), never one of the inputs."""
     path = Path(path)
+    if path.is_dir():
+        raise InputError(f"lock file {path}: is a directory; give a file path such as {path}/NAME.json")
+    if path.exists() and not path.is_file():
+        raise InputError(f"lock file {path}: exists and is not a regular file")
+    out = path.resolve()
+    if out == Path(target_config).resolve() or Path(draft).resolve() in out.parents:
+        raise InputError(f"lock file {path}: is one of the inputs (the target config or inside the "
+                         "draft); write the lock elsewhere, e.g. contracts/NAME.json")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InputError(f"lock file {path}: {parent} is a file, not a directory")
+            break
+    return path
+
+
+def write_lock(path: Path, name: str, target_config: Path, draft: Path, layout: list[str]) -> Lock:
+    path = lock_destination(path, target_config, draft)
     base = path.parent.resolve()
     training = extract_for_lock(target_config, draft, layout)
     lock = Lock(name=name, target_config=_rel(target_config, base), draft=_rel(draft, base),
                 dump_layout=layout, training=training)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(lock.model_dump_json(indent=2) + "\n")
+    write_atomically(path, lock.model_dump_json(indent=2) + "\n")
     return lock
 
 
-def _rel(p: Path, base: Path) -> str:
-    import os
+def write_atomically(path: Path, text: str) -> None:
+    """Write beside `path`, then rename over it: an interruption or a full disk leaves the old
+    file (or none), never half a lock; any OSError is bad input naming the path."""
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as exc:
+        raise InputError(f"lock file {path}: cannot be written ({exc.strerror or exc})") from None
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
 
+
+def _rel(p: Path, base: Path) -> str:
     return os.path.relpath(Path(p).resolve(), base)
 
 
@@ -68,9 +129,8 @@ def read_lock(path: Path) -> Lock:
     data = read_config(Path(path), "locked contract")
     try:
         return Lock.model_validate(data)
-    except Exception as exc:
-        first = str(exc).splitlines()
-        raise InputError(f"locked contract {path}: not a parity lock ({' '.join(first[:3])})") from None
+    except ValidationError as exc:
+        raise InputError(f"locked contract {path}: not a lock this parity can check: {one_line(exc)}") from None
 
 
 def training_drift(locked: TrainingContract, fresh: TrainingContract) -> ContractDiff:

@@ -105,7 +105,7 @@ class Verdict:
     """One serving release against one training contract (a speculators release, or the lock)."""
 
     against: str  # "speculators 0.9.0" or "lock"
-    verdict: str  # parity | drift | error
+    verdict: str  # parity | drift | unservable | error
     differences: list[str] = field(default_factory=list)
     fix: list[int] | None = None
     fix_verified: bool = False
@@ -229,15 +229,16 @@ def _serving_error(release: Release, result=None, exc: BaseException | None = No
 
 def _verdict(result, training: TrainingContract, against: str) -> Verdict:
     """The gate's decision for `training` from a check run against an equivalent contract."""
-    from .gate import _differences
+    from .gate import decide
 
-    d = diff(training, result.serving)
-    diffs = _differences(d, training, result.serving)
+    verdict, _, diffs, unservable = decide(training, result.serving)
     s = result.suggestion
-    return Verdict(against=against, verdict="parity" if not diffs else "drift",
-                   differences=[x.message for x in diffs],
-                   fix=list(s.eagle_aux_hidden_state_layer_ids) if s and diffs else None,
-                   fix_verified=bool(s and s.verified), unfixable=result.unfixable if diffs else None)
+    bad = verdict != "parity"
+    return Verdict(against=against, verdict=verdict,
+                   differences=[unservable] if unservable else [x.message for x in diffs],
+                   fix=list(s.eagle_aux_hidden_state_layer_ids) if s and bad else None,
+                   fix_verified=bool(s and s.verified),
+                   unfixable=(unservable or result.unfixable) if bad else None)
 
 
 def build_matrix(target_config: Path | str, draft: Path | str, dump_layout: list[str] | None = None, *,

@@ -53,13 +53,42 @@ def render_contract(c: Contract) -> str:
     return "\n".join(lines)
 
 
+def _unservable(result, target_path: str, draft_path: str) -> list[str]:
+    """The reason first, what training expects, then advice that export itself has checked."""
+    t, s = result.training, result.serving
+    lines = [f"  reason    {result.unservable}", "",
+             f"  training  speculators {t.provenance.version}: fc input "
+             f"[{', '.join(x.name for x in t.fc_input)}], loss target {t.target.name}"]
+    if result.notes:
+        lines += ["", "  Notes:"] + [f"  - {note}" for note in result.notes]
+    lines.append("")
+    ex = result.export
+    draft = draft_path or "DRAFT"
+    if ex is None:
+        lines.append(f"  The draft must be given in a form sglang {s.provenance.version} loads (an SGLang-format "
+                     "config.json); then run parity check again.")
+    elif ex.exportable:
+        lines.append(f"  ADVICE: `parity export --engine sglang {draft} OUT --target-config "
+                     f"{target_path or 'T'} --dump-layout {','.join(x.name for x in t.dump_layout)}` writes "
+                     f"it in SGLang's format with eagle_aux_hidden_state_layer_ids "
+                     f"{ex.eagle_aux_hidden_state_layer_ids}")
+        lines.append(f"          (checked by export's own gate: sglang {s.provenance.version} then feeds "
+                     f"[{', '.join(x or '-' for x in ex.serving_fc_input)}], the training contract)")
+    else:
+        lines.append(f"  `parity export` cannot help either: {ex.reason}")
+    return lines
+
+
 def render_check(result, target_path: str = "", draft_path: str = "") -> str:
     """The gate's report: verdict, slot table, other differences, provenance, the fix."""
     t, s = result.training, result.serving
     n = t.target_model.num_hidden_layers
     head = {"parity": "PARITY: the draft will be fed exactly what it was trained on.",
-            "drift": "DRIFT: the draft will be fed different hidden states than it was trained on."}
+            "drift": "DRIFT: the draft will be fed different hidden states than it was trained on.",
+            "unservable": f"UNSERVABLE: sglang {s.provenance.version} cannot serve this draft as written."}
     lines = [f"parity check: {head[result.verdict]}", ""]
+    if result.verdict == "unservable":
+        return "\n".join(lines + _unservable(result, target_path, draft_path))
     lines.append(f"  target    {t.target_model.architecture}, {n} decoder layers"
                  + (f"  ({target_path})" if target_path else ""))
     lines.append(f"  training  speculators {t.provenance.version}: {t.provenance.code_path}")

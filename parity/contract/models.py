@@ -41,6 +41,9 @@ class _Frozen(BaseModel):
 class TargetModel(_Frozen):
     """The target (verifier) model the hidden states come from."""
 
+    # strict: a config's "hidden_size": "4096" is a broken config, not a width to coerce
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
     architecture: str = Field(description="HF architecture class name, e.g. 'DeepseekV3ForCausalLM'.")
     model_type: str | None = Field(default=None, description="HF config model_type, e.g. 'deepseek_v3'.")
     num_hidden_layers: int = Field(ge=1, description="N: number of decoder layers; valid taps are h0..hN and final.")
@@ -116,6 +119,12 @@ class Contract(_Frozen):
         default="unknown", description="Whose token embedding the draft's first layer uses.")
     provenance: Provenance = Field(description="Installed code this contract was derived from.")
     findings: tuple[Finding, ...] = Field(default=(), description="Everything noticed on the way, in order.")
+
+    @property
+    def has_errors(self) -> bool:
+        """An error finding: the contract could not be fully derived, or the side will not be
+        fed what its config asks (a draft the engine cannot load, a slot it never captures)."""
+        return any(f.severity == "error" for f in self.findings)
 
     @field_validator("fc_input")
     @classmethod

@@ -15,9 +15,6 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import torch
-from safetensors.torch import load_file, save_file
-
 from ..contract.tap import Tap
 from ..export import sglang_config
 from ..fixtures import DraftRecipe, speculators_draft
@@ -101,6 +98,8 @@ def served_copy(draft_dir: Path, out: Path, *, ids: list[int] | None = None, dro
     (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     for f in Path(draft_dir).glob("*.safetensors"):
         if drop:
+            from safetensors.torch import load_file, save_file
+
             tensors = {k: v for k, v in load_file(str(f)).items() if k.split(".")[-1] not in drop}
             save_file(tensors, str(out / f.name))
         else:
@@ -208,5 +207,7 @@ def given_case(draft_dir: Path, dump_layout: list[str] | None, served_dir: Path 
 
 
 def seeded_tokens(vocab: int, length: int, seed: int) -> list[int]:
+    import torch
+
     gen = torch.Generator().manual_seed(seed + 1)
     return torch.randint(0, vocab, (length,), generator=gen).tolist()

@@ -53,6 +53,12 @@ def run_forward(args) -> int:
     from .report import render_forward, render_summary
     from .run import forward_parity
 
+    from ..inputs import check_steps
+
+    check_steps(args.steps)
+    if args.seq_len > 4096:
+        raise InputError(f"--seq-len {args.seq_len}: at most 4096 tokens (the comparison runs every "
+                         "stage on every token; a few dozen already cover the path)")
     if args.steps < 1 or args.seq_len < args.steps + 2:
         raise InputError(f"--steps {args.steps} / --seq-len {args.seq_len}: need steps >= 1 and "
                          "seq-len >= steps + 2")

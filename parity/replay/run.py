@@ -20,11 +20,9 @@ import time
 from math import perm
 from pathlib import Path
 
-from safetensors import safe_open
-
 from ..contract.tap import Tap
 from ..envs import find_env, run_module
-from ..inputs import InputError, read_config, target_model
+from ..inputs import InputError, check_steps, read_config, safetensors_shapes, target_model
 from .result import AMBIGUOUS_POINTS, ReplayResult, WiringScore
 from .wiring import missing_taps, reorderings, search_space, slots_of
 
@@ -49,10 +47,10 @@ def read_speculators_draft(draft: Path) -> dict:
 
 def fc_slots_of_weights(draft: Path, hidden: int) -> int:
     """k, the states the draft's fc reads: its in-features / H, from the checkpoint header."""
-    with safe_open(str(draft / "model.safetensors"), "pt") as f:
-        if "fc.weight" not in f.keys():
-            raise InputError(f"draft {draft}: model.safetensors has no fc.weight (not an EAGLE-3 draft)")
-        out_features, in_features = f.get_slice("fc.weight").get_shape()
+    shapes = safetensors_shapes(draft / "model.safetensors", "draft weights")
+    if "fc.weight" not in shapes:
+        raise InputError(f"draft {draft}: model.safetensors has no fc.weight (not an EAGLE-3 draft)")
+    out_features, in_features = shapes["fc.weight"]
     if in_features % hidden:
         raise InputError(f"draft {draft}: fc.weight takes {in_features} features, not a multiple of the "
                          f"target hidden size {hidden}")
@@ -87,13 +85,20 @@ def dump_shape(data: Path) -> tuple[int, int, int]:
     if not files:
         raise InputError(f"data {data}: no hidden_states/hs_*.safetensors: the hidden-state dumps are "
                          "missing (generate them, or point --data at the directory that holds them)")
-    with safe_open(str(files[0]), "pt") as f:
-        if "hidden_states" not in f.keys():
-            raise InputError(f"dump {files[0]}: no 'hidden_states' tensor (has {sorted(f.keys())})")
-        shape = f.get_slice("hidden_states").get_shape()
-    if len(shape) != 3:
-        raise InputError(f"dump {files[0]}: hidden_states has shape {shape}, expected [T, L, H]")
-    return len(files), shape[1], shape[2]
+    widths = set()
+    for file in files:  # headers only: a truncated or foreign dump is refused before anything runs
+        shapes = safetensors_shapes(file, "dump")
+        shape = shapes.get("hidden_states")
+        if shape is None:
+            raise InputError(f"dump {file}: no 'hidden_states' tensor (has {sorted(shapes)})")
+        if len(shape) != 3:
+            raise InputError(f"dump {file}: hidden_states has shape {shape}, expected [T, L, H]")
+        widths.add(tuple(shape[1:]))
+        if len(widths) > 1:
+            raise InputError(f"dump {file}: hidden_states is [T, {shape[1]}, {shape[2]}], other dumps in "
+                             f"{data} are [T, {widths.pop()[0]}, ...]: not one dataset")
+    num_slots, hidden = widths.pop()
+    return len(files), num_slots, hidden
 
 
 # -- 3. the served form ---------------------------------------------------------------------
@@ -144,8 +149,9 @@ def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_conf
     started = time.perf_counter()
     wall: dict[str, float] = {}
     draft, data = Path(draft), Path(data)
-    if steps < 1 or (samples is not None and samples < 1):
-        raise InputError(f"--steps {steps} / --samples {samples}: both must be at least 1")
+    check_steps(steps)
+    if samples is not None and samples < 1:
+        raise InputError(f"--samples {samples}: must be at least 1")
     spec = read_speculators_draft(draft)
     verifier = resolve_verifier(draft, spec, verifier)
     target_config = Path(target_config) if target_config else verifier / "config.json"

@@ -14,7 +14,7 @@ from typing import Any
 
 from ...contract import Finding, GraphFlags, Provenance, ServingContract, TargetModel, Tap, VocabMapping
 from ...envs import EnvError, display_python, find_env, run_module
-from ...inputs import InputError, read_config, target_layers
+from ...inputs import InputError, read_config, read_target
 
 
 class ServingExtractionError(RuntimeError):
@@ -69,15 +69,57 @@ def extract_serving(target_config_path: Path | str, draft_dir: Path | str,
     return probe_serving(target_config_path, draft_dir, sglang_version, probe=probe)[0]
 
 
+def _models_dir(sglang_version: str | None) -> Path | None:
+    """The installed SGLang's model-code folder (sglang/srt/models), found without importing it."""
+    import importlib.util
+
+    if sglang_version is None:
+        spec = importlib.util.find_spec("sglang")
+        roots = [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
+    else:
+        roots = sorted(find_env("sglang", sglang_version).path.glob("lib/python*/site-packages/sglang"))
+    return next((r / "srt" / "models" for r in roots if (r / "srt" / "models").is_dir()), None)
+
+
+_CLASSES: dict[Path, frozenset[str]] = {}
+
+
+def engine_model_classes(sglang_version: str | None = None) -> frozenset[str] | None:
+    """Every class the installed SGLang's model code defines (read from its source, in about
+    half a second); None when the folder cannot be found (then the probe decides)."""
+    import re
+
+    folder = _models_dir(sglang_version)
+    if folder is None:
+        return None
+    if folder not in _CLASSES:
+        names: set[str] = set()
+        for f in folder.rglob("*.py"):
+            names.update(re.findall(r"^class (\w+)\(", f.read_text(errors="ignore"), re.M))
+        _CLASSES[folder] = frozenset(names)
+    return _CLASSES[folder]
+
+
+def preflight(target_config_path: Path | str, sglang_version: str | None = None) -> None:
+    """Refuse, before any extraction starts, a target architecture the installed SGLang has no
+    model class for (the probe would only find that out after seconds of imports)."""
+    config, target = read_target(Path(target_config_path))
+    try:
+        classes = engine_model_classes(sglang_version)
+    except EnvError:
+        return  # the missing environment is reported, with its remedy, by the extraction itself
+    if classes is not None and target.architecture not in classes:
+        raise InputError(f"target config {target_config_path}: architecture {target.architecture} is not "
+                         f"supported: the installed sglang defines no model class of that name")
+
+
 def probe_serving(target_config_path: Path | str, draft_dir: Path | str,
                   sglang_version: str | None = None, probe: str = PROBE,
                   candidates: list[list[int]] | None = None) -> tuple[ServingContract, list[dict]]:
     """The serving contract, plus what the engine would capture for each candidate id list
     (each {"ids", "fc_input": [names or None], "error"}), from one engine process."""
-    target_config = read_config(Path(target_config_path), "target config")
-    target_layers(target_config, Path(target_config_path))
-    if not (target_config.get("architectures") or []):
-        raise InputError(f"target config {target_config_path}: no architectures list")
+    target_config, _ = read_target(Path(target_config_path))
+    preflight(target_config_path, sglang_version)
     draft_dir = Path(draft_dir)
     if not draft_dir.is_dir():
         raise InputError(f"draft {draft_dir}: not a directory")
@@ -93,4 +135,4 @@ def probe_serving(target_config_path: Path | str, draft_dir: Path | str,
     return to_contract(reply, target_config), reply.get("candidates", [])
 
 
-__all__ = ["ServingExtractionError", "extract_serving", "probe_serving", "run_probe", "to_contract"]
+__all__ = ["ServingExtractionError", "extract_serving", "preflight", "probe_serving", "run_probe", "to_contract"]

@@ -178,6 +178,11 @@ def width_findings(layout: list[Tap], fc_slots: list[int], draft: DraftConfig | 
 def draft_layout_findings(draft: DraftConfig | None, layout: list[Tap], source: str, n: int) -> list[Finding]:
     if draft is None or source == "draft_config" or draft.ids is None:
         return []
+    if not draft.speculators_format:
+        # Ids in an engine-format config (eagle_config) are in the engine's own numbering: what
+        # they feed is the serving contract, compared slot by slot; never read them as
+        # speculators' data-generation ids.
+        return []
     try:
         implied = to_taps(DEFAULT_CONVENTION, list(draft.ids), n)
     except ConventionError as exc:

@@ -1,0 +1,308 @@
+"""The CLI's promises (issue 12): honest verdicts, exit 2 with one line on bad input, exit 130
+on Ctrl-C, no hangs on special files, lock files checked before they are trusted.
+
+Each test is named after the promise it keeps; each failed on the code before the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from parity import cli
+from parity.fixtures import DraftRecipe, speculators_draft
+
+from .helpers import DEEPSEEK, LLAMA, ROOT, sglang_draft
+
+TINY = str(ROOT / "fixtures" / "targets" / "tiny-llama-32l" / "config.json")
+KIMI_LOCK = ROOT / "contracts" / "kimi-k2.5-eagle3.json"
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    rc = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def one_line_exit_2(rc: int, out: str, err: str) -> None:
+    assert rc == 2, (rc, out, err)
+    assert len(err.strip().splitlines()) == 1 and err.startswith("parity: "), err
+    assert "Traceback" not in out + err
+
+
+def parity_subprocess(*argv, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "parity", *map(str, argv)], capture_output=True,
+                          text=True, timeout=timeout, cwd=ROOT, **kw)
+
+
+# -- 1. verdicts a CI job can trust -----------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_contract_serving_exits_1_when_a_slot_is_never_captured(tmp_path, capsys):
+    draft = sglang_draft(tmp_path / "d", ids=[1, 15, 40])  # a deeper target's ids on a 32-layer one
+    rc, out, err = run(capsys, "contract", "serving", "--target-config", LLAMA, "--draft", draft, "--json")
+    data = json.loads(out)
+    assert rc == 1, err
+    assert "not_captured" in [f["kind"] for f in data["findings"]]
+
+
+@pytest.mark.slow
+def test_contract_serving_exits_1_on_a_draft_the_engine_cannot_load(capsys):
+    draft = speculators_draft(DraftRecipe())
+    capsys.readouterr()
+    rc, out, err = run(capsys, "contract", "serving", "--target-config", TINY, "--draft", draft, "--json")
+    assert rc == 1, err
+    assert "draft_unloadable" in [f["kind"] for f in json.loads(out)["findings"]]
+
+
+@pytest.mark.slow
+def test_contract_serving_exits_0_on_a_servable_draft(tmp_path, capsys):
+    rc, out, err = run(capsys, "contract", "serving", "--target-config", LLAMA,
+                       "--draft", sglang_draft(tmp_path / "d", ids=[1, 15, 28]))
+    assert rc == 0, err
+
+
+# -- 2. a draft the engine cannot load is 'unservable', and the advice is export's own ---------
+
+
+@pytest.mark.slow
+def test_unservable_verdict_gives_the_reason_first_and_export_checked_advice(capsys):
+    draft = speculators_draft(DraftRecipe())
+    capsys.readouterr()
+    args = ["check", "--target-config", TINY, "--draft", draft, "--dump-layout", "h2,h16,h29,h32"]
+    rc, out, _ = run(capsys, *args, "--json")
+    data = json.loads(out)
+    assert rc == 1 and data["verdict"] == "unservable"
+    assert "cannot load" in data["unservable"]
+    assert data["suggestion"] is None  # no 'write these ids into the speculators config'
+    assert data["export"] == {"exportable": True, "eagle_aux_hidden_state_layer_ids": [1, 15, 28],
+                              "serving_fc_input": ["h2", "h16", "h29"], "reason": None}
+    rc, out, _ = run(capsys, *args, "--no-verify")
+    lines = out.splitlines()
+    assert rc == 1 and lines[0].startswith("parity check: UNSERVABLE")
+    assert lines[2].strip().startswith("reason") and "MISMATCH" not in out
+
+
+@pytest.mark.slow
+def test_unservable_advice_never_suggests_an_export_that_export_refuses(capsys):
+    draft = speculators_draft(DraftRecipe(norm_before_residual=True))  # a flag SGLang drops
+    capsys.readouterr()
+    rc, out, _ = run(capsys, "check", "--target-config", TINY, "--draft", draft,
+                     "--dump-layout", "h2,h16,h29,h32", "--json")
+    data = json.loads(out)
+    assert rc == 1 and data["verdict"] == "unservable"
+    assert data["export"]["exportable"] is False and "norm_before_residual" in data["export"]["reason"]
+    assert "parity-export-" not in out  # never an internal temp path
+
+
+# -- 5. notes speak the config's own convention ----------------------------------------------
+
+
+@pytest.mark.slow
+def test_notes_on_engine_format_ids_never_read_them_as_datagen_ids(capsys):
+    rc, out, err = run(capsys, "check", "--target-config", DEEPSEEK,
+                       "--draft", ROOT / "fixtures" / "drafts" / "kimi-k2.5-eagle3-fixed",
+                       "--dump-layout", "h0,h3,h31,h59", "--no-verify")
+    assert rc == 0, out + err
+    assert "PARITY" in out and "data-generation" not in out
+    assert "/tmp/" not in out + err
+
+
+# -- 6. bad input: exit 2 and one line -------------------------------------------------------
+
+
+def _target(tmp_path: Path, **changes) -> Path:
+    cfg = json.loads(LLAMA.read_text())
+    cfg.update(changes)
+    path = tmp_path / "target.json"
+    path.write_text(json.dumps(cfg))
+    return path
+
+
+@pytest.mark.parametrize("case", ["deeply nested JSON", "architectures [123]", "architectures a string",
+                                  "architectures empty", "hidden_size a string"])
+def test_bad_target_config_is_exit_2(tmp_path, capsys, case):
+    if case == "deeply nested JSON":
+        target = tmp_path / "target.json"
+        target.write_text("[" * 100_000 + "]" * 100_000)
+    else:
+        changes = {"architectures [123]": {"architectures": [123]},
+                   "architectures a string": {"architectures": "LlamaForCausalLM"},
+                   "architectures empty": {"architectures": []},
+                   "hidden_size a string": {"hidden_size": "4096"}}[case]
+        target = _target(tmp_path, **changes)
+    rc, out, err = run(capsys, "contract", "training", "--target-config", target, "--dump-layout", "h1,h2,h3")
+    one_line_exit_2(rc, out, err)
+
+
+def _lock(tmp_path: Path, **changes) -> Path:
+    data = json.loads(KIMI_LOCK.read_text())
+    data.update(changes)
+    for key in ("target_config", "draft"):
+        data[key] = str((KIMI_LOCK.parent / data[key]).resolve())
+    path = tmp_path / "lock.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize("layout", [["h0", "hx", "h31", "h59"], [], ["h0.delta", "h3"]])
+def test_lock_with_a_bad_dump_layout_is_exit_2(tmp_path, capsys, layout):
+    rc, out, err = run(capsys, "check", "--contract", _lock(tmp_path, dump_layout=layout))
+    one_line_exit_2(rc, out, err)
+
+
+def test_lock_with_a_bad_dump_layout_fails_the_plugin_item_with_one_reason(tmp_path):
+    _lock(tmp_path, dump_layout=["h0", "hx"])
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-m", "parity", "-p", "no:cacheprovider",
+                           "--parity-contracts", str(tmp_path), str(tmp_path)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    assert "parity could not check this pair" in proc.stdout and "Traceback" not in proc.stdout
+
+
+@pytest.mark.parametrize("where", ["a directory", "under a file", "a read-only place", "the target config"])
+def test_lock_onto_an_impossible_place_is_exit_2(tmp_path, capsys, where):
+    (tmp_path / "file").write_text("x")
+    target = _target(tmp_path)
+    out_path = {"a directory": tmp_path, "under a file": tmp_path / "file" / "lock.json",
+                "a read-only place": Path("/sys/parity-lock.json"), "the target config": target}[where]
+    before = target.read_bytes()
+    rc, out, err = run(capsys, "lock", out_path, "--target-config", target,
+                       "--draft", sglang_draft(tmp_path / "d", ids=[1, 15, 28]),
+                       "--dump-layout", "h2,h16,h29,h32", "--update")
+    one_line_exit_2(rc, out, err)
+    assert target.read_bytes() == before
+
+
+def test_lock_onto_a_full_disk_is_exit_2_and_leaves_nothing(tmp_path):
+    """A real ENOSPC-like failure: the writer runs under a 100-byte file-size limit."""
+    code = ("import resource, signal, sys; from pathlib import Path\n"
+            "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+            "resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))\n"
+            "from parity.lock import write_atomically\n"
+            "from parity.inputs import InputError\n"
+            "try:\n    write_atomically(Path(sys.argv[1]), 'x' * 10000)\n"
+            "except InputError as exc:\n    print('InputError:', exc)\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "lock.json")], capture_output=True,
+                          text=True, cwd=ROOT, timeout=60)
+    assert proc.stdout.startswith("InputError: lock file") and "cannot be written" in proc.stdout, proc
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("what", ["truncated dump", "random dump", "random draft weights"])
+def test_replay_with_corrupt_safetensors_is_exit_2(tmp_path, capsys, what):
+    import shutil
+
+    src = ROOT / "fixtures" / "replay"
+    draft, data = tmp_path / "draft", tmp_path / "data"
+    shutil.copytree(src / "draft", draft)
+    shutil.copytree(src / "data", data)
+    victim = {"truncated dump": data / "hidden_states" / "hs_3.safetensors",
+              "random dump": data / "hidden_states" / "hs_0.safetensors",
+              "random draft weights": draft / "model.safetensors"}[what]
+    if what == "truncated dump":
+        victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 2])
+    else:
+        victim.write_bytes(os.urandom(4096))
+    rc, out, err = run(capsys, "replay", "--draft", draft, "--data", data, "--verifier", src / "target",
+                       "--dump-layout", "h0,h2,h5,h7")
+    one_line_exit_2(rc, out, err)
+    assert victim.name in err
+
+
+# -- 7. Ctrl-C: exit 130, no traceback ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("after", [0.3, 1.5, 6.0])
+def test_sigint_exits_130_without_a_traceback(tmp_path, after):
+    proc = subprocess.Popen([sys.executable, "-m", "parity", "check", "--target-config", DEEPSEEK,
+                             "--draft", ROOT / "fixtures" / "drafts" / "kimi-k2.5-eagle3",
+                             "--dump-layout", "h0,h3,h31,h59"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(after)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (proc.returncode, err[-2000:])
+    assert "Traceback" not in out + err
+
+
+# -- 8. no hangs, no runaway memory ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("what", ["a FIFO", "/dev/zero"])
+def test_special_files_are_refused_not_read(tmp_path, what):
+    if what == "a FIFO":
+        target = tmp_path / "config.json"
+        os.mkfifo(target)
+    else:
+        target = Path("/dev/zero")
+    proc = parity_subprocess("contract", "training", "--target-config", target, "--dump-layout", "h1,h2",
+                             timeout=60)
+    assert proc.returncode == 2 and "not a regular file" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_an_oversized_config_is_refused(tmp_path, capsys):
+    target = tmp_path / "config.json"
+    with target.open("wb") as f:
+        f.truncate(64 * 1024 * 1024)  # sparse: 64 MiB of nothing
+    rc, out, err = run(capsys, "contract", "training", "--target-config", target, "--dump-layout", "h1,h2")
+    one_line_exit_2(rc, out, err)
+
+
+@pytest.mark.parametrize("n", [18446744073709551616, 5000])
+def test_an_absurd_layer_count_is_refused_before_any_model_is_built(tmp_path, capsys, n):
+    rc, out, err = run(capsys, "contract", "training", "--target-config", _target(tmp_path, num_hidden_layers=n),
+                       "--dump-layout", "h1,h2")
+    one_line_exit_2(rc, out, err)
+    assert "num_hidden_layers" in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["replay", "--draft", "fixtures/replay/draft", "--data", "fixtures/replay/data", "--steps", "1000"],
+    ["forward", "--fixture", "llama-8l", "--steps", "1000"],
+    ["forward", "--fixture", "llama-8l", "--seq-len", "100000000"],
+])
+def test_unbounded_work_is_refused_with_the_reason(capsys, argv):
+    t0 = time.perf_counter()
+    rc, out, err = run(capsys, *argv)
+    one_line_exit_2(rc, out, err)
+    assert time.perf_counter() - t0 < 10
+
+
+def test_an_unknown_architecture_is_refused_before_any_extraction(tmp_path, capsys):
+    target = _target(tmp_path, architectures=["FooForCausalLM"], model_type="foo")
+    t0 = time.perf_counter()
+    rc, out, err = run(capsys, "check", "--target-config", target,
+                       "--draft", sglang_draft(tmp_path / "d", ids=[1, 15, 28]), "--dump-layout", "h2,h16,h29,h32")
+    one_line_exit_2(rc, out, err)
+    assert "FooForCausalLM" in err and "not supported" in err
+    assert time.perf_counter() - t0 < 5  # was 30-51 s: two extractions ran first
+
+
+# -- 9. lock files ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("changes,says", [
+    ({"parity_lock": 999}, "newer parity"),
+    ({"parity_lock": -5}, "does not exist"),
+    ({"engine": "vllm"}, "engine"),
+])
+def test_a_lock_this_parity_cannot_check_is_exit_2(tmp_path, capsys, changes, says):
+    rc, out, err = run(capsys, "check", "--contract", _lock(tmp_path, **changes))
+    one_line_exit_2(rc, out, err)
+    assert says in err
+
+
+def test_conflicting_flags_with_a_lock_are_exit_2(capsys):
+    rc, out, err = run(capsys, "check", "--contract", KIMI_LOCK, "--target-config", LLAMA)
+    one_line_exit_2(rc, out, err)
+    assert "--target-config" in err
