@@ -209,7 +209,24 @@ def test_can_i_deploy_bad_input_exits_2(capsys):
     assert cli.main(["can-i-deploy", "--sglang", "0.5.23", "--speculators", "0.9.0"]) == 2
     assert cli.main(["can-i-deploy", "--sglang", "9.9", "--speculators", "0.9.0", "--target-config",
                      str(TARGET), "--draft", str(DRAFT), "--dump-layout", "h0,h3,h31,h59"]) == 2
-    assert "cannot tell" in capsys.readouterr().out
+    assert "cannot tell" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_can_i_deploy_error_goes_to_stderr(capsys, as_json):
+    """"cannot tell" is an error: one `parity: ...` line on stderr, exit 2; stdout keeps only
+    the --json answer."""
+    rc = cli.main(["can-i-deploy", "--sglang", "9.9", "--speculators", "0.1.0", "--target-config",
+                   str(TARGET), "--draft", str(DRAFT), "--dump-layout", ",".join(LAYOUT)]
+                  + (["--json"] if as_json else []))
+    out, err = capsys.readouterr()
+    assert rc == 2, (out, err)
+    assert err.startswith("parity: cannot tell: ") and err.count("\n") == 1, err
+    assert "speculators 0.1.0" in err
+    if as_json:
+        assert json.loads(out)["deploy"] is None
+    else:
+        assert out == ""
 
 
 # -- the stopping runner (no engine) --------------------------------------------------------------
