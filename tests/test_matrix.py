@@ -250,3 +250,17 @@ def test_run_until_after_stops_after_the_statement(a):
         stop_line(_Runner.__init__, "nothing")
     with pytest.raises(CodePathMoved, match=r"requires \['a'\]"):
         run_until_after(_Runner.__init__, "ids", _Runner.__new__(_Runner))
+
+
+def test_matrix_takes_a_lock_alone(capsys):
+    """`parity matrix --contract FILE` (the README's form) crashed with a TypeError before any
+    extraction; undeclared releases keep this one from running any."""
+    lock = ROOT / "contracts" / "kimi-k2.5-eagle3.json"
+    m = build_matrix(contract=lock, sglang=["0.4.0"], speculators=["0.1.0"])
+    assert m.contract == str(lock) and m.dump_layout == LAYOUT and m.draft.endswith("kimi-k2.5-eagle3-fixed")
+    rc = cli.main(["matrix", "--contract", str(lock), "--sglang", "0.4.0", "--speculators", "0.1.0"])
+    out, err = capsys.readouterr()
+    assert rc == 1 and f"lock {lock}" in out and "internal error" not in err, (out, err)
+    from parity.inputs import InputError
+    with pytest.raises(InputError, match="--contract"):
+        build_matrix(dump_layout=LAYOUT)
