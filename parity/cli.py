@@ -171,9 +171,12 @@ def _can_i_deploy(args) -> int:
     a = can_i_deploy(args.sglang, args.speculators, **_matrix_inputs(args), verify=not args.no_verify)
     if args.json:
         print(json.dumps(a.to_json_dict(), indent=2))
-    else:
-        print(a.reason if a.deploy is not None else f"cannot tell: {a.reason}")
-    return EXIT_OK if a.deploy else EXIT_DRIFT if a.deploy is False else EXIT_ERROR
+    if a.deploy is None:  # cannot tell: an error, one line on stderr like every other one
+        print(f"parity: cannot tell: {a.reason}", file=sys.stderr)
+        return EXIT_ERROR
+    if not args.json:
+        print(a.reason)
+    return EXIT_OK if a.deploy else EXIT_DRIFT
 
 
 def _training(args) -> "object":

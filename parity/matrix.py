@@ -241,7 +241,8 @@ def _verdict(result, training: TrainingContract, against: str) -> Verdict:
                    unfixable=(unservable or result.unfixable) if bad else None)
 
 
-def build_matrix(target_config: Path | str, draft: Path | str, dump_layout: list[str] | None = None, *,
+def build_matrix(target_config: Path | str | None = None, draft: Path | str | None = None,
+                 dump_layout: list[str] | None = None, *,
                  contract: Path | str | None = None, sglang: list[str] | None = None,
                  speculators: list[str] | None = None, workers: int | None = None,
                  verify: bool = True, serving_probe: str | None = None,
@@ -261,6 +262,10 @@ def build_matrix(target_config: Path | str, draft: Path | str, dump_layout: list
         base = Path(contract).parent.resolve()
         target_config, draft = lock.resolve(base, lock.target_config), lock.resolve(base, lock.draft)
         dump_layout, locked = list(lock.dump_layout), lock.training
+    if target_config is None or draft is None:
+        from .inputs import InputError
+        raise InputError("the matrix needs the target config and the draft (--target-config/--draft) "
+                         "or a locked contract (--contract)")
     target_config, draft = Path(target_config), Path(draft)
     if not dump_layout:
         from .inputs import InputError

@@ -16,7 +16,7 @@ import pytest
 
 def pytest_addoption(parser):
     group = parser.getgroup("parity", "EAGLE-3 train/serve parity")
-    group.addoption("--parity-contracts", default="contracts", metavar="DIR",
+    group.addoption("--parity-contracts", default=None, metavar="DIR",
                     help="directory of locked contracts to check (default: contracts/)")
     group.addoption("--parity-target", metavar="PATH", help="target config.json for an ad-hoc check")
     group.addoption("--parity-draft", metavar="DIR", help="served draft directory for an ad-hoc check")
@@ -28,6 +28,10 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line("markers", "parity: train/serve parity checks (select with -m parity)")
     config.addinivalue_line("markers", "gpu: needs CUDA; skipped without it")
+    given = config.getoption("parity_contracts")
+    if given is not None and not _contracts_dir(config).is_dir():  # else: zero items, a silent exit 5
+        what = "is not a directory" if _contracts_dir(config).exists() else "does not exist"
+        raise pytest.UsageError(f"--parity-contracts {given}: {_contracts_dir(config)} {what}")
 
 
 class ParityFailure(Exception):
@@ -70,7 +74,7 @@ class LockFile(pytest.File):
 
 
 def _contracts_dir(config) -> Path:
-    return Path(config.rootpath, config.getoption("parity_contracts")).resolve()
+    return Path(config.rootpath, config.getoption("parity_contracts") or "contracts").resolve()
 
 
 def pytest_collect_file(file_path: Path, parent):

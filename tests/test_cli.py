@@ -111,3 +111,25 @@ def test_contract_json_has_the_documented_keys(capsys):
 def test_schema_is_json(capsys):
     rc, out, _ = run(capsys, "schema")
     assert rc == 0 and "TrainingContract" in json.loads(out)["$defs"]
+
+
+@pytest.mark.parametrize("command", ["contract", "check", "matrix", "lock"])
+def test_bad_tap_name_names_the_accepted_forms(tmp_path, capsys, command):
+    """`--dump-layout h3,h0.delta,...`: one line naming the bad name, why it is bad (h0 has no
+    delta), and the accepted forms (not pydantic's "1 validation error for Tap")."""
+    name = "h0.delta"
+    layout = f"h3,{name},h31,h59"
+    args = {"contract": ["contract", "training", "--target-config", str(DEEPSEEK)],
+            "check": ["check", "--target-config", str(DEEPSEEK), "--draft", KIMI],
+            "matrix": ["matrix", "--target-config", str(DEEPSEEK), "--draft", KIMI],
+            "lock": ["lock", str(tmp_path / "x.json"), "--target-config", str(DEEPSEEK), "--draft", KIMI],
+            }[command] + ["--dump-layout", layout]
+    rc, out, err = run(capsys, *args)
+    assert rc == 2, (out, err)
+    assert len(err.strip().splitlines()) == 1 and err.startswith("parity: --dump-layout"), err
+    assert "validation error" not in err
+    assert repr(name) in err
+    for form in ("h<K>", "h<K>.delta", "h<K>.normed", "h<K>.ln", "final"):
+        assert form in err, err
+    assert "h0 (the embedding) has no layer update" in err
+    assert not (tmp_path / "x.json").exists()

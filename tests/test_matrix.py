@@ -209,7 +209,24 @@ def test_can_i_deploy_bad_input_exits_2(capsys):
     assert cli.main(["can-i-deploy", "--sglang", "0.5.23", "--speculators", "0.9.0"]) == 2
     assert cli.main(["can-i-deploy", "--sglang", "9.9", "--speculators", "0.9.0", "--target-config",
                      str(TARGET), "--draft", str(DRAFT), "--dump-layout", "h0,h3,h31,h59"]) == 2
-    assert "cannot tell" in capsys.readouterr().out
+    assert "cannot tell" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_can_i_deploy_error_goes_to_stderr(capsys, as_json):
+    """"cannot tell" is an error: one `parity: ...` line on stderr, exit 2; stdout keeps only
+    the --json answer."""
+    rc = cli.main(["can-i-deploy", "--sglang", "9.9", "--speculators", "0.1.0", "--target-config",
+                   str(TARGET), "--draft", str(DRAFT), "--dump-layout", ",".join(LAYOUT)]
+                  + (["--json"] if as_json else []))
+    out, err = capsys.readouterr()
+    assert rc == 2, (out, err)
+    assert err.startswith("parity: cannot tell: ") and err.count("\n") == 1, err
+    assert "speculators 0.1.0" in err
+    if as_json:
+        assert json.loads(out)["deploy"] is None
+    else:
+        assert out == ""
 
 
 # -- the stopping runner (no engine) --------------------------------------------------------------
@@ -233,3 +250,17 @@ def test_run_until_after_stops_after_the_statement(a):
         stop_line(_Runner.__init__, "nothing")
     with pytest.raises(CodePathMoved, match=r"requires \['a'\]"):
         run_until_after(_Runner.__init__, "ids", _Runner.__new__(_Runner))
+
+
+def test_matrix_takes_a_lock_alone(capsys):
+    """`parity matrix --contract FILE` (the README's form) crashed with a TypeError before any
+    extraction; undeclared releases keep this one from running any."""
+    lock = ROOT / "contracts" / "kimi-k2.5-eagle3.json"
+    m = build_matrix(contract=lock, sglang=["0.4.0"], speculators=["0.1.0"])
+    assert m.contract == str(lock) and m.dump_layout == LAYOUT and m.draft.endswith("kimi-k2.5-eagle3-fixed")
+    rc = cli.main(["matrix", "--contract", str(lock), "--sglang", "0.4.0", "--speculators", "0.1.0"])
+    out, err = capsys.readouterr()
+    assert rc == 1 and f"lock {lock}" in out and "internal error" not in err, (out, err)
+    from parity.inputs import InputError
+    with pytest.raises(InputError, match="--contract"):
+        build_matrix(dump_layout=LAYOUT)

@@ -47,3 +47,20 @@ def test_ad_hoc_options_run_one_check(tmp_path):
                       "--parity-dump-layout", "h0,h3,h31,h59")
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "1 passed" in proc.stdout
+
+
+@pytest.mark.parametrize("given", ["missing_dir", "a_file.json"])
+def test_missing_contracts_dir_is_a_usage_error(tmp_path, given):
+    """`--parity-contracts DIR` that is not a directory: pytest's usage error (exit 4) naming it,
+    not a silent "no tests ran" (exit 5)."""
+    (tmp_path / "a_file.json").write_text("{}")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-m", "parity", "-p", "no:cacheprovider",
+                           "--parity-contracts", given, "--rootdir", str(tmp_path)],
+                          capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 4, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
+    lines = [x for x in proc.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and f"--parity-contracts {given}: " in lines[0], proc.stderr
+    assert str(tmp_path / given) in lines[0]
+    assert ("does not exist" if given == "missing_dir" else "is not a directory") in lines[0]
+    assert "Traceback" not in proc.stdout + proc.stderr

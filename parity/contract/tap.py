@@ -82,11 +82,16 @@ class Tap(BaseModel):
         m = _NAME.match(name.strip())
         if not m:
             raise ValueError(
-                f"not a hidden-state name: {name!r} (expected h<K>, h<K>.delta, "
+                f"not a hidden-state name: {name.strip()!r} (expected h<K>, h<K>.delta with K >= 1, "
                 "h<K>.normed, h<K>.ln or final)"
             )
         if m["final"]:
             return cls(kind="final")
+        if m["k"] == "0" and m["q"] == "delta":  # matches the pattern, but names nothing
+            raise ValueError(
+                f"not a hidden-state name: {name.strip()!r}: h0 (the embedding) has no layer update, "
+                "so no .delta (expected h<K>, h<K>.delta with K >= 1, h<K>.normed, h<K>.ln or final)"
+            )
         residual, norm = _QUALIFIER.get(m["q"] or "", (True, Norm.none))
         return cls(kind="stream", layer=int(m["k"]), residual=residual, norm=norm)
 
