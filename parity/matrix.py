@@ -555,6 +555,9 @@ def can_i_deploy(sglang: str, speculators: str, target_config=None, draft=None, 
     if v.verdict == "parity":
         return Answer(True, sglang, speculators, f"yes: {pair} feeds the draft's fc exactly "
                       f"{_fc(row.fc_input)}, what it was trained on", m)
+    if v.verdict == "unservable":
+        return Answer(False, sglang, speculators, f"no: {pair}: sglang {sglang} cannot serve this draft as "
+                      f"written: {v.unfixable}", m)
     fix = (f"; fix: write eagle_config.eagle_aux_hidden_state_layer_ids = {v.fix}"
            + (" (verified on this release)" if v.fix_verified else "") if v.fix is not None else
            f"; no fix on this release: {v.unfixable}" if v.unfixable else "")
