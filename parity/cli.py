@@ -247,10 +247,11 @@ def _lock(args) -> int:
 
 
 def _export(args) -> int:
-    from .export import export_sglang
+    from .export import check_output, export_sglang
 
     if not (args.dump_layout or args.datagen_ids):
         raise _usage("export needs the dump description: --dump-layout h0,h3,... or --datagen-ids")
+    check_output(args.out, args.draft, args.target_config, args.force)  # before any extraction
     training = _training(args)
     report = export_sglang(args.draft, args.out, training, args.target_config, force=args.force)
     print(report)
@@ -314,9 +315,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_ERROR
     from .errors import USER_ERRORS
+    from .workspace import workspace
 
     try:
-        return run(args)
+        with workspace():  # one temp dir for the command and its probes, removed on every exit
+            return run(args)
     except _UsageError as exc:
         print(f"parity: {exc}", file=sys.stderr)
         return EXIT_ERROR
