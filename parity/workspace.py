@@ -80,9 +80,10 @@ def run_child(cmd: list[str], input_text: str, env: dict[str, str], timeout: flo
     the wait is interrupted: Ctrl-C, `kill -INT` of this process, a timeout, an error."""
     tmp = Path(tempfile.mkdtemp(prefix="parity-child-"))
     env = {**env, "TMPDIR": str(tmp)}
-    # torch inductor's cache (a 150 MB precompiled header) is shared by the children of one
-    # command and goes with its workspace; a user's own TORCHINDUCTOR_CACHE_DIR is kept.
-    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str((_active or tmp) / "torchinductor"))
+    # Torch inductor precompiles a 150 MB header into TMPDIR before loading any C++ kernel,
+    # even one SGLang has cached in its own SGLANG_CACHE_DIR: with a TMPDIR that dies with the
+    # child that would be rebuilt (seconds of gcc) by every probe. Kernels compile without it.
+    env.setdefault("TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS", "0")
     try:
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
