@@ -260,10 +260,11 @@ def _lock(args) -> int:
 
 
 def _export(args) -> int:
-    from .export import export_sglang
+    from .export import check_output, export_sglang
 
     if not (args.dump_layout or args.datagen_ids):
         raise _usage("export needs the dump description: --dump-layout h0,h3,... or --datagen-ids")
+    check_output(args.out, args.draft, args.target_config, args.force)  # before any extraction
     training = _training(args)
     report = export_sglang(args.draft, args.out, training, args.target_config, force=args.force)
     print(report)
@@ -338,7 +339,10 @@ def _main(argv: list[str] | None) -> int:
         parser.print_help()
         return EXIT_ERROR
     try:
-        return run(args)
+        from .workspace import workspace
+
+        with workspace():  # one temp dir for the command and its probes, removed on every exit
+            return run(args)
     except _UsageError as exc:
         print(f"parity: {exc}", file=sys.stderr)
         return EXIT_ERROR

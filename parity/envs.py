@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+
+from .workspace import run_child, workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 PINS = ROOT / "envs.toml"
@@ -101,7 +102,9 @@ def find_env(package: str, version: str) -> Env:
 def run_module(python: Path | str, module: str, request: dict, timeout: float = 600) -> dict:
     """Run `python -m module` with `request` as JSON on stdin; return its JSON reply.
 
-    The module must print exactly one JSON object on its last stdout line.
+    The module must print exactly one JSON object on its last stdout line. The child runs
+    with a private TMPDIR, removed when it ends, and is killed if this wait is interrupted
+    (parity.workspace.run_child).
     """
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -109,8 +112,7 @@ def run_module(python: Path | str, module: str, request: dict, timeout: float = 
     # The probes run tiny models: one thread is faster, and keeps parallel probes
     # (xdist workers, the matrix) from oversubscribing the cores (measured 14 s vs 40 s).
     env.setdefault("OMP_NUM_THREADS", "1")
-    proc = subprocess.run([str(python), "-m", module], input=json.dumps(request), text=True,
-                          capture_output=True, env=env, timeout=timeout, cwd=ROOT)
+    proc = run_child([str(python), "-m", module], json.dumps(request), env, timeout, cwd=ROOT)
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
     if proc.returncode != 0 or not lines:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-12:]
@@ -139,11 +141,14 @@ def display_python(path: str | None) -> str | None:
 def reply_over_stdio(handler, hard_exit: bool = True) -> None:
     """The subprocess side of `run_module`: JSON request on stdin -> `handler(request)` -> one
     JSON line on stdout. An exception becomes {"error", "traceback"} for the caller to
-    report. `hard_exit` skips interpreter teardown (gloo process groups can hang there)."""
+    report. `hard_exit` skips interpreter teardown (gloo process groups can hang there), so the
+    handler runs in a workspace that is removed before the reply is written: what it made in
+    the temp dir goes with it, whoever started this process."""
     import traceback
 
     try:
-        reply = handler(json.loads(sys.stdin.read() or "{}"))
+        with workspace(prefix="parity-probe-"):
+            reply = handler(json.loads(sys.stdin.read() or "{}"))
     except Exception as exc:  # noqa: BLE001 - reported by the caller, never a bare traceback
         reply = {"error": f"{type(exc).__name__}: {exc}",
                  "traceback": traceback.format_exc().strip().splitlines()[-8:]}

@@ -4,8 +4,9 @@
 (`Eagle3DraftModel.save_pretrained`: config.json with `speculators_model_type`,
 `transformer_layer_config`, ids and flags; model.safetensors with d2t/t2d), with seeded
 weights. Outputs are cached under `.cache/fixtures/<hash of the recipe and the
-speculators version>`, so a rebuild happens only when the recipe or the library changes.
-Nothing is downloaded.
+speculators version>`, so a rebuild happens only when the recipe or the library changes,
+or when a cached file no longer matches the sha256 recorded at build time. Nothing is
+downloaded.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import tempfile
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -42,17 +44,52 @@ class DraftRecipe:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+MANIFEST = "parity-manifest.json"
+
+
 def speculators_draft(recipe: DraftRecipe = DraftRecipe()) -> Path:
-    """The draft directory for `recipe` (built on first use, then cached)."""
+    """The draft directory for `recipe` (built on first use, then cached).
+
+    A cached copy is used only if every file still has the sha256 its manifest recorded at
+    build time: a truncated or corrupted file (an interrupted copy, a full disk, a stray
+    edit) is rebuilt instead of being fed to every later run."""
     out = CACHE / f"draft-{recipe.key()}"
-    if (out / "model.safetensors").exists():
+    if verified(out):
         return out
-    tmp = out.with_suffix(".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    _build(recipe, tmp)
-    shutil.rmtree(out, ignore_errors=True)
-    tmp.rename(out)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=CACHE))  # own name: xdist workers race
+    try:
+        _build(recipe, tmp)
+        write_manifest(tmp)  # last: a directory without one is never trusted
+        if out.exists() and not verified(out):
+            shutil.rmtree(out, ignore_errors=True)
+        try:
+            tmp.rename(out)
+        except OSError:  # another process put a complete copy there first
+            if not verified(out):
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write_manifest(root: Path) -> None:
+    files = {p.name: _sha256(p) for p in sorted(root.iterdir()) if p.is_file() and p.name != MANIFEST}
+    (root / MANIFEST).write_text(json.dumps(files, indent=1, sort_keys=True) + "\n")
+
+
+def verified(root: Path) -> bool:
+    """`root` holds exactly the files its manifest lists, each with the recorded sha256."""
+    try:
+        files = json.loads((root / MANIFEST).read_text())
+        present = {p.name for p in root.iterdir() if p.is_file() and p.name != MANIFEST}
+        return present == set(files) and all(_sha256(root / n) == h for n, h in files.items())
+    except (OSError, ValueError, AttributeError, TypeError):
+        return False
 
 
 def _build(r: DraftRecipe, out: Path) -> None:

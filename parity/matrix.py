@@ -27,6 +27,7 @@ from typing import Any
 
 from .contract import TrainingContract, diff
 from .envs import EnvError, environments
+from .workspace import kill_children
 
 CANNOT = "cannot extract under"
 
@@ -342,13 +343,18 @@ def build_matrix(target_config: Path | str | None = None, draft: Path | str | No
             submit_checks(pool, c)
 
     with ThreadPoolExecutor(max_workers=workers) as pool:  # one torch thread each: envs.run_module
-        if locked is not None:  # serving does not wait for training
-            submit_checks(pool, locked)
-        training_futs = [pool.submit(timed, f"training under speculators {r.version}", run_training, pool, r,
-                                     slot=False) for r in trels]
-        for f in training_futs:
-            f.result()
-        results = {k: f.result() for k, f in list(checks.items())}
+        try:
+            if locked is not None:  # serving does not wait for training
+                submit_checks(pool, locked)
+            training_futs = [pool.submit(timed, f"training under speculators {r.version}", run_training,
+                                         pool, r, slot=False) for r in trels]
+            for f in training_futs:
+                f.result()
+            results = {k: f.result() for k, f in list(checks.items())}
+        except BaseException:  # Ctrl-C: start nothing more, end what runs (the pool waits for it)
+            pool.shutdown(wait=False, cancel_futures=True)
+            kill_children()
+            raise
 
     # -- rows
     for r in srels:

@@ -46,8 +46,10 @@ class ParityItem(pytest.Item):
 
     def runtest(self):
         from .report import render_check
+        from .workspace import workspace
 
-        result = self._run()
+        with workspace():  # the item's temp files and its probes' go with it, pass or fail
+            result = self._run()
         if result.verdict != "parity":
             raise ParityFailure(render_check(result))
 

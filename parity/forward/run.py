@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -22,6 +21,7 @@ import torch
 from safetensors.torch import load_file
 
 from ..envs import EnvError
+from ..workspace import kill_children, run_child
 from ..extract.serving.shrink import shrink_config
 from .cases import Case, seeded_tokens
 from .compare import ForwardResult, compare
@@ -44,8 +44,7 @@ def _env() -> dict[str, str]:
 def run_side(module: str, request: dict, python: str | None = None, timeout: float = 600) -> dict:
     """`python -m module` with the request on stdin; its JSON reply (last stdout line)."""
     python = python or sys.executable
-    proc = subprocess.run([python, "-m", module], input=json.dumps(request), text=True,
-                          capture_output=True, env=_env(), timeout=timeout, cwd=ROOT)
+    proc = run_child([python, "-m", module], json.dumps(request), _env(), timeout, cwd=ROOT)
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
     if proc.returncode != 0 or not lines:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-12:]
@@ -75,8 +74,12 @@ def run_both(training_req: dict, serving_req: dict, *, parallel: bool = True,
         threads = [threading.Thread(target=go, args=job) for job in jobs]
         for t in threads:
             t.start()
-        for t in threads:
-            t.join()
+        try:
+            for t in threads:
+                t.join()
+        except BaseException:  # Ctrl-C lands here, not in the threads: end their children too
+            kill_children()
+            raise
     else:
         for job in jobs:
             go(*job)
@@ -136,7 +139,14 @@ def forward_parity(target_config: dict, cases: list[Case], *, steps: int = 3, se
     "wall": {...}}. `bare` runs the same models and forwards without hooks, outputs or
     comparison (the benchmark's baseline)."""
     for_dtype(dtype)  # unknown dtypes fail before anything runs
-    work = Path(tempfile.mkdtemp(prefix="parity-forward-"))
+    with tempfile.TemporaryDirectory(prefix="parity-forward-") as work:
+        return _forward_parity(target_config, cases, Path(work), steps=steps, seq_len=seq_len,
+                               seed=seed, dtype=dtype, device=device, parallel=parallel, bare=bare,
+                               python=python)
+
+
+def _forward_parity(target_config, cases, work: Path, *, steps, seq_len, seed, dtype, device,
+                    parallel, bare, python) -> dict[str, Any]:
     vocab = shrink_config(target_config)["vocab_size"]  # the tiny target both sides build
     tokens = seeded_tokens(vocab, seq_len, seed)
     common = {"target_config": target_config, "tokens": tokens, "steps": steps, "seed": seed,

@@ -1,0 +1,104 @@
+"""One private temporary directory per parity command, removed whatever the exit path.
+
+Why one directory and not careful cleanup in each module: the probes run in subprocesses
+that end with `os._exit` (gloo teardown can hang), so no `finally` or `atexit` runs there;
+a probe killed on Ctrl-C or a timeout runs nothing at all; and the engines write caches of
+their own under the temp dir (torch inductor's precompiled header is 150 MB). Pointing the
+whole command, its children included, at a directory we own turns "every module must clean
+up after itself" into one `rmtree` in a `finally`.
+
+    with workspace():            # the CLI around each command, the pytest plugin around each item
+        ...                      # tempfile.* in this process lands inside it
+        run_child([...], ...)    # each child gets its own TMPDIR inside it, removed when it ends
+
+`run_child` works without an enclosing workspace too (library use): the child's private
+directory is then made in the user's TMPDIR and still removed when the child ends.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+_active: Path | None = None  # the workspace this process is in, if any
+_children: set[subprocess.Popen] = set()
+_lock = threading.Lock()
+
+
+def active() -> Path | None:
+    return _active
+
+
+@contextmanager
+def workspace(prefix: str = "parity-") -> Iterator[Path]:
+    """Make a private directory in the user's TMPDIR, make it this process's temp dir, and on
+    leaving (return, error, KeyboardInterrupt, SystemExit) kill the children still running and
+    remove it. Nested use joins the outer workspace, which owns the cleanup."""
+    global _active
+    if _active is not None:
+        yield _active
+        return
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    saved = tempfile.tempdir
+    _active, tempfile.tempdir = root, str(root)
+    try:
+        yield root
+    finally:
+        kill_children()
+        _active, tempfile.tempdir = None, saved
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def kill_children() -> None:
+    """Kill every child `run_child` started that is still running (its whole process group)."""
+    with _lock:
+        running = list(_children)
+    for proc in running:
+        _kill(proc)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the child leads its own group: helpers die with it
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+
+
+def run_child(cmd: list[str], input_text: str, env: dict[str, str], timeout: float,
+              cwd: Path | str | None = None) -> subprocess.CompletedProcess:
+    """`subprocess.run(cmd, input=..., capture_output=True, text=True)`, but the child gets a
+    private TMPDIR that is removed when it ends, and is killed (with anything it started) if
+    the wait is interrupted: Ctrl-C, `kill -INT` of this process, a timeout, an error."""
+    tmp = Path(tempfile.mkdtemp(prefix="parity-child-"))
+    env = {**env, "TMPDIR": str(tmp)}
+    # Torch inductor precompiles a 150 MB header into TMPDIR before loading any C++ kernel,
+    # even one SGLang has cached in its own SGLANG_CACHE_DIR: with a TMPDIR that dies with the
+    # child that would be rebuilt (seconds of gcc) by every probe. Kernels compile without it.
+    env.setdefault("TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS", "0")
+    try:
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
+                                start_new_session=True)
+        with _lock:
+            _children.add(proc)
+        try:
+            out, err = proc.communicate(input_text, timeout=timeout)
+        except BaseException:
+            _kill(proc)
+            proc.communicate()
+            raise
+        finally:
+            with _lock:
+                _children.discard(proc)
+        return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

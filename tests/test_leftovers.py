@@ -1,0 +1,214 @@
+"""Nothing parity runs writes into its inputs or leaves files behind, whatever the exit path.
+
+Each command runs as `python -m parity ...` with TMPDIR set to an empty directory, so its
+probes inherit it, and that directory must be empty when the command has exited: the probes
+end with os._exit, so only a workspace owned by the parent can promise this. Export must
+never write into (or around) its inputs and must replace its output directory whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from parity import cli
+from parity.fixtures import MANIFEST, DraftRecipe, speculators_draft
+
+from .helpers import DEEPSEEK, ROOT, sglang_draft
+
+pytestmark = pytest.mark.slow
+
+KIMI = ROOT / "fixtures" / "drafts" / "kimi-k2.5-eagle3"
+TINY = ROOT / "fixtures" / "targets" / "tiny-llama-32l" / "config.json"
+README_CHECK = ["check", "--target-config", "fixtures/targets/deepseek-v3-61l/config.json",
+                "--draft", "fixtures/drafts/kimi-k2.5-eagle3", "--dump-layout", "h0,h3,h31,h59"]
+EXPORT = ["--target-config", str(TINY), "--dump-layout", "h2,h16,h29,h32"]
+
+
+def _env(tmpdir: Path) -> dict[str, str]:
+    env = {**os.environ, "TMPDIR": str(tmpdir)}
+    env.pop("PARITY_DEBUG", None)
+    env.pop("TORCHINDUCTOR_CACHE_DIR", None)
+    return env
+
+
+def parity(tmpdir: Path, *args: str) -> subprocess.CompletedProcess:
+    """The CLI of this checkout (cwd first on sys.path) with TMPDIR=tmpdir."""
+    return subprocess.run([sys.executable, "-m", "parity", *args], cwd=ROOT, env=_env(tmpdir),
+                          capture_output=True, text=True, timeout=900)
+
+
+def left_in(tmpdir: Path) -> list[str]:
+    return sorted(str(p.relative_to(tmpdir)) for p in tmpdir.rglob("*"))
+
+
+def hashes(*paths: Path) -> dict[str, str]:
+    files = [f for p in paths for f in ([p] if p.is_file() else sorted(p.rglob("*"))) if f.is_file()]
+    return {str(f): hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
+
+
+@pytest.fixture
+def tmpdir_(tmp_path) -> Path:
+    d = tmp_path / "TMPDIR"
+    d.mkdir()
+    return d
+
+
+@pytest.fixture
+def draft(tmp_path) -> Path:
+    """A private copy of a seeded speculators draft (the inputs an export must not touch)."""
+    d = tmp_path / "inputs" / "draft"
+    shutil.copytree(speculators_draft(DraftRecipe()), d)
+    return d
+
+
+# -- 12. no temporary directory survives a command ---------------------------------------------
+
+
+@pytest.mark.parametrize("command", [
+    pytest.param(["contract", "serving", "--target-config", str(DEEPSEEK), "--draft", str(KIMI)],
+                 id="contract-serving"),
+    pytest.param(["contract", "training", "--target-config", str(DEEPSEEK), "--dump-layout",
+                  "h0,h3,h31,h59"], id="contract-training"),
+    pytest.param(README_CHECK, id="check-readme-example"),
+    pytest.param(["forward", "--fixture", "llama-8l", "--steps", "1", "--seq-len", "3", "--brief"],
+                 id="forward"),
+    pytest.param(["replay", "--draft", "fixtures/replay/draft", "--data", "fixtures/replay/data",
+                  "--dump-layout", "h0,h2,h5,h7", "--no-search", "--samples", "2"], id="replay"),
+])
+def test_no_temp_dirs_left_by_command(tmpdir_, command):
+    out = parity(tmpdir_, *command)
+    assert out.returncode in (0, 1), out.stderr
+    assert left_in(tmpdir_) == []
+
+
+def test_no_temp_dirs_left_by_export_and_its_inputs_are_unchanged(tmpdir_, draft, tmp_path):
+    before = hashes(draft, TINY)
+    out = parity(tmpdir_, "export", str(draft), str(tmp_path / "served"), *EXPORT)
+    assert out.returncode == 0, out.stderr
+    assert left_in(tmpdir_) == []
+    assert hashes(draft, TINY) == before
+    assert sorted(p.name for p in (tmp_path / "served").iterdir()) == ["config.json", "model.safetensors"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["TMPDIR", "inputs", "served"]  # nothing beside it
+
+
+@pytest.mark.parametrize("how", ["kill -INT parent", "Ctrl-C to the process group"])
+def test_sigint_leaves_nothing_behind(tmpdir_, how):
+    proc = subprocess.Popen([sys.executable, "-m", "parity", *README_CHECK], cwd=ROOT, env=_env(tmpdir_),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    parent = psutil.Process(proc.pid)
+    started = time.monotonic()
+    children: list[psutil.Process] = []
+    while time.monotonic() - started < 120:  # a probe is running and has written its temp files
+        children = parent.children(recursive=True)
+        if children and left_in(tmpdir_) and time.monotonic() - started > 6:
+            break
+        time.sleep(0.2)
+    assert children, "no probe child started"
+    if how == "kill -INT parent":
+        os.kill(proc.pid, signal.SIGINT)
+    else:
+        os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err, err
+    _, alive = psutil.wait_procs(children, timeout=10)
+    assert not alive, f"probe children still running: {alive}"
+    assert left_in(tmpdir_) == []
+
+
+# -- 11. export never writes into its inputs, and replaces its output whole -------------------
+
+
+def _export(capsys, draft: Path, out: Path, *extra: str) -> tuple[int, str]:
+    rc = cli.main(["export", str(draft), str(out), *EXPORT, *extra])
+    return rc, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where", ["the draft itself", "inside the draft", "the draft's parent",
+                                   "the target config"])
+def test_export_refuses_output_inside_the_draft(capsys, draft, tmp_path, where):
+    target = tmp_path / "inputs" / "target" / "config.json"
+    target.parent.mkdir()
+    shutil.copy2(TINY, target)
+    out = {"the draft itself": draft, "inside the draft": draft / "served",
+           "the draft's parent": draft.parent, "the target config": target}[where]
+    link = tmp_path / "link"
+    link.symlink_to(out if out.exists() else draft)  # symlinks are resolved before comparing
+    if where == "inside the draft":
+        link = link / "served"
+    before = hashes(draft, target)
+    rc = cli.main(["export", str(draft), str(link), "--target-config", str(target),
+                   "--dump-layout", "h2,h16,h29,h32", "--force"])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "export target" in err, err
+    assert hashes(draft, target) == before
+    assert not (draft / "served").exists()
+
+
+def test_export_force_replaces_a_sharded_checkpoint_whole(capsys, draft, tmp_path):
+    out = tmp_path / "served"
+    out.mkdir()
+    for name in ("model.safetensors.index.json", "model-00001-of-00002.safetensors",
+                 "model-00002-of-00002.safetensors", "config.json"):
+        (out / name).write_text("old\n")
+    before = hashes(draft, TINY)
+    rc, err = _export(capsys, draft, out, "--force")
+    assert rc == 0, err
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "model.safetensors"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["inputs", "served"]  # no staging left beside
+    assert hashes(draft, TINY) == before
+
+
+def test_export_onto_a_file_is_exit_2(capsys, draft, tmp_path):
+    out = tmp_path / "served"
+    out.write_text("not a directory\n")
+    for extra in ([], ["--force"]):
+        rc, err = _export(capsys, draft, out, *extra)
+        assert rc == 2 and len(err.strip().splitlines()) == 1 and "not a directory" in err, err
+    assert out.read_text() == "not a directory\n"
+
+
+def test_export_read_only_is_exit_2(capsys, draft, tmp_path):
+    if os.geteuid() == 0:  # root writes through permission bits; sysfs refuses even root
+        out = Path("/sys/parity-export-test/served")
+    else:
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o555)
+        out = ro / "served"
+    rc, err = _export(capsys, draft, out)
+    assert rc == 2 and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"parity: export target {out}: cannot write") and "internal" not in err, err
+    assert not out.exists()
+
+
+# -- 13. a corrupt cache entry is rebuilt, never reused -----------------------------------------
+
+
+@pytest.mark.parametrize("damage", ["truncated", "corrupted", "no manifest"])
+def test_corrupt_cached_fixture_is_rebuilt(damage):
+    recipe = DraftRecipe(seed=13)  # a recipe of its own: other tests' cache entries are not touched
+    d = speculators_draft(recipe)
+    good = hashes(d)
+    weights = d / "model.safetensors"
+    if damage == "truncated":
+        weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    elif damage == "corrupted":
+        data = bytearray(weights.read_bytes())
+        data[-1] ^= 0xFF
+        weights.write_bytes(bytes(data))
+    else:  # a copy cached before manifests existed, or a build interrupted before its last step
+        (d / MANIFEST).unlink()
+    assert speculators_draft(recipe) == d
+    assert hashes(d) == good
