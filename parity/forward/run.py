@@ -137,7 +137,9 @@ def forward_parity(target_config: dict, cases: list[Case], *, steps: int = 3, se
     comparison (the benchmark's baseline)."""
     for_dtype(dtype)  # unknown dtypes fail before anything runs
     work = Path(tempfile.mkdtemp(prefix="parity-forward-"))
-    vocab = shrink_config(target_config)["vocab_size"]  # the tiny target both sides build
+    from ..inputs import text_part
+
+    vocab = text_part(shrink_config(target_config))["vocab_size"]  # the tiny target both sides build
     tokens = seeded_tokens(vocab, seq_len, seed)
     common = {"target_config": target_config, "tokens": tokens, "steps": steps, "seed": seed,
               "dtype": dtype, "device": device, "bare": bare}
