@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer,
-                      WithJsonSchema, field_validator, model_validator)
+                      WithJsonSchema, field_validator, model_serializer, model_validator)
 
 from .tap import Tap
 
@@ -50,6 +50,15 @@ class TargetModel(_Frozen):
     num_hidden_layers: int = Field(ge=1, description="N: number of decoder layers; valid taps are h0..hN and final.")
     hidden_size: int | None = Field(default=None, ge=1, description="Width H of one hidden state.")
     vocab_size: int | None = Field(default=None, ge=1, description="Target vocabulary size.")
+
+    @model_serializer(mode="wrap")
+    def _omit_text_architecture_of_plain_targets(self, handler):
+        # A plain causal-LM target serialises exactly as before the field existed, so its
+        # contracts and locks stay readable by earlier parity releases.
+        data = handler(self)
+        if isinstance(data, dict) and data.get("text_architecture") is None:
+            data.pop("text_architecture", None)
+        return data
 
     @classmethod
     def from_hf_config(cls, config: dict[str, Any]) -> "TargetModel":

@@ -64,6 +64,8 @@ def adapter_for(version: str):
 def one_line(exc: BaseException) -> str:
     """`Type: message` on one line (a multi-line message keeps all its lines, joined)."""
     text = " ".join(str(exc).split())
+    if len(text) > 400:  # e.g. SGLang's list of every supported architecture after the missing one
+        text = text[:400] + " ..."
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
