@@ -1,6 +1,10 @@
 """Benchmark: one serving extraction of the 61-layer DeepSeek-V3 example, against bare imports.
 
-    .venv/bin/python bench/serving_extraction.py
+    .venv/bin/python bench/serving_extraction.py [TARGET_CONFIG]
+
+TARGET_CONFIG defaults to the flat 61-layer DeepSeek-V3 fixture; give
+fixtures/targets/kimi-k2.5/config.json for Kimi-K2.5's published wrapper shape (SGLang's
+KimiK25ForConditionalGeneration, its one-block vision tower included).
 
 Prints, measured in this one run (machines are noisy; the ratio is what to compare):
   - wall time of one full serving extraction (a fresh probe process, as parity runs it),
@@ -36,7 +40,8 @@ def timed(fn) -> float:
 
 
 def main() -> None:
-    request = {"target_config": json.loads(TARGET.read_text()), "draft_dir": str(DRAFT),
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else TARGET
+    request = {"target_config": json.loads(target.read_text()), "draft_dir": str(DRAFT),
                "seq_len": 8, "seed": 0}
     imports = timed(lambda: subprocess.run([sys.executable, "-c", IMPORTS], check=True, cwd=ROOT,
                                            capture_output=True))
@@ -45,7 +50,7 @@ def main() -> None:
                                                        request)))
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20  # KiB -> GiB
     fc = [s.get("tap") for s in reply.get("slots", [])]
-    print(f"target: DeepseekV3ForCausalLM, 61 layers (tiny widths); served fc {fc}")
+    print(f"target: {reply.get('model_class', '?')}, 61 layers (tiny widths); served fc {fc}")
     print(f"serving extraction (fresh process): {extraction:6.2f} s")
     print(f"bare import of the model modules:   {imports:6.2f} s")
     print(f"ratio extraction / import:          {extraction / imports:6.2f}  (target <= 3)")

@@ -88,16 +88,32 @@ def safetensors_shapes(path: Path, what: str) -> dict[str, list[int]]:
         raise InputError(f"{what} {path}: not a readable safetensors file ({first})") from None
 
 
+def is_wrapper(config: dict[str, Any]) -> bool:
+    """A published multimodal wrapper (`*ForConditionalGeneration` of Kimi-K2.5, Llama-4, ...):
+    the text model's config is nested under `text_config` and the top level has no layer count."""
+    return isinstance(config.get("text_config"), dict) and "num_hidden_layers" not in config
+
+
+def text_part(config: dict[str, Any]) -> dict[str, Any]:
+    """The config of the model whose hidden states the draft reads: a wrapper's nested
+    `text_config`, else the config itself. The file is never rewritten: the engine reads
+    the wrapper as published, and this only says where N, H and the vocabulary are."""
+    return config["text_config"] if is_wrapper(config) else config
+
+
 def target_layers(config: dict[str, Any], path: Path) -> int:
-    """N, the target's decoder-layer count, or an InputError saying why it is unusable."""
-    n = config.get("num_hidden_layers")
+    """N, the target's decoder-layer count, or an InputError saying why it is missing."""
+    where = "text_config.num_hidden_layers" if is_wrapper(config) else "num_hidden_layers"
+    n = text_part(config).get("num_hidden_layers")
     if n is None:
-        hint = (" (it has a text_config: pass the text model's config)" if "text_config" in config else "")
-        raise InputError(f"target config {path}: no num_hidden_layers{hint}")
+        if is_wrapper(config):
+            raise InputError(f"target config {path}: its text_config has no num_hidden_layers, so the "
+                             "text model's depth is unknown")
+        raise InputError(f"target config {path}: no num_hidden_layers")
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise InputError(f"target config {path}: num_hidden_layers is {n!r}, expected a positive integer")
+        raise InputError(f"target config {path}: {where} is {n!r}, expected a positive integer")
     if n > MAX_LAYERS:
-        raise InputError(f"target config {path}: num_hidden_layers is {n}; parity builds a model of the "
+        raise InputError(f"target config {path}: {where} is {n}; parity builds a model of the "
                          f"target's depth and refuses more than {MAX_LAYERS} layers")
     return n
 
@@ -183,7 +199,8 @@ def check_inputs(target_config: Path, draft_dir: Path, training=None) -> None:
     if n_aux is not None and n_aux != len(training.fc_input):
         raise InputError(f"dump layout {layout}: the training data path builds a {len(training.fc_input)}"
                          f"-state fc input, but draft config {dfile} expects {n_aux} aux states")
-    tgt_h, draft_h = cfg.get("hidden_size"), draft.get("target_hidden_size") or draft.get("hidden_size")
+    tgt_h, draft_h = text_part(cfg).get("hidden_size"), draft.get("target_hidden_size") or draft.get("hidden_size")
     if isinstance(tgt_h, int) and isinstance(draft_h, int) and tgt_h != draft_h:
+        where = "text_config.hidden_size" if is_wrapper(cfg) else "hidden_size"
         raise InputError(f"draft config {dfile}: expects target hidden states of width {draft_h}, "
-                         f"but target config {target_config} has hidden_size {tgt_h}")
+                         f"but target config {target_config} has {where} {tgt_h}")

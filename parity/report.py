@@ -26,9 +26,14 @@ def describe_tap(name: str | None, num_layers: int) -> str:
                     "ln": ", after the next layer's input norm"}[qual]
 
 
+def _target(m) -> str:
+    """The target's architecture; a wrapper's with the text model it wraps."""
+    return m.architecture + (f" (text model {m.text_architecture})" if m.text_architecture else "")
+
+
 def render_contract(c: Contract) -> str:
     lines = [f"{c.side} contract  ({c.provenance.package} {c.provenance.version})",
-             f"  target       {c.target_model.architecture}, {c.target_model.num_hidden_layers} layers",
+             f"  target       {_target(c.target_model)}, {c.target_model.num_hidden_layers} layers",
              f"  fc input     {_states(c.fc_input)}"]
     if isinstance(c, TrainingContract):
         lines += [f"  dump layout  {_states(c.dump_layout)}  (from {c.dump_layout_source.replace('_', ' ')})",
@@ -89,7 +94,7 @@ def render_check(result, target_path: str = "", draft_path: str = "") -> str:
     lines = [f"parity check: {head[result.verdict]}", ""]
     if result.verdict == "unservable":
         return "\n".join(lines + _unservable(result, target_path, draft_path))
-    lines.append(f"  target    {t.target_model.architecture}, {n} decoder layers"
+    lines.append(f"  target    {_target(t.target_model)}, {n} decoder layers"
                  + (f"  ({target_path})" if target_path else ""))
     lines.append(f"  training  speculators {t.provenance.version}: {t.provenance.code_path}")
     ids = list(s.requested_ids) if s.requested_ids is not None else "none (engine default)"

@@ -11,20 +11,18 @@ so the example count is kept small and the test is marked slow.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-
-from parity import cli
 
 from .helpers import ROOT
 
@@ -123,23 +121,6 @@ def _hashes(folder: Path) -> dict[str, str]:
             for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()}
 
 
-@contextlib.contextmanager
-def _private_tmpdir():
-    """TMPDIR (and tempfile's cache of it) pointed at a fresh empty directory."""
-    tmp = Path(tempfile.mkdtemp(prefix="parity-prop-tmp-"))
-    old_env, old_cache = os.environ.get("TMPDIR"), tempfile.tempdir
-    os.environ["TMPDIR"], tempfile.tempdir = str(tmp), None
-    try:
-        yield tmp
-    finally:
-        tempfile.tempdir = old_cache
-        if old_env is None:
-            os.environ.pop("TMPDIR", None)
-        else:
-            os.environ["TMPDIR"] = old_env
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
 # derandomized (the same draws on every run, so CI is reproducible) and no shrinking: a valid
 # draw runs the real engines for seconds, and the failing draw is printed as it is.
 @settings(max_examples=30, deadline=None, derandomize=True, database=None,
@@ -167,13 +148,15 @@ def test_every_input_gets_an_honest_exit_and_leaves_nothing(command, target, dra
                      "--dump-layout", layout],
             "check --contract": ["check", "--contract", lock_path, "--no-verify"],
         }[command]
-        stdout, stderr = io.StringIO(), io.StringIO()
-        with _private_tmpdir() as tmp:
-            with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-                rc = cli.main([str(a) for a in argv])
+        tmp = Path(tempfile.mkdtemp(prefix="parity-prop-tmp-"))
+        try:  # a user's process, with its own empty TMPDIR (the probes inherit it)
+            proc = subprocess.run([sys.executable, "-m", "parity", *map(str, argv)], capture_output=True,
+                                  text=True, cwd=ROOT, timeout=600, env={**os.environ, "TMPDIR": str(tmp)})
             left = sorted(p.name for p in tmp.iterdir())
-        out, err = stdout.getvalue(), stderr.getvalue()
-        shutil.rmtree(out_dir, ignore_errors=True)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.rmtree(out_dir, ignore_errors=True)
+        rc, out, err = proc.returncode, proc.stdout, proc.stderr
         assert rc in (0, 1, 2), (argv, rc, err)
         assert "Traceback" not in out + err, (argv, err)
         if rc == 2:

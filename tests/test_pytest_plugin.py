@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 def lock_pointing_at(tmp_path, draft: str) -> None:
     """A copy of the bundled Kimi-K2.5 lock, served from another draft directory."""
     lock = json.loads((ROOT / "contracts" / "kimi-k2.5-eagle3.json").read_text())
-    lock["target_config"] = os.path.relpath(ROOT / "fixtures/targets/deepseek-v3-61l/config.json", tmp_path)
+    lock["target_config"] = os.path.relpath(ROOT / "fixtures/targets/kimi-k2.5/config.json", tmp_path)
     lock["draft"] = os.path.relpath(ROOT / "fixtures/drafts" / draft, tmp_path)
     (tmp_path / f"{draft}.json").write_text(json.dumps(lock))
 

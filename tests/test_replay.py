@@ -163,7 +163,7 @@ BAD = {
     "wiring not dumped": (lambda tmp: ["--wiring", "h1,h2,h5"], "the dump holds only"),
     "unknown verifier": (_unknown_verifier, "pass --verifier DIR"),
     "bad tap": (lambda tmp: ["--wiring", "h0,layer2,h5"], "--wiring"),
-    "zero steps": (lambda tmp: ["--steps", "0"], "must be at least 1"),
+    "zero steps": (lambda tmp: ["--steps", "0"], "must be 1..16"),
 }
 
 

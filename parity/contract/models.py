@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer,
-                      WithJsonSchema, field_validator, model_validator)
+                      WithJsonSchema, field_validator, model_serializer, model_validator)
 
 from .tap import Tap
 
@@ -44,18 +44,39 @@ class TargetModel(_Frozen):
     # strict: a config's "hidden_size": "4096" is a broken config, not a width to coerce
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
-    architecture: str = Field(description="HF architecture class name, e.g. 'DeepseekV3ForCausalLM'.")
+    architecture: str = Field(description="HF architecture class name, e.g. 'DeepseekV3ForCausalLM', or a "
+                              "published multimodal wrapper's, e.g. 'KimiK25ForConditionalGeneration'.")
     model_type: str | None = Field(default=None, description="HF config model_type, e.g. 'deepseek_v3'.")
+    text_architecture: str | None = Field(
+        default=None, description="For a wrapper config: the architecture of the text model in its "
+        "text_config (whose hidden states the draft reads), e.g. 'DeepseekV3ForCausalLM'; None otherwise.")
     num_hidden_layers: int = Field(ge=1, description="N: number of decoder layers; valid taps are h0..hN and final.")
     hidden_size: int | None = Field(default=None, ge=1, description="Width H of one hidden state.")
     vocab_size: int | None = Field(default=None, ge=1, description="Target vocabulary size.")
 
+    @model_serializer(mode="wrap")
+    def _omit_text_architecture_of_plain_targets(self, handler):
+        # A plain causal-LM target serialises exactly as before the field existed, so its
+        # contracts and locks stay readable by earlier parity releases.
+        data = handler(self)
+        if isinstance(data, dict) and data.get("text_architecture") is None:
+            data.pop("text_architecture", None)
+        return data
+
     @classmethod
     def from_hf_config(cls, config: dict[str, Any]) -> "TargetModel":
-        """From a target's config.json (already checked to have num_hidden_layers)."""
+        """From a target's config.json (already checked to have num_hidden_layers, for a
+        wrapper in its text_config): depth, width and vocabulary are the text model's."""
+        from ..inputs import is_wrapper, text_part
+
+        text = text_part(config)
+        text_arch = None
+        if is_wrapper(config):
+            text_arch = (text.get("architectures") or [None])[0] or text.get("model_type")
         return cls(architecture=(config.get("architectures") or ["?"])[0],
-                   model_type=config.get("model_type"), num_hidden_layers=config["num_hidden_layers"],
-                   hidden_size=config.get("hidden_size"), vocab_size=config.get("vocab_size"))
+                   model_type=config.get("model_type"), text_architecture=text_arch,
+                   num_hidden_layers=text["num_hidden_layers"],
+                   hidden_size=text.get("hidden_size"), vocab_size=text.get("vocab_size"))
 
 
 class GraphFlags(_Frozen):

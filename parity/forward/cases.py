@@ -119,7 +119,9 @@ def copy_served(served: Path, out: Path) -> Path:
 def fixture_cases(target: dict, drifts: tuple[str, ...] = (), *, matched: bool = True,
                   flags_on: bool = False, work: Path | None = None) -> list[Case]:
     """Cases on a tiny seeded draft for `target`: the matched pair, then each named drift."""
-    n = int(target["num_hidden_layers"])
+    from ..inputs import text_part
+
+    n = int(text_part(target)["num_hidden_layers"])
     work = Path(work or tempfile.mkdtemp(prefix="parity-forward-cases-"))
     layout = default_layout(n)
     fc_taps = layout[:-1]

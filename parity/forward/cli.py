@@ -48,7 +48,7 @@ def add_forward_parser(sub, parser_class) -> argparse.ArgumentParser:
 
 
 def run_forward(args) -> int:
-    from ..inputs import InputError, read_config, target_layers
+    from ..inputs import InputError, read_config, target_layers, text_part
     from .cases import DRIFTS, fixture_cases, given_case, target_config
     from .report import render_forward, render_summary
     from .run import forward_parity
@@ -69,7 +69,8 @@ def run_forward(args) -> int:
         target = target_config(args.fixture)
         drifts = tuple(DRIFTS) if "all" in args.drift else tuple(dict.fromkeys(args.drift))
         cases = fixture_cases(target, drifts, flags_on=args.flags_on, work=work)
-        label = f"fixture {args.fixture} ({target['architectures'][0]}, {target['num_hidden_layers']} layers)"
+        label = (f"fixture {args.fixture} ({target['architectures'][0]}, "
+                 f"{text_part(target)['num_hidden_layers']} layers)")
     else:
         if not (args.target_config and args.draft):
             raise InputError("forward needs --target-config and --draft (or --fixture NAME)")

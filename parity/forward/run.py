@@ -147,7 +147,9 @@ def forward_parity(target_config: dict, cases: list[Case], *, steps: int = 3, se
 
 def _forward_parity(target_config, cases, work: Path, *, steps, seq_len, seed, dtype, device,
                     parallel, bare, python) -> dict[str, Any]:
-    vocab = shrink_config(target_config)["vocab_size"]  # the tiny target both sides build
+    from ..inputs import text_part
+
+    vocab = text_part(shrink_config(target_config))["vocab_size"]  # the tiny target both sides build
     tokens = seeded_tokens(vocab, seq_len, seed)
     common = {"target_config": target_config, "tokens": tokens, "steps": steps, "seed": seed,
               "dtype": dtype, "device": device, "bare": bare}

@@ -296,9 +296,13 @@ class Serving:
         self.hf, _ = data_generation_target(str(target_dir), req.get("seed", 0))
         with _default_dtype(self.dtype):
             self.model = self.adapter.build_target(self.target_cfg)
-        self.adapter.load_weights(self.model, checkpoint_tensors(self.hf, str(self.work / "weights")))
+        from ..extract.serving.reference import WRAPPER_TEXT_PREFIX
+        from ..inputs import is_wrapper
+
+        prefix = WRAPPER_TEXT_PREFIX if is_wrapper(req["target_config"]) else ""
+        self.adapter.load_weights(self.model, checkpoint_tensors(self.hf, str(self.work / "weights"), prefix))
         self.model = self.model.to(device=self.device, dtype=self.dtype)
-        self.n = self.target_cfg.hf_config.num_hidden_layers
+        self.n = self.adapter.text_layers(self.target_cfg)
         self.tokens = torch.tensor(req["tokens"], dtype=torch.long)
         self._refs = None
         self._outputs: dict[tuple, Any] = {}

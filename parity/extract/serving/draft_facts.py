@@ -126,7 +126,7 @@ def draft_facts(adapter, draft_dir: str, target_model, findings: list[dict]) -> 
                 f"{key}={flags[key]}: the engine does not honour it", "error"))
 
     # Embedding: does the engine swap in the target's token embedding?
-    embed = target_model.model.embed_tokens.weight
+    embed = adapter.decoder(target_model).embed_tokens.weight
     if embed.shape[-1] == inner.embed_tokens.weight.shape[-1]:
         draft.set_embed(embed)
         facts["embedding"] = "target" if inner.embed_tokens.weight is embed else "draft"

@@ -23,9 +23,10 @@ import torch
 from .. import standins
 from .draft_facts import draft_facts
 from .identify import identify
-from .reference import candidate_states, checkpoint_tensors, seeded_hf_model
+from .reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model
 from .shrink import shrink_config
 from ...envs import reply_over_stdio
+from ...inputs import is_wrapper, text_part
 
 
 def free_port() -> int:
@@ -58,6 +59,34 @@ def adapter_for(version: str):
         raise LookupError(f"the adapter for sglang {version} could not be imported: looked for "
                           f"module parity.extract.serving.{name} ({exc})") from None
     return module.Adapter(), module.CODE_PATHS
+
+
+def one_line(exc: BaseException) -> str:
+    """`Type: message` on one line (a multi-line message keeps all its lines, joined)."""
+    text = " ".join(str(exc).split())
+    if len(text) > 400:  # e.g. SGLang's list of every supported architecture after the missing one
+        text = text[:400] + " ..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def engine_frame(exc: BaseException) -> str:
+    """Where it was raised (`path:line function`), and from which model-code frame."""
+    import traceback
+
+    def name(f) -> str:
+        path = f.filename.replace("\\", "/")
+        for root in ("/sglang/", "/parity/"):
+            if root in path:
+                path = root.strip("/") + "/" + path.split(root, 1)[1]
+                break
+        return f"{path}:{f.lineno} {f.name}"
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return "?"
+    where = name(frames[-1])
+    model = [f for f in frames if "/sglang/srt/models/" in f.filename.replace("\\", "/")]
+    return where + (f", in model code {name(model[-1])}" if model and model[-1] is not frames[-1] else "")
 
 
 def finding(kind: str, message: str, severity: str = "warning", slot: int | None = None) -> dict:
@@ -111,10 +140,12 @@ def extract(request: dict) -> dict[str, Any]:
         AutoConfig.from_pretrained(str(target_dir))  # the reference must exist too
     except Exception as exc:
         reply["error"] = (f"architecture {arch} (model_type {real.get('model_type')!r}) is not supported: "
-                          f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+                          f"{one_line(exc)}")
         reply["unsupported"] = True
         return reply
-    n = target_cfg.hf_config.num_hidden_layers
+    n = adapter.text_layers(target_cfg)
+    # A wrapper's checkpoint keeps the text model under a prefix its load_weights strips.
+    prefix = WRAPPER_TEXT_PREFIX if is_wrapper(real) else ""
 
     # 1. The ids, read by the engine's own start-up code.
     try:
@@ -128,7 +159,7 @@ def extract(request: dict) -> dict[str, Any]:
         if request.get("candidates"):  # still answer which ids would work once it loads
             hf = seeded_hf_model(str(target_dir), request.get("seed", 0))
             model = adapter.build_target(target_cfg)
-            adapter.load_weights(model, checkpoint_tensors(hf, str(work / "weights")))
+            adapter.load_weights(model, checkpoint_tensors(hf, str(work / "weights"), prefix))
             input_ids = _tokens(request, hf)
             refs = candidate_states(hf, input_ids)
             reply["candidates"] = [try_candidate(adapter, model, input_ids, refs, n, c)
@@ -149,7 +180,16 @@ def extract(request: dict) -> dict[str, Any]:
     hf = seeded_hf_model(str(target_dir), request.get("seed", 0))
     model = adapter.build_target(target_cfg)
     reply["model_class"] = f"{type(model).__module__}.{type(model).__name__}"
-    adapter.load_weights(model, checkpoint_tensors(hf, str(work / "weights")))
+    adapter.load_weights(model, checkpoint_tensors(hf, str(work / "weights"), prefix))
+    input_ids = _tokens(request, hf)
+    try:  # can the engine's own model code run this architecture here at all?
+        adapter.forward(model, input_ids)
+    except Exception as exc:
+        reply["error"] = (f"sglang {version} cannot run architecture {arch} (model_type "
+                          f"{real.get('model_type')!r}) on parity's CPU harness: a plain prefill, "
+                          f"before any capture is set, raised {one_line(exc)} (at {engine_frame(exc)})")
+        reply["unsupported"] = True
+        return reply
     try:
         adapter.configure_capture(model, use_aux, ids)
     except Exception as exc:
@@ -160,13 +200,13 @@ def extract(request: dict) -> dict[str, Any]:
     expected = len(ids) if isinstance(ids, (list, tuple)) else len(capture or [])
     reply["expected_slots"] = expected
 
-    input_ids = _tokens(request, hf)
     refs = candidate_states(hf, input_ids)
     slots = capture_and_identify(adapter, model, input_ids, refs, n, capture, expected, findings)
     reply["slots"] = slots
     reply["target"] = {"architecture": (real.get("architectures") or ["?"])[0],
                        "model_type": real.get("model_type"), "num_hidden_layers": n,
-                       "hidden_size": real.get("hidden_size"), "vocab_size": real.get("vocab_size")}
+                       "hidden_size": text_part(real).get("hidden_size"),
+                       "vocab_size": text_part(real).get("vocab_size")}
     # 3. Other id lists on the same model (the gate's search for a fix).
     reply["candidates"] = [try_candidate(adapter, model, input_ids, refs, n, ids)
                            for ids in request.get("candidates", [])]

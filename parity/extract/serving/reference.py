@@ -11,15 +11,28 @@ import torch
 from ...contract.tap import Norm, Tap
 
 
+# Where a published multimodal wrapper's checkpoint keeps its text model: Kimi-K2.5's and
+# Llama-4's safetensors name the text weights `language_model.model.*` and
+# `language_model.lm_head.*` (the causal LM's names under this prefix), which is what the
+# engine's wrapper `load_weights` reads (SGLang strips the prefix and hands the rest to its
+# text model). A wrong prefix cannot pass silently: the text weights would stay unloaded
+# and no captured state would match the reference.
+WRAPPER_TEXT_PREFIX = "language_model."
+
+
 def seeded_hf_model(config_dir: str, seed: int) -> torch.nn.Module:
     """The transformers implementation of the architecture, with seeded random weights.
+
+    For a wrapper config (Kimi-K2.5, Llama-4) this is transformers' causal LM of its text
+    config (`get_text_config()`): the draft reads the text model's hidden states, and the
+    vision tower takes no part in a text-only forward.
 
     Weights are drawn wider than a real init (std 0.1, norms around 1) so that
     neighbouring residual states differ clearly and identification is unambiguous.
     """
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    config = AutoConfig.from_pretrained(config_dir)
+    config = AutoConfig.from_pretrained(config_dir).get_text_config(decoder=True)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
@@ -32,17 +45,18 @@ def seeded_hf_model(config_dir: str, seed: int) -> torch.nn.Module:
     return model
 
 
-def checkpoint_tensors(model: torch.nn.Module, out_dir: str) -> dict[str, torch.Tensor]:
+def checkpoint_tensors(model: torch.nn.Module, out_dir: str, prefix: str = "") -> dict[str, torch.Tensor]:
     """The model's weights as a checkpoint on disk names them (transformers' save_pretrained
     converts its in-memory layout, e.g. fused MoE experts, back to the checkpoint's), which
-    is what an engine's load_weights is written to read."""
+    is what an engine's load_weights is written to read. `prefix`: where a wrapper's
+    checkpoint keeps the text model (WRAPPER_TEXT_PREFIX)."""
     from safetensors.torch import load_file
     from pathlib import Path
 
     model.save_pretrained(out_dir, safe_serialization=True)
     tensors: dict[str, torch.Tensor] = {}
     for f in sorted(Path(out_dir).glob("*.safetensors")):
-        tensors.update(load_file(str(f)))
+        tensors.update((prefix + k, v) for k, v in load_file(str(f)).items())
     return tensors
 
 

@@ -31,6 +31,13 @@ def causal_sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layer, seq_le
     """q [T, Hq*Dqk] or [T, Hq, Dqk]; k [T, Hk, Dqk]; v [T, Hv, Dv] -> [T, Hq*Dv]."""
     if getattr(layer, "logit_cap", 0) and layer.logit_cap > 0:
         raise NotImplementedError("parity's prefill backend does not implement logit capping")
+    if not q.dtype == k.dtype == v.dtype:
+        # E.g. SGLang 0.5.23's Llama-4 attention, off CUDA, casts q and k to bfloat16 (its fused
+        # CUDA qk-norm keeps them in the model's dtype): states computed so cannot be matched
+        # against the float32 reference, and mixing them here would only hide that.
+        raise NotImplementedError(
+            f"the model's attention handed q {q.dtype}, k {k.dtype}, v {v.dtype} to parity's prefill "
+            "backend: its non-CUDA code path computes attention in another precision than the model's")
     window = getattr(layer, "sliding_window_size", None)
     t = q.shape[0]
     hq, dv = layer.tp_q_head_num, layer.v_head_dim

@@ -93,13 +93,30 @@ class Adapter:
             model=model, eagle_use_aux_hidden_state=use_aux, eagle_aux_hidden_state_layer_ids=ids,
             dflash_use_aux_hidden_state=False, dflash_target_layer_ids=None, is_dspark=False)
 
+    def text_layers(self, model_config) -> int:
+        """N as the engine reads it: its text config (a wrapper's `text_config`)."""
+        return model_config.hf_text_config.num_hidden_layers
+
+    def decoder(self, model) -> torch.nn.Module:
+        """The module holding the decoder layers, the token embedding and the capture list:
+        `model.model` of a causal LM; in a multimodal wrapper (KimiK25ForConditionalGeneration,
+        Llama4ForConditionalGeneration), that of the text model it keeps as `language_model`
+        and hands `set_eagle3_layers_to_capture` to."""
+        for path in (("model",), ("language_model", "model"), ("model", "model")):
+            obj = model
+            for attr in path:
+                obj = getattr(obj, attr, None)
+            if obj is not None and hasattr(obj, "layers"):
+                return obj
+        raise AttributeError(f"{type(model).__name__}: no decoder module (looked for .model.layers and "
+                             ".language_model.model.layers)")
+
     def capture_indices(self, model) -> list[int] | None:
-        inner = getattr(model, "model", None)
-        ids = getattr(inner, "layers_to_capture", None)
+        ids = getattr(self.decoder(model), "layers_to_capture", None)
         return list(ids) if ids is not None else None
 
     def num_layers(self, model) -> int:
-        return len(model.model.layers)
+        return len(self.decoder(model).layers)
 
     def _batch(self, input_ids: torch.Tensor):
         from sglang.srt.layers.attention.base_attn_backend import AttentionBackend

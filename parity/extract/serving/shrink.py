@@ -5,6 +5,11 @@ the number of layers, never on the widths. So we keep `architectures`, `model_ty
 `num_hidden_layers` and every structural switch (dense/MoE layer pattern, MLA, norms,
 rope type), and shrink only widths, head counts, expert counts and the vocabulary.
 Memory and time then depend on the layer count alone, not on the real model's size.
+
+A published multimodal wrapper (`*ForConditionalGeneration` with a nested `text_config`,
+e.g. Kimi-K2.5, Llama-4) keeps its own shape: the text model inside is shrunk by the same
+rules, and the vision tower, which the engine's wrapper class builds but no text hidden
+state passes through, keeps its widths and gets a single block (`VISION_DEPTH_KEYS`).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ TINY = {
     "intermediate_size": 128,
     "moe_intermediate_size": 32,
     "shared_expert_intermediate_size": 32,
+    "intermediate_size_mlp": 128,  # Llama-4's dense layers
     "num_attention_heads": 4,
     "num_key_value_heads": 2,
     "head_dim": 16,
@@ -26,7 +32,7 @@ TINY = {
     "n_routed_experts": 4,
     "num_experts": 4,
     "num_local_experts": 4,
-    "num_experts_per_tok": 2,
+    "num_experts_per_tok": 2,  # at most: top-1 routers (Llama-4) stay top-1
     "n_group": 1,
     "topk_group": 1,
     # DeepSeek MLA
@@ -40,24 +46,57 @@ TINY = {
 # Keys dropped: a tiny random checkpoint is never quantised, and remote code is never run.
 DROPPED = ("quantization_config", "auto_map", "compression_config")
 
+# A wrapper's vision tower: one block, under the names engines' config classes read
+# (SGLang's Kimi-K2.5 vision config reads `num_hidden_layers`, the published file says
+# `vt_num_hidden_layers`; both are set, whichever the engine reads).
+VISION_DEPTH_KEYS = ("num_hidden_layers", "vt_num_hidden_layers")
+
 
 def shrink_config(config: dict[str, Any]) -> dict[str, Any]:
-    """Return a tiny copy of an HF config dict (text part) with the same structure."""
+    """Return a tiny copy of an HF config dict with the same structure.
+
+    A wrapper config (nested `text_config`) keeps its shape; its text part is shrunk."""
+    tiny = _shrink_text(config)
+    text = tiny.get("text_config")
+    if isinstance(text, dict):
+        tiny["text_config"] = _shrink_text(text)
+        vision = tiny.get("vision_config")
+        if isinstance(vision, dict):
+            vision = dict(vision)
+            for key in VISION_DEPTH_KEYS:
+                vision[key] = 1
+            if "text_hidden_size" in vision:  # the projector's output width is the text width
+                vision["text_hidden_size"] = tiny["text_config"].get("hidden_size")
+            for key in DROPPED:
+                vision.pop(key, None)
+            tiny["vision_config"] = vision
+        if isinstance(tiny["text_config"].get("vocab_size"), int):
+            _special_ids_inside(tiny, tiny["text_config"]["vocab_size"])
+    return tiny
+
+
+def _special_ids_inside(tiny: dict[str, Any], vocab: int) -> None:
+    """Keep the special token ids inside the shrunk vocabulary."""
+    for key in ("pad_token_id", "bos_token_id", "eos_token_id"):
+        value = tiny.get(key)
+        if isinstance(value, int) and value >= vocab:
+            tiny[key] = vocab - 1 - ("pad" in key)
+        elif isinstance(value, list):
+            tiny[key] = [v for v in value if v < vocab] or [vocab - 1]
+
+
+def _shrink_text(config: dict[str, Any]) -> dict[str, Any]:
     tiny = copy.deepcopy(config)
     for key in DROPPED:
         tiny.pop(key, None)
     for key, value in TINY.items():
         if key in tiny and tiny[key] is not None:
-            tiny[key] = value
+            tiny[key] = min(value, tiny[key]) if key == "num_experts_per_tok" else value
     if tiny.get("model_type", "").startswith("deepseek"):
         # MLA keeps one KV head per attention head.
         tiny["num_key_value_heads"] = tiny["num_attention_heads"]
-    for key in ("pad_token_id", "bos_token_id", "eos_token_id"):  # keep special ids inside the vocab
-        value = tiny.get(key)
-        if isinstance(value, int) and value >= tiny.get("vocab_size", value + 1):
-            tiny[key] = tiny["vocab_size"] - 1 - ("pad" in key)
-        elif isinstance(value, list):
-            tiny[key] = [v for v in value if v < tiny.get("vocab_size", 0)] or [tiny["vocab_size"] - 1]
+    if "vocab_size" in tiny:
+        _special_ids_inside(tiny, tiny["vocab_size"])
     tiny["torch_dtype"] = "float32"
     tiny["dtype"] = "float32"
     tiny["tie_word_embeddings"] = bool(config.get("tie_word_embeddings", False))
