@@ -123,7 +123,7 @@ def _hashes(folder: Path) -> dict[str, str]:
 
 # derandomized (the same draws on every run, so CI is reproducible) and no shrinking: a valid
 # draw runs the real engines for seconds, and the failing draw is printed as it is.
-@settings(max_examples=30, deadline=None, derandomize=True, database=None,
+@settings(max_examples=80, deadline=None, derandomize=True, database=None,
           phases=[Phase.explicit, Phase.generate],
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(command=commands, target=target_files(), draft=draft_configs(), layout=layouts, lock=lock_files())
