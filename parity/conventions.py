@@ -1,6 +1,6 @@
 """Layer-id conventions of systems parity does not run live, translated to canonical taps.
 
-Each system numbers hidden states its own way (FIELD-NOTES section 2); a number read
+Each system numbers hidden states its own way (docs/numbering.md); a number read
 in the wrong convention is the commonest EAGLE-3 bug. `to_taps("vllm", [2, 16, 29], 32)`
 says what those ids mean physically. SGLang is deliberately absent: its meaning is
 always extracted from the installed code (parity.extract.serving).

@@ -2,12 +2,12 @@
 
 The config is rewritten in SGLang's format (its draft class reads `model_type`,
 `eagle_config`, `norm_before_fc`, `fc_norm`, `norm_output`, `target_hidden_size`,
-`draft_vocab_size`; FIELD-NOTES section 4) with the id list the gate solved on the
-installed engine. Tensors keep speculators' names, which SGLang's `load_weights` maps
-itself (`fc.weight` -> `model.fc.weight`, ...). The result is then checked by the gate
-like any served draft: if the installed SGLang cannot honour the training graph (a flag
-it drops, a tensor it ignores, slots it cannot feed), nothing is written and the reason
-is the error.
+`draft_vocab_size`; docs/draft-graph.md, 'What SGLang 0.5.23's draft class reads')
+with the id list the gate solved on the installed engine. Tensors keep speculators'
+names, which SGLang's `load_weights` maps itself (`fc.weight` -> `model.fc.weight`, ...).
+The result is then checked by the gate like any served draft: if the installed SGLang
+cannot honour the training graph (a flag it drops, a tensor it ignores, slots it cannot
+feed), nothing is written and the reason is the error.
 """
 
 from __future__ import annotations

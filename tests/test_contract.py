@@ -383,7 +383,7 @@ def test_json_schema():
 # == diff: unit cases ======================================================================
 
 def test_diff_of_the_case_this_project_was_born_from():
-    """FIELD-NOTES 6 #16: trained on cat([h0,h3,h31]), served [2,30,58] = [h3,h31,h59]."""
+    """docs/drift-cases.md #16: trained on cat([h0,h3,h31]), served [2,30,58] = [h3,h31,h59]."""
     d = diff(training(["h0", "h3", "h31"], 61, layout=["h0", "h3", "h31", "h59"]),
              serving(["h3", "h31", "h59"], 61))
     assert not d.empty

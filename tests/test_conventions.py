@@ -1,4 +1,4 @@
-"""Each system's layer-id convention, translated to canonical taps (FIELD-NOTES section 2)."""
+"""Each system's layer-id convention, translated to canonical taps (docs/numbering.md)."""
 
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ def test_trtllm_minus_one_is_final_not_the_embedding():
 
 @pytest.mark.parametrize("n", DEPTHS)
 def test_common_default_is_the_same_states_in_both_numberings(n):
-    """[2, N//2, N-3] "input to" == [1, N//2-1, N-4] "output of" (FIELD-NOTES section 2)."""
+    """[2, N//2, N-3] "input to" == [1, N//2-1, N-4] "output of" (docs/numbering.md)."""
     input_to, output_of = [2, n // 2, n - 3], [1, n // 2 - 1, n - 4]
     assert [k + 1 for k in output_of] == input_to
     expected = [f"h{k}" for k in input_to]

@@ -1,10 +1,11 @@
 """The version matrix and can-i-deploy, on the bundled born-from example, under every installed release.
 
 Every cell is computed by running each release's own code in its own environment; the
-expectations are the ones recorded by running those releases (FIELD-NOTES 5b): the draft
-config [2, 30, 58] on a 61-layer DeepSeek-V3-class target means [h3, h31, h59] up to
-0.5.12.post1 and [h2, h30, h58] from 0.5.13 on; [-1, 2, 30] crashes, silently drops a slot,
-or raises, depending on the release. The matrices are computed once per file, concurrently.
+expectations are the ones recorded by running those releases (docs/numbering.md,
+'SGLang'): the draft config [2, 30, 58] on a 61-layer DeepSeek-V3-class target means
+[h3, h31, h59] up to 0.5.12.post1 and [h2, h30, h58] from 0.5.13 on; [-1, 2, 30] crashes,
+silently drops a slot, or raises, depending on the release. The matrices are computed
+once per file, concurrently.
 """
 
 from __future__ import annotations

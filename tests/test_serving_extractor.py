@@ -1,7 +1,7 @@
 """The serving extractor runs the installed SGLang's real config reading and capture.
 
-Every expected contract below is what SGLang 0.5.23 really does (FIELD-NOTES section 2,
-5b); each captured slice is identified against transformers inside the probe, so a
+Every expected contract below is what SGLang 0.5.23 really does (docs/numbering.md,
+'SGLang'); each captured slice is identified against transformers inside the probe, so a
 wrong tensor shows up as an unidentified slot, never as a silent pass.
 """
 

@@ -80,7 +80,7 @@ class TargetModel(_Frozen):
 
 
 class GraphFlags(_Frozen):
-    """The draft-graph switches that change what the draft computes (FIELD-NOTES section 4).
+    """The draft-graph switches that change what the draft computes (docs/draft-graph.md).
 
     On a serving contract these are the values the engine actually applies, not the
     ones written in the checkpoint: a flag the engine never reads shows its

@@ -1,6 +1,6 @@
 """`Tap`: one canonical name for "which hidden state of the target".
 
-The residual-stream index (FIELD-NOTES section 1):
+The residual-stream index (docs/numbering.md, 'The residual-stream index'):
 
     h0      embedding output (input to decoder layer 0)
     hK      residual stream after K decoder layers = output of 0-based layer K-1,

@@ -3,7 +3,8 @@
 As the 0.5.13-0.5.14 family (sglang_0_5_14.py: global server args for the scheduler,
 dp_attention initialised before a model is built, the aux ids read by the real
 `ModelRunner.__init__` under its bare `except:`, the capture configured by the real
-`ModelRunner.init_aux_hidden_state_capture`), except where FIELD-NOTES 5b says it differs:
+`ModelRunner.init_aux_hidden_state_capture`), except where docs/engines-on-cpu.md,
+'Runtime set-up per release family', says it differs:
 there is no `forward_context.py`. Attention layers take their backend from
 `forward_batch.attn_backend`, so a forward needs nothing but the ForwardBatch, which
 already carries parity's prefill SDPA backend (and its write-only KV pool, which the

@@ -1,6 +1,7 @@
 """SGLang 0.5.14 (the 0.5.13-0.5.14 family): the per-release adapter.
 
-Same methods as `sglang_0_5_23.Adapter`; what differs in this family (FIELD-NOTES 5b):
+Same methods as `sglang_0_5_23.Adapter`; what differs in this family (docs/engines-on-cpu.md,
+'Runtime set-up per release family'):
 - the process-wide server args are published with
   `server_args.set_global_server_args_for_scheduler(...)` (no runtime_context yet), and
   `dp_attention.initialize_dp_attention(...)` must run before a model is built;

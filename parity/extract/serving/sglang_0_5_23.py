@@ -5,7 +5,7 @@ how the process-wide runtime is published, where the draft's aux ids are resolve
 how a model class is found and a prefill batch is built. The extractor above it
 (probe.py) calls only the methods below and never branches on versions.
 
-CPU shims, each the smallest that lets the real code run (FIELD-NOTES section 5):
+CPU shims, each the smallest that lets the real code run (docs/engines-on-cpu.md):
 - single-process gloo groups; server args published with model_path "dummy" so the
   GPU-oriented argument resolution is skipped (real paths are given where read);
 - the rotary-embedding module's device lookup answers "cpu" (it asks for an accelerator);
