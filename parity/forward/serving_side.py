@@ -258,7 +258,7 @@ class Serving:
     """The target model (built once) and everything that depends only on it."""
 
     def __init__(self, req: dict, timings: dict):
-        from ..extract.serving.probe import adapter_for, free_port
+        from ..extract.serving.probe import adapter_for, setup_on_a_free_port
         from ..extract.serving.reference import checkpoint_tensors
         from .reference import data_generation_target
         from ..extract.serving.shrink import shrink_config
@@ -283,7 +283,7 @@ class Serving:
         if self.gpu:
             import sglang.srt.layers.rotary_embedding.rope_variant as rope_variant
             device_of = rope_variant.get_device  # the adapter points it at the CPU
-        self.adapter.setup(free_port(), first)
+        setup_on_a_free_port(self.adapter, first)
         self.backend = "torch_native"  # CPU: SGLang's device-agnostic backend for the draft
         timings["import_setup"] = time.perf_counter() - t0
         t1 = time.perf_counter()

@@ -35,6 +35,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def setup_on_a_free_port(adapter, draft_dir, tries: int = 5) -> None:
+    """`adapter.setup` on a free local port. The port is free when picked but another probe
+    (xdist workers, the matrix) may bind it before gloo does: that is retried on a new port."""
+    from torch.distributed import DistNetworkError
+
+    for attempt in range(tries):
+        try:
+            return adapter.setup(free_port(), draft_dir)
+        except DistNetworkError:
+            if attempt == tries - 1:
+                raise
+
+
 def adapter_for(version: str):
     """The adapter of the installed release family; a release without one is a loud error.
 
@@ -131,7 +144,7 @@ def extract(request: dict) -> dict[str, Any]:
     target_dir.mkdir()
     (target_dir / "config.json").write_text(json.dumps(shrink_config(real)))
 
-    adapter.setup(free_port(), draft_dir)
+    setup_on_a_free_port(adapter, draft_dir)
     arch = (real.get("architectures") or ["?"])[0]
     try:
         target_cfg = adapter.model_config(str(target_dir))
