@@ -2,7 +2,8 @@
 
     python -m parity.replay.fixture OUT      # ~1 min on 2 cores; prints what it measured
 
-Everything comes from seeds, on the CPU, one thread (so a rebuild is byte-identical):
+Everything comes from seeds, on the CPU, one thread (so a rebuild on the same machine is
+byte-identical; another CPU's kernels round differently, see docs/replay.md):
 
 1. a synthetic language: position 0 holds one of `modes` mode tokens; each later token is,
    with probability `follow`, the mode's fixed permutation of the previous token, else a
