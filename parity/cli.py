@@ -229,6 +229,8 @@ def _check(args) -> int:
         if not (args.dump_layout or args.datagen_ids):
             raise _usage("check needs the dump description: --dump-layout h0,h3,... or --datagen-ids")
         check_inputs(args.target_config, args.draft)  # fails fast, before any extraction
+        from .extract.serving import preflight
+        preflight(args.target_config, args.sglang)
         training = _training(args)
         check_inputs(args.target_config, args.draft, training)
         result = check(training, args.target_config, args.draft, sglang_version=args.sglang,
@@ -265,6 +267,8 @@ def _export(args) -> int:
     if not (args.dump_layout or args.datagen_ids):
         raise _usage("export needs the dump description: --dump-layout h0,h3,... or --datagen-ids")
     check_output(args.out, args.draft, args.target_config, args.force)  # before any extraction
+    from .extract.serving import preflight
+    preflight(args.target_config)
     training = _training(args)
     report = export_sglang(args.draft, args.out, training, args.target_config, force=args.force)
     print(report)
