@@ -324,13 +324,37 @@ def _usage(msg: str) -> _UsageError:
     return _UsageError(msg)
 
 
+EXIT_TERMINATED = 143  # 128 + SIGTERM: a CI runner cancelling the job
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised where the command is, so every `finally` (the workspace's) runs."""
+
+
+def _on_sigterm(signum, frame):
+    raise _Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
-    """The whole command: every exit path, Ctrl-C included, ends in an exit code, never a traceback."""
+    """The whole command: every exit path, Ctrl-C and SIGTERM included, ends in an exit code,
+    never a traceback, and runs the cleanup of what the command made."""
+    import signal
+    import threading
+
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return _main(argv)
     except KeyboardInterrupt:
         print("parity: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except _Terminated:
+        print("parity: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _main(argv: list[str] | None) -> int:
