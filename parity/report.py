@@ -71,7 +71,9 @@ def _unservable(result, target_path: str, draft_path: str) -> list[str]:
     draft = draft_path or "DRAFT"
     if ex is None:
         lines.append(f"  The draft must be given in a form sglang {s.provenance.version} loads (an SGLang-format "
-                     "config.json); then run parity check again.")
+                     "config.json); then run parity check again. For a speculators-format draft, `parity "
+                     "export` writes one: without --no-verify, check runs export's own gate and says what "
+                     "it would write.")
     elif ex.exportable:
         lines.append(f"  ADVICE: `parity export --engine sglang {draft} OUT --target-config "
                      f"{target_path or 'T'} --dump-layout {','.join(x.name for x in t.dump_layout)}` writes "
