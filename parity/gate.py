@@ -167,7 +167,11 @@ def check(training: TrainingContract, target_config: Path, draft_dir: Path,
                                        sglang_version, verify)
     elif verdict == "unservable":
         differences = [x for x in differences if x.kind in UNSERVABLE_KINDS]  # the slots were never fed
-        export = _export_advice(training, target_config, draft_dir, sglang_version, verify)
+        if any(f.kind == "draft_unloadable" for f in serving.findings):
+            export = _export_advice(training, target_config, draft_dir, sglang_version, verify)
+        else:  # the draft loads but the engine raised on its ids: other ids may be the fix
+            suggestion, unfixable = _solve(training, serving, tried, target_config, draft_dir,
+                                           sglang_version, verify)
     return CheckResult(verdict=verdict, training=training, serving=serving, diff=d,
                        differences=differences, notes=notes, suggestion=suggestion,
                        unfixable=unfixable, unservable=unservable, export=export,

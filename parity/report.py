@@ -69,6 +69,8 @@ def _unservable(result, target_path: str, draft_path: str) -> list[str]:
     lines.append("")
     ex = result.export
     draft = draft_path or "DRAFT"
+    if result.suggestion or result.unfixable:  # the draft loads; the engine raised on its ids
+        return lines + _fix_lines(result, draft_path)
     if ex is None:
         lines.append(f"  The draft must be given in a form sglang {s.provenance.version} loads (an SGLang-format "
                      "config.json); then run parity check again. For a speculators-format draft, `parity "
@@ -121,17 +123,22 @@ def render_check(result, target_path: str = "", draft_path: str = "") -> str:
     if result.notes:
         lines += ["", "  Notes:"] + [f"  - {note}" for note in result.notes]
     lines.append("")
+    lines += _fix_lines(result, draft_path)
+    return "\n".join(lines)
+
+
+def _fix_lines(result, draft_path: str) -> list[str]:
+    """The engine-verified id fix, or why there is none."""
     if result.suggestion:
         sg = result.suggestion
         snippet = json.dumps({"eagle_config": {"eagle_aux_hidden_state_layer_ids":
                                                sg.eagle_aux_hidden_state_layer_ids}})
         where = f" in {draft_path}/config.json" if draft_path else ""
-        lines.append(f"  FIX: write {snippet}{where}")
         how = ("verified: a full extraction with this config" if sg.verified
-               else "found on the engine's model; the draft config itself must first be exported "
-                    "to SGLang's format (`parity export`), so the config reading was not re-run, and")
-        lines.append(f"       ({how} makes sglang {sg.engine_version} feed "
-                     f"[{', '.join(x or '-' for x in sg.serving_fc_input)}], the training contract)")
-    elif result.unfixable:
-        lines.append(f"  NO FIX with the installed engine: {result.unfixable}")
-    return "\n".join(lines)
+               else "found on the engine's model; not re-verified (--no-verify), and")
+        return [f"  FIX: write {snippet}{where}",
+                f"       ({how} makes sglang {sg.engine_version} feed "
+                f"[{', '.join(x or '-' for x in sg.serving_fc_input)}], the training contract)"]
+    if result.unfixable:
+        return [f"  NO FIX with the installed engine: {result.unfixable}"]
+    return []

@@ -103,6 +103,21 @@ def test_unservable_advice_never_suggests_an_export_that_export_refuses(capsys):
     assert "parity-export-" not in out  # never an internal temp path
 
 
+@pytest.mark.slow
+def test_unservable_because_the_engine_raises_on_the_ids_still_gets_the_id_fix(tmp_path, capsys):
+    """A draft that loads, with ids SGLang 0.5.23 raises on (-1 on DeepSeek): unservable as
+    written, and the fix is other ids, found on the engine (not an export)."""
+    draft = sglang_draft(tmp_path / "d", ids=[-1, 2, 30], hidden_size=7168)
+    rc, out, _ = run(capsys, "check", "--target-config", DEEPSEEK, "--draft", draft,
+                     "--dump-layout", "h0,h3,h31,h59", "--no-verify", "--json")
+    data = json.loads(out)
+    assert rc == 1 and data["verdict"] == "unservable" and data["export"] is None
+    assert data["suggestion"]["eagle_aux_hidden_state_layer_ids"] == [0, 3, 31]
+    rc, out, _ = run(capsys, "check", "--target-config", DEEPSEEK, "--draft", draft,
+                     "--dump-layout", "h0,h3,h31,h59", "--no-verify")
+    assert "UNSERVABLE" in out and "FIX: write" in out and "[0, 3, 31]" in out
+
+
 # -- 5. notes speak the config's own convention ----------------------------------------------
 
 
