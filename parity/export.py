@@ -41,10 +41,10 @@ class ExportRefused(InputError):
 def is_exportable(draft: Path) -> bool:
     """A speculators-format draft: the input `parity export` takes."""
     try:
-        spec = read_config(Path(draft) / "config.json", "draft config")
+        _speculators_spec(Path(draft))
     except InputError:
         return False
-    return "speculators_model_type" in spec or "transformer_layer_config" in spec
+    return True
 
 
 def sglang_config(spec: dict, ids: list[int]) -> dict:

@@ -271,6 +271,7 @@ def test_an_oversized_config_is_refused(tmp_path, capsys):
         f.truncate(64 * 1024 * 1024)  # sparse: 64 MiB of nothing
     rc, out, err = run(capsys, "contract", "training", "--target-config", target, "--dump-layout", "h1,h2")
     one_line_exit_2(rc, out, err)
+    assert "more than the" in err  # refused by its size, before reading 64 MiB
 
 
 @pytest.mark.parametrize("n", [18446744073709551616, 5000])
@@ -290,6 +291,7 @@ def test_unbounded_work_is_refused_with_the_reason(capsys, argv):
     t0 = time.perf_counter()
     rc, out, err = run(capsys, *argv)
     one_line_exit_2(rc, out, err)
+    assert "1..16" in err or "at most 4096" in err  # refused by the bound, with its reason
     assert time.perf_counter() - t0 < 10
 
 

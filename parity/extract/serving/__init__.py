@@ -103,7 +103,11 @@ def engine_model_classes(sglang_version: str | None = None) -> frozenset[str] | 
 def preflight(target_config_path: Path | str, sglang_version: str | None = None) -> None:
     """Refuse, before any extraction starts, a target architecture the installed SGLang has no
     model class for (the probe would only find that out after seconds of imports)."""
-    config, target = read_target(Path(target_config_path))
+    check_architecture(read_target(Path(target_config_path))[1], target_config_path, sglang_version)
+
+
+def check_architecture(target: TargetModel, target_config_path, sglang_version: str | None) -> None:
+    """`preflight` on an already parsed target."""
     try:
         classes = engine_model_classes(sglang_version)
     except EnvError:
@@ -118,8 +122,8 @@ def probe_serving(target_config_path: Path | str, draft_dir: Path | str,
                   candidates: list[list[int]] | None = None) -> tuple[ServingContract, list[dict]]:
     """The serving contract, plus what the engine would capture for each candidate id list
     (each {"ids", "fc_input": [names or None], "error"}), from one engine process."""
-    target_config, _ = read_target(Path(target_config_path))
-    preflight(target_config_path, sglang_version)
+    target_config, target = read_target(Path(target_config_path))
+    check_architecture(target, target_config_path, sglang_version)
     draft_dir = Path(draft_dir)
     if not draft_dir.is_dir():
         raise InputError(f"draft {draft_dir}: not a directory")
