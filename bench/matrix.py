@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from parity.envs import environments  # noqa: E402
-from parity.extract.serving import extract_serving  # noqa: E402
-from parity.extract.training import PROBE_REPLIES  # noqa: E402
+from parity.extract.engines.sglang import extract_serving  # noqa: E402
+from parity.extract.trainers.speculators import PROBE_REPLIES  # noqa: E402
 from parity.lock import extract_for_lock  # noqa: E402
 from parity.matrix import build_matrix, releases, render_text  # noqa: E402
 

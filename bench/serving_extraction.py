@@ -46,7 +46,7 @@ def main() -> None:
     imports = timed(lambda: subprocess.run([sys.executable, "-c", IMPORTS], check=True, cwd=ROOT,
                                            capture_output=True))
     reply = {}
-    extraction = timed(lambda: reply.update(run_module(sys.executable, "parity.extract.serving.probe",
+    extraction = timed(lambda: reply.update(run_module(sys.executable, "parity.extract.engines.sglang.probe",
                                                        request)))
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20  # KiB -> GiB
     fc = [s.get("tap") for s in reply.get("slots", [])]

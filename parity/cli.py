@@ -181,7 +181,7 @@ def _can_i_deploy(args) -> int:
 
 def _training(args) -> "object":
     from .contract import parse_taps
-    from .extract.training import extract_training
+    from .extract.trainers.speculators import extract_training
     from .inputs import InputError
     from .inputs import target_model
 
@@ -200,7 +200,7 @@ def _training(args) -> "object":
 
 
 def _serving(args):
-    from .extract.serving import extract_serving
+    from .extract.engines.sglang import extract_serving
 
     return extract_serving(args.target_config, args.draft, sglang_version=args.sglang)
 
@@ -229,7 +229,7 @@ def _check(args) -> int:
         if not (args.dump_layout or args.datagen_ids):
             raise _usage("check needs the dump description: --dump-layout h0,h3,... or --datagen-ids")
         check_inputs(args.target_config, args.draft)  # fails fast, before any extraction
-        from .extract.serving import preflight
+        from .extract.engines.sglang import preflight
         preflight(args.target_config, args.sglang)
         training = _training(args)
         check_inputs(args.target_config, args.draft, training)
@@ -267,7 +267,7 @@ def _export(args) -> int:
     if not (args.dump_layout or args.datagen_ids):
         raise _usage("export needs the dump description: --dump-layout h0,h3,... or --datagen-ids")
     check_output(args.out, args.draft, args.target_config, args.force)  # before any extraction
-    from .extract.serving import preflight
+    from .extract.engines.sglang import preflight
     preflight(args.target_config)
     training = _training(args)
     report = export_sglang(args.draft, args.out, training, args.target_config, force=args.force)

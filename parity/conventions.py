@@ -3,7 +3,7 @@
 Each system numbers hidden states its own way (docs/numbering.md); a number read
 in the wrong convention is the commonest EAGLE-3 bug. `to_taps("vllm", [2, 16, 29], 32)`
 says what those ids mean physically. SGLang is deliberately absent: its meaning is
-always extracted from the installed code (parity.extract.serving).
+always extracted from the installed code (parity.extract.engines.sglang).
 """
 
 from __future__ import annotations

@@ -9,11 +9,11 @@ from .inputs import InputError
 
 def _collect() -> tuple[type[BaseException], ...]:
     errors: list[type[BaseException]] = [InputError, EnvError, ConventionError]
-    from .extract.serving import ServingExtractionError
+    from .extract.engines.sglang import ServingExtractionError
     errors.append(ServingExtractionError)
     try:
-        from .extract.training import TrainingExtractionError
-        from .extract.training.draft import DraftError
+        from .extract.trainers.speculators import TrainingExtractionError
+        from .extract.trainers.speculators.draft import DraftError
         errors += [TrainingExtractionError, DraftError]
     except ImportError:  # pragma: no cover - training extractor not installed
         pass

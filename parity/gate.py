@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .contract import ContractDiff, ServingContract, Tap, TrainingContract, diff
-from .extract.serving import probe_serving
+from .extract.engines.sglang import probe_serving
 
 Verdict = Literal["parity", "drift", "unservable", "error"]
 

@@ -68,7 +68,7 @@ class Lock(BaseModel):
 
 def extract_for_lock(target_config: Path, draft: Path, layout: list[str],
                      speculators_version: str | None = None, **probe) -> TrainingContract:
-    from .extract.training import extract_training
+    from .extract.trainers.speculators import extract_training
 
     return extract_training(target_model(target_config), parse_taps(",".join(layout)),
                             draft_dir=draft, speculators_version=speculators_version, **probe)
@@ -147,7 +147,7 @@ def check_lock(path: Path, sglang_version: str | None = None,
     lock = read_lock(path)
     base = path.parent.resolve()
     target, draft = lock.resolve(base, lock.target_config), lock.resolve(base, lock.draft)
-    from .extract.serving import preflight
+    from .extract.engines.sglang import preflight
 
     preflight(target, sglang_version)  # an architecture the engine lacks: refused before extracting
     fresh = extract_for_lock(target, draft, lock.dump_layout, speculators_version,

@@ -32,7 +32,7 @@ from .workspace import kill_children
 CANNOT = "cannot extract under"
 
 # One training extraction per release at a time in this process: concurrent matrices (a test
-# file, a bench) then reuse the first one's probe reply (parity.extract.training caches it)
+# file, a bench) then reuse the first one's probe reply (parity.extract.trainers.speculators caches it)
 # instead of running the same probe side by side.
 _TRAINING_LOCKS: dict[str, threading.Lock] = {}
 _TRAINING_LOCKS_GUARD = threading.Lock()

@@ -96,7 +96,7 @@ def pytest_collection_modifyitems(session, config, items):
 
     def run():
         from .contract import parse_taps
-        from .extract.training import extract_training
+        from .extract.trainers.speculators import extract_training
         from .gate import check
         from .inputs import target_model
 

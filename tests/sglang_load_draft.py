@@ -17,7 +17,7 @@ from parity.extract import standins
 
 standins.install()
 
-from parity.extract.serving.probe import adapter_for, free_port  # noqa: E402
+from parity.extract.engines.sglang.probe import adapter_for, free_port  # noqa: E402
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ from safetensors.torch import load_file, save_file
 from parity import cli
 from parity.contract import TargetModel, parse_taps
 from parity.export import sglang_config
-from parity.extract.training import extract_training
+from parity.extract.trainers.speculators import extract_training
 from parity.fixtures import DraftRecipe, speculators_draft
 from parity.gate import check
 from parity.lock import check_lock

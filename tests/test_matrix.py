@@ -18,7 +18,7 @@ import pytest
 
 from parity import cli
 from parity.envs import find_env, EnvError
-from parity.extract.serving.run_until import CodePathMoved, run_until_after, stop_line
+from parity.extract.run_until import CodePathMoved, run_until_after, stop_line
 from parity.matrix import CANNOT, build_matrix, releases, render_markdown, render_text
 
 from .helpers import ROOT

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from parity.contract import diff, names
-from parity.extract.serving import extract_serving
+from parity.extract.engines.sglang import extract_serving
 from parity.inputs import InputError
 
 from .helpers import DEEPSEEK, GPT_OSS, LLAMA, QWEN2, QWEN3, QWEN3_MOE, sglang_draft

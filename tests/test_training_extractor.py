@@ -18,9 +18,9 @@ import torch
 from safetensors.torch import save_file
 
 from parity.contract import TargetModel, Tap, diff, parse_taps
-from parity.extract.training import (PROBE_MODULE, PROBE_REPLIES, DraftError, TrainingExtractionError,
+from parity.extract.trainers.speculators import (PROBE_MODULE, PROBE_REPLIES, DraftError, TrainingExtractionError,
                                      extract_training, probe_training, read_draft)
-from parity.extract.training.draft import classify_d2t, installed_schema
+from parity.extract.trainers.speculators.draft import classify_d2t, installed_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 DRIFTED = "tests.drift.training_slice_from_one"

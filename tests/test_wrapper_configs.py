@@ -14,8 +14,8 @@ import pytest
 from parity import cli
 from parity.contract import TargetModel, names
 from parity.envs import EnvError, find_env
-from parity.extract.serving import extract_serving
-from parity.extract.serving.shrink import shrink_config
+from parity.extract.engines.sglang import extract_serving
+from parity.extract.shrink import shrink_config
 from parity.inputs import InputError, target_model
 
 from .helpers import DEEPSEEK, TARGETS

@@ -181,7 +181,7 @@ def given_case(draft_dir: Path, dump_layout: list[str] | None, served_dir: Path 
                          "trained draft through speculators; pass the served form with --served)")
     if not list(draft_dir.glob("*.safetensors")):
         raise InputError(f"draft {draft_dir}: no *.safetensors weights (forward parity runs the model)")
-    from ..extract.serving.shrink import TINY
+    from ..extract.shrink import TINY
     layer = spec["transformer_layer_config"]
     widths = (layer.get("hidden_size"), layer.get("vocab_size"))
     if widths != (TINY["hidden_size"], TINY["vocab_size"]):

@@ -22,7 +22,7 @@ from safetensors.torch import load_file
 
 from ..envs import EnvError
 from ..workspace import kill_children, run_child
-from ..extract.serving.shrink import shrink_config
+from ..extract.shrink import shrink_config
 from .cases import Case, seeded_tokens
 from .compare import ForwardResult, compare
 from .tolerances import for_dtype

@@ -258,10 +258,10 @@ class Serving:
     """The target model (built once) and everything that depends only on it."""
 
     def __init__(self, req: dict, timings: dict):
-        from ..extract.serving.probe import adapter_for, setup_on_a_free_port
-        from ..extract.serving.reference import checkpoint_tensors
+        from ..extract.engines.sglang.probe import adapter_for, setup_on_a_free_port
+        from ..extract.reference import checkpoint_tensors
         from .reference import data_generation_target
-        from ..extract.serving.shrink import shrink_config
+        from ..extract.shrink import shrink_config
         from importlib import metadata
 
         t0 = time.perf_counter()
@@ -296,7 +296,7 @@ class Serving:
         self.hf, _ = data_generation_target(str(target_dir), req.get("seed", 0))
         with _default_dtype(self.dtype):
             self.model = self.adapter.build_target(self.target_cfg)
-        from ..extract.serving.reference import WRAPPER_TEXT_PREFIX
+        from ..extract.reference import WRAPPER_TEXT_PREFIX
         from ..inputs import is_wrapper
 
         prefix = WRAPPER_TEXT_PREFIX if is_wrapper(req["target_config"]) else ""
@@ -312,7 +312,7 @@ class Serving:
         self.timings = timings
 
     def refs(self):
-        from ..extract.serving.reference import candidate_states
+        from ..extract.reference import candidate_states
 
         if self._refs is None:
             self._refs = candidate_states(self.hf, self.tokens)
@@ -349,7 +349,7 @@ class Serving:
     def _name_slots(self, aux: torch.Tensor) -> list[str | None]:
         """Each H-wide slice of `aux` named by numerical identity (fp32: within identify's
         MATCH_RTOL; bf16/fp16: the clear nearest, its rounding being far above that bound)."""
-        from ..extract.serving.identify import identify
+        from ..extract.identify import identify
 
         refs = self.refs()
         h = next(iter(refs.values())).shape[-1]

@@ -40,8 +40,8 @@ from typing import Any
 import torch
 
 from ..contract.tap import Tap
-from ..extract.serving.reference import candidate_states
-from ..extract.serving.shrink import shrink_config
+from ..extract.reference import candidate_states
+from ..extract.shrink import shrink_config
 from .reference import data_generation_target
 from ..envs import reply_over_stdio
 from .variants import run_variants

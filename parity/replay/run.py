@@ -143,8 +143,8 @@ def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_conf
     form's (`served`, else the draft's own ids as SGLang reads them; `serving=False` skips it),
     each of `wirings`, and (`search`) every ordered choice of dump slots. `training_probe`
     swaps the module the training extractor runs (tests inject a data-path drift with it)."""
-    from ..extract.serving import extract_serving
-    from ..extract.training import extract_training
+    from ..extract.engines.sglang import extract_serving
+    from ..extract.trainers.speculators import extract_training
 
     started = time.perf_counter()
     wall: dict[str, float] = {}

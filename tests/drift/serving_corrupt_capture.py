@@ -8,7 +8,7 @@ standins.install()
 
 from sglang.srt.layers.aux_hidden_states import AuxHiddenStateList  # noqa: E402
 
-from parity.extract.serving import probe  # noqa: E402
+from parity.extract.engines.sglang import probe  # noqa: E402
 
 _orig = AuxHiddenStateList.capture
 

@@ -8,13 +8,13 @@ from parity.extract import standins
 
 standins.install()
 
-from parity.extract.serving.sglang_0_5_14 import give_standin_interpolation_modes  # noqa: E402
+from parity.extract.engines.sglang.sglang_0_5_14 import give_standin_interpolation_modes  # noqa: E402
 
 give_standin_interpolation_modes()
 
 from sglang.srt.model_executor.model_runner import ModelRunner  # noqa: E402
 
-from parity.extract.serving import probe  # noqa: E402
+from parity.extract.engines.sglang import probe  # noqa: E402
 
 _orig = ModelRunner.__init__
 

@@ -8,7 +8,7 @@ standins.install()
 
 from sglang.srt.models.llama import LlamaForCausalLM  # noqa: E402
 
-from parity.extract.serving import probe  # noqa: E402
+from parity.extract.engines.sglang import probe  # noqa: E402
 
 
 def _no_plus_one(self, layer_ids=None):

@@ -5,7 +5,7 @@ real `adapter_for` must refuse it and the matrix must show a loud "cannot extrac
 
 from importlib import metadata as _metadata
 
-from parity.extract.serving import probe
+from parity.extract.engines.sglang import probe
 
 
 class _Metadata:

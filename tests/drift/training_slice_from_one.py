@@ -10,7 +10,7 @@ slots without being told.
 
 import speculators.train.data as data
 
-from parity.extract.training import probe
+from parity.extract.trainers.speculators import probe
 
 _original = data.ArrowDataset._get_raw_data
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ...contract.tap import Tap
+from ..contract.tap import Tap
 
 MATCH_RTOL = 1e-3  # fp32 engine vs transformers: seen <= 4e-5 (MoE, yarn rope); distinct states differ by > 1e-1
 AMBIGUITY_RATIO = 100.0  # the runner-up must be this much further away than the match

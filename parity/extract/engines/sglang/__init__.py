@@ -12,16 +12,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ...contract import Finding, GraphFlags, Provenance, ServingContract, TargetModel, Tap, VocabMapping
-from ...envs import EnvError, display_python, find_env, run_module
-from ...inputs import InputError, read_config, read_target
+from ....contract import Finding, GraphFlags, Provenance, ServingContract, TargetModel, Tap, VocabMapping
+from ....envs import EnvError, display_python, find_env, run_module
+from ....inputs import InputError, read_config, read_target
 
 
 class ServingExtractionError(RuntimeError):
     """The engine could not be run at all for this input (not a finding: no contract)."""
 
 
-PROBE = "parity.extract.serving.probe"
+PROBE = "parity.extract.engines.sglang.probe"
 
 
 def run_probe(target_config: dict, draft_dir: Path | None, sglang_version: str | None = None,

@@ -34,7 +34,7 @@ from typing import Any
 import torch
 
 from . import sglang_0_5_23
-from .run_until import CodePathMoved, run_until_after
+from ...run_until import CodePathMoved, run_until_after
 
 CODE_PATHS = {
     "ids": "sglang.srt.model_executor.model_runner.ModelRunner.__init__ "
@@ -50,7 +50,7 @@ INTERPOLATION_MODES = "NEAREST NEAREST_EXACT BILINEAR BICUBIC BOX HAMMING LANCZO
 
 def give_standin_interpolation_modes() -> None:
     """An inert InterpolationMode on the torchvision stand-in (see the module docstring)."""
-    from .. import standins
+    from ... import standins
 
     if "torchvision" not in standins._active:  # a real torchvision is installed: nothing to do
         return
@@ -92,7 +92,7 @@ class Adapter(sglang_0_5_23.Adapter):
         import importlib.util
 
         from sglang.srt.model_executor.model_runner import ModelRunner
-        from .run_until import stop_line
+        from ...run_until import stop_line
 
         stop_line(ModelRunner.__init__, "eagle_aux_hidden_state_layer_ids")
         if not callable(getattr(ModelRunner, "init_aux_hidden_state_capture", None)):

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from .shrink import shrink_config
+from ...shrink import shrink_config
 
 FLAG_KEYS = ("norm_before_fc", "fc_norm", "norm_output", "norm_before_residual")
 

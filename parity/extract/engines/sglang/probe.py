@@ -1,11 +1,11 @@
 """Run the installed SGLang's real config reading and capture path; print what it fed the fc.
 
-    python -m parity.extract.serving.probe  < request.json
+    python -m parity.extract.engines.sglang.probe  < request.json
 
 Runs in a fresh process per extraction (own gloo port, own global state), so it is
 safe under pytest-xdist and can run under another release's environment. The request
 is {"target_config": {...}, "draft_dir": "...", "seq_len": 8, "seed": 0}; the reply (last
-stdout line) is a JSON object that parity.extract.serving turns into a ServingContract.
+stdout line) is a JSON object that parity.extract.engines.sglang turns into a ServingContract.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from typing import Any
 
 import torch
 
-from .. import standins
+from ... import standins
 from .draft_facts import draft_facts
-from .identify import identify
-from .reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model
-from .shrink import shrink_config
-from ...envs import reply_over_stdio
-from ...inputs import is_wrapper, text_part
+from ...identify import identify
+from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model
+from ...shrink import shrink_config
+from ....envs import reply_over_stdio
+from ....inputs import is_wrapper, text_part
 
 
 def free_port() -> int:
@@ -65,12 +65,12 @@ def adapter_for(version: str):
     if name is None:
         raise LookupError(f"no parity adapter for sglang {version} (adapters exist for "
                           f"{', '.join(adapters)}); looked for release {version!r} in "
-                          f"parity.extract.serving.probe.adapter_for")
+                          f"parity.extract.engines.sglang.probe.adapter_for")
     try:
         module = importlib.import_module(f"{__package__}.{name}")
     except ImportError as exc:
         raise LookupError(f"the adapter for sglang {version} could not be imported: looked for "
-                          f"module parity.extract.serving.{name} ({exc})") from None
+                          f"module parity.extract.engines.sglang.{name} ({exc})") from None
     return module.Adapter(), module.CODE_PATHS
 
 

@@ -1,6 +1,6 @@
 """Run the installed speculators' own training data path(s) on a marked sample; print what lands where.
 
-    python -m parity.extract.training.probe  < {"num_slots": 4, "hidden_size": 8, "seq_len": 6}
+    python -m parity.extract.trainers.speculators.probe  < {"num_slots": 4, "hidden_size": 8, "seq_len": 6}
 
 Runs inside ANY speculators environment, so it imports only the standard library, torch,
 safetensors and speculators, plus what speculators itself uses to write and read its
@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import torch
-from ...envs import reply_over_stdio
+from ....envs import reply_over_stdio
 
 ANCHOR = 7.0  # every chunk's feature 0; also each token's amax, so FP8 scale = 2^-6
 BASE = 7  # digits 0..6 of the marker code

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from ...contract.tap import Norm, Tap
+from ..contract.tap import Norm, Tap
 
 
 # Where a published multimodal wrapper's checkpoint keeps its text model: Kimi-K2.5's and

@@ -17,15 +17,15 @@ import json
 import sys
 from pathlib import Path
 
-from ...contract import Finding, GraphFlags, Provenance, Tap, TargetModel, TrainingContract, VocabMapping
-from ...conventions import CONVENTIONS, ConventionError, to_taps
-from ...envs import display_python, find_env, run_module
+from ....contract import Finding, GraphFlags, Provenance, Tap, TargetModel, TrainingContract, VocabMapping
+from ....conventions import CONVENTIONS, ConventionError, to_taps
+from ....envs import display_python, find_env, run_module
 from .draft import DraftConfig, DraftError, draft_ids, read_draft
 
 __all__ = ["DraftConfig", "DraftError", "PROBE_MODULE", "PROBE_REPLIES", "TrainingExtractionError",
            "contract_from_probe", "extract_training", "probe_training", "read_draft"]
 
-PROBE_MODULE = "parity.extract.training.probe"
+PROBE_MODULE = "parity.extract.trainers.speculators.probe"
 DEFAULT_CONVENTION = "speculators-datagen"
 PROBE_SHAPE = {"hidden_size": 8, "seq_len": 6}  # small: the markers need 7^(H-1) >= slots*T
 

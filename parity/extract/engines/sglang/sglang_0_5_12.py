@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 
 from . import sglang_0_5_14, sglang_0_5_23
-from .run_until import CodePathMoved
+from ...run_until import CodePathMoved
 
 CODE_PATHS = dict(sglang_0_5_14.CODE_PATHS)
 

@@ -27,7 +27,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from ...contract import Finding, GraphFlags, VocabMapping
+from ....contract import Finding, GraphFlags, VocabMapping
 
 FLAG_KEYS = ("norm_before_fc", "fc_norm", "norm_output", "norm_before_residual")
 MAPPED_BOOL_FIELDS = frozenset(FLAG_KEYS) | {"embed_requires_grad"}

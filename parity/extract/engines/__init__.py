@@ -1,0 +1,1 @@
+"""Engines: what each serving engine feeds the draft, one folder per engine."""

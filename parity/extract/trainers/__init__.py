@@ -1,0 +1,1 @@
+"""Trainers: what each training stack feeds the draft, one folder per trainer."""
