@@ -15,9 +15,7 @@ from importlib import metadata
 from pathlib import Path
 
 from . import __version__
-
-EXIT_OK, EXIT_DRIFT, EXIT_ERROR, EXIT_INTERNAL = 0, 1, 2, 3
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
+from .errors import ExitCode, UserError
 
 
 def _installed(name: str) -> str:
@@ -34,7 +32,7 @@ def version_text() -> str:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # usage errors are bad input: one line, exit 2
-        self.exit(EXIT_ERROR, f"parity: {message} (see parity {self.prog.split()[-1]} --help)\n"
+        self.exit(ExitCode.BAD_INPUT, f"parity: {message} (see parity {self.prog.split()[-1]} --help)\n"
                   if " " in self.prog else f"parity: {message} (see parity --help)\n")
 
 
@@ -67,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--draft", required=True, type=Path, help="the draft directory as it will be served")
     sv.add_argument("--sglang", metavar="VERSION", help="run another installed release")
     sv.add_argument("--json", action="store_true")
+    for side_parser in (tr, sv):
+        side_parser.set_defaults(func=_contract)
+    contract.set_defaults(func=lambda args: _no_side())
 
     ck = sub.add_parser("check", help="compare training and serving; exit 0 parity, 1 drift, 2 error")
     ck.add_argument("--target-config", type=Path, help="the target's config.json")
@@ -80,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     ck.add_argument("--no-verify", action="store_true",
                     help="skip the second extraction that confirms the suggested fix")
     ck.add_argument("--json", action="store_true")
+    ck.set_defaults(func=_check)
 
     lk = sub.add_parser("lock", help="write (or --update) a locked contract for a draft")
     lk.add_argument("out", type=Path, help="the lock file to write, e.g. contracts/my-draft.json")
@@ -88,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     lk.add_argument("--dump-layout", required=True, metavar="TAPS")
     lk.add_argument("--name", help="a name for the pair (default: the file name)")
     lk.add_argument("--update", action="store_true", help="overwrite an existing lock")
+    lk.set_defaults(func=_lock)
 
     ex = sub.add_parser("export", help="write a speculators draft as an SGLang-loadable draft with the fix")
     ex.add_argument("draft", type=Path, help="the speculators-format draft directory")
@@ -96,16 +99,18 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--target-config", required=True, type=Path)
     _add_dump_args(ex)
     ex.add_argument("--force", action="store_true", help="write into an existing directory")
+    ex.set_defaults(func=_export)
 
     _add_matrix_parsers(sub)
 
-    from .forward.cli import add_forward_parser
-    add_forward_parser(sub, _Parser)
-    from .replay.cli import add_replay_parser
-    add_replay_parser(sub, _add_dump_args)
+    from .forward.cli import add_forward_parser, run_forward
+    add_forward_parser(sub, _Parser).set_defaults(func=run_forward)
+    from .replay.cli import add_replay_parser, run_replay
+    add_replay_parser(sub, _add_dump_args).set_defaults(func=run_replay)
 
-    sub.add_parser("schema", help="print the JSON Schema of contracts")
-    sub.add_parser("conventions", help="list the layer-id conventions parity translates")
+    sub.add_parser("schema", help="print the JSON Schema of contracts").set_defaults(func=_schema)
+    sub.add_parser("conventions", help="list the layer-id conventions parity translates").set_defaults(
+        func=_conventions)
     return p
 
 
@@ -127,12 +132,14 @@ def _add_matrix_parsers(sub) -> None:
     mx.add_argument("--speculators", metavar="V,V", help="only these speculators releases")
     mx.add_argument("--markdown", action="store_true", help="a Markdown table (for a pull-request comment)")
     mx.add_argument("--workers", type=int, help="extractions run at once (default: the CPU count)")
+    mx.set_defaults(func=_matrix)
 
     cd = sub.add_parser("can-i-deploy", help="yes/no for one sglang and speculators release pair; "
                         "exit 0 yes, 1 no, 2 bad input or cannot tell")
     inputs(cd)
     cd.add_argument("--sglang", metavar="VERSION", required=True)
     cd.add_argument("--speculators", metavar="VERSION", required=True)
+    cd.set_defaults(func=_can_i_deploy)
 
 
 def _matrix_inputs(args) -> dict:
@@ -142,12 +149,7 @@ def _matrix_inputs(args) -> dict:
         return {"contract": args.contract}
     if not (args.target_config and args.draft and args.dump_layout):
         raise _usage(f"{args.command} needs --target-config, --draft and --dump-layout (or --contract FILE)")
-    from .contract import parse_taps
-    try:
-        layout = [t.name for t in parse_taps(args.dump_layout)]
-    except ValueError as exc:
-        raise _usage(f"--dump-layout: {exc}") from None
-    return {"target_config": args.target_config, "draft": args.draft, "dump_layout": layout}
+    return {"target_config": args.target_config, "draft": args.draft, "dump_layout": _dump(args).layout_names}
 
 
 def _matrix(args) -> int:
@@ -162,7 +164,7 @@ def _matrix(args) -> int:
         print(render_markdown(m))
     else:
         print(render_text(m))
-    return EXIT_OK if m.ok else EXIT_DRIFT
+    return ExitCode.OK if m.ok else ExitCode.DRIFT
 
 
 def _can_i_deploy(args) -> int:
@@ -173,29 +175,29 @@ def _can_i_deploy(args) -> int:
         print(json.dumps(a.to_json_dict(), indent=2))
     if a.deploy is None:  # cannot tell: an error, one line on stderr like every other one
         print(f"parity: cannot tell: {a.reason}", file=sys.stderr)
-        return EXIT_ERROR
+        return ExitCode.BAD_INPUT
     if not args.json:
         print(a.reason)
-    return EXIT_OK if a.deploy else EXIT_DRIFT
+    return ExitCode.OK if a.deploy else ExitCode.DRIFT
+
+
+def _dump(args):
+    """The dump description the command was given (--dump-layout, or --datagen-ids with its
+    convention), parsed once."""
+    from .inputs import parse_dump
+
+    return parse_dump(getattr(args, "dump_layout", None), getattr(args, "datagen_ids", None),
+                      getattr(args, "datagen_convention", None))
 
 
 def _training(args) -> "object":
-    from .contract import parse_taps
     from .extract.trainers.speculators import extract_training
-    from .inputs import InputError
     from .inputs import target_model
 
     target = target_model(args.target_config)
-    layout = ids = None
-    try:
-        if args.dump_layout:
-            layout = parse_taps(args.dump_layout)
-        elif args.datagen_ids:
-            ids = [int(x) for x in args.datagen_ids.strip("[]").split(",")]
-    except ValueError as exc:
-        raise InputError(f"--dump-layout/--datagen-ids: {exc}") from None
-    return extract_training(target, layout, datagen_ids=ids,
-                            datagen_convention=args.datagen_convention if ids else None,
+    dump = _dump(args)
+    return extract_training(target, dump.layout, datagen_ids=dump.datagen_ids,
+                            datagen_convention=dump.convention,
                             draft_dir=args.draft, speculators_version=getattr(args, "speculators", None))
 
 
@@ -239,26 +241,20 @@ def _check(args) -> int:
         print(json.dumps(result.to_json_dict(), indent=2))
     else:
         print(render_check(result, str(args.target_config), str(args.draft)))
-    return EXIT_OK if result.verdict == "parity" else EXIT_DRIFT
+    return ExitCode.OK if result.verdict == "parity" else ExitCode.DRIFT
 
 
 def _lock(args) -> int:
-    from .contract import parse_taps
-    from .lock import write_lock
-
-    from .lock import lock_destination
+    from .lock import lock_destination, write_lock
 
     lock_destination(args.out, args.target_config, args.draft)
     if args.out.exists() and not args.update:
         raise _usage(f"{args.out} exists; pass --update to rewrite it")
-    try:
-        layout = [t.name for t in parse_taps(args.dump_layout)]
-    except ValueError as exc:
-        raise _usage(f"--dump-layout: {exc}") from None
+    layout = _dump(args).layout_names
     lock = write_lock(args.out, args.name or args.out.stem, args.target_config, args.draft, layout)
     print(f"parity: locked {lock.name}: fc {[t.name for t in lock.training.fc_input]}, "
           f"target {lock.training.target.name} -> {args.out}")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _export(args) -> int:
@@ -272,48 +268,41 @@ def _export(args) -> int:
     training = _training(args)
     report = export_sglang(args.draft, args.out, training, args.target_config, force=args.force)
     print(report)
-    return EXIT_OK
+    return ExitCode.OK
+
+
+def _no_side() -> int:
+    raise _usage("contract needs a side: training or serving")
+
+
+def _contract(args) -> int:
+    contract = _training(args) if args.side == "training" else _serving(args)
+    if args.json:
+        print(contract.to_json())
+    else:
+        from .report import render_contract
+        print(render_contract(contract))
+    # An error finding means the side will not be fed (or did not build) what the
+    # config asks: a job gating on this command must not pass.
+    return ExitCode.DRIFT if contract.has_errors else ExitCode.OK
+
+
+def _schema(args) -> int:
+    from .contract import contract_json_schema
+    print(json.dumps(contract_json_schema(), indent=2))
+    return ExitCode.OK
+
+
+def _conventions(args) -> int:
+    from .conventions import CONVENTIONS
+    for c in CONVENTIONS.values():
+        print(f"{c.name:26s} {c.summary}\n{'':26s} source: {c.source}")
+    return ExitCode.OK
 
 
 def run(args) -> int:
-    if args.command == "check":
-        return _check(args)
-    if args.command == "lock":
-        return _lock(args)
-    if args.command == "export":
-        return _export(args)
-    if args.command == "forward":
-        from .forward.cli import run_forward
-        return run_forward(args)
-    if args.command == "replay":
-        from .replay.cli import run_replay
-        return run_replay(args)
-    if args.command == "matrix":
-        return _matrix(args)
-    if args.command == "can-i-deploy":
-        return _can_i_deploy(args)
-    if args.command == "contract":
-        if args.side is None:
-            raise _usage("contract needs a side: training or serving")
-        contract = _training(args) if args.side == "training" else _serving(args)
-        if args.json:
-            print(contract.to_json())
-        else:
-            from .report import render_contract
-            print(render_contract(contract))
-        # An error finding means the side will not be fed (or did not build) what the
-        # config asks: a job gating on this command must not pass.
-        return EXIT_DRIFT if contract.has_errors else EXIT_OK
-    if args.command == "schema":
-        from .contract import contract_json_schema
-        print(json.dumps(contract_json_schema(), indent=2))
-        return EXIT_OK
-    if args.command == "conventions":
-        from .conventions import CONVENTIONS
-        for c in CONVENTIONS.values():
-            print(f"{c.name:26s} {c.summary}\n{'':26s} source: {c.source}")
-        return EXIT_OK
-    raise _usage(f"unknown command {args.command}")
+    """Run the parsed command (each subcommand's parser set its `func`)."""
+    return args.func(args)
 
 
 class _UsageError(Exception):
@@ -322,9 +311,6 @@ class _UsageError(Exception):
 
 def _usage(msg: str) -> _UsageError:
     return _UsageError(msg)
-
-
-EXIT_TERMINATED = 143  # 128 + SIGTERM: a CI runner cancelling the job
 
 
 class _Terminated(BaseException):
@@ -348,10 +334,10 @@ def main(argv: list[str] | None = None) -> int:
         return _main(argv)
     except KeyboardInterrupt:
         print("parity: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return ExitCode.INTERRUPTED
     except _Terminated:
         print("parity: terminated", file=sys.stderr)
-        return EXIT_TERMINATED
+        return ExitCode.TERMINATED
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
@@ -362,10 +348,10 @@ def _main(argv: list[str] | None) -> int:
     args = parser.parse_args(argv)
     if args.version:
         print(version_text())
-        return EXIT_OK
+        return ExitCode.OK
     if not args.command:
         parser.print_help()
-        return EXIT_ERROR
+        return ExitCode.BAD_INPUT
     try:
         from .workspace import workspace
 
@@ -373,21 +359,19 @@ def _main(argv: list[str] | None) -> int:
             return run(args)
     except _UsageError as exc:
         print(f"parity: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return ExitCode.BAD_INPUT
     except Exception as exc:  # noqa: BLE001 - sorted below: bad input (2) or a bug (3)
-        from .errors import USER_ERRORS
-
-        if isinstance(exc, USER_ERRORS):
+        if isinstance(exc, UserError):
             lines = str(exc).strip().splitlines() or [type(exc).__name__]
             if getattr(args, "json", False):
                 print(json.dumps({"verdict": "error", "error": lines[0]}))
             print(f"parity: {lines[0]}", file=sys.stderr)
             if len(lines) > 1 and os.environ.get("PARITY_DEBUG"):
                 print("\n".join(lines[1:]), file=sys.stderr)
-            return EXIT_ERROR
+            return ExitCode.BAD_INPUT
         if os.environ.get("PARITY_DEBUG"):
             raise
         first = (str(exc).strip().splitlines() or [""])[0]
         print(f"parity: internal error: {type(exc).__name__}: {first} (PARITY_DEBUG=1 shows the "
               "traceback; please report it)", file=sys.stderr)
-        return EXIT_INTERNAL
+        return ExitCode.INTERNAL

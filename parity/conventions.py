@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from .contract.tap import Tap
+from .errors import UserError
 
 
-class ConventionError(ValueError):
+class ConventionError(UserError, ValueError):
     """An id list that the named convention cannot express."""
 
 

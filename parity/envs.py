@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .workspace import run_child, workspace
+from .errors import UserError
 
 ROOT = Path(__file__).resolve().parent.parent
 PINS = ROOT / "envs.toml"
 
 
-class EnvError(RuntimeError):
+class EnvError(UserError, RuntimeError):
     """An environment is missing, not built, or its subprocess failed."""
 
 

@@ -1,23 +1,28 @@
-"""The errors that mean "bad input or unsupported case": exit code 2, one line."""
+"""What a parity command can end in: the exit codes, and the one base class of every error
+that means "bad input or an unsupported case" (exit 2, one line, never a traceback).
+
+Each module raises its own subclass of `UserError` (InputError, EnvError, ...); the CLI, the
+pytest plugin and the matrix sort errors by this type, never by their message.
+"""
 
 from __future__ import annotations
 
-from .conventions import ConventionError
-from .envs import EnvError
-from .inputs import InputError
+from enum import IntEnum
 
 
-def _collect() -> tuple[type[BaseException], ...]:
-    errors: list[type[BaseException]] = [InputError, EnvError, ConventionError]
-    from .extract.engines.sglang import ServingExtractionError
-    errors.append(ServingExtractionError)
-    try:
-        from .extract.trainers.speculators import TrainingExtractionError
-        from .extract.trainers.speculators.draft import DraftError
-        errors += [TrainingExtractionError, DraftError]
-    except ImportError:  # pragma: no cover - training extractor not installed
-        pass
-    return tuple(errors)
+class ExitCode(IntEnum):
+    """The exit status of every `parity` command (the README's table)."""
+
+    OK = 0           # parity (or a command that only reports) succeeded
+    DRIFT = 1        # drift, an unservable draft, or a contract with error findings
+    BAD_INPUT = 2    # bad input or an unsupported case: one actionable line on stderr
+    INTERNAL = 3     # a bug in parity itself (PARITY_DEBUG=1 shows the traceback)
+    INTERRUPTED = 130  # 128 + SIGINT: Ctrl-C
+    TERMINATED = 143   # 128 + SIGTERM: e.g. a CI runner cancelling the job
 
 
-USER_ERRORS = _collect()
+class UserError(Exception):
+    """Bad input or an unsupported case: its first line is shown to the user, exit 2."""
+
+
+USER_ERRORS = (UserError,)  # to be removed: catch UserError

@@ -107,12 +107,17 @@ def candidate_id_lists(fc: tuple[Tap | None, ...]) -> list[list[int]]:
     return out
 
 
-def decide(training: TrainingContract, serving: ServingContract) -> tuple[Verdict, ContractDiff,
-                                                                         list[Difference], str | None]:
+def decide(training: TrainingContract, serving: ServingContract, retrained: TrainingContract | None = None
+           ) -> tuple[Verdict, ContractDiff, list[Difference], str | None]:
     """The one decision every caller (check, lock checks, the plugin, the matrix) uses:
-    (verdict, slot diff, differences, why unservable)."""
+    (verdict, slot diff, differences, why unservable).
+
+    `retrained`: for a lock, the training contract the installed trainer gives today; where it
+    left the locked one (`training`), each change is a difference of its own."""
     d = diff(training, serving)
     differences = _differences(d, training, serving)
+    if retrained is not None:
+        differences += _lock_differences(training, retrained)
     unservable = [f.message for f in serving.findings if f.severity == "error" and f.kind in UNSERVABLE_KINDS]
     if unservable:
         return "unservable", d, differences, "; ".join(unservable)
@@ -135,6 +140,21 @@ def _differences(d: ContractDiff, training: TrainingContract, serving: ServingCo
     return out
 
 
+def _lock_differences(locked: TrainingContract, fresh: TrainingContract) -> list[Difference]:
+    """What the installed trainer now does differently from what the lock recorded."""
+    moved = diff(locked, fresh)
+    name = lambda tap: tap.name if tap else "nothing"  # noqa: E731
+    out = [Difference(kind="lock", where="training", training=s.expected and s.expected.name,
+                      serving=s.actual and s.actual.name,
+                      message=f"the installed speculators {fresh.provenance.version} now trains slot "
+                              f"{s.slot} on {name(s.actual)}, the lock says {name(s.expected)} ({s.why})")
+           for s in moved.mismatched_slots]
+    out += [Difference(kind="lock", where=f.field, training=f.expected, serving=f.actual,
+                       message=f"training {f.field} changed since the lock: {f.expected} -> {f.actual}")
+            for f in moved.fields]
+    return out
+
+
 def _verify(target_config: Path, draft_dir: Path, ids: list[int], version: str | None) -> ServingContract:
     """Extract again with `ids` written where the engine reads them, in a copy of the draft."""
     tmp = Path(tempfile.mkdtemp(prefix="parity-fix-"))
@@ -150,23 +170,24 @@ def _verify(target_config: Path, draft_dir: Path, ids: list[int], version: str |
 
 def check(training: TrainingContract, target_config: Path, draft_dir: Path,
           sglang_version: str | None = None, verify: bool = True,
-          serving_probe: str | None = None) -> CheckResult:
-    """`serving_probe` swaps the serving probe module (tests inject engine drift with it)."""
+          serving_probe: str | None = None, retrained: TrainingContract | None = None) -> CheckResult:
+    """`serving_probe` swaps the serving probe module (tests inject engine drift with it);
+    `retrained`: checking a lock, the training contract extracted today (see `decide`)."""
     target_config, draft_dir = Path(target_config), Path(draft_dir)
     candidates = candidate_id_lists(training.fc_input)
     extra = {"probe": serving_probe} if serving_probe else {}
     serving, tried = probe_serving(target_config, draft_dir, sglang_version, candidates=candidates,
                                    **extra)
-    verdict, d, differences, unservable = decide(training, serving)
+    verdict, d, differences, unservable = decide(training, serving, retrained)
     notes = [f"{c.side}: {f.message}" for c in (training, serving) for f in c.findings
              if f.severity == "warning" or f.kind == "not_captured"]
 
     suggestion, unfixable, export = None, None, None
-    if verdict == "drift":
+    if verdict == "drift" and any(x.kind != "lock" for x in differences):  # the lock alone: no id fixes it
         suggestion, unfixable = _solve(training, serving, tried, target_config, draft_dir,
                                        sglang_version, verify)
     elif verdict == "unservable":
-        differences = [x for x in differences if x.kind in UNSERVABLE_KINDS]  # the slots were never fed
+        differences = [x for x in differences if x.kind in UNSERVABLE_KINDS + ("lock",)]  # slots never fed
         if any(f.kind == "draft_unloadable" for f in serving.findings):
             export = _export_advice(training, target_config, draft_dir, sglang_version, verify)
         else:  # the draft loads but the engine raised on its ids: other ids may be the fix

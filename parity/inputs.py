@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .errors import UserError
 
-class InputError(ValueError):
+
+class InputError(UserError, ValueError):
     """Bad input: missing or malformed files, impossible ids. Exit code 2, one line."""
 
 
@@ -204,3 +207,43 @@ def check_inputs(target_config: Path, draft_dir: Path, training=None) -> None:
         where = "text_config.hidden_size" if is_wrapper(cfg) else "hidden_size"
         raise InputError(f"draft config {dfile}: expects target hidden states of width {draft_h}, "
                          f"but target config {target_config} has {where} {tgt_h}")
+
+
+@dataclass(frozen=True)
+class DumpSpec:
+    """What the training data's dump holds, as the user described it (parsed once, at the CLI):
+    either the layout itself (which state each dumped slot holds) or the data-generation layer
+    ids with the convention that says how a dump is made from them."""
+
+    layout: list | None = None          # list[Tap]: the dump's slots, in order
+    datagen_ids: list[int] | None = None
+    convention: str | None = None       # how `datagen_ids` become a dump (only with ids)
+
+    @property
+    def given(self) -> bool:
+        return self.layout is not None or self.datagen_ids is not None
+
+    @property
+    def layout_names(self) -> list[str] | None:
+        return [t.name for t in self.layout] if self.layout is not None else None
+
+
+def parse_dump(layout: str | None, datagen_ids: str | None = None,
+               convention: str | None = None) -> DumpSpec:
+    """`--dump-layout h0,h3,h31,h59` or `--datagen-ids 2,30,58` as typed values (InputError
+    naming the flag otherwise). The layout wins when both are given, as it is the more exact."""
+    from .contract import parse_taps
+
+    try:
+        if layout:
+            return DumpSpec(layout=parse_taps(layout))
+    except ValueError as exc:
+        raise InputError(f"--dump-layout: {exc}") from None
+    if datagen_ids:
+        try:
+            return DumpSpec(datagen_ids=[int(x) for x in datagen_ids.strip("[] ").split(",")],
+                            convention=convention)
+        except ValueError:
+            raise InputError(f"--datagen-ids {datagen_ids}: expected comma-separated integers, "
+                             "e.g. 2,30,58") from None
+    return DumpSpec()

@@ -17,9 +17,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .contract import TrainingContract, diff, parse_taps
-from .contract.diff import ContractDiff
-from .gate import CheckResult, Difference, check
+from .contract import TrainingContract, parse_taps
+from .gate import CheckResult, check
 from .inputs import InputError, one_line, read_config, target_model
 
 LOCK_VERSION = 1
@@ -133,10 +132,6 @@ def read_lock(path: Path) -> Lock:
         raise InputError(f"locked contract {path}: not a lock this parity can check: {one_line(exc)}") from None
 
 
-def training_drift(locked: TrainingContract, fresh: TrainingContract) -> ContractDiff:
-    return diff(locked, fresh)
-
-
 def check_lock(path: Path, sglang_version: str | None = None,
                speculators_version: str | None = None, verify: bool = True,
                training_probe: str | None = None, serving_probe: str | None = None) -> CheckResult:
@@ -152,18 +147,5 @@ def check_lock(path: Path, sglang_version: str | None = None,
     preflight(target, sglang_version)  # an architecture the engine lacks: refused before extracting
     fresh = extract_for_lock(target, draft, lock.dump_layout, speculators_version,
                              **({"probe_module": training_probe} if training_probe else {}))
-    result = check(lock.training, target, draft, sglang_version=sglang_version, verify=verify,
-                   serving_probe=serving_probe)
-    moved = training_drift(lock.training, fresh)
-    if moved.empty:
-        return result
-    extra = [Difference(kind="lock", where="training", training=s.expected and s.expected.name,
-                        serving=s.actual and s.actual.name,
-                        message=f"the installed speculators {fresh.provenance.version} now trains slot "
-                                f"{s.slot} on {s.actual.name if s.actual else 'nothing'}, the lock says "
-                                f"{s.expected.name if s.expected else 'nothing'} ({s.why})")
-             for s in moved.mismatched_slots]
-    extra += [Difference(kind="lock", where=f.field, training=f.expected, serving=f.actual,
-                         message=f"training {f.field} changed since the lock: {f.expected} -> {f.actual}")
-              for f in moved.fields]
-    return result.model_copy(update={"verdict": "drift", "differences": result.differences + extra})
+    return check(lock.training, target, draft, sglang_version=sglang_version, verify=verify,
+                 serving_probe=serving_probe, retrained=fresh)

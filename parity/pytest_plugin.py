@@ -56,9 +56,9 @@ class ParityItem(pytest.Item):
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, ParityFailure):
             return str(excinfo.value)
-        from .errors import USER_ERRORS
+        from .errors import UserError
 
-        if isinstance(excinfo.value, USER_ERRORS):
+        if isinstance(excinfo.value, UserError):
             return f"parity could not check this pair: {excinfo.value}"
         return super().repr_failure(excinfo, style)
 

@@ -14,7 +14,7 @@ import json
 import tempfile
 from pathlib import Path
 
-EXIT_OK, EXIT_DRIFT, EXIT_ERROR = 0, 1, 2
+from ..errors import ExitCode
 
 
 def add_forward_parser(sub, parser_class) -> argparse.ArgumentParser:
@@ -48,7 +48,7 @@ def add_forward_parser(sub, parser_class) -> argparse.ArgumentParser:
 
 
 def run_forward(args) -> int:
-    from ..inputs import InputError, read_config, target_layers, text_part
+    from ..inputs import InputError, parse_dump, read_config, target_layers, text_part
     from .cases import DRIFTS, fixture_cases, given_case, target_config
     from .report import render_forward, render_summary
     from .run import forward_parity
@@ -78,7 +78,7 @@ def run_forward(args) -> int:
             raise InputError("--drift/--flags-on apply to --fixture only")
         target = read_config(args.target_config, "target config")
         n = target_layers(target, args.target_config)
-        layout = [t.strip() for t in args.dump_layout.split(",")] if args.dump_layout else None
+        layout = parse_dump(args.dump_layout).layout_names
         cases = [given_case(args.draft, layout, args.served, n, work)]
         label = str(args.target_config)
     out = forward_parity(target, cases, steps=args.steps, seq_len=args.seq_len, seed=args.seed,
@@ -100,4 +100,4 @@ def run_forward(args) -> int:
             print()
         if not args.brief:
             print("\n\n".join(render_forward(r, label) for r in results))
-    return {"parity": EXIT_OK, "drift": EXIT_DRIFT}.get(overall, EXIT_ERROR)
+    return {"parity": ExitCode.OK, "drift": ExitCode.DRIFT}.get(overall, ExitCode.BAD_INPUT)

@@ -13,7 +13,7 @@ import argparse
 import json
 from pathlib import Path
 
-EXIT_OK, EXIT_DRIFT = 0, 1
+from ..errors import ExitCode
 
 
 def add_replay_parser(sub, add_dump_args) -> argparse.ArgumentParser:
@@ -46,21 +46,20 @@ def add_replay_parser(sub, add_dump_args) -> argparse.ArgumentParser:
 
 def run_replay(args) -> int:
     from ..contract import parse_taps
-    from ..inputs import InputError
+    from ..inputs import InputError, parse_dump
     from .report import render_replay
     from .run import replay
 
+    dump = parse_dump(args.dump_layout, args.datagen_ids, args.datagen_convention)
     try:
-        layout = parse_taps(args.dump_layout) if args.dump_layout else None
-        ids = [int(x) for x in args.datagen_ids.strip("[]").split(",")] if args.datagen_ids else None
         wirings = [parse_taps(w) for w in args.wiring]
     except ValueError as exc:
-        raise InputError(f"--dump-layout/--datagen-ids/--wiring: {exc}") from None
+        raise InputError(f"--wiring: {exc}") from None
     if args.no_serving and (args.served or args.sglang):
         raise InputError("--no-serving contradicts --served/--sglang")
     result = replay(args.draft, args.data, verifier=args.verifier, target_config=args.target_config,
-                    dump_layout=layout, datagen_ids=ids,
-                    datagen_convention=args.datagen_convention if ids else None,
+                    dump_layout=dump.layout, datagen_ids=dump.datagen_ids,
+                    datagen_convention=dump.convention,
                     serving=not args.no_serving, served=args.served, sglang_version=args.sglang,
                     speculators_version=args.speculators, wirings=wirings, search=not args.no_search,
                     steps=args.steps, samples=args.samples)
@@ -68,4 +67,4 @@ def run_replay(args) -> int:
         print(json.dumps(result.to_json_dict(), indent=2))
     else:
         print(render_replay(result, top=len(result.scores) if args.all else 8))
-    return EXIT_OK if result.verdict == "parity" else EXIT_DRIFT
+    return ExitCode.OK if result.verdict == "parity" else ExitCode.DRIFT

@@ -15,9 +15,10 @@ from typing import Any
 from ....contract import Finding, GraphFlags, Provenance, ServingContract, TargetModel, Tap, VocabMapping
 from ....envs import EnvError, display_python, find_env, run_module
 from ....inputs import InputError, read_config, read_target
+from ....errors import UserError
 
 
-class ServingExtractionError(RuntimeError):
+class ServingExtractionError(UserError, RuntimeError):
     """The engine could not be run at all for this input (not a finding: no contract)."""
 
 

@@ -21,6 +21,7 @@ from ....contract import Finding, GraphFlags, Provenance, Tap, TargetModel, Trai
 from ....conventions import CONVENTIONS, ConventionError, to_taps
 from ....envs import display_python, find_env, run_module
 from .draft import DraftConfig, DraftError, draft_ids, read_draft
+from ....errors import UserError
 
 __all__ = ["DraftConfig", "DraftError", "PROBE_MODULE", "PROBE_REPLIES", "TrainingExtractionError",
            "contract_from_probe", "extract_training", "probe_training", "read_draft"]
@@ -30,7 +31,7 @@ DEFAULT_CONVENTION = "speculators-datagen"
 PROBE_SHAPE = {"hidden_size": 8, "seq_len": 6}  # small: the markers need 7^(H-1) >= slots*T
 
 
-class TrainingExtractionError(ValueError):
+class TrainingExtractionError(UserError, ValueError):
     """Inputs the training extractor cannot turn into a contract (one line)."""
 
 

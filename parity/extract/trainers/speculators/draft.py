@@ -28,13 +28,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ....contract import Finding, GraphFlags, VocabMapping
+from ....errors import UserError
 
 FLAG_KEYS = ("norm_before_fc", "fc_norm", "norm_output", "norm_before_residual")
 MAPPED_BOOL_FIELDS = frozenset(FLAG_KEYS) | {"embed_requires_grad"}
 IDS_KEY = "eagle_aux_hidden_state_layer_ids"
 
 
-class DraftError(ValueError):
+class DraftError(UserError, ValueError):
     """A draft directory that cannot be read: one line naming the file and the problem."""
 
 
