@@ -11,12 +11,9 @@ def _collect() -> tuple[type[BaseException], ...]:
     errors: list[type[BaseException]] = [InputError, EnvError, ConventionError]
     from .extract.engines.sglang import ServingExtractionError
     errors.append(ServingExtractionError)
-    try:
-        from .extract.trainers.speculators import TrainingExtractionError
-        from .extract.trainers.speculators.draft import DraftError
-        errors += [TrainingExtractionError, DraftError]
-    except ImportError:  # pragma: no cover - training extractor not installed
-        pass
+    from .extract.trainers import names, trainer
+    for name in names():
+        errors += trainer(name).errors
     return tuple(errors)
 
 

@@ -21,8 +21,9 @@ from ....contract import Finding, GraphFlags, Provenance, Tap, TargetModel, Trai
 from ....conventions import CONVENTIONS, ConventionError, to_taps
 from ....envs import display_python, find_env, run_module
 from .draft import DraftConfig, DraftError, draft_ids, read_draft
+from .trainer import TRAINER
 
-__all__ = ["DraftConfig", "DraftError", "PROBE_MODULE", "PROBE_REPLIES", "TrainingExtractionError",
+__all__ = ["DraftConfig", "DraftError", "PROBE_MODULE", "PROBE_REPLIES", "TRAINER", "TrainingExtractionError",
            "contract_from_probe", "extract_training", "probe_training", "read_draft"]
 
 PROBE_MODULE = "parity.extract.trainers.speculators.probe"
