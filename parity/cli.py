@@ -181,7 +181,7 @@ def _can_i_deploy(args) -> int:
 
 def _training(args) -> "object":
     from .contract import parse_taps
-    from .extract.trainers import DEFAULT, trainer
+    from .extract.trainers import trainer
     from .inputs import InputError
     from .inputs import target_model
 
@@ -194,9 +194,9 @@ def _training(args) -> "object":
             ids = [int(x) for x in args.datagen_ids.strip("[]").split(",")]
     except ValueError as exc:
         raise InputError(f"--dump-layout/--datagen-ids: {exc}") from None
-    return trainer(DEFAULT).training_contract(target, layout, datagen_ids=ids,
-                                              datagen_convention=args.datagen_convention if ids else None,
-                                              draft_dir=args.draft, release=getattr(args, "speculators", None))
+    return trainer().training_contract(target, layout, datagen_ids=ids,
+                                       datagen_convention=args.datagen_convention if ids else None,
+                                       draft_dir=args.draft, release=getattr(args, "speculators", None))
 
 
 def _serving(args):

@@ -13,7 +13,7 @@ def _collect() -> tuple[type[BaseException], ...]:
     errors.append(ServingExtractionError)
     from .extract.trainers import names, trainer
     for name in names():
-        errors += trainer(name).errors
+        errors += trainer(name).ERRORS
     return tuple(errors)
 
 

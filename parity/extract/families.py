@@ -1,8 +1,8 @@
 """Release families: the one place a package's releases differ, one module per family.
 
 A side (an engine such as sglang, a trainer such as speculators) keeps what differs
-between its releases in modules named `<package>_<family>.py` beside its probe, e.g.
-`speculators_0_9.py`. Each declares
+between its releases in a `families/` package beside its probe, one module per family,
+named after the family's first release (`v0_9.py`). Each declares
 
     RELEASES = SpecifierSet(">=0.9,<0.10")   # the releases the family covers (packaging syntax)
     VERIFIED = ("0.9.0",)                     # the releases its code was run against by the tests
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from pathlib import Path
 from types import ModuleType
 
 from packaging.specifiers import SpecifierSet
@@ -31,10 +30,10 @@ class UnsupportedRelease(LookupError):
     """An installed release no family of this side covers (one line, naming what was looked for)."""
 
 
-def families(package: str, where: str) -> list[ModuleType]:
-    """Every family module of `package` in the package `where` (dotted), in name order."""
-    folder = Path(importlib.import_module(where).__file__).parent
-    names = sorted(m.name for m in pkgutil.iter_modules([str(folder)]) if m.name.startswith(f"{package}_"))
+def families(where: str) -> list[ModuleType]:
+    """Every family module of the `families` package `where` (dotted), in name order."""
+    package = importlib.import_module(where)
+    names = sorted(m.name for m in pkgutil.iter_modules(package.__path__) if not m.ispkg)
     modules = [importlib.import_module(f"{where}.{name}") for name in names]
     for module in modules:
         if not isinstance(getattr(module, "RELEASES", None), SpecifierSet):
@@ -43,25 +42,27 @@ def families(package: str, where: str) -> list[ModuleType]:
 
 
 def describe(module: ModuleType) -> str:
-    """`speculators_0_9 (>=0.9,<0.10; verified 0.9.0)`: a family as error messages name it."""
+    """`v0_9 (>=0.9,<0.10; verified 0.9.0)`: a family as messages name it."""
     verified = ", ".join(getattr(module, "VERIFIED", ())) or "none"
     return f"{module.__name__.rsplit('.', 1)[-1]} ({module.RELEASES}; verified {verified})"
 
 
 def family_for(package: str, version: str, where: str) -> ModuleType:
-    """The family module of `package` whose RELEASES contains `version`; UnsupportedRelease if none."""
-    modules = families(package, where)
+    """The module of the families package `where` whose RELEASES contains `package` `version`.
+
+    UnsupportedRelease (one line) when none does, or when more than one claims it."""
+    modules = families(where)
     looked = "; ".join(describe(m) for m in modules) or "none"
     try:
         release = Version(version)
     except InvalidVersion:
         raise UnsupportedRelease(f"{package} {version!r} is not a release number parity can place in a "
-                                 f"family (families: {looked})") from None
+                                 f"family (families in {where}: {looked})") from None
     hits = [m for m in modules if m.RELEASES.contains(release, prereleases=True)]
     if len(hits) == 1:
         return hits[0]
     if not hits:
         raise UnsupportedRelease(f"no parity release family covers {package} {version}: looked for a range "
-                                 f"containing it in {where} ({looked}); add a {package}_<family>.py there")
-    raise UnsupportedRelease(f"{package} {version} is claimed by more than one family: "
+                                 f"containing it in {where} ({looked}); a new family is one module there")
+    raise UnsupportedRelease(f"{package} {version} is claimed by more than one family in {where}: "
                              f"{'; '.join(describe(m) for m in hits)}")

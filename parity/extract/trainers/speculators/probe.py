@@ -10,8 +10,7 @@ states through, transformers for a tiny draft config). Nothing from parity's mod
 speculators dependency).
 
 Where each thing lives differs by release: the installed release's family module
-(`speculators_0_7.py`, `speculators_0_9.py`, picked by its declared version range through
-`parity.extract.families`) names the data paths, the shift, the draft classes, the
+(`families/v0_7.py`, `families/v0_9.py`, picked by its declared version range) names the data paths, the shift, the draft classes, the
 hidden-states transfer package, the train-split augmentation and the default path. A
 release no family covers is refused in the reply, naming the ranges looked in.
 
@@ -49,7 +48,8 @@ from typing import Any, Callable
 
 import torch
 from ....envs import reply_over_stdio
-from ...families import UnsupportedRelease, family_for
+from ...families import UnsupportedRelease
+from .families import family_for
 
 ANCHOR = 7.0  # every chunk's feature 0; also each token's amax, so FP8 scale = 2^-6
 BASE = 7  # digits 0..6 of the marker code
@@ -488,7 +488,7 @@ def probe(request: dict) -> dict[str, Any]:
                           f"(>=2), hidden_size={hidden} (needs 7^(H-1) >= slots*positions)")
         return reply
     try:
-        family = family_for("speculators", version, __package__)
+        family = family_for(version)
     except UnsupportedRelease as exc:
         reply["error"] = str(exc)
         return reply

@@ -9,8 +9,8 @@ What differs from the 0.9 family (every other step of the probe is the same code
 - the hidden-states transfer is speculators' vendored copy of hs-connectors
   (`speculators._vendor.hs_connectors`), whose only backend is the file.
 
-Imports nothing from speculators at module level: `families.family_for` imports every
-family module in whichever speculators environment the probe runs in.
+Imports nothing from speculators at module level: `family_for` imports every family
+module in whichever speculators environment the probe runs in.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ What differs from the 0.7 family (every other step of the probe is the same code
   file, fp8 and mooncake backends: the file and FP8 transfers are run (FP8 files written
   with hs-connectors' own quantizer), mooncake needs its store and is skipped.
 
-Imports nothing from speculators at module level: `families.family_for` imports every
-family module in whichever speculators environment the probe runs in.
+Imports nothing from speculators at module level: `family_for` imports every family
+module in whichever speculators environment the probe runs in.
 """
 
 from __future__ import annotations
