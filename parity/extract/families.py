@@ -4,7 +4,7 @@ A side (an engine such as sglang, a trainer such as speculators) keeps what diff
 between its releases in a `families/` package beside its probe, one module per family,
 named after the family's first release (`v0_9.py`). Each declares
 
-    RELEASES = SpecifierSet(">=0.9,<0.10")   # the releases the family covers (packaging syntax)
+    RELEASES = SpecifierSet("==0.9.*")   # the releases the family covers (packaging syntax)
     VERIFIED = ("0.9.0",)                     # the releases its code was run against by the tests
 
 `family_for` picks the one module whose range contains the installed release. A release
@@ -42,7 +42,7 @@ def families(where: str) -> list[ModuleType]:
 
 
 def describe(module: ModuleType) -> str:
-    """`v0_9 (>=0.9,<0.10; verified 0.9.0)`: a family as messages name it."""
+    """`v0_9 (==0.9.*; verified 0.9.0)`: a family as messages name it."""
     verified = ", ".join(getattr(module, "VERIFIED", ())) or "none"
     return f"{module.__name__.rsplit('.', 1)[-1]} ({module.RELEASES}; verified {verified})"
 

@@ -6,6 +6,7 @@ module-level names implement `Trainer`. A trainer folder holds
 
     __init__.py          the extractor, and the names of the `Trainer` interface
     probe.py             run in the trainer's own environment: its own data path on a marked sample
+    forward_side.py      `parity forward`'s training path: the trainer's data path and draft model
     families/            one module per release family, each declaring `RELEASES` (a packaging
                          SpecifierSet) and `VERIFIED`; see parity.extract.families
 
@@ -36,6 +37,9 @@ class Trainer(Protocol):
 
     ERRORS: tuple[type[Exception], ...]
     """Its bad-input and unsupported-case errors (exit 2, one line)."""
+
+    FORWARD_MODULE: str
+    """The module `parity forward` runs (`python -m`, JSON request on stdin) for the training path."""
 
     def training_contract(self, target: "TargetModel", dump_layout: "list[Tap] | None" = None, *,
                           datagen_ids: list[int] | None = None, datagen_convention: str | None = None,
@@ -69,7 +73,8 @@ def trainer(name: str = DEFAULT) -> Trainer:
                          f"(one folder each under parity/extract/trainers/)")
     module = importlib.import_module(f"{__name__}.{name}")
     if not isinstance(module, Trainer):
-        missing = [m for m in ("NAME", "ERRORS", "training_contract", "read_draft", "is_trained_draft")
+        missing = [m for m in ("NAME", "ERRORS", "FORWARD_MODULE", "training_contract", "read_draft",
+                               "is_trained_draft")
                    if not hasattr(module, m)]
         raise TypeError(f"trainer {name!r} does not implement parity's Trainer interface (lacks {missing})")
     return module  # type: ignore[return-value]

@@ -21,7 +21,7 @@ from ....contract import Finding, GraphFlags, Provenance, Tap, TargetModel, Trai
 from ....conventions import CONVENTIONS, ConventionError, to_taps
 from ....envs import display_python, find_env, run_module
 from .draft import DraftConfig, DraftError, draft_ids, read_draft
-from .trainer import NAME, is_trained_draft, training_contract
+from .trainer import FORWARD_MODULE, NAME, is_trained_draft, training_contract
 
 __all__ = ["DraftConfig", "DraftError", "PROBE_MODULE", "PROBE_REPLIES", "TrainingExtractionError",
            "contract_from_probe", "extract_training", "probe_training", "read_draft"]

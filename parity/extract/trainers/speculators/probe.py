@@ -10,22 +10,22 @@ states through, transformers for a tiny draft config). Nothing from parity's mod
 speculators dependency).
 
 Where each thing lives differs by release: the installed release's family module
-(`families/v0_7.py`, `families/v0_9.py`, picked by its declared version range) names the data paths, the shift, the draft classes, the
-hidden-states transfer package, the train-split augmentation and the default path. A
-release no family covers is refused in the reply, naming the ranges looked in.
+(`families/v0_7.py`, `families/v0_9.py`, picked by its declared version range) names the
+data paths, the shift, the draft classes, the hidden-states transfer package, the
+train-split augmentation and the default path. A release no family covers is refused in
+the reply, naming the ranges looked in.
 
 The sample: a dump of L slots, each [T, H]. Every [H] chunk carries a marker that names
 its (slot, position): feature 0 is the anchor 7, features 1.. are the base-7 digits of
 slot*T + position. Small integers with a per-token max of exactly 7 survive bf16 and the
 FP8 transfer (scale = 7/448 = 2^-6) bit for bit; anything noisier is identified by the
-nearest marker. The sample goes through each data path the installed version has
-(0.7: the v1 list-of-tensors sample through `standardize_data_v1`; both families: the
-arrow directory through `ArrowDataset._get_raw_data` with each file-based hidden-states
-transfer), then
-through `CollateFn` with eagle3's `shift_batch`, exactly as training wires them. The
-reply says which slots form the fc input (chunk order), which slot is the loss target,
-how positions line up, and whether the path alters values (FP8, noise). No slice is
-assumed: everything comes from reading the markers back.
+nearest marker. The sample goes through each data path of the installed release's family
+(0.7: the v1 list-of-tensors sample through `standardize_data_v1`; both: the arrow
+directory through `ArrowDataset._get_raw_data` with each file-based hidden-states
+transfer), then through `CollateFn` with eagle3's `shift_batch`, exactly as training wires
+them. The reply says which slots form the fc input (chunk order), which slot is the loss
+target, how positions line up, and whether the path alters values (FP8, noise). No slice
+is assumed: everything comes from reading the markers back.
 
 It also builds a tiny `Eagle3DraftModel` and runs its forward with hooks, to see whether
 the loss target passes through the verifier's final norm before the LM head.
@@ -124,13 +124,13 @@ def speculators_version() -> tuple[str, str | None]:
     return dist, (own if own != dist else None)
 
 
-def data_args_default(field: str) -> Any:
+def data_args_default(name: str) -> Any:
     """The training CLI default of a DataArgs field (None when the schema has no such field)."""
     try:
         fields = resolve("speculators.train.config.schema.DataArgs").model_fields
     except (ImportError, AttributeError):
         return None
-    return fields[field].default if field in fields else None
+    return fields[name].default if name in fields else None
 
 
 # -- one probe run: the sample, the family, what was looked for ---------------------------------

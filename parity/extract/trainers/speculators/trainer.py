@@ -12,6 +12,7 @@ from pathlib import Path
 from ....contract import TargetModel, Tap, TrainingContract
 
 NAME = "speculators"
+FORWARD_MODULE = "parity.extract.trainers.speculators.forward_side"  # parity forward's training path
 
 
 def training_contract(target: TargetModel, dump_layout: list[Tap] | None = None, *,

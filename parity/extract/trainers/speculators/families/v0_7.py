@@ -15,12 +15,15 @@ module in whichever speculators environment the probe runs in.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from packaging.specifiers import SpecifierSet
 
-RELEASES = SpecifierSet(">=0.7,<0.8")
+if TYPE_CHECKING:
+    from ..probe import ProbeRun
+
+RELEASES = SpecifierSet("==0.7.*")
 VERIFIED = ("0.7.0.2",)
 
 V1_PATH = "speculators.train.data.standardize_data_v1"
@@ -32,7 +35,7 @@ HS_CONNECTORS = "speculators._vendor.hs_connectors"
 NOISE = "speculators.train.noise_transforms.AddUniformNoise"
 
 
-def train_transform(run) -> tuple[Any, str | None]:
+def train_transform(run: "ProbeRun") -> tuple[Any, str | None]:
     """The augmentation training applies to the train split by default: uniform noise."""
     cls = run.look_up(NOISE)
     std = run.data_args_default("noise_std")
@@ -41,13 +44,13 @@ def train_transform(run) -> tuple[Any, str | None]:
     return cls(std=std), f"{NOISE}(std={std})"
 
 
-def data_paths(run) -> list:
+def data_paths(run: "ProbeRun") -> list:
     """(code path, runner factory) per path: the v1 sample, then the arrow directory per file backend."""
     run.looked_for.append(V1_PATH)
     return [(V1_PATH, lambda: v1_runner(run)), *run.arrow_runners()]
 
 
-def v1_runner(run):
+def v1_runner(run: "ProbeRun"):
     """The v1 sample (`hidden_states` = list of per-layer [T, H]) through SampleFileDataset."""
     from speculators.train.data import SampleFileDataset, standardize_data_v1  # noqa: F401 - present
 
@@ -62,7 +65,7 @@ def v1_runner(run):
                                     hidden_states_dtype=torch.bfloat16)
         return run.collate(dataset[0])
 
-    return go, {"via": "speculators.train.data.SampleFileDataset"}
+    return go, {"via": f"{SampleFileDataset.__module__}.{SampleFileDataset.__qualname__}"}
 
 
 def arrow_dataset(data_mod, max_len: int, datapath: str, transfer, transform):
@@ -71,7 +74,7 @@ def arrow_dataset(data_mod, max_len: int, datapath: str, transfer, transform):
                                  transform=transform, hidden_states_dtype=torch.bfloat16)
 
 
-def default_path(run, ran: set[str]) -> tuple[str | None, str]:
+def default_path(run: "ProbeRun", ran: set[str]) -> tuple[str | None, str]:
     """The path the training CLI takes by default: `DataArgs.legacy_data` decides."""
     legacy = run.data_args_default("legacy_data")
     if legacy is True and V1_PATH in ran:

@@ -14,12 +14,15 @@ module in whichever speculators environment the probe runs in.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from packaging.specifiers import SpecifierSet
 
-RELEASES = SpecifierSet(">=0.9,<0.10")
+if TYPE_CHECKING:
+    from ..probe import ProbeRun
+
+RELEASES = SpecifierSet("==0.9.*")
 VERIFIED = ("0.9.0",)
 
 ARROW_PATH = "speculators.train.data.ArrowDataset._get_raw_data"
@@ -29,12 +32,12 @@ DRAFT_CONFIG = "speculators.models.eagle3.config.Eagle3SpeculatorConfig"
 HS_CONNECTORS = "hs_connectors"
 
 
-def train_transform(run) -> tuple[Any, str | None]:
+def train_transform(run: "ProbeRun") -> tuple[Any, str | None]:
     """No augmentation of the train split in this family."""
     return None, None
 
 
-def data_paths(run) -> list:
+def data_paths(run: "ProbeRun") -> list:
     """(code path, runner factory) per path: the arrow directory, once per file backend."""
     return run.arrow_runners()
 
@@ -47,7 +50,7 @@ def arrow_dataset(data_mod, max_len: int, datapath: str, transfer, transform):
                                  hidden_states_dtype=torch.bfloat16)
 
 
-def default_path(run, ran: set[str]) -> tuple[str | None, str]:
+def default_path(run: "ProbeRun", ran: set[str]) -> tuple[str | None, str]:
     """The only path, read through the training schema's default backend."""
     if ARROW_PATH in ran:
         return ARROW_PATH, (f"no legacy_data switch in the training schema; hidden_states_backend "
