@@ -191,14 +191,14 @@ def _dump(args):
 
 
 def _training(args) -> "object":
-    from .extract.trainers.speculators import extract_training
+    from .extract.trainers import trainer
     from .inputs import target_model
 
     target = target_model(args.target_config)
     dump = _dump(args)
-    return extract_training(target, dump.layout, datagen_ids=dump.datagen_ids,
-                            datagen_convention=dump.convention,
-                            draft_dir=args.draft, speculators_version=getattr(args, "speculators", None))
+    return trainer().training_contract(target, dump.layout, datagen_ids=dump.datagen_ids,
+                                       datagen_convention=dump.convention,
+                                       draft_dir=args.draft, release=getattr(args, "speculators", None))
 
 
 def _serving(args):

@@ -21,6 +21,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from .contract import TrainingContract
+from .extract.trainers import trainer
 from .inputs import InputError, read_config
 
 # transformer_layer_config keys SGLang's Llama draft reads; everything else is speculators-only.
@@ -159,7 +160,7 @@ def _solve(tmp: Path, draft: Path, spec: dict, training: TrainingContract, targe
 
 def _speculators_spec(draft: Path) -> dict:
     spec = read_config(draft / "config.json", "draft config")
-    if "speculators_model_type" not in spec and "transformer_layer_config" not in spec:
+    if not trainer().is_trained_draft(spec):
         raise InputError(f"draft config {draft / 'config.json'}: not a speculators-format draft "
                          "(no speculators_model_type / transformer_layer_config)")
     return spec

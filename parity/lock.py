@@ -67,10 +67,10 @@ class Lock(BaseModel):
 
 def extract_for_lock(target_config: Path, draft: Path, layout: list[str],
                      speculators_version: str | None = None, **probe) -> TrainingContract:
-    from .extract.trainers.speculators import extract_training
+    from .extract.trainers import trainer
 
-    return extract_training(target_model(target_config), parse_taps(",".join(layout)),
-                            draft_dir=draft, speculators_version=speculators_version, **probe)
+    return trainer().training_contract(target_model(target_config), parse_taps(",".join(layout)),
+                                       draft_dir=draft, release=speculators_version, **probe)
 
 
 def lock_destination(path: Path, target_config: Path, draft: Path) -> Path:

@@ -96,11 +96,12 @@ def pytest_collection_modifyitems(session, config, items):
 
     def run():
         from .contract import parse_taps
-        from .extract.trainers.speculators import extract_training
+        from .extract.trainers import trainer
         from .gate import check
         from .inputs import target_model
 
-        training = extract_training(target_model(Path(target)), parse_taps(layout), draft_dir=Path(draft))
+        training = trainer().training_contract(target_model(Path(target)), parse_taps(layout),
+                                               draft_dir=Path(draft))
         return check(training, Path(target), Path(draft),
                      verify=not config.getoption("parity_no_verify"))
 

@@ -19,7 +19,7 @@ from safetensors.torch import save_file
 
 from parity.contract import TargetModel, Tap, diff, parse_taps
 from parity.extract.trainers.speculators import (PROBE_MODULE, PROBE_REPLIES, DraftError, TrainingExtractionError,
-                                     extract_training, probe_training, read_draft)
+                                     contract_from_probe, extract_training, probe_training, read_draft)
 from parity.extract.trainers.speculators.draft import classify_d2t, installed_schema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -305,3 +305,52 @@ def test_draft_fc_width_vs_dump(tmp_path):
     d = make_draft(tmp_path, speculators_config(eagle_aux_hidden_state_layer_ids=[2, 30]))
     c = extract_training(DEEPSEEK, BORN_FROM, draft_dir=d, speculators_version="0.9.0")
     assert "dump_width_mismatch" in kinds(c)
+
+
+# -- the trainer boundary and its release families --------------------------------------------------
+
+
+def test_trainer_registry():
+    from parity.extract.trainers import Trainer, names, trainer
+    from parity.inputs import InputError
+
+    assert names() == ["speculators"]
+    t = trainer()
+    assert isinstance(t, Trainer) and t.NAME == "speculators"
+    assert TrainingExtractionError in t.ERRORS and DraftError in t.ERRORS
+    with pytest.raises(InputError) as err:
+        trainer("specforge")
+    assert "unknown trainer 'specforge'" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_each_built_release_is_verified_by_exactly_one_family():
+    """Every speculators release parity builds (envs.toml) runs through one family that verified it."""
+    from parity.envs import environments
+    from parity.extract.families import families
+    from parity.extract.trainers.speculators.families import family_for
+
+    built = {env.packages["speculators"] for env in environments() if "speculators" in env.packages}
+    assert built == {"0.9.0", "0.7.0.2"}
+    for version in built:
+        assert version in family_for(version).VERIFIED
+    for module in families("parity.extract.trainers.speculators.families"):
+        assert all(module.RELEASES.contains(v) for v in module.VERIFIED), module.__name__
+
+
+def test_the_probe_names_the_family_it_ran():
+    assert probe_training(4, "0.9.0")["family"] == "v0_9"
+    assert probe_training(4, "0.7.0.2")["family"] == "v0_7"
+
+
+def test_a_release_outside_every_family_is_refused(monkeypatch):
+    """speculators 0.8.1 (between the two families) is refused, naming the ranges looked in, not run
+    through a neighbouring family's code."""
+    from parity.extract.trainers.speculators import probe
+
+    monkeypatch.setattr(probe, "speculators_version", lambda: ("0.8.1", None))
+    reply = probe.probe({"num_slots": 4, "hidden_size": 8, "seq_len": 6})
+    assert not reply["paths"] and "no parity release family covers speculators 0.8.1" in reply["error"]
+    assert "v0_7 (==0.7.*; verified 0.7.0.2)" in reply["error"] and "v0_9 (==0.9.*" in reply["error"]
+    with pytest.raises(TrainingExtractionError) as err:
+        contract_from_probe(DEEPSEEK, BORN_FROM, "manifest", reply)
+    assert str(err.value).startswith("speculators 0.8.1: no parity release family") and "\n" not in str(err.value)

@@ -1,7 +1,8 @@
 """Forward (logits) parity: the training path and the serving path give the same draft logits.
 
-- `training_side` runs the installed speculators: target states dumped in the training
-  layout -> ArrowDataset + shift_batch -> Eagle3DraftModel, with hooks per TTT step;
+- the trainer's forward module (for speculators, `extract.trainers.speculators.forward_side`)
+  runs the installed trainer: target states dumped in the training layout -> ArrowDataset +
+  shift_batch -> Eagle3DraftModel, with hooks per TTT step;
 - `serving_side` runs the installed SGLang: target with the draft's capture ids -> aux
   states -> LlamaForCausalLMEagle3 (prefill, then per-position decode chains), with hooks;
 - `compare` aligns rows (shift_batch vs SGLang's shifted prefill) and finds the first stage

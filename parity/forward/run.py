@@ -21,6 +21,7 @@ import torch
 from safetensors.torch import load_file
 
 from ..envs import EnvError
+from ..extract.trainers import trainer
 from ..workspace import kill_children, run_child
 from ..extract.shrink import shrink_config
 from .cases import Case, seeded_tokens
@@ -28,7 +29,7 @@ from .compare import ForwardResult, compare
 from .tolerances import for_dtype
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-TRAINING_MODULE = "parity.forward.training_side"
+TRAINING_MODULE = trainer().FORWARD_MODULE
 SERVING_MODULE = "parity.forward.serving_side"
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..contract.tap import Tap
 from ..envs import find_env, run_module
+from ..extract.trainers import trainer
 from ..inputs import InputError, check_steps, read_config, safetensors_shapes, target_model
 from .result import AMBIGUOUS_POINTS, ReplayResult, WiringScore
 from .wiring import missing_taps, reorderings, search_space, slots_of
@@ -36,7 +37,7 @@ def read_speculators_draft(draft: Path) -> dict:
     spec = read_config(draft / "config.json", "draft config") if draft.is_dir() else None
     if spec is None:
         raise InputError(f"draft {draft}: not a directory")
-    if "speculators_model_type" not in spec and "transformer_layer_config" not in spec:
+    if not trainer().is_trained_draft(spec):
         raise InputError(f"draft {draft}: not a speculators draft (its config.json has no "
                          "speculators_model_type/transformer_layer_config); replay runs the draft as "
                          "trained, and takes the served SGLang config as --served")
@@ -144,7 +145,6 @@ def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_conf
     each of `wirings`, and (`search`) every ordered choice of dump slots. `training_probe`
     swaps the module the training extractor runs (tests inject a data-path drift with it)."""
     from ..extract.engines.sglang import extract_serving
-    from ..extract.trainers.speculators import extract_training
 
     started = time.perf_counter()
     wall: dict[str, float] = {}
@@ -167,10 +167,9 @@ def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_conf
 
     # 2. the training contract: which of the L slots speculators' data path feeds the fc
     t0 = time.perf_counter()
-    training = extract_training(target, dump_layout, datagen_ids=datagen_ids,
-                                datagen_convention=datagen_convention, draft_dir=draft,
-                                speculators_version=speculators_version,
-                                **({"probe_module": training_probe} if training_probe else {}))
+    training = trainer().training_contract(
+        target, dump_layout, datagen_ids=datagen_ids, datagen_convention=datagen_convention, draft_dir=draft,
+        release=speculators_version, **({"probe_module": training_probe} if training_probe else {}))
     wall["training_contract_s"] = time.perf_counter() - t0
     layout = list(training.dump_layout)
     if len(layout) != num_slots:

@@ -22,6 +22,7 @@ from ....conventions import CONVENTIONS, ConventionError, to_taps
 from ....envs import display_python, find_env, run_module
 from .draft import DraftConfig, DraftError, draft_ids, read_draft
 from ....errors import UserError
+from .trainer import FORWARD_MODULE, NAME, is_trained_draft, training_contract
 
 __all__ = ["DraftConfig", "DraftError", "PROBE_MODULE", "PROBE_REPLIES", "TrainingExtractionError",
            "contract_from_probe", "extract_training", "probe_training", "read_draft"]
@@ -33,6 +34,9 @@ PROBE_SHAPE = {"hidden_size": 8, "seq_len": 6}  # small: the markers need 7^(H-1
 
 class TrainingExtractionError(UserError, ValueError):
     """Inputs the training extractor cannot turn into a contract (one line)."""
+
+
+ERRORS = (TrainingExtractionError, DraftError)  # bad input or unsupported: exit 2, one line
 
 
 def _finding(kind: str, message: str, severity: str = "warning", slot: int | None = None) -> Finding:

@@ -2,24 +2,30 @@
 
     python -m parity.extract.trainers.speculators.probe  < {"num_slots": 4, "hidden_size": 8, "seq_len": 6}
 
-Runs inside ANY speculators environment, so it imports only the standard library, torch,
-safetensors and speculators, plus what speculators itself uses to write and read its
-inputs (`datasets` for the arrow directory, the hs-connectors package it reads hidden
+Runs inside any speculators environment, so it imports only the standard library, torch,
+safetensors, packaging and speculators, plus what speculators itself uses to write and read
+its inputs (`datasets` for the arrow directory, the hs-connectors package it reads hidden
 states through, transformers for a tiny draft config). Nothing from parity's models
 (`python -m` does import the parent packages' __init__, which need only pydantic, a
 speculators dependency).
+
+Where each thing lives differs by release: the installed release's family module
+(`families/v0_7.py`, `families/v0_9.py`, picked by its declared version range) names the
+data paths, the shift, the draft classes, the hidden-states transfer package, the
+train-split augmentation and the default path. A release no family covers is refused in
+the reply, naming the ranges looked in.
 
 The sample: a dump of L slots, each [T, H]. Every [H] chunk carries a marker that names
 its (slot, position): feature 0 is the anchor 7, features 1.. are the base-7 digits of
 slot*T + position. Small integers with a per-token max of exactly 7 survive bf16 and the
 FP8 transfer (scale = 7/448 = 2^-6) bit for bit; anything noisier is identified by the
-nearest marker. The sample goes through each data path the installed version has
-(the v1 list-of-tensors sample through `standardize_data_v1`, the arrow directory
-through `ArrowDataset._get_raw_data` with each file-based hidden-states transfer), then
-through `CollateFn` with eagle3's `shift_batch`, exactly as training wires them. The
-reply says which slots form the fc input (chunk order), which slot is the loss target,
-how positions line up, and whether the path alters values (FP8, noise). No slice is
-assumed: everything comes from reading the markers back.
+nearest marker. The sample goes through each data path of the installed release's family
+(0.7: the v1 list-of-tensors sample through `standardize_data_v1`; both: the arrow
+directory through `ArrowDataset._get_raw_data` with each file-based hidden-states
+transfer), then through `CollateFn` with eagle3's `shift_batch`, exactly as training wires
+them. The reply says which slots form the fc input (chunk order), which slot is the loss
+target, how positions line up, and whether the path alters values (FP8, noise). No slice
+is assumed: everything comes from reading the markers back.
 
 It also builds a tiny `Eagle3DraftModel` and runs its forward with hooks, to see whether
 the loss target passes through the verifier's final norm before the LM head.
@@ -29,30 +35,25 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import inspect
 import json
 import sys
 import tempfile
 import time
 import traceback
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Callable
 
 import torch
 from ....envs import reply_over_stdio
+from ...families import UnsupportedRelease
+from .families import family_for
 
 ANCHOR = 7.0  # every chunk's feature 0; also each token's amax, so FP8 scale = 2^-6
 BASE = 7  # digits 0..6 of the marker code
 TOKEN0 = 100  # input_ids[t] = TOKEN0 + t, so shifted ids name their position
-V1_PATH = "speculators.train.data.standardize_data_v1"
-ARROW_PATH = "speculators.train.data.ArrowDataset._get_raw_data"
-SHIFT_CANDIDATES = ("speculators.models.eagle3.data.shift_batch", "speculators.train.data.shift_batch")
-MODEL_CANDIDATES = ("speculators.models.eagle3.core.Eagle3DraftModel",
-                    "speculators.models.eagle3.Eagle3DraftModel",
-                    "speculators.train.eagle3.core.Eagle3DraftModel")
-CONFIG_CANDIDATES = ("speculators.models.eagle3.config.Eagle3SpeculatorConfig",
-                     "speculators.models.eagle3.Eagle3SpeculatorConfig")
 
 
 class ProbeError(RuntimeError):
@@ -113,24 +114,6 @@ def resolve(qualname: str) -> Any:
     raise ImportError(f"cannot import {qualname}")
 
 
-def first_present(candidates: tuple[str, ...], looked_for: list[str]) -> tuple[str, Any] | None:
-    for name in candidates:
-        looked_for.append(name)
-        try:
-            return name, resolve(name)
-        except (ImportError, AttributeError):
-            continue
-    return None
-
-
-def call(fn: Callable, **kwargs: Any) -> Any:
-    """Call `fn` with the keyword arguments its signature accepts (they differ by version)."""
-    params = inspect.signature(fn).parameters
-    if any(p.kind == p.VAR_KEYWORD for p in params.values()):
-        return fn(**kwargs)
-    return fn(**{k: v for k, v in kwargs.items() if k in params})
-
-
 def speculators_version() -> tuple[str, str | None]:
     """(distribution version, the package's own version.py when it says something else)."""
     dist = metadata.version("speculators")
@@ -141,41 +124,79 @@ def speculators_version() -> tuple[str, str | None]:
     return dist, (own if own != dist else None)
 
 
-def data_args_default(field: str) -> Any:
+def data_args_default(name: str) -> Any:
     """The training CLI default of a DataArgs field (None when the schema has no such field)."""
     try:
         fields = resolve("speculators.train.config.schema.DataArgs").model_fields
     except (ImportError, AttributeError):
         return None
-    return fields[field].default if field in fields else None
+    return fields[name].default if name in fields else None
+
+
+# -- one probe run: the sample, the family, what was looked for ---------------------------------
+
+
+@dataclass
+class ProbeRun:
+    """The marked sample's sizes, the installed release's family, and the steps every family shares.
+
+    A family module gets this object: `look_up` records each name it looks for, `collate`
+    is training's CollateFn + shift, `arrow_runners` the arrow directory through each file
+    backend of the family's hs-connectors package."""
+
+    family: ModuleType
+    tmp: Path
+    num_slots: int
+    hidden: int
+    seq_len: int
+    looked_for: list[str]
+    shift: Callable | None = None
+    backend_default: str = "file"
+    data_mod: Any = field(default=None, repr=False)
+
+    def look_up(self, qualname: str) -> Any:
+        """The named object (None when absent), recorded in `looked_for`."""
+        self.looked_for.append(qualname)
+        try:
+            return resolve(qualname)
+        except (ImportError, AttributeError):
+            return None
+
+    def data_args_default(self, name: str) -> Any:
+        return data_args_default(name)
+
+    def token_ids(self) -> torch.Tensor:
+        return torch.arange(self.seq_len) + TOKEN0
+
+    def collate(self, sample: dict) -> dict[str, torch.Tensor]:
+        """What the trainer receives: CollateFn(preprocess=shift_batch) over one sample, real rows only."""
+        from speculators.train.data import CollateFn
+
+        collate = CollateFn(max_len=self.seq_len + 2, hidden_size=self.hidden,
+                            num_target_layers=self.num_slots - 1, dtype=torch.bfloat16, preprocess=self.shift)
+        batch = collate([sample])
+        real = batch["document_ids"][0] >= 0  # [max_len]: padding rows are -1
+        return {k: batch[k][0][real] for k in ("input_ids", "hidden_states", "verifier_last_hidden_states")}
+
+    def arrow_runners(self) -> list[tuple[str, Callable[[], tuple[Callable, dict]]]]:
+        """One runner factory per hidden-states backend of the family's hs-connectors package."""
+        path = self.family.ARROW_PATH
+        self.looked_for.append(path)
+        try:
+            resolve(path)
+        except (ImportError, AttributeError):
+            return [(path, lambda: _absent(self, path))]
+        self.data_mod = resolve("speculators.train.data")
+        registry = resolve(f"{self.family.HS_CONNECTORS}.transfer.HiddenStatesBackend").registry
+        return [(path, lambda b=name, c=backend: arrow_runner(self, b, c)) for name, backend in registry.items()]
+
+
+def _absent(run: ProbeRun, qualname: str):
+    raise ProbeError(f"{qualname} is not in speculators {metadata.version('speculators')}, though "
+                     f"its family {run.family.__name__.rsplit('.', 1)[-1]} runs it")
 
 
 # -- running one path -----------------------------------------------------------------
-
-
-def default_transform(looked_for: list[str]) -> tuple[Any, str | None]:
-    """The augmentation training applies to the train split by default (0.5-0.7: uniform noise)."""
-    found = first_present(("speculators.train.noise_transforms.AddUniformNoise",), looked_for)
-    std = data_args_default("noise_std")
-    if found is None or std is None:
-        return None, None
-    name, cls = found
-    return cls(std=std), f"{name}(std={std})"
-
-
-def collate_and_shift(sample: dict, num_slots: int, hidden: int, seq_len: int,
-                      shift: Callable) -> dict[str, torch.Tensor]:
-    """What the trainer receives: CollateFn(preprocess=shift_batch) over one sample, real rows only."""
-    try:
-        collate_cls = resolve("speculators.train.data.CollateFn")
-    except (ImportError, AttributeError):
-        shifted = shift(sample)
-        return {k: shifted[k] for k in ("input_ids", "hidden_states", "verifier_last_hidden_states")}
-    collate = call(collate_cls, max_len=seq_len + 2, hidden_size=hidden,
-                   num_target_layers=num_slots - 1, dtype=torch.bfloat16, preprocess=shift)
-    batch = collate([sample])
-    real = batch["document_ids"][0] >= 0  # [max_len]: padding rows are -1
-    return {k: batch[k][0][real] for k in ("input_ids", "hidden_states", "verifier_last_hidden_states")}
 
 
 def read_back(out: dict[str, torch.Tensor], table: torch.Tensor) -> dict[str, Any]:
@@ -260,51 +281,11 @@ def probe_path(code_path: str, run: Callable[[torch.Tensor, Any], dict], transfo
             "max_marker_error": result["max_marker_error"]}
 
 
-# -- the two families of data path ----------------------------------------------------------
+# -- the arrow directory (both families) ------------------------------------------------------
 
 
-def v1_runner(tmp: Path, num_slots: int, hidden: int, seq_len: int,
-              shift: Callable) -> tuple[Callable, dict]:
-    """The v1 sample (`hidden_states` = list of per-layer [T, H]) through its dataset class."""
-    standardize = resolve(V1_PATH)
-    try:
-        dataset_cls = resolve("speculators.train.data.SampleFileDataset")
-    except (ImportError, AttributeError):
-        dataset_cls = None
-
-    def run(dump: torch.Tensor, transform: Any) -> dict:  # dump: [T, L, H]
-        torch.manual_seed(0)  # the noise augmentation, if any, is reproducible
-        sample = {"input_ids": torch.arange(seq_len) + TOKEN0,
-                  "loss_mask": torch.ones(seq_len, dtype=torch.long),
-                  "hidden_states": [dump[:, s].clone() for s in range(num_slots)]}
-        if dataset_cls is None:  # 0.3-0.4: call the standardizer the trainer maps over files
-            item = standardize(sample)
-            item["lengths"] = torch.tensor([seq_len])
-            item["position_ids"] = torch.arange(seq_len)
-        else:
-            path = tmp / "v1" / "data_0.pt"
-            path.parent.mkdir(exist_ok=True)
-            torch.save(sample, path)
-            dataset = call(dataset_cls, max_len=seq_len + 2, file_list=[str(path)],
-                           transform=transform, hidden_states_dtype=torch.bfloat16)
-            item = dataset[0]
-        return collate_and_shift(item, num_slots, hidden, seq_len, shift)
-
-    via = f"{dataset_cls.__module__}.{dataset_cls.__qualname__}" if dataset_cls else V1_PATH
-    return run, {"via": via}
-
-
-def file_backends(data_mod: Any) -> dict[str, Any]:
-    """Registered hidden-states backends of the hs-connectors module speculators reads through."""
-    transfer_mod = sys.modules[data_mod.FileTransfer.__module__]
-    registry = getattr(getattr(transfer_mod, "HiddenStatesBackend", None), "registry", None)
-    return dict(registry) if registry else {"file": None}
-
-
-def backend_transfer(name: str, backend: Any, data_mod: Any, data_path: Path) -> tuple[Any, str]:
+def backend_transfer(run: ProbeRun, backend: Any, data_path: Path) -> tuple[Any, str]:
     """(transfer object, vLLM-side connector name) the trainer would build for this backend."""
-    if backend is None:
-        return data_mod.FileTransfer(data_path / "hidden_states"), "ExampleHiddenStatesConnector"
     hs_path = str(data_path / "hidden_states")
     train, launch = argparse.ArgumentParser(), argparse.ArgumentParser()
     backend.add_train_args(train)
@@ -315,13 +296,14 @@ def backend_transfer(name: str, backend: Any, data_mod: Any, data_path: Path) ->
     return backend.from_train_args(train_args, str(data_path)), connector
 
 
-def write_hs_file(path: Path, dump: torch.Tensor, token_ids: torch.Tensor, connector: str) -> None:
+def write_hs_file(run: ProbeRun, path: Path, dump: torch.Tensor, token_ids: torch.Tensor,
+                  connector: str) -> None:
     """Write hs_{i}.safetensors as the named vLLM connector does (FP8 via hs-connectors' own quantizer)."""
     from safetensors.torch import save_file
 
     tensors = {"hidden_states": dump.contiguous(), "token_ids": token_ids}
     if connector == "FP8HiddenStatesConnector":
-        fp8 = resolve("hs_connectors.fp8_utils")
+        fp8 = resolve(f"{run.family.HS_CONNECTORS}.fp8_utils")
         q, scales = fp8.quantize_tensor_to_fp8(dump)
         tensors.update({"hidden_states": q, fp8.SCALES_KEY: scales})
     elif connector != "ExampleHiddenStatesConnector":
@@ -329,39 +311,39 @@ def write_hs_file(path: Path, dump: torch.Tensor, token_ids: torch.Tensor, conne
     save_file(tensors, str(path))
 
 
-def arrow_runner(tmp: Path, name: str, backend: Any, num_slots: int, hidden: int, seq_len: int,
-                 shift: Callable) -> tuple[Callable, dict]:
+class NeedsStore(ProbeError):
+    """A backend that reads through a running store, not a file: skipped, not failed."""
+
+
+def arrow_runner(run: ProbeRun, name: str, backend: Any) -> tuple[Callable, dict]:
     """The arrow directory + hidden_states/hs_0.safetensors through ArrowDataset and one transfer."""
     import datasets
 
-    data_mod = resolve("speculators.train.data")
-    data_path = tmp / f"arrow-{name}"
-    transfer, connector = backend_transfer(name, backend, data_mod, data_path)
+    data_mod = run.data_mod
+    data_path = run.tmp / f"arrow-{name}"
+    transfer, connector = backend_transfer(run, backend, data_path)
     if not isinstance(transfer, data_mod.FileTransfer):
-        raise ProbeError(f"backend {name!r} reads through {type(transfer).__name__}, not a file: "
+        raise NeedsStore(f"backend {name!r} reads through {type(transfer).__name__}, not a file: "
                          "needs its store running")
-    ids = torch.arange(seq_len) + TOKEN0
-    rows = {"input_ids": [ids.tolist()], "loss_mask": [[1] * seq_len], "seq_len": [seq_len]}
+    ids = run.token_ids()
+    rows = {"input_ids": [ids.tolist()], "loss_mask": [[1] * run.seq_len], "seq_len": [run.seq_len]}
     getattr(datasets, "disable_progress_bars", lambda: None)()
     ds = datasets.Dataset.from_dict(rows)
     ds.set_format(type="torch")  # as speculators' preprocessing saves it
     ds.save_to_disk(str(data_path))
     (data_path / "hidden_states").mkdir()
 
-    def run(dump: torch.Tensor, transform: Any) -> dict:  # dump: [T, L, H]
-        write_hs_file(data_path / "hidden_states" / "hs_0.safetensors", dump, ids, connector)
-        dataset = call(data_mod.ArrowDataset, max_len=seq_len + 2, datapath=str(data_path),
-                       transfer=transfer, on_missing="raise", transform=transform,
-                       hidden_states_dtype=torch.bfloat16)
+    def go(dump: torch.Tensor, transform: Any) -> dict:  # dump: [T, L, H]
+        write_hs_file(run, data_path / "hidden_states" / "hs_0.safetensors", dump, ids, connector)
+        dataset = run.family.arrow_dataset(data_mod, run.seq_len + 2, str(data_path), transfer, transform)
         torch.manual_seed(0)
         item = dataset[0]
         if item is None or type(item).__name__ == "SampleUnavailable":
             raise ProbeError(f"ArrowDataset returned no sample ({item!r})")
-        return collate_and_shift(item, num_slots, hidden, seq_len, shift)
+        return run.collate(item)
 
     t = type(transfer)
-    return run, {"transfer": f"{t.__module__}.{t.__qualname__}", "backend": name,
-                 "writer": connector}
+    return go, {"transfer": f"{t.__module__}.{t.__qualname__}", "backend": name, "writer": connector}
 
 
 # -- the loss target's norm ---------------------------------------------------------------
@@ -371,13 +353,12 @@ class _Stop(Exception):
     pass
 
 
-def target_norm(looked_for: list[str]) -> tuple[bool | None, str]:
+def target_norm(run: ProbeRun) -> tuple[bool | None, str]:
     """Build a tiny Eagle3DraftModel and run forward with hooks: does the LM head see norm(target)?"""
-    model_found = first_present(MODEL_CANDIDATES, looked_for)
-    config_found = first_present(CONFIG_CANDIDATES, looked_for)
-    if model_found is None or config_found is None:
+    model_name = run.family.DRAFT_MODEL
+    model_cls, config_cls = run.look_up(model_name), run.look_up(run.family.DRAFT_CONFIG)
+    if model_cls is None or config_cls is None:
         return None, "no Eagle3DraftModel / Eagle3SpeculatorConfig found to run"
-    (model_name, model_cls), (_, config_cls) = model_found, config_found
     from transformers import LlamaConfig
 
     from speculators.config import SpeculatorsConfig, VerifierConfig
@@ -410,12 +391,12 @@ def target_norm(looked_for: list[str]) -> tuple[bool | None, str]:
     target = torch.randn(1, seq_len, hidden) * 3 + 1  # [1, T, H], far from unit RMS
     try:
         with torch.no_grad():
-            call(model.forward, hidden_states=torch.randn(1, seq_len, 3 * hidden),
-                 input_ids=torch.randint(0, 16, (1, seq_len)),
-                 document_ids=torch.zeros(1, seq_len, dtype=torch.long),
-                 position_ids=torch.arange(seq_len)[None],
-                 loss_mask=torch.ones(1, seq_len, dtype=torch.bool),
-                 verifier_last_hidden_states=target, ttt_steps=1)
+            model.forward(hidden_states=torch.randn(1, seq_len, 3 * hidden),
+                          input_ids=torch.randint(0, 16, (1, seq_len)),
+                          document_ids=torch.zeros(1, seq_len, dtype=torch.long),
+                          position_ids=torch.arange(seq_len)[None],
+                          loss_mask=torch.ones(1, seq_len, dtype=torch.bool),
+                          verifier_last_hidden_states=target, ttt_steps=1)
     except _Stop:
         pass
     if "head_in" not in seen:
@@ -472,41 +453,6 @@ def config_schema(model_type: str = "eagle3") -> dict[str, Any]:
 # -- the whole probe ------------------------------------------------------------------------
 
 
-def default_path(paths: list[dict]) -> tuple[str | None, str]:
-    """Which path training takes by default, from the installed training CLI schema."""
-    legacy = data_args_default("legacy_data")
-    backend = data_args_default("hidden_states_backend") or "file"
-    names = {p["code_path"] for p in paths}
-    if legacy is True and V1_PATH in names:
-        return V1_PATH, "DataArgs.legacy_data defaults to True"
-    if ARROW_PATH in names:
-        why = ("DataArgs.legacy_data defaults to False" if legacy is False else
-               "no legacy_data switch in the training schema")
-        return ARROW_PATH, f"{why}; hidden_states_backend default {backend!r}"
-    if V1_PATH in names:
-        return V1_PATH, "the only data path installed"
-    return None, "no data path ran"
-
-
-def path_runners(tmp: Path, looked_for: list[str], num_slots: int, hidden: int, seq_len: int,
-                 shift: Callable) -> list[tuple[str, Callable[[], tuple[Callable, dict]]]]:
-    """One runner factory per installed data path (and per file-based transfer of the arrow path)."""
-    runners: list[tuple[str, Callable[[], tuple[Callable, dict]]]] = []
-    for name in (V1_PATH, ARROW_PATH):
-        looked_for.append(name)
-        try:
-            resolve(name)
-        except (ImportError, AttributeError):
-            continue
-        if name == V1_PATH:
-            runners.append((name, lambda: v1_runner(tmp, num_slots, hidden, seq_len, shift)))
-            continue
-        for bname, backend in file_backends(resolve("speculators.train.data")).items():
-            runners.append((name, lambda b=bname, c=backend: arrow_runner(
-                tmp, b, c, num_slots, hidden, seq_len, shift)))
-    return runners
-
-
 def run_paths(reply: dict, runners: list, transform: Any, num_slots: int, seq_len: int,
               hidden: int) -> None:
     """Run every path; a path that exists but fails is recorded, never raised."""
@@ -514,11 +460,10 @@ def run_paths(reply: dict, runners: list, transform: Any, num_slots: int, seq_le
         try:
             run, extra = make()
             reply["paths"].append(probe_path(name, run, transform, num_slots, seq_len, hidden, **extra))
+        except NeedsStore as exc:
+            reply["skipped"].append({"code_path": name, "reason": str(exc)})
         except ProbeError as exc:
-            if "needs its store" in str(exc):
-                reply["skipped"].append({"code_path": name, "reason": str(exc)})
-            else:
-                reply["errors"].append({"code_path": name, "error": str(exc)})
+            reply["errors"].append({"code_path": name, "error": str(exc)})
         except Exception as exc:  # noqa: BLE001 - a path that exists but fails is a result
             reply["errors"].append({"code_path": name, "error": f"{type(exc).__name__}: {exc}",
                                     "where": traceback.format_exc().strip().splitlines()[-3].strip()})
@@ -542,29 +487,35 @@ def probe(request: dict) -> dict[str, Any]:
         reply["error"] = (f"request too small to mark: num_slots={num_slots} (>=1), seq_len={seq_len} "
                           f"(>=2), hidden_size={hidden} (needs 7^(H-1) >= slots*positions)")
         return reply
-    looked_for = reply["looked_for"]
-    shift_found = first_present(SHIFT_CANDIDATES, looked_for)
-    if shift_found is None:
-        reply["error"] = (f"speculators {version}: no shift_batch found "
-                          f"(looked for {', '.join(SHIFT_CANDIDATES)})")
+    try:
+        family = family_for(version)
+    except UnsupportedRelease as exc:
+        reply["error"] = str(exc)
         return reply
-    reply["preprocess"], shift = shift_found
-    transform, reply["train_transform"] = default_transform(looked_for)
+    reply["family"] = family.__name__.rsplit(".", 1)[-1]
     with tempfile.TemporaryDirectory(prefix="parity-train-probe-") as tmp:
-        runners = path_runners(Path(tmp), looked_for, num_slots, hidden, seq_len, shift)
-        run_paths(reply, runners, transform, num_slots, seq_len, hidden)
+        run = ProbeRun(family=family, tmp=Path(tmp), num_slots=num_slots, hidden=hidden, seq_len=seq_len,
+                       looked_for=reply["looked_for"],
+                       backend_default=data_args_default("hidden_states_backend") or "file")
+        run.shift = run.look_up(family.SHIFT_BATCH)
+        if run.shift is None:
+            reply["error"] = f"speculators {version}: no shift_batch found (looked for {family.SHIFT_BATCH})"
+            return reply
+        reply["preprocess"] = family.SHIFT_BATCH
+        transform, reply["train_transform"] = family.train_transform(run)
+        run_paths(reply, family.data_paths(run), transform, num_slots, seq_len, hidden)
     if not reply["paths"] and not reply["errors"]:
-        reply["error"] = (f"speculators {version} has neither training data path: looked for "
-                          f"{V1_PATH} and {ARROW_PATH}")
+        reply["error"] = (f"speculators {version} ran none of its family's data paths: looked for "
+                          f"{', '.join(reply['looked_for'])}")
         return reply
 
-    reply["default_path"], reply["default_path_reason"] = default_path(reply["paths"])
-    backend_default = data_args_default("hidden_states_backend") or "file"
+    reply["default_path"], reply["default_path_reason"] = family.default_path(
+        run, {p["code_path"] for p in reply["paths"]})
     for entry in reply["paths"]:
         entry["default"] = (entry["code_path"] == reply["default_path"]
-                            and entry.get("backend", backend_default) == backend_default)
+                            and entry.get("backend", run.backend_default) == run.backend_default)
     try:
-        normed, evidence = target_norm(looked_for)
+        normed, evidence = target_norm(run)
     except Exception as exc:  # noqa: BLE001
         normed, evidence = None, f"could not run the draft model: {type(exc).__name__}: {exc}"
     reply["target_normed_by_trainer"], reply["target_norm_evidence"] = normed, evidence

@@ -1,6 +1,9 @@
-"""The training path, run with the installed speculators: tokens -> dump -> data path -> draft.
+"""`parity forward`'s training path, run with the installed speculators: tokens -> dump -> data path -> draft.
 
-    python -m parity.forward.training_side  < request.json
+    python -m parity.extract.trainers.speculators.forward_side  < request.json
+
+The trainer's `FORWARD_MODULE`: parity.forward runs it for the training side (the serving
+side is the engine's), so the forward never names a trainer's classes itself.
 
 Per variant (one trained draft directory, one dump layout):
 1. the target's hidden states as data generation dumps them: the tiny seeded transformers
@@ -39,12 +42,12 @@ from typing import Any
 
 import torch
 
-from ..contract.tap import Tap
-from ..extract.reference import candidate_states
-from ..extract.shrink import shrink_config
-from .reference import data_generation_target
-from ..envs import reply_over_stdio
-from .variants import run_variants
+from ....contract.tap import Tap
+from ....envs import reply_over_stdio
+from ....forward.reference import data_generation_target
+from ....forward.variants import run_variants
+from ...reference import candidate_states
+from ...shrink import shrink_config
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 

@@ -1,0 +1,35 @@
+"""speculators as a `Trainer` (parity.extract.trainers): the names the package exports for it.
+
+`training_contract` is `extract_training` under the interface's names (the release is
+`release`, not `speculators_version`); `read_draft` is draft.read_draft; the errors are
+the package's `ERRORS`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ....contract import TargetModel, Tap, TrainingContract
+
+NAME = "speculators"
+FORWARD_MODULE = "parity.extract.trainers.speculators.forward_side"  # parity forward's training path
+
+
+def training_contract(target: TargetModel, dump_layout: list[Tap] | None = None, *,
+                      datagen_ids: list[int] | None = None, datagen_convention: str | None = None,
+                      draft_dir: Path | None = None, release: str | None = None,
+                      data_path: str | None = None, **probe) -> TrainingContract:
+    """`extract_training` (see there). `probe`: the probe-module test hook extract_training still
+    takes, passed through unchanged until it moves into the environment."""
+    from . import extract_training
+
+    return extract_training(target, dump_layout, datagen_ids=datagen_ids, datagen_convention=datagen_convention,
+                            draft_dir=draft_dir, speculators_version=release, data_path=data_path, **probe)
+
+
+def is_trained_draft(config: dict) -> bool:
+    """A speculators-format draft config (as trained): it names its model type or its transformer layer.
+
+    Wider than draft.is_speculators_format (which decides where the reader finds the flags):
+    export and replay take a draft that names only its transformer_layer_config."""
+    return "speculators_model_type" in config or "transformer_layer_config" in config
