@@ -9,7 +9,7 @@ from .inputs import InputError
 
 def _collect() -> tuple[type[BaseException], ...]:
     errors: list[type[BaseException]] = [InputError, EnvError, ConventionError]
-    from .extract.engines.sglang import ServingExtractionError
+    from .extract.engines import ServingExtractionError
     errors.append(ServingExtractionError)
     try:
         from .extract.trainers.speculators import TrainingExtractionError

@@ -143,7 +143,7 @@ def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_conf
     form's (`served`, else the draft's own ids as SGLang reads them; `serving=False` skips it),
     each of `wirings`, and (`search`) every ordered choice of dump slots. `training_probe`
     swaps the module the training extractor runs (tests inject a data-path drift with it)."""
-    from ..extract.engines.sglang import extract_serving
+    from ..extract.engines import engine
     from ..extract.trainers.speculators import extract_training
 
     started = time.perf_counter()
@@ -209,7 +209,7 @@ def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_conf
             else:
                 read_config(Path(served) / "config.json", "served draft config")
                 served_dir, served_form = Path(served), f"the served config {served}"
-            contract = extract_serving(target_config, served_dir, sglang_version=sglang_version)
+            contract = engine().extract_serving(target_config, served_dir, sglang_version)
         wall["serving_contract_s"] = time.perf_counter() - t0
         sglang = contract.provenance.version
         served_taps = tuple(t.name if t is not None else None for t in contract.fc_input)

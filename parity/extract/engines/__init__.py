@@ -26,7 +26,9 @@ class ServingExtractionError(RuntimeError):
 @runtime_checkable
 class Engine(Protocol):
     """What parity needs from a serving engine. Every release-specific line lives below this
-    boundary, in the engine's release-family adapters."""
+    boundary, in the engine's release-family adapters. Arguments before `/` are passed by
+    position (each engine names them in its own terms, e.g. `sglang_version`); `version`
+    None means the release installed in the running interpreter."""
 
     NAME: str
     """The engine's name as the CLI and contracts spell it, e.g. 'sglang'."""
@@ -34,24 +36,24 @@ class Engine(Protocol):
     FORWARD_MODULE: str
     """The module `parity forward` runs (`python -m`, JSON request on stdin) for the serving path."""
 
-    def python(self, version: str | None) -> str:
+    def python(self, version: str | None, /) -> str:
         """The interpreter that has `version` of the engine installed (None: the running one);
         raises EnvError, with its remedy, when no environment has it."""
 
-    def preflight(self, target_config_path: Path | str, version: str | None = None) -> None:
+    def preflight(self, target_config_path: Path | str, version: str | None = None, /) -> None:
         """Refuse (InputError) a target the engine cannot build, before any extraction starts."""
 
-    def check_architecture(self, target: "TargetModel", target_config_path, version: str | None) -> None:
+    def check_architecture(self, target: "TargetModel", target_config_path, version: str | None, /) -> None:
         """`preflight` on an already parsed target."""
 
     def probe_serving(self, target_config_path: Path | str, draft_dir: Path | str,
-                      version: str | None = None, *, candidates: list[list[int]] | None = None,
+                      version: str | None = None, /, *, candidates: list[list[int]] | None = None,
                       **hooks) -> "tuple[ServingContract, list[dict]]":
         """The serving contract, plus what the engine would capture for each candidate id list
         (each {"ids", "fc_input": [names or None], "capture_ids", "error"}), in one engine run."""
 
     def extract_serving(self, target_config_path: Path | str, draft_dir: Path | str,
-                        version: str | None = None, **hooks) -> "ServingContract":
+                        version: str | None = None, /, **hooks) -> "ServingContract":
         """The serving contract for this target and draft under the installed (or named) release."""
 
 
