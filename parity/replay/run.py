@@ -106,12 +106,12 @@ def dump_shape(data: Path) -> tuple[int, int, int]:
 
 def as_written_served(spec: dict, work: Path) -> tuple[Path, str]:
     """The draft's own ids in SGLang's format: what serving it as written gives."""
-    from ..export import sglang_config
+    from ..extract.engines import engine
 
     ids = spec.get("eagle_aux_hidden_state_layer_ids")
     out = work / "served-as-written"
     out.mkdir(parents=True)
-    (out / "config.json").write_text(json.dumps(sglang_config(spec, list(ids or [])), indent=1))
+    (out / "config.json").write_text(json.dumps(engine().served_config(spec, list(ids or [])), indent=1))
     if ids is None:
         return out, "the draft served as written: its config names no ids, so SGLang's default layers"
     return out, f"the draft served as written: its ids {list(ids)} in SGLang's eagle_config"

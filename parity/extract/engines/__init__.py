@@ -47,13 +47,17 @@ class Engine(Protocol):
         """`preflight` on an already parsed target."""
 
     def probe_serving(self, target_config_path: Path | str, draft_dir: Path | str,
-                      version: str | None = None, /, *, candidates: list[list[int]] | None = None,
-                      **hooks) -> "tuple[ServingContract, list[dict]]":
+                      version: str | None = None, /, *,
+                      candidates: list[list[int]] | None = None) -> "tuple[ServingContract, list[dict]]":
         """The serving contract, plus what the engine would capture for each candidate id list
         (each {"ids", "fc_input": [names or None], "capture_ids", "error"}), in one engine run."""
 
+    def served_config(self, spec: dict, ids: list[int], /) -> dict:
+        """The draft config in the engine's served format, from a speculators draft config
+        `spec`, with the aux ids `ids` written where the engine reads them."""
+
     def extract_serving(self, target_config_path: Path | str, draft_dir: Path | str,
-                        version: str | None = None, /, **hooks) -> "ServingContract":
+                        version: str | None = None, /) -> "ServingContract":
         """The serving contract for this target and draft under the installed (or named) release."""
 
 
@@ -72,7 +76,8 @@ def engine(name: str = DEFAULT) -> Engine:
     module = importlib.import_module(f"{__name__}.{name}")
     if not isinstance(module, Engine):
         missing = [m for m in ("NAME", "FORWARD_MODULE", "python", "preflight", "check_architecture",
-                               "probe_serving", "extract_serving") if not hasattr(module, m)]
+                               "probe_serving", "served_config", "extract_serving")
+                   if not hasattr(module, m)]
         raise TypeError(f"engine {name!r} does not implement parity's Engine interface (lacks {missing})")
     return module  # type: ignore[return-value]
 

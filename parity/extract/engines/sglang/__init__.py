@@ -18,6 +18,7 @@ from ....contract import Finding, GraphFlags, Provenance, ServingContract, Targe
 from ....envs import EnvError, display_python, find_env, run_module
 from ....inputs import InputError, read_config, read_target
 from .. import ServingExtractionError
+from .served import served_config
 
 NAME = "sglang"
 PROBE = "parity.extract.engines.sglang.probe"
@@ -144,4 +145,4 @@ def probe_serving(target_config_path: Path | str, draft_dir: Path | str,
 
 
 __all__ = ["FORWARD_MODULE", "NAME", "ServingExtractionError", "check_architecture", "extract_serving", "preflight",
-           "probe_serving", "python", "run_probe", "to_contract"]
+           "probe_serving", "python", "run_probe", "served_config", "to_contract"]
