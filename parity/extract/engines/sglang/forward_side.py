@@ -8,13 +8,13 @@ serves every variant of a request:
    through its own `load_weights` from the same seeded transformers checkpoint the
    training side uses;
 2. per variant (one served draft directory, in SGLang's format): the draft's aux ids are
-   read by SGLang's start-up code (`resolve_spec_aux_hidden_state_config`, with the
-   server args re-published for that draft), set on the target with SGLang's
-   `configure_aux_hidden_state_capture`, and one prefill of the tokens gives the
+   read by SGLang's start-up code (the same code the serving extractor runs, e.g.
+   `resolve_spec_aux_hidden_state_config` in 0.5.23, with the server args re-published for
+   that draft), set on the target by SGLang's capture set-up, and one prefill of the tokens gives the
    concatenated aux states SGLang hands the draft plus the target's next token;
 3. the draft: SGLang's `LlamaForCausalLMEagle3` built by its config reader and model
    class, loaded by its own `load_weights` (d2t -> `hot_token_id = d2t + arange`), the
-   target's `embed_tokens` bound as the EAGLE-3 worker binds it (`set_embed`, or
+   target's `embed_tokens` bound as the release's EAGLE-3 worker binds it (`set_embed`, or
    `set_embed_and_head` when the draft takes its head from the target);
 4. the draft's prefill (EXTEND: input ids shifted left by one with the target's next
    token appended, the aux states as `spec_info.hidden_states`, positions of the target)
@@ -25,7 +25,7 @@ serves every variant of a request:
    `MHATokenToKVPool` / `ReqToTokenPool` on the CPU.
 
 On CUDA (`"device": "cuda"`, the GPU tier) the target and the draft both run through the
-attention backend SGLang itself picks for the GPU (`get_default_attn_backend`: fa3 on
+attention backend SGLang itself picks for the GPU (its own default resolver: fa3 on
 Hopper, trtllm_mha on Blackwell, else flashinfer or triton), built from SGLang's backend
 registry over the same pools, in the request's dtype (bf16). MHA targets only. This path
 has not been run yet (no GPU where it was written): bench/gpu_forward.sh runs it.
