@@ -57,12 +57,12 @@ def run_side(module: str, request: dict, python: str | None = None, timeout: flo
 
 
 def run_both(training_req: dict, serving_req: dict, *, parallel: bool = True,
-             python: str | None = None, serving_version: str | None = None,
-             engine_name: str = "sglang") -> tuple[dict, dict, dict[str, float]]:
+             python: str | None = None,
+             serving_version: str | None = None) -> tuple[dict, dict, dict[str, float]]:
     """Both sides (concurrently unless parallel=False); their replies and wall times. The
     serving side runs the engine's forward module under the interpreter that has
     `serving_version` of it (None: `python`, by default this one)."""
-    serving = engine(engine_name)
+    serving = engine()
     serving_python = python if serving_version is None else serving.python(serving_version)
     results: dict[str, Any] = {}
     walls: dict[str, float] = {}
