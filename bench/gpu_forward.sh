@@ -15,8 +15,10 @@
 #
 # Status: written and checked for syntax only; it has NOT been run (no CUDA machine was
 # available when it was written). The CPU path it shares was verified; the GPU-only code is
-# parity/forward/serving_side.py: Runtime/_Runner (the ModelRunner attributes the GPU backends
-# read) and the target's pooled prefill. Expect to add an attribute or two there on first run.
+# the release family adapter's `attention_backend` (parity/extract/engines/sglang/families/:
+# the stand-in ModelRunner attributes the GPU backends read), `default_gpu_attention_backend`,
+# and the target's pooled prefill (forward_side.py: Runtime). Expect to add an attribute or two
+# there on first run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

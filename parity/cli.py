@@ -202,9 +202,9 @@ def _training(args) -> "object":
 
 
 def _serving(args):
-    from .extract.engines.sglang import extract_serving
+    from .extract.engines import engine
 
-    return extract_serving(args.target_config, args.draft, sglang_version=args.sglang)
+    return engine().extract_serving(args.target_config, args.draft, args.sglang)
 
 
 def _check(args) -> int:
@@ -231,8 +231,8 @@ def _check(args) -> int:
         if not (args.dump_layout or args.datagen_ids):
             raise _usage("check needs the dump description: --dump-layout h0,h3,... or --datagen-ids")
         check_inputs(args.target_config, args.draft)  # fails fast, before any extraction
-        from .extract.engines.sglang import preflight
-        preflight(args.target_config, args.sglang)
+        from .extract.engines import engine
+        engine(args.engine).preflight(args.target_config, args.sglang)
         training = _training(args)
         check_inputs(args.target_config, args.draft, training)
         result = check(training, args.target_config, args.draft, sglang_version=args.sglang,
@@ -263,8 +263,8 @@ def _export(args) -> int:
     if not (args.dump_layout or args.datagen_ids):
         raise _usage("export needs the dump description: --dump-layout h0,h3,... or --datagen-ids")
     check_output(args.out, args.draft, args.target_config, args.force)  # before any extraction
-    from .extract.engines.sglang import preflight
-    preflight(args.target_config)
+    from .extract.engines import engine
+    engine(args.engine).preflight(args.target_config)
     training = _training(args)
     report = export_sglang(args.draft, args.out, training, args.target_config, force=args.force)
     print(report)

@@ -1,9 +1,7 @@
 """`parity export --engine sglang`: a speculators draft as a directory SGLang loads, with the fix.
 
-The config is rewritten in SGLang's format (its draft class reads `model_type`,
-`eagle_config`, `norm_before_fc`, `fc_norm`, `norm_output`, `target_hidden_size`,
-`draft_vocab_size`; docs/draft-graph.md, 'What SGLang 0.5.23's draft class reads')
-with the id list the gate solved on the installed engine. Tensors keep speculators'
+The config is rewritten in the engine's served format (its `served_config`; for SGLang,
+parity/extract/engines/sglang/served.py) with the id list the gate solved on the installed engine. Tensors keep speculators'
 names, which SGLang's `load_weights` maps itself (`fc.weight` -> `model.fc.weight`, ...).
 The result is then checked by the gate like any served draft: if the installed SGLang
 cannot honour the training graph (a flag it drops, a tensor it ignores, slots it cannot
@@ -22,14 +20,8 @@ from pathlib import Path
 
 from .contract import TrainingContract
 from .extract.trainers import trainer
+from .extract.engines import engine
 from .inputs import InputError, read_config
-
-# transformer_layer_config keys SGLang's Llama draft reads; everything else is speculators-only.
-LAYER_KEYS = ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
-              "head_dim", "hidden_act", "rms_norm_eps", "max_position_embeddings", "rope_theta",
-              "rope_scaling", "rope_parameters", "vocab_size", "attention_bias", "mlp_bias",
-              "num_hidden_layers", "bos_token_id", "eos_token_id")
-
 
 class ExportRefused(InputError):
     """The installed engine cannot serve this draft as it was trained (exit 2, one line)."""
@@ -48,26 +40,8 @@ def is_exportable(draft: Path) -> bool:
     return True
 
 
-def sglang_config(spec: dict, ids: list[int]) -> dict:
-    layer = spec.get("transformer_layer_config") or {}
-    cfg = {k: layer[k] for k in LAYER_KEYS if k in layer}
-    cfg.update({
-        "architectures": ["LlamaForCausalLMEagle3"],
-        "model_type": "llama",
-        "num_hidden_layers": layer.get("num_hidden_layers", 1),
-        "draft_vocab_size": spec.get("draft_vocab_size"),
-        "target_hidden_size": spec.get("target_hidden_size") or layer.get("hidden_size"),
-        "norm_before_fc": bool(spec.get("norm_before_fc", False)),
-        "fc_norm": bool(spec.get("fc_norm", False)),
-        "norm_output": bool(spec.get("norm_output", False)),
-        "tie_word_embeddings": False,
-        "eagle_config": {"eagle_aux_hidden_state_layer_ids": list(ids), "use_aux_hidden_state": True},
-    })
-    return cfg
-
-
 def _write(tmp: Path, draft: Path, spec: dict, ids: list[int]) -> None:
-    (tmp / "config.json").write_text(json.dumps(sglang_config(spec, ids), indent=2) + "\n")
+    (tmp / "config.json").write_text(json.dumps(engine().served_config(spec, ids), indent=2) + "\n")
     for f in draft.glob("*.safetensors"):
         shutil.copy2(f, tmp / f.name)
 

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .contract import ContractDiff, ServingContract, Tap, TrainingContract, diff
-from .extract.engines.sglang import probe_serving
+from .extract.engines import engine
 
 Verdict = Literal["parity", "drift", "unservable", "error"]
 
@@ -163,7 +163,7 @@ def _verify(target_config: Path, draft_dir: Path, ids: list[int], version: str |
         eagle = config.get("eagle_config") if isinstance(config.get("eagle_config"), dict) else {}
         config["eagle_config"] = {**eagle, "eagle_aux_hidden_state_layer_ids": ids}
         (tmp / "config.json").write_text(json.dumps(config))
-        return probe_serving(target_config, tmp, version)[0]
+        return engine().probe_serving(target_config, tmp, version)[0]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -176,8 +176,8 @@ def check(training: TrainingContract, target_config: Path, draft_dir: Path,
     target_config, draft_dir = Path(target_config), Path(draft_dir)
     candidates = candidate_id_lists(training.fc_input)
     extra = {"probe": serving_probe} if serving_probe else {}
-    serving, tried = probe_serving(target_config, draft_dir, sglang_version, candidates=candidates,
-                                   **extra)
+    serving, tried = engine().probe_serving(target_config, draft_dir, sglang_version, candidates=candidates,
+                                            **extra)
     verdict, d, differences, unservable = decide(training, serving, retrained)
     notes = [f"{c.side}: {f.message}" for c in (training, serving) for f in c.findings
              if f.severity == "warning" or f.kind == "not_captured"]
@@ -233,6 +233,6 @@ def _solve(training, serving, tried, target_config, draft_dir, version, verify):
         if not verified:
             return None, (f"ids {ids} capture {want} on the engine's model, but written in the draft "
                           f"config the engine feeds {[t.name if t else None for t in fixed.fc_input]}")
-    return Suggestion(engine="sglang", engine_version=serving.provenance.version,
+    return Suggestion(engine=serving.engine, engine_version=serving.provenance.version,
                       eagle_aux_hidden_state_layer_ids=ids, verified=verified,
                       serving_fc_input=want), None

@@ -142,9 +142,9 @@ def check_lock(path: Path, sglang_version: str | None = None,
     lock = read_lock(path)
     base = path.parent.resolve()
     target, draft = lock.resolve(base, lock.target_config), lock.resolve(base, lock.draft)
-    from .extract.engines.sglang import preflight
+    from .extract.engines import engine
 
-    preflight(target, sglang_version)  # an architecture the engine lacks: refused before extracting
+    engine().preflight(target, sglang_version)  # an architecture the engine lacks: refused before extracting
     fresh = extract_for_lock(target, draft, lock.dump_layout, speculators_version,
                              **({"probe_module": training_probe} if training_probe else {}))
     return check(lock.training, target, draft, sglang_version=sglang_version, verify=verify,

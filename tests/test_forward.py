@@ -181,6 +181,51 @@ def test_cli_forward_bad_input_exits_2(tmp_path, capsys):
     assert cli.main(["forward"]) == 2
 
 
+# -- older SGLang releases: the same verdicts, stage by stage ---------------------------------------
+
+
+def _release_built(version: str) -> bool:
+    from parity.envs import EnvError, find_env
+
+    try:
+        find_env("sglang", version)
+        return True
+    except EnvError:
+        return False
+
+
+@pytest.mark.parametrize("version", ["0.5.14", "0.5.12.post1"])
+def test_cli_forward_under_an_older_release_gives_the_same_verdicts(version, capsys):
+    """`parity forward --sglang VERSION`: the serving path runs in that release's environment
+    (its family adapter), and gives what 0.5.23 gives: the matched pair at parity at every
+    stage, each injected drift first at its stage with everything upstream agreeing."""
+    if not _release_built(version):
+        pytest.skip(f"sglang {version}'s environment is not built (./dev setup sglang-{version})")
+    rc = cli.main(["forward", "--fixture", "llama-8l", "--drift", "all", "--steps", "2", "--json",
+                   "--sglang", version])
+    out = json.loads(capsys.readouterr().out)
+    assert out["sglang"] == version and rc == 1
+    results = {r["name"]: r for r in out["results"]}
+    assert set(results) == {"matched", *DRIFTS}
+    matched = results["matched"]
+    assert matched["verdict"] == "parity", matched["error"] or matched["first_divergence"]
+    assert all(s["ok"] for s in matched["stages"]) and matched["serving"]["embedding"] == "target"
+    assert matched["serving"]["capture_ids"] == [2, 4, 5]  # ids [1, 3, 4]: h2, h4, h5 in every release
+    for drift in DRIFTS:
+        r = results[drift]
+        first = r["first_divergence"]
+        assert r["verdict"] == "drift" and (first["step"], first["stage"]) == EXPECTED_STAGE[drift], (drift, r)
+        order = [(s["step"], STAGES.index(s["stage"])) for s in r["stages"]]
+        cut = order.index((first["step"], STAGES.index(first["stage"])))
+        assert all(s["ok"] for s in r["stages"][:cut]) and not r["stages"][cut]["ok"], drift
+
+
+def test_cli_forward_under_a_release_without_an_environment_exits_2(capsys):
+    assert cli.main(["forward", "--fixture", "llama-8l", "--sglang", "0.4.0"]) == 2
+    err = capsys.readouterr().err
+    assert "no environment pins sglang==0.4.0" in err and "Traceback" not in err
+
+
 # -- the comparison itself (no engines) -------------------------------------------------------------
 
 

@@ -16,7 +16,7 @@ from safetensors.torch import load_file, save_file
 
 from parity import cli
 from parity.contract import TargetModel, parse_taps
-from parity.export import sglang_config
+from parity.extract.engines.sglang import served_config
 from parity.extract.trainers.speculators import extract_training
 from parity.fixtures import DraftRecipe, speculators_draft
 from parity.gate import check
@@ -42,7 +42,7 @@ def served(tmp: Path, ids, *, d2t: str = "offsets", **flags) -> Path:
     """A served (SGLang-format) copy of a seeded speculators draft, with weights."""
     spec_dir = speculators_draft(DraftRecipe())
     spec = json.loads((spec_dir / "config.json").read_text())
-    cfg = sglang_config(spec, ids)
+    cfg = served_config(spec, ids)
     cfg.update(flags)
     tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "config.json").write_text(json.dumps(cfg))

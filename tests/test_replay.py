@@ -99,12 +99,12 @@ def test_correct_serving_loses_nothing(tmp_path, capsys):
 def test_a_served_wiring_the_engine_cannot_capture_is_drift_not_a_pass(tmp_path):
     """Ids [1, 4, 7] on an 8-layer target: SGLang never reaches capture index 8, so it feeds
     two states to a three-state fc. Replay cannot score that, and says drift."""
-    from parity.export import sglang_config
+    from parity.extract.engines.sglang import served_config
 
     served = tmp_path / "served"
     served.mkdir()
     spec = json.loads((DRAFT / "config.json").read_text())
-    (served / "config.json").write_text(json.dumps(sglang_config(spec, [1, 4, 7])))
+    (served / "config.json").write_text(json.dumps(served_config(spec, [1, 4, 7])))
     r = replay(DRAFT, DATA, dump_layout=LAYOUT, served=served, search=False)
     assert r.served == ("h2", "h5", None) and r.verdict == "drift"
     assert "captures no state for fc slot(s) [2]" in r.served_unscored

@@ -112,3 +112,47 @@ def test_bad_input_is_one_line(tmp_path):
     bad.write_text('{"architectures": ["LlamaForCausalLM"]}')
     with pytest.raises(InputError, match="no num_hidden_layers"):
         extract_serving(bad, sglang_draft(tmp_path / "d", ids=[1, 2, 3]))
+
+
+# -- the engine boundary and its release families (no engine run) ----------------------------------
+
+
+def test_engines_are_reached_by_name_and_an_unknown_one_is_one_line():
+    from parity.extract.engines import Engine, engine
+
+    sglang = engine("sglang")
+    assert isinstance(sglang, Engine) and sglang.NAME == "sglang"
+    with pytest.raises(InputError) as exc:
+        engine("vllm")
+    assert "unknown engine 'vllm'" in str(exc.value) and "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize("version, family", [
+    ("0.5.23", "0.5.23"), ("0.5.23.post1", "0.5.23"), ("0.5.14", "0.5.14"), ("0.5.12.post1", "0.5.12")])
+def test_a_release_gets_the_family_whose_range_holds_it(version, family):
+    from parity.extract.engines.sglang.probe import adapter_for
+
+    adapter, code_paths = adapter_for(version)
+    assert adapter.family == family and set(code_paths) >= {"ids", "capture", "model_class", "draft"}
+
+
+@pytest.mark.parametrize("version", ["0.5.13", "0.5.24", "0.4.10.post2", "not-a-version"])
+def test_a_release_outside_every_range_is_refused_loudly(version):
+    from parity.extract.engines.sglang.probe import adapter_for
+
+    with pytest.raises(LookupError) as exc:
+        adapter_for(version)
+    assert str(exc.value).startswith(f"no parity adapter for sglang {version} (")
+    assert f"looked for release {version!r}" in str(exc.value)
+
+
+def test_each_family_declares_a_range_holding_its_verified_releases():
+    from packaging.version import Version
+
+    from parity.extract.engines.sglang.families import FAMILIES, family
+
+    modules = [family(name) for name in FAMILIES]
+    for module in modules:
+        assert module.VERIFIED and all(Version(v) in module.RELEASES for v in module.VERIFIED), module
+        others = [m for m in modules if m is not module]
+        assert not any(Version(v) in m.RELEASES for v in module.VERIFIED for m in others), module

@@ -3,7 +3,7 @@
 A `Case` names the two artifacts of one deployment: the speculators-format draft as
 trained (with the dump layout its training data had) and the SGLang-format directory as
 served. Fixtures build both from seeds (`parity.fixtures.speculators_draft`, the served
-form by `parity.export.sglang_config` with ids solved on the engine); drifts are injected
+form by the engine's `served_config` with ids solved on the engine); drifts are injected
 by changing only what the named drift changes, the way the public bug did it.
 """
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..contract.tap import Tap
-from ..export import sglang_config
+from ..extract.engines import engine
 from ..fixtures import DraftRecipe, speculators_draft
 from ..inputs import InputError
 
@@ -92,7 +92,7 @@ def served_copy(draft_dir: Path, out: Path, *, ids: list[int] | None = None, dro
                 config_overrides: dict | None = None) -> Path:
     """The SGLang-loadable form of a speculators draft (parity.export's config, tensors as-is)."""
     spec = json.loads((Path(draft_dir) / "config.json").read_text())
-    config = sglang_config(spec, ids if ids is not None else list(spec.get("eagle_aux_hidden_state_layer_ids") or []))
+    config = engine().served_config(spec, ids if ids is not None else list(spec.get("eagle_aux_hidden_state_layer_ids") or []))
     config.update(config_overrides or {})
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")

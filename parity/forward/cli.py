@@ -2,6 +2,7 @@
 
     parity forward --target-config T/config.json --draft D [--served S] [--dump-layout h2,h4,h5,h8]
     parity forward --fixture llama-8l [--drift no-d2t ...|--drift all] [--flags-on]
+    parity forward ... --sglang 0.5.14      # the serving path under another installed release
 
 Exit codes as `parity check`: 0 parity (every case), 1 drift (any case), 2 bad input or a
 case that could not run.
@@ -37,6 +38,8 @@ def add_forward_parser(sub, parser_class) -> argparse.ArgumentParser:
                     help="with --fixture: also run this injected drift (repeatable; 'all')")
     fw.add_argument("--flags-on", action="store_true",
                     help="with --fixture: also the matched pairs with the flags SGLang honours turned on")
+    fw.add_argument("--sglang", metavar="VERSION", help="run the serving path under another installed "
+                                                        "release (its environment)")
     fw.add_argument("--steps", type=int, default=3, help="TTT steps to compare (default 3)")
     fw.add_argument("--seq-len", type=int, default=16, help="target tokens (default 16)")
     fw.add_argument("--seed", type=int, default=0)
@@ -62,6 +65,9 @@ def run_forward(args) -> int:
     if args.steps < 1 or args.seq_len < args.steps + 2:
         raise InputError(f"--steps {args.steps} / --seq-len {args.seq_len}: need steps >= 1 and "
                          "seq-len >= steps + 2")
+    if args.sglang:  # a release without an environment fails here, before any case is built
+        from ..extract.engines import engine
+        engine().python(args.sglang)
     work = Path(tempfile.mkdtemp(prefix="parity-forward-cli-"))
     if args.fixture:
         if args.target_config or args.draft or args.served:
@@ -82,7 +88,7 @@ def run_forward(args) -> int:
         cases = [given_case(args.draft, layout, args.served, n, work)]
         label = str(args.target_config)
     out = forward_parity(target, cases, steps=args.steps, seq_len=args.seq_len, seed=args.seed,
-                         dtype=args.dtype, device=args.device)
+                         dtype=args.dtype, device=args.device, sglang_version=args.sglang)
     results = out["results"]
     verdicts = {r.verdict for r in results}
     overall = "error" if "error" in verdicts else "drift" if "drift" in verdicts else "parity"

@@ -1,6 +1,6 @@
 """Position-aligned comparison of the two paths' stage tensors; the first stage that diverged.
 
-Row alignment (both sides name row t the same way, see the trainer's forward module / serving_side):
+Row alignment (both sides name row t the same way, see the trainer's / the engine's forward module):
 - training, after `shift_batch`: row t = (input_ids[t+1], hidden_states[t]), T-1 rows;
   TTT step k pads the last k rows (token 0), so step k has T-1-k valid rows;
 - serving, SGLang's draft prefill: row t = (input_ids[t+1], aux[t]), T rows (the last

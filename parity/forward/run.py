@@ -1,8 +1,9 @@
 """Run both paths for a set of cases and compare them: `forward_parity(...)`.
 
-The training side (speculators) and the serving side (SGLang) each run in one fresh
-process for all cases (SGLang's runtime is process-global; each process gets its own
-gloo port), the two concurrently. They exchange JSON on stdin/stdout and stage tensors
+The training side (speculators) and the serving side (the engine's forward module, run
+by the interpreter that has the requested engine release) each run in one fresh process
+for all cases (an engine's runtime is process-global; each process gets its own gloo
+port), the two concurrently. They exchange JSON on stdin/stdout and stage tensors
 through a safetensors file each; the comparison runs here.
 """
 
@@ -22,6 +23,7 @@ from safetensors.torch import load_file
 
 from ..envs import EnvError
 from ..extract.trainers import trainer
+from ..extract.engines import engine
 from ..workspace import kill_children, run_child
 from ..extract.shrink import shrink_config
 from .cases import Case, seeded_tokens
@@ -30,7 +32,6 @@ from .tolerances import for_dtype
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 TRAINING_MODULE = trainer().FORWARD_MODULE
-SERVING_MODULE = "parity.forward.serving_side"
 
 
 def _env() -> dict[str, str]:
@@ -57,20 +58,26 @@ def run_side(module: str, request: dict, python: str | None = None, timeout: flo
 
 
 def run_both(training_req: dict, serving_req: dict, *, parallel: bool = True,
-             python: str | None = None) -> tuple[dict, dict, dict[str, float]]:
-    """Both sides (concurrently unless parallel=False); their replies and wall times."""
+             python: str | None = None,
+             serving_version: str | None = None) -> tuple[dict, dict, dict[str, float]]:
+    """Both sides (concurrently unless parallel=False); their replies and wall times. The
+    serving side runs the engine's forward module under the interpreter that has
+    `serving_version` of it (None: `python`, by default this one)."""
+    serving = engine()
+    serving_python = python if serving_version is None else serving.python(serving_version)
     results: dict[str, Any] = {}
     walls: dict[str, float] = {}
 
-    def go(key, module, req):
+    def go(key, module, req, interpreter):
         started = time.perf_counter()
         try:
-            results[key] = run_side(module, req, python)
+            results[key] = run_side(module, req, interpreter)
         except Exception as exc:  # noqa: BLE001 - re-raised in the caller's thread
             results[key] = exc
         walls[key] = time.perf_counter() - started
 
-    jobs = [("training", TRAINING_MODULE, training_req), ("serving", SERVING_MODULE, serving_req)]
+    jobs = [("training", TRAINING_MODULE, training_req, python),
+            ("serving", serving.FORWARD_MODULE, serving_req, serving_python)]
     if parallel:
         threads = [threading.Thread(target=go, args=job) for job in jobs]
         for t in threads:
@@ -135,19 +142,21 @@ def results_for(cases: list[Case], treply: dict, sreply: dict, ttensors: dict, s
 
 def forward_parity(target_config: dict, cases: list[Case], *, steps: int = 3, seq_len: int = 16,
                    seed: int = 0, dtype: str = "float32", device: str = "cpu", parallel: bool = True,
-                   bare: bool = False, python: str | None = None) -> dict[str, Any]:
+                   bare: bool = False, python: str | None = None,
+                   sglang_version: str | None = None) -> dict[str, Any]:
     """Run and compare; returns {"results": [ForwardResult], "training": reply, "serving": reply,
     "wall": {...}}. `bare` runs the same models and forwards without hooks, outputs or
-    comparison (the benchmark's baseline)."""
+    comparison (the benchmark's baseline). `sglang_version` runs the serving path under that
+    installed release (its environment), as `parity check --sglang` does."""
     for_dtype(dtype)  # unknown dtypes fail before anything runs
     with tempfile.TemporaryDirectory(prefix="parity-forward-") as work:
         return _forward_parity(target_config, cases, Path(work), steps=steps, seq_len=seq_len,
                                seed=seed, dtype=dtype, device=device, parallel=parallel, bare=bare,
-                               python=python)
+                               python=python, sglang_version=sglang_version)
 
 
 def _forward_parity(target_config, cases, work: Path, *, steps, seq_len, seed, dtype, device,
-                    parallel, bare, python) -> dict[str, Any]:
+                    parallel, bare, python, sglang_version) -> dict[str, Any]:
     from ..inputs import text_part
 
     vocab = text_part(shrink_config(target_config))["vocab_size"]  # the tiny target both sides build
@@ -159,7 +168,8 @@ def _forward_parity(target_config, cases, work: Path, *, steps, seq_len, seed, d
     sreq = {**common, "out": str(work / "serving.safetensors"),
             "variants": [c.serving_request() for c in cases]}
     started = time.perf_counter()
-    treply, sreply, walls = run_both(treq, sreq, parallel=parallel, python=python)
+    treply, sreply, walls = run_both(treq, sreq, parallel=parallel, python=python,
+                                     serving_version=sglang_version)
     walls["sides"] = time.perf_counter() - started
     for side, reply in (("training", treply), ("serving", sreply)):
         if reply.get("error"):

@@ -107,12 +107,12 @@ def dump_shape(data: Path) -> tuple[int, int, int]:
 
 def as_written_served(spec: dict, work: Path) -> tuple[Path, str]:
     """The draft's own ids in SGLang's format: what serving it as written gives."""
-    from ..export import sglang_config
+    from ..extract.engines import engine
 
     ids = spec.get("eagle_aux_hidden_state_layer_ids")
     out = work / "served-as-written"
     out.mkdir(parents=True)
-    (out / "config.json").write_text(json.dumps(sglang_config(spec, list(ids or [])), indent=1))
+    (out / "config.json").write_text(json.dumps(engine().served_config(spec, list(ids or [])), indent=1))
     if ids is None:
         return out, "the draft served as written: its config names no ids, so SGLang's default layers"
     return out, f"the draft served as written: its ids {list(ids)} in SGLang's eagle_config"
@@ -144,7 +144,7 @@ def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_conf
     form's (`served`, else the draft's own ids as SGLang reads them; `serving=False` skips it),
     each of `wirings`, and (`search`) every ordered choice of dump slots. `training_probe`
     swaps the module the training extractor runs (tests inject a data-path drift with it)."""
-    from ..extract.engines.sglang import extract_serving
+    from ..extract.engines import engine
 
     started = time.perf_counter()
     wall: dict[str, float] = {}
@@ -208,7 +208,7 @@ def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_conf
             else:
                 read_config(Path(served) / "config.json", "served draft config")
                 served_dir, served_form = Path(served), f"the served config {served}"
-            contract = extract_serving(target_config, served_dir, sglang_version=sglang_version)
+            contract = engine().extract_serving(target_config, served_dir, sglang_version)
         wall["serving_contract_s"] = time.perf_counter() - t0
         sglang = contract.provenance.version
         served_taps = tuple(t.name if t is not None else None for t in contract.fc_input)

@@ -1,1 +1,87 @@
-"""Engines: what each serving engine feeds the draft, one folder per engine."""
+"""Engines: what each serving engine feeds the draft, one folder per engine.
+
+An engine is a package here (`sglang/`) whose module-level names implement `Engine`; the
+gate, the lock, the matrix, export, the CLI, replay and `parity forward` reach it only
+through `engine(name)`. Adding an engine (e.g. vLLM) is adding a folder here whose
+`__init__.py` defines those names; nothing outside this folder changes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from ...errors import UserError
+
+if TYPE_CHECKING:
+    from ...contract import ServingContract, TargetModel
+
+DEFAULT = "sglang"
+
+
+class ServingExtractionError(UserError, RuntimeError):
+    """The engine could not be run at all for this input (not a finding: no contract)."""
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """What parity needs from a serving engine. Every release-specific line lives below this
+    boundary, in the engine's release-family adapters. Arguments before `/` are passed by
+    position (each engine names them in its own terms, e.g. `sglang_version`); `version`
+    None means the release installed in the running interpreter."""
+
+    NAME: str
+    """The engine's name as the CLI and contracts spell it, e.g. 'sglang'."""
+
+    FORWARD_MODULE: str
+    """The module `parity forward` runs (`python -m`, JSON request on stdin) for the serving path."""
+
+    def python(self, version: str | None, /) -> str:
+        """The interpreter that has `version` of the engine installed (None: the running one);
+        raises EnvError, with its remedy, when no environment has it."""
+
+    def preflight(self, target_config_path: Path | str, version: str | None = None, /) -> None:
+        """Refuse (InputError) a target the engine cannot build, before any extraction starts."""
+
+    def check_architecture(self, target: "TargetModel", target_config_path, version: str | None, /) -> None:
+        """`preflight` on an already parsed target."""
+
+    def probe_serving(self, target_config_path: Path | str, draft_dir: Path | str,
+                      version: str | None = None, /, *,
+                      candidates: list[list[int]] | None = None) -> "tuple[ServingContract, list[dict]]":
+        """The serving contract, plus what the engine would capture for each candidate id list
+        (each {"ids", "fc_input": [names or None], "capture_ids", "error"}), in one engine run."""
+
+    def served_config(self, spec: dict, ids: list[int], /) -> dict:
+        """The draft config in the engine's served format, from a speculators draft config
+        `spec`, with the aux ids `ids` written where the engine reads them."""
+
+    def extract_serving(self, target_config_path: Path | str, draft_dir: Path | str,
+                        version: str | None = None, /) -> "ServingContract":
+        """The serving contract for this target and draft under the installed (or named) release."""
+
+
+def names() -> list[str]:
+    """Every engine folder here."""
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.ispkg)
+
+
+def engine(name: str = DEFAULT) -> Engine:
+    """The engine called `name`; an unknown name is a one-line InputError."""
+    from ...inputs import InputError
+
+    if name not in names():
+        raise InputError(f"unknown engine {name!r}: parity has {', '.join(names())} "
+                         f"(one folder each under parity/extract/engines/)")
+    module = importlib.import_module(f"{__name__}.{name}")
+    if not isinstance(module, Engine):
+        missing = [m for m in ("NAME", "FORWARD_MODULE", "python", "preflight", "check_architecture",
+                               "probe_serving", "served_config", "extract_serving")
+                   if not hasattr(module, m)]
+        raise TypeError(f"engine {name!r} does not implement parity's Engine interface (lacks {missing})")
+    return module  # type: ignore[return-value]
+
+
+__all__ = ["DEFAULT", "Engine", "ServingExtractionError", "engine", "names"]

@@ -1,4 +1,6 @@
-"""Serving-side extractor: what the installed engine actually feeds the draft's fc layer.
+"""The SGLang engine: what the installed SGLang actually feeds the draft's fc layer.
+
+This package implements `parity.extract.engines.Engine` with its module-level names.
 
 `extract_serving(target_config_path, draft_dir)` runs `probe.py` in a fresh process of
 the environment that has the requested SGLang release and turns its reply into a
@@ -15,22 +17,24 @@ from typing import Any
 from ....contract import Finding, GraphFlags, Provenance, ServingContract, TargetModel, Tap, VocabMapping
 from ....envs import EnvError, display_python, find_env, run_module
 from ....inputs import InputError, read_config, read_target
-from ....errors import UserError
+from .. import ServingExtractionError
+from .served import served_config
 
-
-class ServingExtractionError(UserError, RuntimeError):
-    """The engine could not be run at all for this input (not a finding: no contract)."""
-
-
+NAME = "sglang"
 PROBE = "parity.extract.engines.sglang.probe"
+FORWARD_MODULE = "parity.extract.engines.sglang.forward_side"
+
+
+def python(version: str | None) -> str:
+    """The interpreter of the environment that has sglang `version` (None: this one)."""
+    return sys.executable if version is None else str(find_env("sglang", version).python)
 
 
 def run_probe(target_config: dict, draft_dir: Path | None, sglang_version: str | None = None,
               seq_len: int = 8, seed: int = 0, probe: str = PROBE, **extra) -> dict[str, Any]:
-    python = sys.executable if sglang_version is None else find_env("sglang", sglang_version).python
     request = {"target_config": target_config, "draft_dir": str(draft_dir) if draft_dir else None,
                "seq_len": seq_len, "seed": seed, **extra}
-    return run_module(python, probe, request)
+    return run_module(python(sglang_version), probe, request)
 
 
 def to_contract(reply: dict[str, Any], target_config: dict) -> ServingContract:
@@ -140,4 +144,5 @@ def probe_serving(target_config_path: Path | str, draft_dir: Path | str,
     return to_contract(reply, target_config), reply.get("candidates", [])
 
 
-__all__ = ["ServingExtractionError", "extract_serving", "preflight", "probe_serving", "run_probe", "to_contract"]
+__all__ = ["FORWARD_MODULE", "NAME", "ServingExtractionError", "check_architecture", "extract_serving", "preflight",
+           "probe_serving", "python", "run_probe", "served_config", "to_contract"]

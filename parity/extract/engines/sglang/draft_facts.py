@@ -97,6 +97,15 @@ def residual_wiring(adapter, draft, n_aux: int, target_h: int) -> bool | None:
     return None
 
 
+def built_flags(draft) -> dict[str, bool]:
+    """The graph flags read off the built draft's modules (a release whose draft class lacks a
+    module never applies that flag)."""
+    inner = draft.model
+    return {"norm_before_fc": getattr(inner, "input_norm", None) is not None,
+            "fc_norm": getattr(inner, "fc_norm", None) is not None,
+            "norm_output": bool(getattr(inner, "norm_output", False))}
+
+
 def draft_facts(adapter, draft_dir: str, target_model, findings: list[dict]) -> dict[str, Any]:
     tiny_dir, config = shrunk_draft_dir(draft_dir)
     draft = adapter.build_draft(str(tiny_dir))
@@ -104,11 +113,7 @@ def draft_facts(adapter, draft_dir: str, target_model, findings: list[dict]) -> 
     facts: dict[str, Any] = {"model_class": f"{type(draft).__module__}.{type(draft).__name__}"}
     n_aux = getattr(inner, "num_aux_hidden_states", None)
     facts["num_aux_hidden_states"] = n_aux
-    flags = {
-        "norm_before_fc": getattr(inner, "input_norm", None) is not None,
-        "fc_norm": getattr(inner, "fc_norm", None) is not None,
-        "norm_output": bool(getattr(inner, "norm_output", False)),
-    }
+    flags = built_flags(draft)
     try:
         flags["norm_before_residual"] = residual_wiring(adapter, draft, n_aux or 3,
                                                         getattr(inner, "hidden_size_in", 64))

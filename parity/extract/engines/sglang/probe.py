@@ -22,6 +22,7 @@ import torch
 
 from ... import standins
 from .draft_facts import draft_facts
+from .families import family_for
 from ...identify import identify
 from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model
 from ...shrink import shrink_config
@@ -35,42 +36,23 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def setup_on_a_free_port(adapter, draft_dir, tries: int = 5) -> None:
+def setup_on_a_free_port(adapter, draft_dir, tries: int = 5, **setup) -> None:
     """`adapter.setup` on a free local port. The port is free when picked but another probe
     (xdist workers, the matrix) may bind it before gloo does: that is retried on a new port."""
     from torch.distributed import DistNetworkError
 
     for attempt in range(tries):
         try:
-            return adapter.setup(free_port(), draft_dir)
+            return adapter.setup(free_port(), draft_dir, **setup)
         except DistNetworkError:
             if attempt == tries - 1:
                 raise
 
 
 def adapter_for(version: str):
-    """The adapter of the installed release family; a release without one is a loud error.
-
-    Keyed by release: only releases whose set-up and capture were verified against
-    transformers are listed, so a release missing here is refused (never served by a
-    neighbouring release's adapter, which could pass wrongly)."""
-    import importlib
-
-    adapters = {  # release -> adapter module of its family
-        "0.5.23": "sglang_0_5_23",
-        "0.5.14": "sglang_0_5_14",
-        "0.5.12.post1": "sglang_0_5_12",
-    }
-    name = adapters.get(version)
-    if name is None:
-        raise LookupError(f"no parity adapter for sglang {version} (adapters exist for "
-                          f"{', '.join(adapters)}); looked for release {version!r} in "
-                          f"parity.extract.engines.sglang.probe.adapter_for")
-    try:
-        module = importlib.import_module(f"{__package__}.{name}")
-    except ImportError as exc:
-        raise LookupError(f"the adapter for sglang {version} could not be imported: looked for "
-                          f"module parity.extract.engines.sglang.{name} ({exc})") from None
+    """The adapter of the release family whose version range holds `version` (families/), and
+    the code paths it runs; a release outside every family's range is a loud LookupError."""
+    module = family_for(version)
     return module.Adapter(), module.CODE_PATHS
 
 

@@ -1,6 +1,6 @@
 """The serving path, run with the installed SGLang's own model code: tokens -> target -> draft.
 
-    python -m parity.forward.serving_side  < request.json
+    python -m parity.extract.engines.sglang.forward_side  < request.json
 
 One process (SGLang's runtime is process-global: own gloo port, published server args)
 serves every variant of a request:
@@ -8,13 +8,13 @@ serves every variant of a request:
    through its own `load_weights` from the same seeded transformers checkpoint the
    training side uses;
 2. per variant (one served draft directory, in SGLang's format): the draft's aux ids are
-   read by SGLang's start-up code (`resolve_spec_aux_hidden_state_config`, with the
-   server args re-published for that draft), set on the target with SGLang's
-   `configure_aux_hidden_state_capture`, and one prefill of the tokens gives the
+   read by SGLang's start-up code (the same code the serving extractor runs, e.g.
+   `resolve_spec_aux_hidden_state_config` in 0.5.23, with the server args re-published for
+   that draft), set on the target by SGLang's capture set-up, and one prefill of the tokens gives the
    concatenated aux states SGLang hands the draft plus the target's next token;
 3. the draft: SGLang's `LlamaForCausalLMEagle3` built by its config reader and model
    class, loaded by its own `load_weights` (d2t -> `hot_token_id = d2t + arange`), the
-   target's `embed_tokens` bound as the EAGLE-3 worker binds it (`set_embed`, or
+   target's `embed_tokens` bound as the release's EAGLE-3 worker binds it (`set_embed`, or
    `set_embed_and_head` when the draft takes its head from the target);
 4. the draft's prefill (EXTEND: input ids shifted left by one with the target's next
    token appended, the aux states as `spec_info.hidden_states`, positions of the target)
@@ -25,7 +25,7 @@ serves every variant of a request:
    `MHATokenToKVPool` / `ReqToTokenPool` on the CPU.
 
 On CUDA (`"device": "cuda"`, the GPU tier) the target and the draft both run through the
-attention backend SGLang itself picks for the GPU (`get_default_attn_backend`: fa3 on
+attention backend SGLang itself picks for the GPU (its own default resolver: fa3 on
 Hopper, trtllm_mha on Blackwell, else flashinfer or triton), built from SGLang's backend
 registry over the same pools, in the request's dtype (bf16). MHA targets only. This path
 has not been run yet (no GPU where it was written): bench/gpu_forward.sh runs it.
@@ -33,6 +33,10 @@ has not been run yet (no GPU where it was written): bench/gpu_forward.sh runs it
 Step k feeds the ground-truth token of position t+1+k at row t (teacher forcing, as the
 training TTT loop does); in production the draft feeds its own guess, which equals the
 ground truth exactly when the guess is accepted.
+
+Every SGLang call that differs between releases (server args, forward context, batches,
+KV pools, attention backends, embedding binding) is a method of the release family's
+adapter (families/); this module runs unchanged under every release `parity check` runs.
 
 One deviation from a production server, on purpose: SGLang's prefill computes logits
 only for each request's last row; here the draft's `LogitsProcessor` is called with its
@@ -46,7 +50,6 @@ states are, numerically, those taps of the transformers reference.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 import tempfile
@@ -56,145 +59,44 @@ from typing import Any
 
 import torch
 
-from ..contract.tap import Tap
-from ..extract import standins
-from ..envs import reply_over_stdio
-from .variants import run_variants
+from ....contract.tap import Tap
+from ....envs import reply_over_stdio
+from ....forward.variants import run_variants
+from ... import standins
+from .draft_facts import built_flags
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-SUPPORTED = ("0.5.23",)  # releases whose runtime calls below were verified
-
-
-class _SpecInfo:
-    """What the draft reads from `forward_batch.spec_info`: the state it continues from."""
-
-    def __init__(self, hidden_states: torch.Tensor):
-        self.hidden_states = hidden_states
-
-
-def publish_draft(adapter, draft_dir: str, backend: str = "torch_native") -> None:
-    """Re-publish the server args with this draft (SGLang allows last-publish-wins)."""
-    from sglang.srt import runtime_context as rc
-    from sglang.srt.server_args import ServerArgs
-
-    adapter.server_args = ServerArgs(model_path="dummy", tp_size=1, device=None,
-                                     attention_backend=backend,
-                                     speculative_algorithm="EAGLE3",
-                                     speculative_draft_model_path=draft_dir)
-    rc.publish(adapter.server_args, role="test", ranks=rc.SpawnRanks(world_rank=0))
-
-
-def all_rows_logits(draft) -> None:
-    """Make the draft's LogitsProcessor keep every row of a prefill (see module doc)."""
-    from sglang.srt.layers.logits_processor import LogitsMetadata
-    from sglang.srt.model_executor.forward_batch_info import ForwardBatch, ForwardMode
-
-    processor = draft.logits_processor
-    original = processor.forward
-
-    def forward(input_ids, hidden_states, lm_head, logits_metadata, *args, **kwargs):
-        if isinstance(logits_metadata, ForwardBatch):
-            logits_metadata = LogitsMetadata.from_forward_batch(logits_metadata)
-        if logits_metadata.forward_mode.is_extend():
-            logits_metadata = dataclasses.replace(logits_metadata, forward_mode=ForwardMode.DECODE)
-        return original(input_ids, hidden_states, lm_head, logits_metadata, *args, **kwargs)
-
-    processor.forward = forward
-
-
-def gpu_default_backend_name(server_args, model_config) -> str:
-    """The attention backend SGLang picks by default for this GPU and model (its own resolver)."""
-    from sglang.srt.arg_groups.model_override_base import get_default_attn_backend
-
-    return get_default_attn_backend(server_args, use_mla_backend=False, model_config=model_config)
-
-
-def make_backend(name: str, runner):
-    """SGLang's attention backend `name`, built as its ModelRunner builds it (the registry)."""
-    if name == "torch_native":
-        from sglang.srt.layers.attention.torch_native_backend import TorchNativeAttnBackend
-
-        return TorchNativeAttnBackend(runner)
-    from sglang.srt.layers.attention.attention_registry import ATTENTION_BACKENDS
-
-    if name not in ATTENTION_BACKENDS:
-        raise LookupError(f"sglang has no attention backend {name!r} (has {sorted(ATTENTION_BACKENDS)})")
-    return ATTENTION_BACKENDS[name](runner)
 
 
 class Runtime:
-    """A model's KV pools and one of SGLang's attention backends over them.
+    """A model's KV pools and one of SGLang's attention backends over them (the adapter's)."""
 
-    The backend reads a handful of ModelRunner attributes; `_Runner` carries exactly those
-    (on the CPU, TorchNativeAttnBackend needs only the device and the two pools; the GPU
-    backends also read the model config, dtype and speculative settings)."""
-
-    def __init__(self, *, model_config, kv_heads: int, head_dim: int, layers: int, rows: int,
-                 steps: int, dtype: torch.dtype, device: str, backend: str, server_args=None,
-                 is_draft: bool = False):
-        from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, ReqToTokenPool
-        from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
-
-        self.rows, self.device = rows, device
-        self.kv = MHATokenToKVPool(size=rows * (steps + 1) + 2, page_size=1, dtype=dtype,
-                                   head_num=kv_heads, head_dim=head_dim, layer_num=layers,
-                                   device=device, enable_memory_saver=False)
-        self.req = ReqToTokenPool(size=rows + 2, max_context_len=rows + steps + 2, device=device,
-                                  enable_memory_saver=False)
-
-        class _Runner:
-            pass
-
-        runner = _Runner()
-        runner.__dict__.update(
-            device=device, gpu_id=0, req_to_token_pool=self.req, token_to_kv_pool=self.kv,
-            token_to_kv_pool_allocator=None, model_config=model_config, kv_cache_dtype=dtype,
-            dtype=dtype, page_size=1, sliding_window_size=None, is_draft_worker=is_draft,
-            decode_num_tokens_per_req=1, kv_index_translator=None, server_args=server_args,
-            spec_algorithm=SpeculativeAlgorithm.from_string("EAGLE3"), tp_size=1)
-        self.backend = make_backend(backend, runner)
+    def __init__(self, adapter, *, model_config, kv_heads: int, head_dim: int, layers: int, rows: int,
+                 steps: int, dtype: torch.dtype, device: str, backend: str, is_draft: bool = False):
+        self.adapter, self.rows, self.device = adapter, rows, device
+        self.kv, self.req = adapter.kv_pools(size=rows * (steps + 1) + 2, requests=rows + 2,
+                                             context=rows + steps + 2, kv_heads=kv_heads,
+                                             head_dim=head_dim, layers=layers, dtype=dtype, device=device)
+        self.backend = adapter.attention_backend(backend, model_config=model_config, kv=self.kv,
+                                                 req=self.req, dtype=dtype, device=device,
+                                                 is_draft=is_draft)
 
     def loc(self, step: int, row: int) -> int:
         return 1 + step * self.rows + row  # slot 0 is SGLang's padding slot
 
     def _run(self, model, batch, hidden: torch.Tensor | None):
-        from sglang.srt.model_executor.forward_context import ForwardContext, forward_context
-
-        if hidden is not None:
-            batch.spec_info = _SpecInfo(hidden)
-        batch.attn_backend = self.backend
         batch.req_to_token_pool, batch.token_to_kv_pool = self.req, self.kv
-        self.backend.init_forward_metadata(batch)
-        with torch.no_grad(), forward_context(ForwardContext(attn_backend=self.backend),
-                                              forward_batch=batch):
-            return model.forward(batch.input_ids, batch.positions, batch)
+        return self.adapter.run_batch(model, batch, self.backend, hidden)
 
     def prefill(self, model, input_ids: torch.Tensor, hidden: torch.Tensor | None = None):
-        from sglang.srt.model_executor.forward_batch_info import (CaptureHiddenMode, ForwardBatch,
-                                                                  ForwardMode)
-
         t, dev = input_ids.shape[0], self.device
         locs = torch.tensor([self.loc(0, r) for r in range(t)], device=dev)
         self.req.req_to_token[1, :t] = locs.to(self.req.req_to_token.dtype)
-        lens = torch.tensor([t], dtype=torch.int32, device=dev)
-        batch = ForwardBatch(forward_mode=ForwardMode.EXTEND, batch_size=1, input_ids=input_ids.to(dev),
-                             req_pool_indices=torch.tensor([1], dtype=torch.int32, device=dev),
-                             seq_lens=lens, seq_lens_cpu=lens.cpu(), out_cache_loc=locs,
-                             seq_lens_sum=t, positions=torch.arange(t, device=dev))
-        batch.extend_prefix_lens = torch.zeros(1, dtype=torch.int32, device=dev)
-        batch.extend_prefix_lens_cpu = [0]
-        batch.extend_seq_lens = lens.clone()
-        batch.extend_seq_lens_cpu = [t]
-        batch.extend_num_tokens = t
-        batch.extend_start_loc = torch.zeros(1, dtype=torch.int32, device=dev)
-        batch.capture_hidden_mode = CaptureHiddenMode.FULL
+        batch = self.adapter.extend_batch(input_ids.to(dev), out_cache_loc=locs, req_pool_index=1)
         return self._run(model, batch, hidden)
 
     def decode(self, draft, step: int, input_ids: torch.Tensor, hidden: torch.Tensor):
         """Step `step` for rows 0..len(input_ids)-1, each a request continuing its own chain."""
-        from sglang.srt.model_executor.forward_batch_info import (CaptureHiddenMode, ForwardBatch,
-                                                                  ForwardMode)
-
         n, dev = input_ids.shape[0], self.device
         table = self.req.req_to_token
         for r in range(n):
@@ -203,13 +105,10 @@ class Runtime:
             for j in range(1, step + 1):
                 table[slot, r + j] = self.loc(j, r)
         seq_lens = torch.tensor([r + 1 + step for r in range(n)], dtype=torch.int32, device=dev)
-        batch = ForwardBatch(forward_mode=ForwardMode.DECODE, batch_size=n, input_ids=input_ids.to(dev),
-                             req_pool_indices=torch.arange(2, 2 + n, dtype=torch.int32, device=dev),
-                             seq_lens=seq_lens, seq_lens_cpu=seq_lens.cpu(),
-                             out_cache_loc=torch.tensor([self.loc(step, r) for r in range(n)], device=dev),
-                             seq_lens_sum=int(seq_lens.sum()),
-                             positions=torch.arange(n, device=dev) + step)
-        batch.capture_hidden_mode = CaptureHiddenMode.FULL
+        batch = self.adapter.decode_batch(
+            input_ids.to(dev), req_pool_indices=torch.arange(2, 2 + n, dtype=torch.int32, device=dev),
+            seq_lens=seq_lens, out_cache_loc=torch.tensor([self.loc(step, r) for r in range(n)], device=dev),
+            positions=torch.arange(n, device=dev) + step)
         return self._run(draft, batch, hidden)
 
 
@@ -241,35 +140,18 @@ class Recorder:
             h.remove()
 
 
-def bind_target_embedding(target, draft) -> str:
-    """Bind the target's embedding (and head) into the draft as SGLang's EAGLE-3 worker does."""
-    from sglang.srt.speculative.pp_draft_embedding import resolve_target_embed_and_head
-
-    embed, head = resolve_target_embed_and_head(target, draft_model=draft)
-    before = draft.model.embed_tokens.weight
-    if getattr(draft, "load_lm_head_from_target", False):
-        draft.set_embed_and_head(embed, head)
-    else:
-        draft.set_embed(embed)
-    return "target" if draft.model.embed_tokens.weight is not before else "draft"
-
-
 class Serving:
     """The target model (built once) and everything that depends only on it."""
 
     def __init__(self, req: dict, timings: dict):
-        from ..extract.engines.sglang.probe import adapter_for, setup_on_a_free_port
-        from ..extract.reference import checkpoint_tensors
-        from .reference import data_generation_target
-        from ..extract.shrink import shrink_config
+        from ....extract.reference import checkpoint_tensors
+        from ....extract.shrink import shrink_config
+        from ....forward.reference import data_generation_target
+        from .probe import adapter_for, setup_on_a_free_port
         from importlib import metadata
 
         t0 = time.perf_counter()
         self.version = metadata.version("sglang")
-        if self.version not in SUPPORTED:
-            raise LookupError(f"forward parity drives SGLang {', '.join(SUPPORTED)}'s runtime (published "
-                              f"server args, forward_context, draft embedding binding); sglang "
-                              f"{self.version} is not supported yet")
         self.adapter, _ = adapter_for(self.version)
         standins.install()
         self.work = Path(tempfile.mkdtemp(prefix="parity-forward-serve-"))
@@ -280,24 +162,20 @@ class Serving:
         self.device = req.get("device", "cpu")
         first = req["variants"][0]["served_dir"]
         self.gpu = self.device.startswith("cuda")
-        if self.gpu:
-            import sglang.srt.layers.rotary_embedding.rope_variant as rope_variant
-            device_of = rope_variant.get_device  # the adapter points it at the CPU
-        setup_on_a_free_port(self.adapter, first)
+        setup_on_a_free_port(self.adapter, first, device=self.device)
         self.backend = "torch_native"  # CPU: SGLang's device-agnostic backend for the draft
         timings["import_setup"] = time.perf_counter() - t0
         t1 = time.perf_counter()
         self.target_cfg = self.adapter.model_config(str(target_dir))
         if self.gpu:
-            rope_variant.get_device = device_of
-            self.backend = gpu_default_backend_name(self.adapter.server_args, self.target_cfg)
-            publish_draft(self.adapter, first, self.backend)
+            self.backend = self.adapter.default_gpu_attention_backend(self.target_cfg)
+            self.adapter.publish(first, self.backend)
             self.target_cfg = self.adapter.model_config(str(target_dir))
         self.hf, _ = data_generation_target(str(target_dir), req.get("seed", 0))
         with _default_dtype(self.dtype):
             self.model = self.adapter.build_target(self.target_cfg)
-        from ..extract.reference import WRAPPER_TEXT_PREFIX
-        from ..inputs import is_wrapper
+        from ....extract.reference import WRAPPER_TEXT_PREFIX
+        from ....inputs import is_wrapper
 
         prefix = WRAPPER_TEXT_PREFIX if is_wrapper(req["target_config"]) else ""
         self.adapter.load_weights(self.model, checkpoint_tensors(self.hf, str(self.work / "weights"), prefix))
@@ -312,7 +190,7 @@ class Serving:
         self.timings = timings
 
     def refs(self):
-        from ..extract.reference import candidate_states
+        from ....extract.reference import candidate_states
 
         if self._refs is None:
             self._refs = candidate_states(self.hf, self.tokens)
@@ -322,7 +200,7 @@ class Serving:
         """The id list that makes this engine capture `taps`, tried on the engine itself: the
         taps' layers shifted by -1, 0, +1 (the gate's candidates), each captured by a real
         forward and named by numerical identity against the transformers reference."""
-        from ..gate import candidate_id_lists
+        from ....gate import candidate_id_lists
 
         key = tuple(taps)
         if key in self._solved:
@@ -349,7 +227,7 @@ class Serving:
     def _name_slots(self, aux: torch.Tensor) -> list[str | None]:
         """Each H-wide slice of `aux` named by numerical identity (fp32: within identify's
         MATCH_RTOL; bf16/fp16: the clear nearest, its rounding being far above that bound)."""
-        from ..extract.identify import identify
+        from ....extract.identify import identify
 
         refs = self.refs()
         h = next(iter(refs.values())).shape[-1]
@@ -381,16 +259,14 @@ class Serving:
         return aux, next_token, capture
 
     def runtime_for(self, model_config, hf_config, steps: int, is_draft: bool = False) -> "Runtime":
-        from sglang.srt.configs.model_config import AttentionArch
-
-        if getattr(model_config, "attention_arch", None) == AttentionArch.MLA:
+        if self.adapter.is_mla(model_config):
             raise NotImplementedError("the GPU tier runs MHA targets (Llama, Qwen3); an MLA target "
                                       "needs SGLang's MLA KV pool, which this harness does not build")
         head_dim = getattr(hf_config, "head_dim", None) or hf_config.hidden_size // hf_config.num_attention_heads
-        return Runtime(model_config=model_config, kv_heads=hf_config.num_key_value_heads, head_dim=head_dim,
-                       layers=hf_config.num_hidden_layers, rows=self.tokens.shape[0], steps=steps,
-                       dtype=self.dtype, device=self.device, backend=self.backend,
-                       server_args=self.adapter.server_args, is_draft=is_draft)
+        return Runtime(self.adapter, model_config=model_config, kv_heads=hf_config.num_key_value_heads,
+                       head_dim=head_dim, layers=hf_config.num_hidden_layers, rows=self.tokens.shape[0],
+                       steps=steps, dtype=self.dtype, device=self.device, backend=self.backend,
+                       is_draft=is_draft)
 
 
 class _default_dtype:
@@ -421,7 +297,7 @@ def run_variant(sv: Serving, variant: dict, req: dict, out: dict[str, torch.Tens
         config.setdefault("eagle_config", {})["eagle_aux_hidden_state_layer_ids"] = ids
         config_path.write_text(json.dumps(config, indent=2) + "\n")
         meta["solved_ids"] = ids
-    publish_draft(sv.adapter, served, sv.backend)
+    sv.adapter.publish(served, sv.backend)
     use_aux, ids = sv.adapter.resolve_aux_ids(sv.target_cfg)  # the engine's own config reading
     meta["requested_ids"] = list(ids) if isinstance(ids, (list, tuple)) else ids
     aux, next_token, capture = sv.target_forward(use_aux, ids)
@@ -433,12 +309,10 @@ def run_variant(sv: Serving, variant: dict, req: dict, out: dict[str, torch.Tens
     for f in sorted(Path(served).glob("*.safetensors")):
         tensors.update(load_file(str(f)))
     draft.load_weights(list(tensors.items()))
-    meta["embedding"] = bind_target_embedding(sv.model, draft)
+    meta["embedding"] = sv.adapter.bind_target_embedding(sv.model, draft)
     draft = draft.to(device=sv.device, dtype=sv.dtype)
-    all_rows_logits(draft)
-    meta["graph"] = {"norm_before_fc": draft.model.input_norm is not None,
-                     "fc_norm": draft.model.fc_norm is not None,
-                     "norm_output": bool(draft.model.norm_output)}
+    sv.adapter.keep_all_rows(draft)
+    meta["graph"] = built_flags(draft)
     hot = draft.get_hot_token_id()
 
     t = sv.tokens.shape[0]

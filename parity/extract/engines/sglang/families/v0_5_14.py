@@ -1,7 +1,7 @@
-"""SGLang 0.5.14 (the 0.5.13-0.5.14 family): the per-release adapter.
+"""The SGLang 0.5.14 family: its adapter.
 
-Same methods as `sglang_0_5_23.Adapter`; what differs in this family (docs/engines-on-cpu.md,
-'Runtime set-up per release family'):
+Same methods as the 0.5.23 family's adapter (v0_5_23.py); what differs in this family
+(docs/engines-on-cpu.md, 'Runtime set-up per release family'):
 - the process-wide server args are published with
   `server_args.set_global_server_args_for_scheduler(...)` (no runtime_context yet), and
   `dp_attention.initialize_dp_attention(...)` must run before a model is built;
@@ -11,7 +11,11 @@ Same methods as `sglang_0_5_23.Adapter`; what differs in this family (docs/engin
   the engine's own reading code, `except:` included, decides the ids;
 - the capture is configured by the real `ModelRunner.init_aux_hidden_state_capture`, run
   on a bare `ModelRunner` holding only the model and the resolved ids;
-- attention layers find their backend through `forward_context` (as in 0.5.23).
+- attention layers find their backend through `forward_context` (as in 0.5.23), whose
+  `forward_context(...)` takes no batch;
+- the EAGLE-3 worker fetches the target's embedding and head with the target's own
+  `get_embed_and_head()` (0.5.23 resolves them through `pp_draft_embedding`);
+- the default GPU attention backend is chosen by `ServerArgs._get_default_attn_backend`.
 
 CPU shims, each the smallest that lets the real code run:
 - transformers 5.6-5.8 build a PIL -> torchvision interpolation table at import time when
@@ -32,9 +36,13 @@ import importlib
 from typing import Any
 
 import torch
+from packaging.specifiers import SpecifierSet
 
-from . import sglang_0_5_23
-from ...run_until import CodePathMoved, run_until_after
+from . import v0_5_23
+from ....run_until import CodePathMoved, run_until_after
+
+RELEASES = SpecifierSet("==0.5.14.*")  # the releases this family's adapter serves
+VERIFIED = ("0.5.14",)  # releases whose capture and forward were verified against transformers
 
 CODE_PATHS = {
     "ids": "sglang.srt.model_executor.model_runner.ModelRunner.__init__ "
@@ -50,7 +58,7 @@ INTERPOLATION_MODES = "NEAREST NEAREST_EXACT BILINEAR BICUBIC BOX HAMMING LANCZO
 
 def give_standin_interpolation_modes() -> None:
     """An inert InterpolationMode on the torchvision stand-in (see the module docstring)."""
-    from ... import standins
+    from .... import standins
 
     if "torchvision" not in standins._active:  # a real torchvision is installed: nothing to do
         return
@@ -59,27 +67,23 @@ def give_standin_interpolation_modes() -> None:
         transforms.InterpolationMode = enum.Enum("InterpolationMode", INTERPOLATION_MODES)
 
 
-class Adapter(sglang_0_5_23.Adapter):
-    family = "0.5.13-0.5.14"
+class Adapter(v0_5_23.Adapter):
+    family = "0.5.14"
 
-    def setup(self, port: int, draft_dir: str | None) -> None:
+    def setup(self, port: int, draft_dir: str | None, device: str = "cpu") -> None:
         give_standin_interpolation_modes()
         from sglang.srt.distributed import parallel_state as ps
-        from sglang.srt.server_args import ServerArgs, set_global_server_args_for_scheduler
-        import sglang.srt.layers.rotary_embedding.rope_variant as rope_variant
 
-        rope_variant.get_device = lambda device_id=None: "cpu"
+        if not device.startswith("cuda"):
+            import sglang.srt.layers.rotary_embedding.rope_variant as rope_variant
+
+            rope_variant.get_device = lambda device_id=None: "cpu"
         if not torch.cuda.is_available():
             # The draft's set_embed ends with torch.cuda.synchronize() (0.5.23 asks the platform
             # layer instead); with no CUDA device there is nothing to wait for.
             torch.cuda.synchronize = lambda device=None: None
-        spec = {}
-        if draft_dir is not None:
-            spec = dict(speculative_algorithm="EAGLE3", speculative_draft_model_path=draft_dir)
         self.port = port
-        self.server_args = ServerArgs(model_path="dummy", tp_size=1, device=None,
-                                      attention_backend="torch_native", **spec)
-        set_global_server_args_for_scheduler(self.server_args)
+        self.publish(draft_dir)
         ps.init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
                                         distributed_init_method=f"tcp://127.0.0.1:{port}")
         ps.initialize_model_parallel(backend="gloo")
@@ -92,7 +96,7 @@ class Adapter(sglang_0_5_23.Adapter):
         import importlib.util
 
         from sglang.srt.model_executor.model_runner import ModelRunner
-        from ...run_until import stop_line
+        from ....run_until import stop_line
 
         stop_line(ModelRunner.__init__, "eagle_aux_hidden_state_layer_ids")
         if not callable(getattr(ModelRunner, "init_aux_hidden_state_capture", None)):
@@ -100,6 +104,13 @@ class Adapter(sglang_0_5_23.Adapter):
                                 "init_aux_hidden_state_capture; there is none")
         if importlib.util.find_spec("sglang.srt.model_executor.forward_context") is None:
             raise CodePathMoved("looked for sglang.srt.model_executor.forward_context; there is none")
+
+    def publish(self, draft_dir: str | None, backend: str = "torch_native") -> None:
+        """(Re-)publish the process-wide server args naming this draft (no runtime_context yet)."""
+        from sglang.srt.server_args import set_global_server_args_for_scheduler
+
+        self.server_args = self._server_args(draft_dir, backend)
+        set_global_server_args_for_scheduler(self.server_args)
 
     # -- config reading -------------------------------------------------------------
 
@@ -149,16 +160,14 @@ class Adapter(sglang_0_5_23.Adapter):
         runner.dflash_target_layer_ids = None
         ModelRunner.init_aux_hidden_state_capture(runner)
 
-    @torch.no_grad()
-    def forward(self, model, input_ids: torch.Tensor, spec_hidden: torch.Tensor | None = None):
-        """One EXTEND forward with full hidden capture, inside this release's forward_context."""
+    def attention_context(self, batch, backend):
+        """This release's forward context carries the backend only."""
         from sglang.srt.model_executor.forward_context import ForwardContext, forward_context
 
-        batch = self._batch(input_ids)
-        if spec_hidden is not None:
-            batch.spec_info = sglang_0_5_23._SpecInfo(spec_hidden)
-        with forward_context(ForwardContext(attn_backend=batch.attn_backend)):
-            return model.forward(input_ids, batch.positions, batch)
+        return forward_context(ForwardContext(attn_backend=backend))
+
+    def default_gpu_attention_backend(self, model_config) -> str:
+        return self.server_args._get_default_attn_backend(False, model_config)
 
     # -- the draft ------------------------------------------------------------------
 
@@ -166,3 +175,7 @@ class Adapter(sglang_0_5_23.Adapter):
         config = self.model_config(draft_dir, is_draft=True)
         self._init_dp_attention(config)
         return super().build_draft(draft_dir)
+
+    def target_embed_and_head(self, target, draft) -> tuple[Any, Any]:
+        """As this family's EAGLE-3 worker: the target's own `get_embed_and_head()`."""
+        return target.get_embed_and_head()

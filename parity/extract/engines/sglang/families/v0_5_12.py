@@ -1,0 +1,49 @@
+"""The SGLang 0.5.12 family: its adapter.
+
+As the 0.5.14 family (v0_5_14.py: global server args for the scheduler, dp_attention
+initialised before a model is built, the aux ids read by the real `ModelRunner.__init__`
+under its bare `except:`, the capture configured by the real
+`ModelRunner.init_aux_hidden_state_capture`, the target's embedding fetched by its own
+`get_embed_and_head()`), except where docs/engines-on-cpu.md, 'Runtime set-up per release
+family', says it differs: there is no `forward_context.py`. Attention layers take their
+backend from `forward_batch.attn_backend`, so a forward needs nothing but the ForwardBatch,
+which carries the backend, and the KV pool the model code of this release reaches through
+`forward_batch.token_to_kv_pool` (for parity's prefill SDPA backend, its write-only pool).
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+
+from packaging.specifiers import SpecifierSet
+
+from . import v0_5_14
+from ....run_until import CodePathMoved
+
+RELEASES = SpecifierSet("==0.5.12.*")  # the releases this family's adapter serves
+VERIFIED = ("0.5.12.post1",)  # releases whose capture and forward were verified against transformers
+
+CODE_PATHS = dict(v0_5_14.CODE_PATHS)
+
+
+class Adapter(v0_5_14.Adapter):
+    family = "0.5.12"
+
+    def check_code_paths(self) -> None:
+        try:
+            super().check_code_paths()
+        except CodePathMoved as exc:
+            if "forward_context" not in str(exc):
+                raise
+        else:
+            raise CodePathMoved("this release has sglang.srt.model_executor.forward_context, which the "
+                                "0.5.12 adapter assumes absent (attention backend on the ForwardBatch)")
+
+    def attention_context(self, batch, backend):
+        """No forward context: the backend rides on the ForwardBatch. The model code writes
+        its KV/latent cache through the batch's pool (later releases ask the forward context);
+        with parity's prefill backend that is the backend's write-only pool, whose reads
+        raise, so a path that would read stale cache is loud."""
+        if getattr(batch, "token_to_kv_pool", None) is None:
+            batch.token_to_kv_pool = backend.token_to_kv_pool
+        return nullcontext()

@@ -1,0 +1,314 @@
+"""The SGLang 0.5.23 family: the base adapter every other family adapter derives from.
+
+Everything that differs between SGLang releases lives in one family adapter like this one:
+how the process-wide runtime is published, where the draft's aux ids are resolved, how a
+model class is found, how a prefill or decode batch is built and run, how the draft is bound
+to the target's embedding. The extractor (probe.py) and the forward runner (forward_side.py)
+call only the methods below and never branch on versions.
+
+CPU shims, each the smallest that lets the real code run (docs/engines-on-cpu.md):
+- single-process gloo groups; server args published with model_path "dummy" so the
+  GPU-oriented argument resolution is skipped (real paths are given where read);
+- the rotary-embedding module's device lookup answers "cpu" (it asks for an accelerator);
+- attention by parity's prefill SDPA backend (sdpa_backend.py), not a stub of any layer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+from packaging.specifiers import SpecifierSet
+
+RELEASES = SpecifierSet("==0.5.23.*")  # the releases this family's adapter serves
+VERIFIED = ("0.5.23",)  # releases whose capture and forward were verified against transformers
+
+CODE_PATHS = {
+    "ids": "sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state."
+           "resolve_spec_aux_hidden_state_config",
+    "capture": "sglang.srt.model_executor.model_runner_components.attention_backend_setup."
+               "configure_aux_hidden_state_capture -> <Model>.set_eagle3_layers_to_capture",
+    "model_class": "sglang.srt.model_loader.utils.get_model_architecture",
+    "draft": "sglang.srt.models.llama_eagle3.LlamaForCausalLMEagle3",
+}
+
+
+class Adapter:
+    family = "0.5.23"
+
+    def setup(self, port: int, draft_dir: str | None, device: str = "cpu") -> None:
+        """Publish the server args for `draft_dir` and start single-process gloo groups on
+        `port`. On the CPU the rotary-embedding device lookup answers "cpu"."""
+        from sglang.srt import runtime_context as rc
+        from sglang.srt.distributed import parallel_state as ps
+
+        if not device.startswith("cuda"):
+            import sglang.srt.layers.rotary_embedding.rope_variant as rope_variant
+
+            rope_variant.get_device = lambda device_id=None: "cpu"
+        rc.reset_context()
+        self.publish(draft_dir)
+        ps.init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
+                                        distributed_init_method=f"tcp://127.0.0.1:{port}")
+        ps.initialize_model_parallel(backend="gloo")
+
+    def _server_args(self, draft_dir: str | None, backend: str):
+        from sglang.srt.server_args import ServerArgs
+
+        spec = {}
+        if draft_dir is not None:
+            spec = dict(speculative_algorithm="EAGLE3", speculative_draft_model_path=draft_dir)
+        return ServerArgs(model_path="dummy", tp_size=1, device=None, attention_backend=backend, **spec)
+
+    def publish(self, draft_dir: str | None, backend: str = "torch_native") -> None:
+        """(Re-)publish the process-wide server args naming this draft (last publish wins)."""
+        from sglang.srt import runtime_context as rc
+
+        self.server_args = self._server_args(draft_dir, backend)
+        rc.publish(self.server_args, role="test", ranks=rc.SpawnRanks(world_rank=0))
+
+    # -- config reading -------------------------------------------------------------
+
+    def model_config(self, model_dir: str, is_draft: bool = False):
+        from sglang.srt.configs.model_config import ModelConfig
+
+        return ModelConfig.from_server_args(self.server_args, model_path=model_dir,
+                                            is_draft_model=is_draft)
+
+    def resolve_aux_ids(self, target_config) -> tuple[bool, Any]:
+        """The draft's aux ids exactly as the engine resolves them at start-up."""
+        from sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state import \
+            resolve_spec_aux_hidden_state_config
+        from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+        resolved = resolve_spec_aux_hidden_state_config(
+            server_args=self.server_args, model_config=target_config,
+            spec_algorithm=SpeculativeAlgorithm.from_string("EAGLE3"), is_draft_worker=False)
+        return resolved.eagle_use_aux_hidden_state, resolved.eagle_aux_hidden_state_layer_ids
+
+    # -- the target -----------------------------------------------------------------
+
+    def model_class(self, model_config) -> type:
+        from sglang.srt.model_loader.utils import get_model_architecture
+
+        return get_model_architecture(model_config)[0]
+
+    def build_target(self, target_config) -> torch.nn.Module:
+        cls = self.model_class(target_config)
+        return cls(config=target_config.hf_config, quant_config=None).eval()
+
+    def load_weights(self, model: torch.nn.Module, state_dict: dict[str, torch.Tensor]) -> None:
+        model.load_weights(list(state_dict.items()))
+        post = getattr(model, "post_load_weights", None)
+        if post is not None:
+            post()
+
+    def configure_capture(self, model, use_aux: bool, ids) -> None:
+        from sglang.srt.model_executor.model_runner_components.attention_backend_setup import \
+            configure_aux_hidden_state_capture
+
+        configure_aux_hidden_state_capture(
+            model=model, eagle_use_aux_hidden_state=use_aux, eagle_aux_hidden_state_layer_ids=ids,
+            dflash_use_aux_hidden_state=False, dflash_target_layer_ids=None, is_dspark=False)
+
+    def text_layers(self, model_config) -> int:
+        """N as the engine reads it: its text config (a wrapper's `text_config`)."""
+        return model_config.hf_text_config.num_hidden_layers
+
+    def decoder(self, model) -> torch.nn.Module:
+        """The module holding the decoder layers, the token embedding and the capture list:
+        `model.model` of a causal LM; in a multimodal wrapper (KimiK25ForConditionalGeneration,
+        Llama4ForConditionalGeneration), that of the text model it keeps as `language_model`
+        and hands `set_eagle3_layers_to_capture` to."""
+        for path in (("model",), ("language_model", "model"), ("model", "model")):
+            obj = model
+            for attr in path:
+                obj = getattr(obj, attr, None)
+            if obj is not None and hasattr(obj, "layers"):
+                return obj
+        raise AttributeError(f"{type(model).__name__}: no decoder module (looked for .model.layers and "
+                             ".language_model.model.layers)")
+
+    def capture_indices(self, model) -> list[int] | None:
+        ids = getattr(self.decoder(model), "layers_to_capture", None)
+        return list(ids) if ids is not None else None
+
+    def num_layers(self, model) -> int:
+        return len(self.decoder(model).layers)
+
+    # -- batches and forwards ----------------------------------------------------------
+
+    def extend_batch(self, input_ids: torch.Tensor, out_cache_loc: torch.Tensor | None = None,
+                     req_pool_index: int = 0):
+        """One request's EXTEND (prefill) batch with full hidden capture, on the tokens' device."""
+        from sglang.srt.model_executor.forward_batch_info import (CaptureHiddenMode, ForwardBatch,
+                                                                  ForwardMode)
+
+        t, dev = input_ids.shape[0], input_ids.device
+        lens = torch.tensor([t], dtype=torch.int32, device=dev)
+        batch = ForwardBatch(
+            forward_mode=ForwardMode.EXTEND, batch_size=1, input_ids=input_ids,
+            req_pool_indices=torch.tensor([req_pool_index], dtype=torch.int32, device=dev),
+            seq_lens=lens, seq_lens_cpu=lens.cpu().clone(),
+            out_cache_loc=torch.arange(t, device=dev) if out_cache_loc is None else out_cache_loc,
+            seq_lens_sum=t, positions=torch.arange(t, device=dev))
+        batch.extend_prefix_lens = torch.zeros(1, dtype=torch.int32, device=dev)
+        batch.extend_prefix_lens_cpu = [0]
+        batch.extend_seq_lens = lens.clone()
+        batch.extend_seq_lens_cpu = [t]
+        batch.extend_num_tokens = t
+        batch.extend_start_loc = torch.zeros(1, dtype=torch.int32, device=dev)
+        batch.capture_hidden_mode = CaptureHiddenMode.FULL
+        return batch
+
+    def decode_batch(self, input_ids: torch.Tensor, req_pool_indices: torch.Tensor,
+                     seq_lens: torch.Tensor, out_cache_loc: torch.Tensor, positions: torch.Tensor):
+        """A DECODE batch, one token per request, with full hidden capture."""
+        from sglang.srt.model_executor.forward_batch_info import (CaptureHiddenMode, ForwardBatch,
+                                                                  ForwardMode)
+
+        batch = ForwardBatch(forward_mode=ForwardMode.DECODE, batch_size=input_ids.shape[0],
+                             input_ids=input_ids, req_pool_indices=req_pool_indices,
+                             seq_lens=seq_lens, seq_lens_cpu=seq_lens.cpu().clone(), out_cache_loc=out_cache_loc,
+                             seq_lens_sum=int(seq_lens.sum()), positions=positions)
+        batch.capture_hidden_mode = CaptureHiddenMode.FULL
+        return batch
+
+    def prefill_backend(self):
+        """Parity's prefill SDPA backend, as a subclass of this release's AttentionBackend."""
+        from sglang.srt.layers.attention.base_attn_backend import AttentionBackend
+        from ..sdpa_backend import make_backend_class
+
+        return make_backend_class(AttentionBackend)()
+
+    def attention_context(self, batch, backend):
+        """What the attention layers read their backend from during one forward: this release
+        asks the forward context (which also carries the batch)."""
+        from sglang.srt.model_executor.forward_context import ForwardContext, forward_context
+
+        return forward_context(ForwardContext(attn_backend=backend), forward_batch=batch)
+
+    @torch.no_grad()
+    def run_batch(self, model, batch, backend, spec_hidden: torch.Tensor | None = None):
+        """`model.forward` on `batch` with `backend` answering its attention layers;
+        `spec_hidden` is the state a draft continues from (`forward_batch.spec_info`)."""
+        batch.attn_backend = backend
+        if spec_hidden is not None:
+            batch.spec_info = _SpecInfo(spec_hidden)
+        backend.init_forward_metadata(batch)
+        with self.attention_context(batch, backend):
+            return model.forward(batch.input_ids, batch.positions, batch)
+
+    def forward(self, model, input_ids: torch.Tensor, spec_hidden: torch.Tensor | None = None):
+        """One EXTEND forward with full hidden capture over parity's prefill SDPA backend;
+        returns the LogitsProcessorOutput."""
+        return self.run_batch(model, self.extend_batch(input_ids), self.prefill_backend(), spec_hidden)
+
+    # -- real KV pools and SGLang's own attention backends (the forward's draft, the GPU tier)
+
+    def kv_pools(self, *, size: int, requests: int, context: int, kv_heads: int, head_dim: int,
+                 layers: int, dtype: torch.dtype, device: str):
+        """An MHA token-to-KV pool of `size` slots and a request-to-token table."""
+        from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool, ReqToTokenPool
+
+        kv = MHATokenToKVPool(size=size, page_size=1, dtype=dtype, head_num=kv_heads, head_dim=head_dim,
+                              layer_num=layers, device=device, enable_memory_saver=False)
+        req = ReqToTokenPool(size=requests, max_context_len=context, device=device,
+                             enable_memory_saver=False)
+        return kv, req
+
+    def attention_backend(self, name: str, *, model_config, kv, req, dtype: torch.dtype, device: str,
+                          is_draft: bool):
+        """SGLang's attention backend `name` over the pools, built as its ModelRunner builds it
+        (the registry). The backend reads a handful of ModelRunner attributes; the stand-in
+        runner carries exactly those (on the CPU, TorchNativeAttnBackend needs only the device
+        and the two pools; the GPU backends also read the model config, dtype and speculative
+        settings)."""
+        from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+        class _Runner:
+            pass
+
+        runner = _Runner()
+        runner.__dict__.update(
+            device=device, gpu_id=0, req_to_token_pool=req, token_to_kv_pool=kv,
+            token_to_kv_pool_allocator=None, model_config=model_config, kv_cache_dtype=dtype,
+            dtype=dtype, page_size=1, sliding_window_size=None, is_draft_worker=is_draft,
+            decode_num_tokens_per_req=1, kv_index_translator=None, server_args=self.server_args,
+            spec_algorithm=SpeculativeAlgorithm.from_string("EAGLE3"), tp_size=1)
+        if name == "torch_native":
+            from sglang.srt.layers.attention.torch_native_backend import TorchNativeAttnBackend
+
+            return TorchNativeAttnBackend(runner)
+        from sglang.srt.layers.attention.attention_registry import ATTENTION_BACKENDS
+
+        if name not in ATTENTION_BACKENDS:
+            raise LookupError(f"sglang has no attention backend {name!r} (has {sorted(ATTENTION_BACKENDS)})")
+        return ATTENTION_BACKENDS[name](runner)
+
+    def default_gpu_attention_backend(self, model_config) -> str:
+        """The attention backend SGLang picks by default for this GPU and model (its own resolver)."""
+        from sglang.srt.arg_groups.model_override_base import get_default_attn_backend
+
+        return get_default_attn_backend(self.server_args, use_mla_backend=False, model_config=model_config)
+
+    def is_mla(self, model_config) -> bool:
+        from sglang.srt.configs.model_config import AttentionArch
+
+        return getattr(model_config, "attention_arch", None) == AttentionArch.MLA
+
+    # -- the draft ------------------------------------------------------------------
+
+    def build_draft(self, draft_dir: str):
+        """The draft as the engine builds it: its config reader, its model class."""
+        from sglang.srt.model_loader.utils import get_model_architecture
+
+        config = self.model_config(draft_dir, is_draft=True)
+        cls, _ = get_model_architecture(config)
+        return cls(config=config.hf_config, quant_config=None).eval()
+
+
+    def target_embed_and_head(self, target, draft) -> tuple[Any, Any]:
+        """The target's embedding and head as the EAGLE-3 worker fetches them for the draft."""
+        from sglang.srt.speculative.pp_draft_embedding import resolve_target_embed_and_head
+
+        return resolve_target_embed_and_head(target, draft_model=draft)
+
+    def bind_target_embedding(self, target, draft) -> str:
+        """Bind the target's embedding (and head) into the draft as SGLang's EAGLE-3 worker does:
+        `set_embed_and_head` when the draft takes its head from the target, else `set_embed`.
+        Returns whose embedding the draft now holds ("target" or "draft")."""
+        embed, head = self.target_embed_and_head(target, draft)
+        before = draft.model.embed_tokens.weight
+        if getattr(draft, "load_lm_head_from_target", False):
+            draft.set_embed_and_head(embed, head)
+        else:
+            draft.set_embed(embed)
+        return "target" if draft.model.embed_tokens.weight is not before else "draft"
+
+    def keep_all_rows(self, draft) -> None:
+        """Make the draft's LogitsProcessor keep every row of a prefill: its batch metadata is
+        marked DECODE, which keeps every row through the same `lm_head` code path."""
+        from sglang.srt.layers.logits_processor import LogitsMetadata
+        from sglang.srt.model_executor.forward_batch_info import ForwardBatch, ForwardMode
+
+        processor = draft.logits_processor
+        original = processor.forward
+
+        def forward(input_ids, hidden_states, lm_head, logits_metadata, *args, **kwargs):
+            if isinstance(logits_metadata, ForwardBatch):
+                logits_metadata = LogitsMetadata.from_forward_batch(logits_metadata)
+            if logits_metadata.forward_mode.is_extend():
+                logits_metadata = dataclasses.replace(logits_metadata, forward_mode=ForwardMode.DECODE)
+            return original(input_ids, hidden_states, lm_head, logits_metadata, *args, **kwargs)
+
+        processor.forward = forward
+
+
+class _SpecInfo:
+    """What the draft reads from `forward_batch.spec_info` in a prefill: the aux states."""
+
+    def __init__(self, hidden_states: torch.Tensor):
+        self.hidden_states = hidden_states
