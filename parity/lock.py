@@ -67,11 +67,11 @@ class Lock(BaseModel):
 
 
 def extract_for_lock(target_config: Path, draft: Path, layout: list[str],
-                     speculators_version: str | None = None, **probe) -> TrainingContract:
+                     speculators_version: str | None = None) -> TrainingContract:
     from .extract.trainers.speculators import extract_training
 
     return extract_training(target_model(target_config), parse_taps(",".join(layout)),
-                            draft_dir=draft, speculators_version=speculators_version, **probe)
+                            draft_dir=draft, speculators_version=speculators_version)
 
 
 def lock_destination(path: Path, target_config: Path, draft: Path) -> Path:
@@ -138,11 +138,8 @@ def training_drift(locked: TrainingContract, fresh: TrainingContract) -> Contrac
 
 
 def check_lock(path: Path, sglang_version: str | None = None,
-               speculators_version: str | None = None, verify: bool = True,
-               training_probe: str | None = None, serving_probe: str | None = None) -> CheckResult:
-    """Both sides, freshly extracted, against the lock; the training drift joins the differences.
-
-    `training_probe`/`serving_probe` swap the probe modules (tests inject drift with them)."""
+               speculators_version: str | None = None, verify: bool = True) -> CheckResult:
+    """Both sides, freshly extracted, against the lock; the training drift joins the differences."""
     path = Path(path)
     lock = read_lock(path)
     base = path.parent.resolve()
@@ -150,10 +147,8 @@ def check_lock(path: Path, sglang_version: str | None = None,
     from .extract.engines.sglang import preflight
 
     preflight(target, sglang_version)  # an architecture the engine lacks: refused before extracting
-    fresh = extract_for_lock(target, draft, lock.dump_layout, speculators_version,
-                             **({"probe_module": training_probe} if training_probe else {}))
-    result = check(lock.training, target, draft, sglang_version=sglang_version, verify=verify,
-                   serving_probe=serving_probe)
+    fresh = extract_for_lock(target, draft, lock.dump_layout, speculators_version)
+    result = check(lock.training, target, draft, sglang_version=sglang_version, verify=verify)
     moved = training_drift(lock.training, fresh)
     if moved.empty:
         return result

@@ -144,14 +144,16 @@ def test_d2t_absolute_or_missing(tmp_path, d2t):
         assert "d2t_missing" in kinds
 
 
-def test_changed_slicing_in_the_training_data_path_fails_the_lock():
-    result = check_lock(LLAMA_LOCK, verify=False, training_probe="tests.drift.training_slice_from_one")
+def test_changed_slicing_in_the_training_data_path_fails_the_lock(inject_drift):
+    inject_drift("tests.drift.training_slice_from_one")
+    result = check_lock(LLAMA_LOCK, verify=False)
     assert result.verdict == "drift"
     locks = [d for d in result.differences if d.kind == "lock"]
     assert locks and "now trains slot 0 on h16" in locks[0].message
 
 
-def test_changed_plus_one_rule_in_the_engine_fails_the_lock():
-    result = check_lock(LLAMA_LOCK, verify=False, serving_probe="tests.drift.serving_no_plus_one")
+def test_changed_plus_one_rule_in_the_engine_fails_the_lock(inject_drift):
+    inject_drift("tests.drift.serving_no_plus_one")
+    result = check_lock(LLAMA_LOCK, verify=False)
     assert result.verdict == "drift"
     assert slot_whys(result) == ["off by one layer (-1)"] * 3
