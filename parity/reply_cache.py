@@ -139,7 +139,7 @@ def _normalize(value, paths: list[str]):
 _QUERY = ("import json, platform, sys; print(json.dumps({'executable': sys.executable, "
           "'version': sys.version, 'platform': platform.platform(), 'path': sys.path}))")
 _interpreters: dict[tuple, dict] = {}
-_packages: dict[tuple, tuple[tuple, str]] = {}
+_digests: dict[tuple, str] = {}
 _memo = threading.Lock()
 
 
@@ -163,24 +163,34 @@ def interpreter(python: str, env: dict[str, str]) -> dict:
     return info
 
 
+def _installed_file_digest(path: Path) -> str:
+    """A RECORD's or .pth file's digest, remembered while the file keeps its inode, size and
+    modification time (RECORDs of a large environment are megabytes: read once per process)."""
+    st = path.stat()
+    memo = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+    with _memo:
+        if memo in _digests:
+            return _digests[memo]
+    digest = _file_digest(path)
+    with _memo:
+        _digests[memo] = digest
+    return digest
+
+
 def _is_parity_checkout(source: Path) -> bool:
     return (source / "parity" / "__init__.py").is_file()
 
 
 def packages_digest(sys_path: list[str]) -> str:
-    """Every distribution installed on `sys_path` (its RECORD), and the .pth files there.
-    Recomputed when a directory on the path changes (an install adds or swaps dist-info)."""
-    dirs = [Path(p) for p in sys_path if p and Path(p).is_dir() and Path(p).resolve() != ROOT]
-    stamps = tuple((str(d), d.stat().st_mtime_ns) for d in dirs)
-    with _memo:
-        hit = _packages.get(tuple(sys_path))
-        if hit and hit[0] == stamps:
-            return hit[1]
+    """Every distribution installed on `sys_path` (its RECORD), and the .pth files there."""
     h = hashlib.sha256()
-    for d in dirs:
+    for p in sys_path:
+        d = Path(p or ".")
+        if not d.is_dir() or d.resolve() == ROOT:  # parity's own source is hashed by source_digest
+            continue
         for entry in sorted(d.iterdir()):
             if entry.suffix == ".pth" and entry.is_file():
-                h.update(f"{entry}\0{_file_digest(entry)}\n".encode())
+                h.update(f"{entry}\0{_installed_file_digest(entry)}\n".encode())
             elif entry.suffix in (".dist-info", ".egg-info") and entry.is_dir():
                 record = entry / "RECORD"
                 if not record.is_file():
@@ -192,11 +202,8 @@ def packages_digest(sys_path: list[str]) -> str:
                         source = Path(url2pathname(urlparse(info.get("url", "")).path))
                         if not _is_parity_checkout(source):
                             raise Uncacheable(f"{entry.name} is an editable install of {source}")
-                h.update(f"{entry}\0{_file_digest(record)}\n".encode())
-    digest = h.hexdigest()
-    with _memo:
-        _packages[tuple(sys_path)] = (stamps, digest)
-    return digest
+                h.update(f"{entry}\0{_installed_file_digest(record)}\n".encode())
+    return h.hexdigest()
 
 
 def source_digest(module: str) -> str:

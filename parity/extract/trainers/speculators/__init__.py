@@ -13,6 +13,7 @@ contract changes with it.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
