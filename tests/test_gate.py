@@ -8,6 +8,8 @@ correct configurations must pass. The table of classes lives in docs/drift-class
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -157,3 +159,13 @@ def test_changed_plus_one_rule_in_the_engine_fails_the_lock(inject_drift):
     result = check_lock(LLAMA_LOCK, verify=False)
     assert result.verdict == "drift"
     assert slot_whys(result) == ["off by one layer (-1)"] * 3
+
+
+def test_a_drift_injected_around_the_cli_reaches_its_children(inject_drift):
+    """The override lives in the environment: `parity check` run as a command (its probes are its
+    children) fails the lock the same way, with the slot table."""
+    inject_drift("tests.drift.serving_no_plus_one")
+    proc = subprocess.run([sys.executable, "-m", "parity", "check", "--contract", str(LLAMA_LOCK), "--no-verify"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 1, (proc.stdout[-2000:], proc.stderr[-2000:])
+    assert proc.stdout.startswith("parity check: DRIFT") and "off by one layer (-1)" in proc.stdout, proc.stdout
