@@ -186,8 +186,9 @@ def packages_digest(sys_path: list[str]) -> str:
     h = hashlib.sha256()
     for p in sys_path:
         d = Path(p or ".")
-        if not d.is_dir() or d.resolve() == ROOT:  # parity's own source is hashed by source_digest
-            continue
+        if not d.is_dir() or (d.resolve() == ROOT and (ROOT / "pyproject.toml").is_file()):
+            continue  # a checkout: parity's own source is hashed by source_digest (an installed
+            # parity's ROOT is site-packages, hashed like any other)
         for entry in sorted(d.iterdir()):
             if entry.suffix == ".pth" and entry.is_file():
                 h.update(f"{entry}\0{_installed_file_digest(entry)}\n".encode())
