@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT))
 
 from parity.envs import environments  # noqa: E402
 from parity.extract.engines.sglang import extract_serving  # noqa: E402
-from parity.extract.trainers.speculators import PROBE_REPLIES  # noqa: E402
 from parity.lock import extract_for_lock  # noqa: E402
 from parity.matrix import build_matrix, releases, render_text  # noqa: E402
+from parity.reply_cache import NO_CACHE  # noqa: E402
 
 TARGET = ROOT / "fixtures" / "targets" / "deepseek-v3-61l" / "config.json"
 DRAFT = ROOT / "fixtures" / "drafts" / "kimi-k2.5-eagle3"
@@ -51,12 +51,12 @@ def du(path: Path) -> int:
 
 def main(argv: list[str]) -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")  # as the matrix runs each extraction
+    os.environ[NO_CACHE] = "1"  # every extraction measured runs (parity.reply_cache)
     srels = [r for r in releases("sglang") if not r.problem]
     trels = [r for r in releases("speculators") if not r.problem]
     print(f"releases: sglang {[r.version for r in srels]}, speculators {[r.version for r in trels]} "
           f"({os.cpu_count()} CPUs)")
 
-    PROBE_REPLIES.clear()
     m, wall = timed(lambda: build_matrix(TARGET, DRAFT, LAYOUT))
     print(render_text(m))
     print()
@@ -65,7 +65,6 @@ def main(argv: list[str]) -> None:
 
     singles = {}
     for r in trels:
-        PROBE_REPLIES.clear()
         _, singles[f"training  speculators {r.version}"] = timed(
             lambda r=r: extract_for_lock(TARGET, DRAFT, LAYOUT, speculators_version=r.version))
     for r in srels:
@@ -81,7 +80,6 @@ def main(argv: list[str]) -> None:
     print(f"matrix / sum of singles          {wall / total:6.2f}  (the matrix also searches and "
           f"verifies a fix per release)")
     if "--no-serial" not in argv:
-        PROBE_REPLIES.clear()
         _, serial = timed(lambda: build_matrix(TARGET, DRAFT, LAYOUT, workers=1))
         print(f"same matrix, one worker          {serial:6.1f} s")
         print(f"parallel speed-up                {serial / wall:6.2f}x on {os.cpu_count()} CPUs")

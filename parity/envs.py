@@ -4,6 +4,16 @@ Other releases of speculators (and later SGLang) cannot share an environment wit
 main one (they pin other transformers releases), so their extractors run as
 `python -m parity.<module>` in a subprocess of that environment's interpreter, with
 this repository on PYTHONPATH, exchanging JSON over stdin/stdout.
+
+`PARITY_PROBE_OVERRIDES` replaces a module `run_module` is asked to run with another one,
+"MODULE=REPLACEMENT" entries separated by commas, e.g.
+
+    PARITY_PROBE_OVERRIDES=parity.extract.engines.sglang.probe=tests.drift.serving_no_plus_one
+
+This is how the tests inject drift (a replacement patches the installed engine or trainer,
+then runs the real probe) without any public function taking a module parameter; children of
+the CLI inherit it, so a whole `parity check` runs with the drift. Replies of extractions are
+cached on disk (`parity.reply_cache`; `PARITY_NO_CACHE=1` turns that off).
 """
 
 from __future__ import annotations
@@ -100,19 +110,47 @@ def find_env(package: str, version: str) -> Env:
                    f"Add a section for it to envs.toml")
 
 
-def run_module(python: Path | str, module: str, request: dict, timeout: float = 600) -> dict:
+PROBE_OVERRIDES = "PARITY_PROBE_OVERRIDES"
+
+
+def module_to_run(module: str) -> str:
+    """`module`, or the replacement `PARITY_PROBE_OVERRIDES` names for it."""
+    overrides = {}
+    for entry in filter(None, (e.strip() for e in os.environ.get(PROBE_OVERRIDES, "").split(","))):
+        original, sep, replacement = (part.strip() for part in entry.partition("="))
+        if not sep or not all(p.isidentifier() for name in (original, replacement) for p in name.split(".")):
+            raise EnvError(f"{PROBE_OVERRIDES}: {entry!r} is not MODULE=REPLACEMENT "
+                           "(dotted module names, entries separated by commas)")
+        overrides[original] = replacement
+    return overrides.get(module, module)
+
+
+def run_module(python: Path | str, module: str, request: dict, timeout: float = 600, *,
+               cache: bool = False) -> dict:
     """Run `python -m module` with `request` as JSON on stdin; return its JSON reply.
 
     The module must print exactly one JSON object on its last stdout line. The child runs
     with a private TMPDIR, removed when it ends, and is killed if this wait is interrupted
-    (parity.workspace.run_child).
+    (parity.workspace.run_child). `module` may be replaced through `PARITY_PROBE_OVERRIDES`.
+    `cache`: the reply may come from, and goes to, the on-disk reply cache (for children
+    whose reply depends only on the installed code and the request: the extractions).
     """
+    module = module_to_run(module)
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("PYTHONHASHSEED", "0")
     # The probes run tiny models: one thread is faster, and keeps parallel probes
     # (xdist workers, the matrix) from oversubscribing the cores (measured 14 s vs 40 s).
     env.setdefault("OMP_NUM_THREADS", "1")
+    if cache:
+        from .reply_cache import cached_reply
+
+        return cached_reply(str(python), module, request, env,
+                            lambda: _run(python, module, request, env, timeout))
+    return _run(python, module, request, env, timeout)
+
+
+def _run(python: Path | str, module: str, request: dict, env: dict[str, str], timeout: float) -> dict:
     proc = run_child([str(python), "-m", module], json.dumps(request), env, timeout, cwd=ROOT)
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
     if proc.returncode != 0 or not lines:

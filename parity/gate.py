@@ -170,14 +170,11 @@ def _verify(target_config: Path, draft_dir: Path, ids: list[int], version: str |
 
 def check(training: TrainingContract, target_config: Path, draft_dir: Path,
           sglang_version: str | None = None, verify: bool = True,
-          serving_probe: str | None = None, retrained: TrainingContract | None = None) -> CheckResult:
-    """`serving_probe` swaps the serving probe module (tests inject engine drift with it);
-    `retrained`: checking a lock, the training contract extracted today (see `decide`)."""
+          retrained: TrainingContract | None = None) -> CheckResult:
+    """`retrained`: checking a lock, the training contract extracted today (see `decide`)."""
     target_config, draft_dir = Path(target_config), Path(draft_dir)
     candidates = candidate_id_lists(training.fc_input)
-    extra = {"probe": serving_probe} if serving_probe else {}
-    serving, tried = engine().probe_serving(target_config, draft_dir, sglang_version, candidates=candidates,
-                                            **extra)
+    serving, tried = engine().probe_serving(target_config, draft_dir, sglang_version, candidates=candidates)
     verdict, d, differences, unservable = decide(training, serving, retrained)
     notes = [f"{c.side}: {f.message}" for c in (training, serving) for f in c.findings
              if f.severity == "warning" or f.kind == "not_captured"]

@@ -66,11 +66,11 @@ class Lock(BaseModel):
 
 
 def extract_for_lock(target_config: Path, draft: Path, layout: list[str],
-                     speculators_version: str | None = None, **probe) -> TrainingContract:
+                     speculators_version: str | None = None) -> TrainingContract:
     from .extract.trainers import trainer
 
     return trainer().training_contract(target_model(target_config), parse_taps(",".join(layout)),
-                                       draft_dir=draft, release=speculators_version, **probe)
+                                       draft_dir=draft, release=speculators_version)
 
 
 def lock_destination(path: Path, target_config: Path, draft: Path) -> Path:
@@ -133,11 +133,8 @@ def read_lock(path: Path) -> Lock:
 
 
 def check_lock(path: Path, sglang_version: str | None = None,
-               speculators_version: str | None = None, verify: bool = True,
-               training_probe: str | None = None, serving_probe: str | None = None) -> CheckResult:
-    """Both sides, freshly extracted, against the lock; the training drift joins the differences.
-
-    `training_probe`/`serving_probe` swap the probe modules (tests inject drift with them)."""
+               speculators_version: str | None = None, verify: bool = True) -> CheckResult:
+    """Both sides, freshly extracted, against the lock; the training drift joins the differences."""
     path = Path(path)
     lock = read_lock(path)
     base = path.parent.resolve()
@@ -145,7 +142,5 @@ def check_lock(path: Path, sglang_version: str | None = None,
     from .extract.engines import engine
 
     engine().preflight(target, sglang_version)  # an architecture the engine lacks: refused before extracting
-    fresh = extract_for_lock(target, draft, lock.dump_layout, speculators_version,
-                             **({"probe_module": training_probe} if training_probe else {}))
-    return check(lock.training, target, draft, sglang_version=sglang_version, verify=verify,
-                 serving_probe=serving_probe, retrained=fresh)
+    fresh = extract_for_lock(target, draft, lock.dump_layout, speculators_version)
+    return check(lock.training, target, draft, sglang_version=sglang_version, verify=verify, retrained=fresh)

@@ -246,8 +246,7 @@ def build_matrix(target_config: Path | str | None = None, draft: Path | str | No
                  dump_layout: list[str] | None = None, *,
                  contract: Path | str | None = None, sglang: list[str] | None = None,
                  speculators: list[str] | None = None, workers: int | None = None,
-                 verify: bool = True, serving_probe: str | None = None,
-                 training_probe: str | None = None) -> Matrix:
+                 verify: bool = True) -> Matrix:
     """Extract both sides under every (or each named) installed release; see the module doc.
 
     `contract`: a lock file; its inputs replace the first three and serving is judged against
@@ -302,8 +301,7 @@ def build_matrix(target_config: Path | str | None = None, draft: Path | str | No
         from .gate import check
         from .errors import USER_ERRORS
         try:
-            return check(training, target_config, draft, sglang_version=release.version, verify=verify,
-                         serving_probe=serving_probe), None
+            return check(training, target_config, draft, sglang_version=release.version, verify=verify), None
         except (*USER_ERRORS, EnvError) as exc:
             return None, exc
 
@@ -324,10 +322,8 @@ def build_matrix(target_config: Path | str | None = None, draft: Path | str | No
             return
         from .errors import USER_ERRORS
         try:
-            kw = {"probe_module": training_probe} if training_probe else {}
             with _training_lock(release.version), _SLOTS:  # the lock first: a waiter holds no CPU slot
-                c = extract_for_lock(target_config, draft, dump_layout, speculators_version=release.version,
-                                     **kw)
+                c = extract_for_lock(target_config, draft, dump_layout, speculators_version=release.version)
         except (*USER_ERRORS, EnvError) as exc:
             msg = _first_line(exc)
             row.error = msg if msg.startswith(CANNOT) else f"{CANNOT} speculators {release.version}: {msg}"
@@ -543,11 +539,9 @@ class Answer:
 
 
 def can_i_deploy(sglang: str, speculators: str, target_config=None, draft=None, dump_layout=None, *,
-                 contract=None, verify: bool = True, serving_probe: str | None = None,
-                 training_probe: str | None = None) -> Answer:
+                 contract=None, verify: bool = True) -> Answer:
     m = build_matrix(target_config, draft, dump_layout, contract=contract, sglang=[sglang],
-                     speculators=[speculators], verify=verify, serving_probe=serving_probe,
-                     training_probe=training_probe)
+                     speculators=[speculators], verify=verify)
     t, row = m.training[0], m.serving[0]
     pair = f"sglang {sglang} with speculators {speculators}"
     if t.error:

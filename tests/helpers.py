@@ -1,4 +1,4 @@
-"""Shared test helpers: fixture paths and tiny draft directories."""
+"""Shared test helpers: fixture paths, tiny draft directories, and injected drift."""
 
 from __future__ import annotations
 
@@ -13,6 +13,23 @@ DEEPSEEK = TARGETS / "deepseek-v3-61l" / "config.json"
 QWEN2 = TARGETS / "qwen2-7b" / "config.json"
 QWEN3_MOE = TARGETS / "qwen3-30b-a3b" / "config.json"
 GPT_OSS = TARGETS / "gpt-oss-20b" / "config.json"
+
+SERVING_PROBE = "parity.extract.engines.sglang.probe"
+TRAINING_PROBE = "parity.extract.trainers.speculators.probe"
+
+
+def drift_overrides(*drifts: str) -> str:
+    """The PARITY_PROBE_OVERRIDES value that runs each `tests.drift` module in place of the
+    probe it wraps (`serving_*` the serving probe, `training_*` the training probe)."""
+    entries = []
+    for module in drifts:
+        name = module.rsplit(".", 1)[-1]
+        probe = SERVING_PROBE if name.startswith("serving_") else TRAINING_PROBE if name.startswith(
+            "training_") else None
+        if probe is None:
+            raise ValueError(f"{module}: a drift module's name starts with serving_ or training_")
+        entries.append(f"{probe}={module}")
+    return ",".join(entries)
 
 
 def sglang_draft(tmp: Path, *, ids=None, top_level_ids=None, hidden_size=4096, vocab_size=128256,

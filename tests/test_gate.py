@@ -8,6 +8,8 @@ correct configurations must pass. The table of classes lives in docs/drift-class
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -144,14 +146,26 @@ def test_d2t_absolute_or_missing(tmp_path, d2t):
         assert "d2t_missing" in kinds
 
 
-def test_changed_slicing_in_the_training_data_path_fails_the_lock():
-    result = check_lock(LLAMA_LOCK, verify=False, training_probe="tests.drift.training_slice_from_one")
+def test_changed_slicing_in_the_training_data_path_fails_the_lock(inject_drift):
+    inject_drift("tests.drift.training_slice_from_one")
+    result = check_lock(LLAMA_LOCK, verify=False)
     assert result.verdict == "drift"
     locks = [d for d in result.differences if d.kind == "lock"]
     assert locks and "now trains slot 0 on h16" in locks[0].message
 
 
-def test_changed_plus_one_rule_in_the_engine_fails_the_lock():
-    result = check_lock(LLAMA_LOCK, verify=False, serving_probe="tests.drift.serving_no_plus_one")
+def test_changed_plus_one_rule_in_the_engine_fails_the_lock(inject_drift):
+    inject_drift("tests.drift.serving_no_plus_one")
+    result = check_lock(LLAMA_LOCK, verify=False)
     assert result.verdict == "drift"
     assert slot_whys(result) == ["off by one layer (-1)"] * 3
+
+
+def test_a_drift_injected_around_the_cli_reaches_its_children(inject_drift):
+    """The override lives in the environment: `parity check` run as a command (its probes are its
+    children) fails the lock the same way, with the slot table."""
+    inject_drift("tests.drift.serving_no_plus_one")
+    proc = subprocess.run([sys.executable, "-m", "parity", "check", "--contract", str(LLAMA_LOCK), "--no-verify"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 1, (proc.stdout[-2000:], proc.stderr[-2000:])
+    assert proc.stdout.startswith("parity check: DRIFT") and "off by one layer (-1)" in proc.stdout, proc.stdout

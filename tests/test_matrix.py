@@ -5,7 +5,7 @@ expectations are the ones recorded by running those releases (docs/numbering.md,
 'SGLang'): the draft config [2, 30, 58] on a 61-layer DeepSeek-V3-class target means
 [h3, h31, h59] up to 0.5.12.post1 and [h2, h30, h58] from 0.5.13 on; [-1, 2, 30] crashes,
 silently drops a slot, or raises, depending on the release. The matrices are computed
-once per file, concurrently.
+once per file.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from parity import cli
-from parity.envs import find_env, EnvError
+from parity.envs import PROBE_OVERRIDES, EnvError, find_env
 from parity.extract.run_until import CodePathMoved, run_until_after, stop_line
 from parity.matrix import CANNOT, build_matrix, releases, render_markdown, render_text
 
-from .helpers import ROOT
+from .helpers import ROOT, drift_overrides
 
 TARGET = ROOT / "fixtures" / "targets" / "deepseek-v3-61l" / "config.json"
 DRAFT = ROOT / "fixtures" / "drafts" / "kimi-k2.5-eagle3"
@@ -51,43 +51,29 @@ def _minus_one_draft(tmp: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def matrices(tmp_path_factory):
-    """Computed once per test run, even when pytest-xdist spreads this file over workers: the
-    first worker computes under a file lock, the others load its pickled result."""
-    import fcntl
-    import os
-    import pickle
-    import tempfile
-
-    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    if run is None:
-        return _compute(tmp_path_factory)
-    base = Path(tempfile.gettempdir()) / f"parity-matrix-{run}"
-    base.mkdir(exist_ok=True)
-    with open(base / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        done = base / "matrices.pkl"
-        if done.exists():
-            return pickle.loads(done.read_bytes())
-        result = _compute(tmp_path_factory, base)
-        done.write_bytes(pickle.dumps(result))
-        return result
-
-
-def _compute(tmp_path_factory, base: Path | None = None):
-    """Born-from (all releases), [-1, 2, 30] (all sglang releases), and an unknown release."""
-    minus_one = _minus_one_draft(base / "minus-one" if base else tmp_path_factory.mktemp("minus-one"))
+    """Computed once per module. Under pytest-xdist each worker that runs tests of this file
+    builds them, from the reply cache (parity.reply_cache) where another worker ran the probe
+    already. Born-from (all releases) and [-1, 2, 30] (all sglang releases) concurrently; then,
+    one at a time (an injected drift holds for the whole process), an unknown release and a
+    moved code path."""
+    minus_one = _minus_one_draft(tmp_path_factory.mktemp("minus-one"))
     jobs = {
         "born": lambda: build_matrix(TARGET, DRAFT, LAYOUT),
         "minus_one": lambda: build_matrix(TARGET, minus_one, LAYOUT, speculators=["0.9.0"], verify=False),
-        "unknown": lambda: build_matrix(TARGET, DRAFT, LAYOUT, sglang=["0.5.23"], speculators=["0.9.0"],
-                                        verify=False, serving_probe="tests.drift.serving_unknown_release"),
     }
-    if built("sglang", "0.5.14"):
-        jobs["moved"] = lambda: build_matrix(TARGET, DRAFT, LAYOUT, sglang=["0.5.14"], speculators=["0.9.0"],
-                                             verify=False, serving_probe="tests.drift.serving_moved_aux_ids")
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
         futures = {k: pool.submit(fn) for k, fn in jobs.items()}
-        return {k: f.result() for k, f in futures.items()}
+        result = {k: f.result() for k, f in futures.items()}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(PROBE_OVERRIDES, drift_overrides("tests.drift.serving_unknown_release"))
+        result["unknown"] = build_matrix(TARGET, DRAFT, LAYOUT, sglang=["0.5.23"], speculators=["0.9.0"],
+                                         verify=False)
+    if built("sglang", "0.5.14"):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv(PROBE_OVERRIDES, drift_overrides("tests.drift.serving_moved_aux_ids"))
+            result["moved"] = build_matrix(TARGET, DRAFT, LAYOUT, sglang=["0.5.14"], speculators=["0.9.0"],
+                                           verify=False)
+    return result
 
 
 def _need(version: str) -> None:

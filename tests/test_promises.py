@@ -241,7 +241,8 @@ def test_sigint_exits_130_without_a_traceback(tmp_path, after):
     proc = subprocess.Popen([sys.executable, "-m", "parity", "check", "--target-config", DEEPSEEK,
                              "--draft", ROOT / "fixtures" / "drafts" / "kimi-k2.5-eagle3",
                              "--dump-layout", "h0,h3,h31,h59"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PARITY_NO_CACHE": "1"})  # a probe runs when it is hit
     time.sleep(after)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)

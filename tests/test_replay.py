@@ -112,11 +112,11 @@ def test_a_served_wiring_the_engine_cannot_capture_is_drift_not_a_pass(tmp_path)
 
 
 @pytest.mark.slow
-def test_a_training_contract_the_weights_disagree_with_is_suspect():
+def test_a_training_contract_the_weights_disagree_with_is_suspect(inject_drift):
     """Injected drift in the training data path (fc from slot 1 on): the contract now says the
     draft trains on [h2, h5, h7]; the draft's own weights say [h0, h2, h5]."""
-    r = replay(DRAFT, DATA, dump_layout=LAYOUT, serving=False,
-               training_probe="tests.drift.training_slice_from_one")
+    inject_drift("tests.drift.training_slice_from_one")
+    r = replay(DRAFT, DATA, dump_layout=LAYOUT, serving=False)
     assert r.training == SERVED_AS_WRITTEN
     assert r.best.taps == TRAINED
     assert r.verdict == "suspect"

@@ -92,10 +92,11 @@ def test_speculators_format_config_is_a_finding_not_a_crash(tmp_path):
     ("tests.drift.serving_no_plus_one", "off by one layer (-1)"),
     ("tests.drift.serving_corrupt_capture", None),
 ])
-def test_a_broken_capture_changes_the_contract(tmp_path, probe, why):
+def test_a_broken_capture_changes_the_contract(tmp_path, inject_drift, probe, why):
     draft = sglang_draft(tmp_path, ids=[1, 15, 28])
     good = extract_serving(LLAMA, draft)
-    bad = extract_serving(LLAMA, draft, probe=probe)
+    inject_drift(probe)
+    bad = extract_serving(LLAMA, draft)
     d = diff(good, bad)
     assert not d.empty
     if why:

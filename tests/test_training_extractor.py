@@ -7,9 +7,7 @@ front, so the file stays fast on two cores (each probe is ~6 s, almost all impor
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -18,8 +16,9 @@ import torch
 from safetensors.torch import save_file
 
 from parity.contract import TargetModel, Tap, diff, parse_taps
-from parity.extract.trainers.speculators import (PROBE_MODULE, PROBE_REPLIES, DraftError, TrainingExtractionError,
-                                     contract_from_probe, extract_training, probe_training, read_draft)
+from parity.envs import run_module
+from parity.extract.trainers.speculators import (PROBE_MODULE, PROBE_SHAPE, DraftError, TrainingExtractionError,
+                                                 extract_training, probe_python, probe_training, read_draft)
 from parity.extract.trainers.speculators.draft import classify_d2t, installed_schema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,31 +37,18 @@ PROBES = [(4, "0.9.0", PROBE_MODULE), (4, "0.7.0.2", PROBE_MODULE), (4, "0.9.0",
           (1, "0.9.0", PROBE_MODULE)]
 
 
-def run_probes_together() -> None:
-    """Every probe this file needs, concurrently (2 cores: ~2x faster than one by one), and the
-    in-process import of this interpreter's speculators config class."""
+@pytest.fixture(scope="session", autouse=True)
+def warm_probes():
+    """Every probe this file needs, concurrently (2 cores: ~2x faster than one by one), into the
+    reply cache (parity.reply_cache; under pytest-xdist one worker runs each probe and the
+    others wait for its reply), and the in-process import of this interpreter's speculators
+    config class. The drifted probe is run by its own name: the key the override reaches."""
     with ThreadPoolExecutor(max_workers=3) as pool:
-        futures = [pool.submit(probe_training, n, v, module=m) for n, v, m in PROBES]
+        futures = [pool.submit(run_module, probe_python(v), m, {"num_slots": n, **PROBE_SHAPE}, cache=True)
+                   for n, v, m in PROBES]
         futures.append(pool.submit(installed_schema))
         for future in futures:
             future.result()
-
-
-@pytest.fixture(scope="session", autouse=True)
-def warm_probes(tmp_path_factory):
-    """Fill the extractor's probe cache once; under pytest-xdist one worker runs the probes and
-    the others read its replies (the session's shared temp root is fresh per run)."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        run_probes_together()
-        return
-    shared = tmp_path_factory.getbasetemp().parent / "training-probe-replies.json"
-    with open(shared.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if shared.exists():
-            PROBE_REPLIES.update({tuple(k): v for k, v in json.loads(shared.read_text())})
-        else:
-            run_probes_together()
-            shared.write_text(json.dumps([[list(k), v] for k, v in PROBE_REPLIES.items()]))
 
 
 def kinds(contract) -> list[str]:
@@ -133,10 +119,11 @@ def test_unsorted_datagen_ids_are_noticed():
 # -- drift -----------------------------------------------------------------------------------------
 
 
-def test_drifted_data_path_changes_the_contract():
+def test_drifted_data_path_changes_the_contract(inject_drift):
     """A speculators whose arrow path feeds hs[:, 1:] is caught by running it, not by a rule."""
     before = extract_training(DEEPSEEK, BORN_FROM, speculators_version="0.9.0")
-    after = extract_training(DEEPSEEK, BORN_FROM, speculators_version="0.9.0", probe_module=DRIFTED)
+    inject_drift(DRIFTED)
+    after = extract_training(DEEPSEEK, BORN_FROM, speculators_version="0.9.0")
     assert [t.name for t in after.fc_input] == ["h3", "h31", "h59"]
     d = diff(before, after)
     assert not d.empty

@@ -139,11 +139,10 @@ def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_conf
            datagen_convention: str | None = None, serving: bool = True, served: Path | None = None,
            sglang_version: str | None = None, speculators_version: str | None = None,
            wirings: list[list[Tap]] = (), search: bool = True, steps: int = 3,
-           samples: int | None = None, training_probe: str | None = None) -> ReplayResult:
+           samples: int | None = None) -> ReplayResult:
     """Score `draft` on the dumps in `data` under the training contract's wiring, the served
     form's (`served`, else the draft's own ids as SGLang reads them; `serving=False` skips it),
-    each of `wirings`, and (`search`) every ordered choice of dump slots. `training_probe`
-    swaps the module the training extractor runs (tests inject a data-path drift with it)."""
+    each of `wirings`, and (`search`) every ordered choice of dump slots."""
     from ..extract.engines import engine
 
     started = time.perf_counter()
@@ -169,7 +168,7 @@ def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_conf
     t0 = time.perf_counter()
     training = trainer().training_contract(
         target, dump_layout, datagen_ids=datagen_ids, datagen_convention=datagen_convention, draft_dir=draft,
-        release=speculators_version, **({"probe_module": training_probe} if training_probe else {}))
+        release=speculators_version)
     wall["training_contract_s"] = time.perf_counter() - t0
     layout = list(training.dump_layout)
     if len(layout) != num_slots:

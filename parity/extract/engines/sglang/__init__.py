@@ -31,10 +31,10 @@ def python(version: str | None) -> str:
 
 
 def run_probe(target_config: dict, draft_dir: Path | None, sglang_version: str | None = None,
-              seq_len: int = 8, seed: int = 0, probe: str = PROBE, **extra) -> dict[str, Any]:
+              seq_len: int = 8, seed: int = 0, **extra) -> dict[str, Any]:
     request = {"target_config": target_config, "draft_dir": str(draft_dir) if draft_dir else None,
                "seq_len": seq_len, "seed": seed, **extra}
-    return run_module(python(sglang_version), probe, request)
+    return run_module(python(sglang_version), PROBE, request, cache=True)
 
 
 def to_contract(reply: dict[str, Any], target_config: dict) -> ServingContract:
@@ -67,11 +67,9 @@ def to_contract(reply: dict[str, Any], target_config: dict) -> ServingContract:
 
 
 def extract_serving(target_config_path: Path | str, draft_dir: Path | str,
-                    sglang_version: str | None = None, probe: str = PROBE) -> ServingContract:
-    """The serving contract for this target and draft under the installed (or named) SGLang.
-
-    `probe` names the module run in the subprocess; tests swap in one that injects a drift."""
-    return probe_serving(target_config_path, draft_dir, sglang_version, probe=probe)[0]
+                    sglang_version: str | None = None) -> ServingContract:
+    """The serving contract for this target and draft under the installed (or named) SGLang."""
+    return probe_serving(target_config_path, draft_dir, sglang_version)[0]
 
 
 def _models_dir(sglang_version: str | None) -> Path | None:
@@ -123,7 +121,7 @@ def check_architecture(target: TargetModel, target_config_path, sglang_version: 
 
 
 def probe_serving(target_config_path: Path | str, draft_dir: Path | str,
-                  sglang_version: str | None = None, probe: str = PROBE,
+                  sglang_version: str | None = None,
                   candidates: list[list[int]] | None = None) -> tuple[ServingContract, list[dict]]:
     """The serving contract, plus what the engine would capture for each candidate id list
     (each {"ids", "fc_input": [names or None], "error"}), from one engine process."""
@@ -134,8 +132,7 @@ def probe_serving(target_config_path: Path | str, draft_dir: Path | str,
         raise InputError(f"draft {draft_dir}: not a directory")
     read_config(draft_dir / "config.json", "draft config")
     try:
-        reply = run_probe(target_config, draft_dir.resolve(), sglang_version, probe=probe,
-                          candidates=candidates or [])
+        reply = run_probe(target_config, draft_dir.resolve(), sglang_version, candidates=candidates or [])
     except EnvError as exc:
         raise ServingExtractionError(str(exc)) from exc
     if "error" in reply and ("sglang_version" not in reply or reply.get("unsupported")):

@@ -24,7 +24,7 @@ from .draft import DraftConfig, DraftError, draft_ids, read_draft
 from ....errors import UserError
 from .trainer import FORWARD_MODULE, NAME, is_trained_draft, training_contract
 
-__all__ = ["DraftConfig", "DraftError", "PROBE_MODULE", "PROBE_REPLIES", "TrainingExtractionError",
+__all__ = ["DraftConfig", "DraftError", "PROBE_MODULE", "TrainingExtractionError",
            "contract_from_probe", "extract_training", "probe_training", "read_draft"]
 
 PROBE_MODULE = "parity.extract.trainers.speculators.probe"
@@ -53,21 +53,11 @@ def probe_python(speculators_version: str | None) -> str:
     return str(find_env("speculators", speculators_version).python)
 
 
-# Probe replies already obtained in this process: (python, module, num_slots) -> reply JSON.
-# A reply depends only on the installed code and the slot count, so it is reused.
-PROBE_REPLIES: dict[tuple[str, str, int], str] = {}
-
-
-def probe_training(num_slots: int, speculators_version: str | None = None, *,
-                   module: str = PROBE_MODULE) -> dict:
-    """Run the probe for a `num_slots` dump (cached per interpreter, module and slot count).
-
-    `module` may name a wrapper that patches speculators before running the probe
-    (how the tests simulate a release whose data path drifted)."""
-    key = (probe_python(speculators_version), module, num_slots)
-    if key not in PROBE_REPLIES:
-        PROBE_REPLIES[key] = json.dumps(run_module(key[0], module, {"num_slots": num_slots, **PROBE_SHAPE}))
-    return json.loads(PROBE_REPLIES[key])
+def probe_training(num_slots: int, speculators_version: str | None = None) -> dict:
+    """Run the probe for a `num_slots` dump (its reply depends only on the installed code and
+    the slot count: kept in the reply cache, parity.reply_cache)."""
+    return run_module(probe_python(speculators_version), PROBE_MODULE, {"num_slots": num_slots, **PROBE_SHAPE},
+                      cache=True)
 
 
 def choose_path(reply: dict, data_path: str | None, layout: list[Tap]) -> dict:
@@ -268,7 +258,7 @@ def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, rep
 def extract_training(target: TargetModel, dump_layout: list[Tap] | None = None, *,
                      datagen_ids: list[int] | None = None, datagen_convention: str | None = None,
                      draft_dir: Path | None = None, speculators_version: str | None = None,
-                     data_path: str | None = None, probe_module: str = PROBE_MODULE) -> TrainingContract:
+                     data_path: str | None = None) -> TrainingContract:
     """Derive the training contract by running the installed speculators' data path.
 
     The dump layout comes from, in order of trust: `dump_layout` (a manifest), `datagen_ids`
@@ -276,11 +266,11 @@ def extract_training(target: TargetModel, dump_layout: list[Tap] | None = None, 
     draft config's ids read as speculators data-generation ids (vLLM ids + appended N).
     `speculators_version` None probes this interpreter's speculators, otherwise the env
     pinning that version. `data_path` picks a path other than the release's default
-    (e.g. "standardize_data_v1"); `probe_module` swaps in a wrapper around the probe."""
+    (e.g. "standardize_data_v1")."""
     if draft_dir is not None:
         draft_ids(draft_dir)  # a malformed draft config fails now, before the probe runs
     layout, source, findings = resolve_layout(target, dump_layout, datagen_ids, datagen_convention, draft_dir)
-    reply = probe_training(len(layout), speculators_version, module=probe_module)
+    reply = probe_training(len(layout), speculators_version)
     found = reply.get("speculators_version")
     if speculators_version is not None and found is not None and found != speculators_version:
         raise TrainingExtractionError(f"asked for speculators {speculators_version}, but its environment "

@@ -18,13 +18,12 @@ FORWARD_MODULE = "parity.extract.trainers.speculators.forward_side"  # parity fo
 def training_contract(target: TargetModel, dump_layout: list[Tap] | None = None, *,
                       datagen_ids: list[int] | None = None, datagen_convention: str | None = None,
                       draft_dir: Path | None = None, release: str | None = None,
-                      data_path: str | None = None, **probe) -> TrainingContract:
-    """`extract_training` (see there). `probe`: the probe-module test hook extract_training still
-    takes, passed through unchanged until it moves into the environment."""
+                      data_path: str | None = None) -> TrainingContract:
+    """`extract_training` (see there), with the release named as every trainer names it."""
     from . import extract_training
 
     return extract_training(target, dump_layout, datagen_ids=datagen_ids, datagen_convention=datagen_convention,
-                            draft_dir=draft_dir, speculators_version=release, data_path=data_path, **probe)
+                            draft_dir=draft_dir, speculators_version=release, data_path=data_path)
 
 
 def is_trained_draft(config: dict) -> bool:

@@ -1,0 +1,248 @@
+"""The reply cache (parity.reply_cache): an unchanged input hits, a changed one misses (the
+interpreter, the installed files, parity's source, the module, the request, the contents a
+path in it names), and processes writing the same key at once never give a torn read.
+
+The child is `tests.reply_echo` (a real subprocess through `run_module`): its reply carries a
+fresh nonce, so a cached reply is told from a fresh one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from parity import reply_cache
+from parity.envs import PROBE_OVERRIDES, EnvError, module_to_run, run_module
+from parity.reply_cache import Key, ReplyCache, Uncacheable, key_of
+
+from .helpers import ROOT
+
+ECHO = "tests.reply_echo"
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch) -> Path:
+    root = tmp_path / "replies"
+    monkeypatch.setattr(reply_cache, "cache_dir", lambda: root)
+    monkeypatch.delenv(reply_cache.NO_CACHE, raising=False)
+    monkeypatch.delenv(PROBE_OVERRIDES, raising=False)
+    return root
+
+
+def ask(request: dict, module: str = ECHO) -> dict:
+    return run_module(sys.executable, module, request, cache=True)
+
+
+def entries(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*.json")) if root.exists() else []
+
+
+# -- hits and misses through run_module -----------------------------------------------------------
+
+def test_an_unchanged_request_hits_and_a_changed_one_misses(cache):
+    first = ask({"n": 1})
+    assert ask({"n": 1})["nonce"] == first["nonce"]
+    assert ask({"n": 2})["nonce"] != first["nonce"]
+    assert run_module(sys.executable, ECHO, {"n": 1})["nonce"] != first["nonce"]  # not cached: runs
+    assert len(entries(cache)) == 2
+
+
+def test_a_path_is_keyed_by_its_contents_and_a_hit_names_the_asking_path(cache, tmp_path):
+    a = tmp_path / "draft-a"
+    a.mkdir()
+    (a / "config.json").write_text('{"ids": [1, 2]}')
+    (a / "model.safetensors").write_bytes(b"weights-1")
+    b = tmp_path / "draft-b"
+    shutil.copytree(a, b)
+    first = ask({"path": str(a)})
+    assert first["says"] == f"read {a}/config.json"
+    again = ask({"path": str(b)})  # the same contents elsewhere (the gate's fresh fix copies)
+    assert again["nonce"] == first["nonce"]
+    assert again["says"] == f"read {b}/config.json" and again["asked"]["path"] == str(b)
+    (b / "model.safetensors").write_bytes(b"weights-2")
+    changed = ask({"path": str(b)})
+    assert changed["nonce"] != first["nonce"]  # other weights: a miss
+    (b / "model.safetensors").write_bytes(b"weights-1")
+    (b / "config.json").write_text('{"ids": [1, 3]}')
+    assert ask({"path": str(b)})["nonce"] not in (first["nonce"], changed["nonce"])  # other config
+    (b / "config.json").write_text('{"ids": [1, 2]}')
+    (b / "README").write_text("")
+    assert ask({"path": str(b)})["nonce"] != first["nonce"]  # a file added
+    (b / "README").unlink()
+    assert ask({"path": str(b)})["nonce"] == first["nonce"]  # back to the first contents
+
+
+def test_an_override_runs_and_is_keyed_as_its_replacement(cache, monkeypatch):
+    first = ask({"n": 1})
+    monkeypatch.setenv(PROBE_OVERRIDES, f"tests.no_such_probe={ECHO}")
+    assert module_to_run("tests.no_such_probe") == ECHO and module_to_run("parity.x") == "parity.x"
+    assert ask({"n": 1}, module="tests.no_such_probe")["nonce"] == first["nonce"]  # ECHO ran, ECHO's key
+
+
+@pytest.mark.parametrize("value", ["parity.x", "parity.x=", "=tests.y", "a.b=c d", "a.b=c,,d"])
+def test_a_malformed_override_is_refused_loudly(monkeypatch, value):
+    monkeypatch.setenv(PROBE_OVERRIDES, value)
+    with pytest.raises(EnvError, match="MODULE=REPLACEMENT"):
+        module_to_run("parity.x")
+
+
+def test_failed_children_and_resource_failures_are_not_stored(cache):
+    raised = ask({"raise": True})
+    assert "traceback" in raised and "nonce" not in raised
+    assert ask({"fail": "MemoryError: out of memory"})["nonce"] != ask({"fail": "MemoryError: out of memory"})["nonce"]
+    assert ask({"fail": "OSError: [Errno 28] No space left"})["nonce"] != \
+        ask({"fail": "OSError: [Errno 28] No space left"})["nonce"]
+    assert not entries(cache)
+    engine = ask({"fail": "TypeError: the engine raised on these ids"})  # the engine's own answer
+    assert ask({"fail": "TypeError: the engine raised on these ids"})["nonce"] == engine["nonce"]
+
+
+def test_no_cache_turns_it_off(cache, monkeypatch):
+    monkeypatch.setenv(reply_cache.NO_CACHE, "1")
+    assert ask({"n": 1})["nonce"] != ask({"n": 1})["nonce"]
+    assert not entries(cache)
+
+
+def test_an_unreadable_entry_is_a_miss_and_is_replaced(cache):
+    first = ask({"n": 1})
+    [entry] = entries(cache)
+    entry.write_text('{"key": "')  # cut short
+    second = ask({"n": 1})
+    assert second["nonce"] != first["nonce"]
+    assert ask({"n": 1})["nonce"] == second["nonce"]
+
+
+# -- the key --------------------------------------------------------------------------------------
+
+def key(module: str = ECHO, request: dict | None = None, python: str = sys.executable, **env: str) -> str:
+    full = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+    return key_of(python, module, request or {"n": 1}, full).digest
+
+
+def test_the_key_follows_the_module_the_environment_and_the_interpreter():
+    base = key()
+    assert key() == base
+    assert key(module="tests.other") != base
+    assert key(request={"n": 2}) != base
+    assert key(OMP_NUM_THREADS="7") != base and key(PARITY_SOMETHING="1") != base
+    assert key(TMPDIR="/elsewhere") == base  # where temp files go changes no reply
+    other = ROOT / ".envs" / "speculators-0.7.0.2" / "bin" / "python"
+    if other.exists():
+        assert key(python=str(other)) != base
+
+
+def _fake_site(tmp_path: Path) -> tuple[Path, Path]:
+    site = tmp_path / "site"
+    dist = site / "fakepkg-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: fakepkg\nVersion: 1.0\n")
+    (dist / "RECORD").write_text("fakepkg/__init__.py,sha256=AAAA,10\n")
+    return site, dist
+
+
+def test_the_key_follows_the_installed_files(tmp_path):
+    site, dist = _fake_site(tmp_path)
+    path = f"{ROOT}{os.pathsep}{site}"
+    base = key(PYTHONPATH=path)
+    assert key(PYTHONPATH=path) == base != key()
+    (dist / "RECORD").write_text("fakepkg/__init__.py,sha256=BBBB,10\n")  # same version, other contents
+    changed = key(PYTHONPATH=path)
+    assert changed != base
+    (site / "extra.pth").write_text("/somewhere\n")
+    assert key(PYTHONPATH=path) != changed
+    (dist / "direct_url.json").write_text(json.dumps({"url": f"file://{tmp_path}", "dir_info": {"editable": True}}))
+    with pytest.raises(Uncacheable, match="editable"):  # its files are not in its RECORD
+        key(PYTHONPATH=path)
+    (dist / "direct_url.json").unlink()
+    (dist / "RECORD").unlink()
+    with pytest.raises(Uncacheable, match="no RECORD"):
+        key(PYTHONPATH=path)
+
+
+def test_the_key_follows_parity_source_and_a_drift_module(tmp_path, monkeypatch):
+    root = tmp_path / "checkout"
+    for f in ["parity/__init__.py", "parity/probe.py", "tests/__init__.py", "tests/drift/__init__.py",
+              "tests/drift/slice.py", "tests/drift/other.py"]:
+        (root / f).parent.mkdir(parents=True, exist_ok=True)
+        (root / f).write_text(f"# {f}\n")
+    monkeypatch.setattr(reply_cache, "ROOT", root)
+    digest = reply_cache.source_digest
+    probe, drift = digest("parity.probe"), digest("tests.drift.slice")
+    (root / "tests/drift/other.py").write_text("# another drift, not run\n")
+    assert (digest("parity.probe"), digest("tests.drift.slice")) == (probe, drift)
+    (root / "tests/drift/slice.py").write_text("# the drift module changed\n")
+    assert digest("tests.drift.slice") != drift and digest("parity.probe") == probe
+    drift = digest("tests.drift.slice")
+    (root / "tests/drift/__init__.py").write_text("# its package changed\n")
+    assert digest("tests.drift.slice") != drift
+    (root / "parity/probe.py").write_text("# parity changed\n")
+    assert digest("parity.probe") != probe
+
+
+# -- concurrency ----------------------------------------------------------------------------------
+
+WRITER = """
+import sys
+from pathlib import Path
+from parity.reply_cache import Key, ReplyCache
+cache, letter = ReplyCache(Path(sys.argv[1])), sys.argv[2]
+for i in range(int(sys.argv[3])):
+    cache.put(Key("ab" * 32, ()), {"fill": letter * 300_000, "i": i})
+"""
+
+
+def test_processes_writing_one_key_at_once_never_give_a_torn_read(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), letter, "60"], env=env)
+               for letter in "ab"]
+    entry = ReplyCache(tmp_path).entry(Key("ab" * 32, ()))
+    reads, seen = 0, set()
+    while any(w.poll() is None for w in writers):
+        try:
+            text = entry.read_text()
+        except FileNotFoundError:
+            continue
+        stored = json.loads(text)  # a torn file fails here
+        reply = json.loads(stored["reply"])
+        assert reply["fill"] in ("a" * 300_000, "b" * 300_000)  # one writer's whole reply
+        reads, seen = reads + 1, seen | {reply["fill"][0]}
+    assert [w.returncode for w in writers] == [0, 0]
+    assert reads > 0
+    assert ReplyCache(tmp_path).get(Key("ab" * 32, ()))["i"] == 59
+    assert not list(tmp_path.rglob("*.tmp"))  # no temp file left behind
+
+
+FLIGHT = """
+import json, os, sys, time
+from pathlib import Path
+from parity import reply_cache
+reply_cache.cache_dir = lambda: Path(sys.argv[1])
+def run():
+    with open(sys.argv[2], "a") as log:
+        log.write(f"{os.getpid()}\\n")
+    time.sleep(2)
+    return {"by": os.getpid()}
+env = {**os.environ, "PYTHONPATH": sys.argv[3]}
+print(json.dumps(reply_cache.cached_reply(sys.executable, "tests.reply_echo", {"n": 1}, env, run)))
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no advisory locks: concurrent misses each compute")
+def test_concurrent_misses_of_one_key_compute_it_once(tmp_path):
+    log = tmp_path / "runs.log"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop(reply_cache.NO_CACHE, None)
+    procs = [subprocess.Popen([sys.executable, "-c", FLIGHT, str(tmp_path / "replies"), str(log), str(ROOT)],
+                              env=env, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    started = time.monotonic()
+    replies = [json.loads(p.communicate(timeout=120)[0].strip().splitlines()[-1]) for p in procs]
+    assert len(log.read_text().splitlines()) == 1, log.read_text()  # one ran, the other waited
+    assert replies[0] == replies[1]
+    assert time.monotonic() - started < 60
