@@ -29,7 +29,9 @@ from parity.envs import environments  # noqa: E402
 from parity.extract.engines.sglang import extract_serving  # noqa: E402
 from parity.extract.trainers.speculators import PROBE_REPLIES  # noqa: E402
 from parity.lock import extract_for_lock  # noqa: E402
-from parity.matrix import build_matrix, releases, render_text  # noqa: E402
+from parity.matrix import build_matrix  # noqa: E402
+from parity.releases import releases  # noqa: E402
+from parity.report.matrix import render_text  # noqa: E402
 
 TARGET = ROOT / "fixtures" / "targets" / "deepseek-v3-61l" / "config.json"
 DRAFT = ROOT / "fixtures" / "drafts" / "kimi-k2.5-eagle3"
