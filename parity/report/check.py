@@ -103,8 +103,9 @@ def render_check(result, target_path: str = "", draft_path: str = "") -> str:
                  + (f"  ({target_path})" if target_path else ""))
     lines.append(f"  training  speculators {t.provenance.version}: {t.provenance.code_path}")
     ids = list(s.requested_ids) if s.requested_ids is not None else "none (engine default)"
-    lines.append(f"  serving   sglang {s.provenance.version}: ids {ids} from {s.ids_source}; "
-                 f"{s.provenance.details.get('model_class', '')}")
+    model_class = s.provenance.details.get("model_class")
+    lines.append(f"  serving   sglang {s.provenance.version}: ids {ids} from {s.ids_source}"
+                 + (f"; {model_class}" if model_class else ""))
     lines += ["", f"  The draft's fc layer reads {len(result.diff.slots)} hidden states of the target, "
                   "concatenated in this order:", ""]
     table = Table([Column("slot"), Column("trained on"), Column("served by sglang"), Column("verdict")])
