@@ -28,7 +28,9 @@ sys.path.insert(0, str(ROOT))
 from parity.envs import environments  # noqa: E402
 from parity.extract.engines.sglang import extract_serving  # noqa: E402
 from parity.lock import extract_for_lock  # noqa: E402
-from parity.matrix import build_matrix, releases, render_text  # noqa: E402
+from parity.matrix import build_matrix  # noqa: E402
+from parity.releases import releases  # noqa: E402
+from parity.report.matrix import render_text  # noqa: E402
 from parity.reply_cache import NO_CACHE  # noqa: E402
 
 TARGET = ROOT / "fixtures" / "targets" / "deepseek-v3-61l" / "config.json"

@@ -153,7 +153,8 @@ def _matrix_inputs(args) -> dict:
 
 
 def _matrix(args) -> int:
-    from .matrix import build_matrix, render_markdown, render_text
+    from .matrix import build_matrix
+    from .report.matrix import render_markdown, render_text
 
     split = lambda v: [x.strip() for x in v.split(",") if x.strip()] if v else None  # noqa: E731
     m = build_matrix(**_matrix_inputs(args), sglang=split(args.sglang), speculators=split(args.speculators),

@@ -25,4 +25,3 @@ class UserError(Exception):
     """Bad input or an unsupported case: its first line is shown to the user, exit 2."""
 
 
-USER_ERRORS = (UserError,)  # to be removed: catch UserError

@@ -19,7 +19,9 @@ import pytest
 from parity import cli
 from parity.envs import PROBE_OVERRIDES, EnvError, find_env
 from parity.extract.run_until import CodePathMoved, run_until_after, stop_line
-from parity.matrix import CANNOT, build_matrix, releases, render_markdown, render_text
+from parity.matrix import CANNOT, build_matrix
+from parity.releases import releases
+from parity.report.matrix import render_markdown, render_text
 
 from .helpers import ROOT, drift_overrides
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..report.table import Column, Table
 from .compare import STAGE_WORDS, ForwardResult
 
 
@@ -39,15 +40,14 @@ def render_forward(result: ForwardResult, target: str = "", per_position: bool =
                   f"{tol['state_rtol']:g}*max|ref|; logits |diff| <= {tol['logits_atol']:g}; "
                   f"KL <= {tol['kl_max']:.1e}; top-1 >= {tol['top1_min']:.0%} "
                   "(reasons: parity/forward/tolerances.py)", ""]
-    rows = [("step", "stage", "pos", "max|diff|", "bound", "top-1", "KL max", "KL mean", "verdict")]
+    table = Table([Column(t) for t in ("step", "stage", "pos", "max|diff|", "bound", "top-1", "KL max",
+                                       "KL mean", "verdict")])
     for d in result.stages:
-        rows.append((str(d.step), d.stage, str(d.rows), _g(d.max_abs), _g(d.tol),
-                     "-" if d.top1 is None else f"{d.top1:.0%}" + (f" ({d.near_ties} tie)" if d.near_ties else ""),
-                     _g(d.kl_max), _g(d.kl_mean),
-                     "ok" if d.ok else "DIVERGED"))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        table.row(str(d.step), d.stage, str(d.rows), _g(d.max_abs), _g(d.tol),
+                  "-" if d.top1 is None else f"{d.top1:.0%}" + (f" ({d.near_ties} tie)" if d.near_ties else ""),
+                  _g(d.kl_max), _g(d.kl_mean),
+                  "ok" if d.ok else "DIVERGED")
+    lines += table.lines()
     if per_position:
         lines += ["", "  per position (draft logits): max|diff| and KL(training||serving), row t = "
                       "prediction after input_ids[t+1]"]
@@ -65,12 +65,12 @@ def render_forward(result: ForwardResult, target: str = "", per_position: bool =
 
 
 def render_summary(results: list[ForwardResult]) -> str:
-    rows = [("case", "verdict", "first divergence", "logits max|diff| (steps)", "top-1 (steps)")]
+    table = Table([Column(t) for t in ("case", "verdict", "first divergence", "logits max|diff| (steps)",
+                                       "top-1 (steps)")])
     for r in results:
         logits = [d for d in r.stages if d.stage == "logits"]
         fd = r.first_divergence
-        rows.append((r.name, r.verdict, f"step {fd.step} {fd.stage}" if fd else "-",
-                     " ".join(_g(d.max_abs, ".1e") for d in logits) or "-",
-                     " ".join("-" if d.top1 is None else f"{d.top1:.0%}" for d in logits) or "-"))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+        table.row(r.name, r.verdict, f"step {fd.step} {fd.stage}" if fd else "-",
+                  " ".join(_g(d.max_abs, ".1e") for d in logits) or "-",
+                  " ".join("-" if d.top1 is None else f"{d.top1:.0%}" for d in logits) or "-")
+    return "\n".join(table.lines())

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .result import AMBIGUOUS_POINTS, ReplayResult, WiringScore
+from ..report.table import Column, Table
+from .result import AMBIGUOUS_POINTS, ReplayResult
 
 
 def _pct(x: float) -> str:
@@ -13,26 +14,22 @@ def _wiring(taps) -> str:
     return "[" + ", ".join(t if t is not None else "-" for t in taps) + "]"
 
 
-def _row(rank: int, s: WiringScore) -> str:
-    accs = "  ".join(f"{_pct(a):>7}" for a in s.full_acc)
-    roles = ", ".join(r for r in s.roles if r != "search")
-    return f"  {rank!s:>4}  {_wiring(s.taps):<22} {accs}  {s.accept_length:7.2f}   {roles}".rstrip()
-
-
 def render_table(r: ReplayResult, top: int) -> list[str]:
     """The best `top` wirings, plus every named one (training, served, asked) wherever it ranks."""
-    steps = "  ".join(f"{'step ' + str(k):>7}" for k in range(r.steps))
-    lines = [f"  {'rank':>4}  {'fc wiring':<22} {steps}  {'accept':>7}   role"]
+    table = Table([Column("rank", align="right", width=4), Column("fc wiring", width=22),
+                   *(Column(f"step {k}", align="right", width=7, gap=1 if k == 0 else 2) for k in range(r.steps)),
+                   Column("accept", align="right", width=7), Column("role", gap=3)])
     shown = 0
     for rank, s in enumerate(r.scores, 1):
         if rank <= top or any(x != "search" for x in s.roles):
             if rank > shown + 1:
-                lines.append(f"  {'...':>4}")
-            lines.append(_row(rank, s))
+                table.row("...")
+            table.row(str(rank), _wiring(s.taps), *(_pct(a) for a in s.full_acc), f"{s.accept_length:.2f}",
+                      ", ".join(x for x in s.roles if x != "search"))
             shown = rank
     if len(r.scores) > shown:
-        lines.append(f"  ({len(r.scores)} wirings scored; --all shows every one)")
-    return lines
+        table.note(f"  ({len(r.scores)} wirings scored; --all shows every one)")
+    return table.lines()
 
 
 def render_replay(r: ReplayResult, top: int = 8) -> str:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from .contract import Contract, ServingContract, TrainingContract
+from ..contract import Contract, ServingContract, TrainingContract
+from .table import Column, Table
 
 
 def _states(taps) -> str:
@@ -102,20 +103,18 @@ def render_check(result, target_path: str = "", draft_path: str = "") -> str:
                  + (f"  ({target_path})" if target_path else ""))
     lines.append(f"  training  speculators {t.provenance.version}: {t.provenance.code_path}")
     ids = list(s.requested_ids) if s.requested_ids is not None else "none (engine default)"
-    lines.append(f"  serving   sglang {s.provenance.version}: ids {ids} from {s.ids_source}; "
-                 f"{s.provenance.details.get('model_class', '')}")
+    model_class = s.provenance.details.get("model_class")
+    lines.append(f"  serving   sglang {s.provenance.version}: ids {ids} from {s.ids_source}"
+                 + (f"; {model_class}" if model_class else ""))
     lines += ["", f"  The draft's fc layer reads {len(result.diff.slots)} hidden states of the target, "
                   "concatenated in this order:", ""]
-    rows = [("slot", "trained on", "served by sglang", "verdict")]
+    table = Table([Column("slot"), Column("trained on"), Column("served by sglang"), Column("verdict")])
     for sd in result.diff.slots:
         exp = sd.expected.name if sd.expected else None
         act = sd.actual.name if sd.actual else None
-        rows.append((str(sd.slot), f"{exp or '-':6s} {describe_tap(exp, n)}",
-                     f"{act or '-':6s} {describe_tap(act, n)}",
-                     "ok" if sd.verdict == "match" else f"MISMATCH: {sd.why}"))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    for r in rows:
-        lines.append("  " + "  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3])
+        table.row(str(sd.slot), f"{exp or '-':6s} {describe_tap(exp, n)}", f"{act or '-':6s} {describe_tap(act, n)}",
+                  "ok" if sd.verdict == "match" else f"MISMATCH: {sd.why}")
+    lines += table.lines()
     lines.append(f"\n  loss target during training: {t.target.name} ({describe_tap(t.target.name, n)})")
     other = [d for d in result.differences if d.kind != "slot"]
     if other:

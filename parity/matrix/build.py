@@ -1,0 +1,61 @@
+"""`build_matrix`: one draft's contract under every installed release of both sides."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from ..releases import releases
+from .cells import matrix_rows
+from .rows import Matrix
+from .schedule import Inputs, run_extractions
+
+
+def build_matrix(target_config: Path | str | None = None, draft: Path | str | None = None,
+                 dump_layout: list[str] | None = None, *,
+                 contract: Path | str | None = None, sglang: list[str] | None = None,
+                 speculators: list[str] | None = None, workers: int | None = None,
+                 verify: bool = True) -> Matrix:
+    """Extract both sides under every (or each named) installed release; see the package doc.
+
+    `contract`: a lock file; its inputs replace the first three and serving is judged against
+    the locked training contract (each speculators release must still reproduce it)."""
+    from ..inputs import InputError
+    from ..lock import target_model
+
+    t0 = time.monotonic()
+    inputs = _inputs(target_config, draft, dump_layout, contract)
+    model = target_model(inputs.target_config)
+    srels, trels = releases("sglang", sglang), releases("speculators", speculators)
+    if not srels or not trels:
+        raise InputError(f"envs.toml declares no {'sglang' if not srels else 'speculators'} release")
+
+    done = run_extractions(inputs, trels, srels, workers=workers or max(1, min(os.cpu_count() or 1, 4)),
+                           verify=verify, t0=t0)
+
+    training, serving = matrix_rows(trels, srels, done, inputs.locked)
+    return Matrix(target=model.architecture, num_layers=model.num_hidden_layers, draft=str(inputs.draft),
+                  dump_layout=list(inputs.dump_layout), contract=str(contract) if contract else None,
+                  training=training, serving=serving, wall_s=time.monotonic() - t0, timings=done.timings)
+
+
+def _inputs(target_config, draft, dump_layout, contract) -> Inputs:
+    """The target, draft and dump layout given, or a lock's (then serving is judged against it)."""
+    from ..inputs import InputError, check_inputs
+    from ..lock import read_lock
+
+    locked = None
+    if contract is not None:
+        lock = read_lock(Path(contract))
+        base = Path(contract).parent.resolve()
+        target_config, draft = lock.resolve(base, lock.target_config), lock.resolve(base, lock.draft)
+        dump_layout, locked = list(lock.dump_layout), lock.training
+    if target_config is None or draft is None:
+        raise InputError("the matrix needs the target config and the draft (--target-config/--draft) "
+                         "or a locked contract (--contract)")
+    if not dump_layout:
+        raise InputError("the matrix needs the dump layout (--dump-layout) or a locked contract (--contract)")
+    target_config, draft = Path(target_config), Path(draft)
+    check_inputs(target_config, draft)
+    return Inputs(target_config=target_config, draft=draft, dump_layout=list(dump_layout), locked=locked)

@@ -1,0 +1,95 @@
+"""From what the extractions returned to the matrix's rows: each cell decided by the gate."""
+
+from __future__ import annotations
+
+from ..contract import TrainingContract, diff
+from ..releases import Release
+from .changes import mark_changes
+from .rows import CANNOT, PairVerdict, ServingRow, TrainingRow
+from .schedule import Extractions, first_line
+
+
+def matrix_rows(speculators: list[Release], sglang: list[Release], extractions: Extractions,
+                locked: TrainingContract | None) -> tuple[list[TrainingRow], list[ServingRow]]:
+    """Every row, oldest release first, with what changed since the release above marked.
+    Serving is judged against the lock's training contract, or each speculators release's."""
+    training = [training_row(r.version, extractions.training[r.version], locked) for r in speculators]
+    against = ([("lock", locked, None)] if locked is not None else
+               [(f"speculators {row.version}", row.contract, row.error) for row in training])
+    serving = [serving_row(r, against, extractions) for r in sglang]
+    mark_changes(training, serving)
+    return training, serving
+
+
+def training_row(version: str, extracted: TrainingContract | str, locked: TrainingContract | None) -> TrainingRow:
+    """One speculators release's row; against a lock, how its contract differs from the lock's."""
+    if isinstance(extracted, str):
+        return TrainingRow(version=version, error=extracted)
+    row = TrainingRow(version=version, contract=extracted, fc_input=[t.name for t in extracted.fc_input],
+                      target=extracted.target.name, code_path=extracted.provenance.code_path)
+    if locked is not None:
+        moved = diff(locked, extracted)
+        row.lock_drift = [f"slot {s.slot}: lock {s.expected.name if s.expected else '-'}, now "
+                          f"{s.actual.name if s.actual else '-'} ({s.why})" for s in moved.mismatched_slots]
+        row.lock_drift += [f"{f.field}: lock {f.expected}, now {f.actual}" for f in moved.fields]
+    return row
+
+
+def serving_row(release: Release, against: list[tuple[str, TrainingContract | None, str | None]],
+                extractions: Extractions) -> ServingRow:
+    """One SGLang release's row: its verdict against each (name, training contract, why there
+    is none) and, from its first check, what it feeds."""
+    if release.problem:
+        return ServingRow(version=release.version, error=serving_error(release))
+    row, first = ServingRow(version=release.version), None
+    for name, training, training_error in against:
+        if training is None:  # that training release could not be extracted
+            row.verdicts.append(PairVerdict(against=name, verdict="error",
+                                            differences=[training_error or "no training contract"]))
+            continue
+        result, exc = extractions.check(release.version, training)
+        error = serving_error(release, result, exc)
+        if error:
+            return ServingRow(version=release.version, error=error)
+        first = first or result
+        row.verdicts.append(pair_verdict(result, training, name))
+    if first is not None:
+        s = first.serving
+        row.fc_input = [t.name if t else None for t in s.fc_input]
+        row.requested_ids = list(s.requested_ids) if s.requested_ids is not None else None
+        row.ids_source, row.code_path = s.ids_source, s.provenance.code_path
+        row.capture_ids = list(s.capture_ids) if s.capture_ids is not None else None
+        row.engine_errors = [f.message for f in s.findings
+                             if f.severity == "error" and f.kind in ("engine_error", "not_captured")]
+    return row
+
+
+def pair_verdict(result, training: TrainingContract, against: str) -> PairVerdict:
+    """The gate's decision for `training` from a check run against an equivalent contract."""
+    from ..gate import decide
+
+    verdict, _, diffs, unservable = decide(training, result.serving)
+    s = result.suggestion
+    bad = verdict != "parity"
+    return PairVerdict(against=against, verdict=verdict,
+                       differences=[unservable] if unservable else [x.message for x in diffs],
+                       fix=list(s.eagle_aux_hidden_state_layer_ids) if s and bad else None,
+                       fix_verified=bool(s and s.verified),
+                       unfixable=(unservable or result.unfixable) if bad else None)
+
+
+def serving_error(release: Release, result=None, exc: BaseException | None = None) -> str | None:
+    """Why `release` gave no serving contract ('cannot extract under sglang X: ...'), or None."""
+    if release.problem:
+        return f"{CANNOT} sglang {release.version}: {release.problem}"
+    if exc is not None:
+        msg = first_line(exc)
+        return msg if msg.startswith(CANNOT) else f"{CANNOT} sglang {release.version}: {msg}"
+    for f in result.serving.findings:
+        if f.message.startswith(CANNOT):
+            return f.message
+    found = result.serving.provenance.version
+    if found != release.version:
+        return (f"{CANNOT} sglang {release.version}: its environment ran sglang {found} "
+                f"(looked for {release.version})")
+    return None

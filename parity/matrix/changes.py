@@ -1,0 +1,51 @@
+"""What changed between adjacent releases: the cells a reader must look at first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .rows import ServingRow, TrainingRow, fix_text
+
+
+def mark_changes(training: list[TrainingRow], serving: list[ServingRow]) -> None:
+    """Set each row's `changed` to what differs from the row of the release before it."""
+    _mark(training, _training_cells)
+    _mark(serving, _serving_cells)
+
+
+def _training_cells(row: TrainingRow) -> dict[str, Any]:
+    return {"fc": row.fc_input, "target": row.target, "error": row.error, "lock": row.lock_drift}
+
+
+def _serving_cells(row: ServingRow) -> dict[str, Any]:
+    return {"fc": row.fc_input, "capture": row.capture_ids, "error": row.error,
+            "verdict": [v.verdict for v in row.verdicts], "fix": fix_text(row)}
+
+
+def _mark(rows: list, cells) -> None:
+    for prev, row in zip(rows, rows[1:]):
+        a, b = cells(prev), cells(row)
+        changed = []
+        if a["error"] != b["error"]:
+            changed.append("now cannot be extracted" if b["error"] else "extractable again")
+        if not (a["error"] or b["error"]):
+            changed += _slot_changes(a["fc"], b["fc"])
+            for k in b:
+                if k not in ("fc", "error") and a[k] != b[k]:
+                    changed.append(f"{k} {_short(a[k])} -> {_short(b[k])}")
+        row.changed = changed
+
+
+def _slot_changes(a: list | None, b: list | None) -> list[str]:
+    if a is None or b is None:
+        return [] if a == b else [f"fc {a} -> {b}"]
+    out = [f"slot {i}: {x or '-'} -> {y or '-'}" for i, (x, y) in enumerate(zip(a, b)) if x != y]
+    if len(a) != len(b):
+        out.append(f"{len(a)} -> {len(b)} slots")
+    return out
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
+        return "/".join(v)
+    return str(v)

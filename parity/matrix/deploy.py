@@ -1,0 +1,55 @@
+"""`can_i_deploy`: the answer for one (sglang, speculators) pair, from the same computation."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from .build import build_matrix
+from .rows import Matrix, fc_text
+
+
+class Answer(BaseModel):
+    """Whether the draft may be served by one SGLang release trained by one speculators release."""
+
+    deploy: bool | None = Field(description="None: cannot tell (a side could not be extracted).")
+    sglang: str = Field(description="The SGLang release asked about.")
+    speculators: str = Field(description="The speculators release asked about.")
+    reason: str = Field(description="The answer in one line, with the reason.")
+    matrix: Matrix = Field(description="The one-cell matrix the answer was read from.")
+
+    def to_json_dict(self) -> dict:
+        return {"deploy": self.deploy, "sglang": self.sglang, "speculators": self.speculators,
+                "reason": self.reason, "matrix": self.matrix.to_json_dict()}
+
+
+def can_i_deploy(sglang: str, speculators: str, target_config=None, draft=None, dump_layout=None, *,
+                 contract=None, verify: bool = True) -> Answer:
+    m = build_matrix(target_config, draft, dump_layout, contract=contract, sglang=[sglang],
+                     speculators=[speculators], verify=verify)
+    return answer(m, sglang, speculators)
+
+
+def answer(m: Matrix, sglang: str, speculators: str) -> Answer:
+    """Read the answer from a matrix of that one pair."""
+    t, row = m.training[0], m.serving[0]
+    pair = f"sglang {sglang} with speculators {speculators}"
+    asked = {"sglang": sglang, "speculators": speculators, "matrix": m}
+    if t.error:
+        return Answer(**asked, deploy=None, reason=t.error)
+    if row.error:
+        return Answer(**asked, deploy=None, reason=row.error)
+    if t.lock_drift:
+        return Answer(**asked, deploy=False, reason=f"no: speculators {speculators} no longer trains what "
+                      f"the lock says ({'; '.join(t.lock_drift)})")
+    v = row.verdicts[0]
+    if v.verdict == "parity":
+        return Answer(**asked, deploy=True, reason=f"yes: {pair} feeds the draft's fc exactly "
+                      f"{fc_text(row.fc_input)}, what it was trained on")
+    if v.verdict == "unservable":
+        return Answer(**asked, deploy=False, reason=f"no: {pair}: sglang {sglang} cannot serve this draft "
+                      f"as written: {v.unfixable}")
+    fix = (f"; fix: write eagle_config.eagle_aux_hidden_state_layer_ids = {v.fix}"
+           + (" (verified on this release)" if v.fix_verified else "") if v.fix is not None else
+           f"; no fix on this release: {v.unfixable}" if v.unfixable else "")
+    return Answer(**asked, deploy=False, reason=f"no: {pair}: trained on {fc_text(t.fc_input)}, served "
+                  f"{fc_text(row.fc_input)}: {'; '.join(v.differences)}{fix}")

@@ -1,0 +1,133 @@
+"""The matrix's rows: one per release of each side, and the cells they hold.
+
+A training row is one speculators release's training contract (or why it could not be
+extracted); a serving row is one SGLang release: the fc states it feeds, and its verdict
+against each training contract with the fix the gate found on that release. A row that
+could not be computed holds a "cannot extract under X: <what was looked for>" error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..contract import TrainingContract
+from ..gate import Verdict
+
+CANNOT = "cannot extract under"
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TrainingRow(_Row):
+    """One speculators release: what its data path trains the draft on."""
+
+    version: str = Field(description="The speculators release.")
+    fc_input: list[str] | None = Field(default=None, description="The states the fc is trained on, in order.")
+    target: str | None = Field(default=None, description="The loss-target state.")
+    code_path: str | None = Field(default=None, description="The release's code that was run.")
+    error: str | None = Field(default=None, description="'cannot extract under speculators X: ...'.")
+    lock_drift: list[str] = Field(default_factory=list,
+                                  description="Against a lock: how this release's contract differs from it.")
+    changed: list[str] = Field(default_factory=list, description="What changed since the previous (older) release.")
+    contract: TrainingContract | None = Field(default=None, exclude=True, repr=False,
+                                              description="The training contract itself (not in the JSON).")
+
+    def to_json(self) -> dict:
+        return self.model_dump(mode="json")
+
+
+class PairVerdict(_Row):
+    """One serving release against one training contract (a speculators release, or the lock)."""
+
+    against: str = Field(description="'speculators 0.9.0' or 'lock'.")
+    verdict: Verdict = Field(description="The gate's decision for this pair.")
+    differences: list[str] = Field(default_factory=list, description="Why it is not parity, one sentence each.")
+    fix: list[int] | None = Field(default=None, description="The ids the gate found on this release, if any.")
+    fix_verified: bool = Field(default=False, description="A full extraction with the fix written matched.")
+    unfixable: str | None = Field(default=None, description="Why no id list makes this release feed the "
+                                  "training contract (or why it cannot serve the draft).")
+
+
+class ServingRow(_Row):
+    """One SGLang release: what it feeds the draft and how that compares with training."""
+
+    version: str = Field(description="The SGLang release.")
+    fc_input: list[str | None] | None = Field(default=None, description="The states it feeds the fc, in order "
+                                              "(None: a slot it never captures).")
+    requested_ids: list[int] | None = Field(default=None, description="The ids it reads from the draft config.")
+    ids_source: str | None = Field(default=None, description="Where it read them.")
+    capture_ids: list[int] | None = Field(default=None, description="The layer indices it captures at.")
+    engine_errors: list[str] = Field(default_factory=list, description="What the engine raised or dropped.")
+    error: str | None = Field(default=None, description="'cannot extract under sglang X: ...'.")
+    verdicts: list[PairVerdict] = Field(default_factory=list, description="One per training contract.")
+    changed: list[str] = Field(default_factory=list, description="What changed since the previous (older) release.")
+    code_path: str | None = Field(default=None, description="The release's code that was run.")
+
+    @property
+    def fix_text(self) -> str:
+        return fix_text(self)
+
+    def to_json(self) -> dict:
+        return {**self.model_dump(mode="json"), "fix": fix_text(self, long=True)}
+
+
+class Matrix(_Row):
+    """One draft's contract under every installed release of both sides."""
+
+    target: str = Field(description="The target's architecture.")
+    num_layers: int = Field(description="Its decoder layers.")
+    draft: str = Field(description="The draft directory.")
+    dump_layout: list[str] = Field(description="What each dumped slot holds.")
+    contract: str | None = Field(description="The lock file the cells are judged against, if any.")
+    training: list[TrainingRow] = Field(description="Speculators releases, oldest first.")
+    serving: list[ServingRow] = Field(description="SGLang releases, oldest first.")
+    wall_s: float = Field(default=0.0, description="Wall time of the whole matrix.")
+    timings: list[dict] = Field(default_factory=list,
+                                description="Each extraction task: what, start_s, seconds.")
+
+    @property
+    def ok(self) -> bool:
+        return (all(r.error is None and not r.lock_drift for r in self.training)
+                and all(r.error is None and r.verdicts and all(v.verdict == "parity" for v in r.verdicts)
+                        for r in self.serving))
+
+    def cell(self, sglang: str, speculators: str | None = None) -> tuple[ServingRow, PairVerdict | None]:
+        row = next(r for r in self.serving if r.version == sglang)
+        if speculators is None or self.contract:
+            return row, (row.verdicts[0] if row.verdicts else None)
+        return row, next((v for v in row.verdicts if v.against == f"speculators {speculators}"), None)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {"target": self.target, "num_hidden_layers": self.num_layers, "draft": self.draft,
+                "dump_layout": self.dump_layout, "contract": self.contract, "ok": self.ok,
+                "wall_s": round(self.wall_s, 1), "timings": self.timings,
+                "training": [r.to_json() for r in self.training],
+                "serving": [r.to_json() for r in self.serving]}
+
+
+def fc_text(fc: list | None) -> str:
+    """An fc input as the tables print it: '[h0, h3, h31]', '<none>' for a slot never captured."""
+    return "-" if fc is None else "[" + ", ".join(x or "<none>" for x in fc) + "]"
+
+
+def fix_text(row: ServingRow, long: bool = False) -> str:
+    """The fix the gate found on this release, per training contract (one text when all agree)."""
+    if row.error:
+        return "-"
+    texts = []
+    for v in row.verdicts:
+        if v.verdict == "parity":
+            t = "none needed"
+        elif v.fix is not None:
+            t = f"write {v.fix}" + ("" if v.fix_verified else " (unverified)")
+        elif v.verdict == "error":
+            t = "-"
+        else:
+            t = f"none: {v.unfixable or 'no fix found'}" if long else "none on this release"
+        texts.append(t)
+    uniq = list(dict.fromkeys(texts))
+    return uniq[0] if len(uniq) == 1 else "; ".join(f"{v.against}: {t}" for v, t in zip(row.verdicts, texts))

@@ -1,0 +1,159 @@
+"""Running one matrix's extractions, several at a time, each in its release's environment.
+
+The training extraction of every speculators release starts at once. Against a lock the
+serving checks (one per SGLang release) start at once too; otherwise each training
+contract, when it arrives, starts one serving check per SGLang release, unless an
+equivalent contract (one the gate would judge identically) already did. Ctrl-C starts
+nothing more and ends what runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..contract import TrainingContract
+from ..releases import Release
+from ..workspace import kill_children
+from .rows import CANNOT
+
+# Extraction subprocesses running at once in this process, across concurrent matrices: more
+# than the CPUs only makes each slower (and multiplies memory).
+_SLOTS = threading.BoundedSemaphore(max(1, os.cpu_count() or 1))
+
+# One training extraction per release at a time in this process: concurrent matrices (a test
+# file, a bench) then reuse the first one's probe reply (parity.extract.trainers.speculators caches it)
+# instead of running the same probe side by side.
+_TRAINING_LOCKS: dict[str, threading.Lock] = {}
+_TRAINING_LOCKS_GUARD = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What every cell is extracted from."""
+
+    target_config: Path
+    draft: Path
+    dump_layout: list[str]
+    locked: TrainingContract | None  # a lock's training contract: serving is judged against it
+
+
+@dataclass
+class Extractions:
+    """What the extractions returned: a training contract (or why not) per speculators
+    release, and a check result (or the error it raised) per serving check."""
+
+    training: dict[str, TrainingContract | str] = field(default_factory=dict)
+    checks: dict[tuple[str, str], tuple] = field(default_factory=dict)
+    timings: list[dict] = field(default_factory=list)  # each task: what, start_s, seconds
+
+    def check(self, sglang: str, training: TrainingContract) -> tuple:
+        """(CheckResult or None, the error it raised or None) for `training` under `sglang`."""
+        return self.checks[(sglang, training_key(training))]
+
+
+def training_key(c: TrainingContract) -> str:
+    """Training contracts that the gate would judge identically share one serving check."""
+    d = json.loads(c.to_json())
+    for k in ("provenance", "findings"):
+        d.pop(k, None)
+    d["errors"] = sorted(f.message for f in c.findings if f.severity == "error")
+    return json.dumps(d, sort_keys=True)
+
+
+def first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def run_extractions(inputs: Inputs, speculators: list[Release], sglang: list[Release], *, workers: int,
+                    verify: bool, t0: float) -> Extractions:
+    """Every training extraction and every serving check the matrix needs (timed from `t0`,
+    a `time.monotonic()` reading)."""
+    out = Extractions()
+    clock = _Clock(t0, out.timings)
+    pending: dict[tuple[str, str], Future] = {}
+    with ThreadPoolExecutor(max_workers=workers) as pool:  # one torch thread each: envs.run_module
+        try:
+            if inputs.locked is not None:  # serving does not wait for training
+                _start_checks(pool, clock, pending, sglang, inputs, inputs.locked, verify)
+            started = {pool.submit(clock.timed, f"training under speculators {r.version}", _extract_training,
+                                   r, inputs, slot=False): r for r in speculators}
+            for done in as_completed(started):
+                contract = out.training[started[done].version] = done.result()
+                if inputs.locked is None and isinstance(contract, TrainingContract):
+                    _start_checks(pool, clock, pending, sglang, inputs, contract, verify)
+            out.checks = {k: f.result() for k, f in pending.items()}
+        except BaseException:  # Ctrl-C: start nothing more, end what runs (the pool waits for it)
+            pool.shutdown(wait=False, cancel_futures=True)
+            kill_children()
+            raise
+    out.timings.sort(key=lambda t: t["start_s"])
+    return out
+
+
+def _start_checks(pool: ThreadPoolExecutor, clock: "_Clock", pending: dict, sglang: list[Release],
+                  inputs: Inputs, training: TrainingContract, verify: bool) -> None:
+    """One serving check per SGLang release for `training`, unless an equivalent one started."""
+    key = training_key(training)
+    if any(k == key for _, k in pending):
+        return
+    for r in sglang:
+        pending[(r.version, key)] = pool.submit(clock.timed, f"serving check under sglang {r.version}",
+                                                _check, r, inputs, training, verify)
+
+
+def _extract_training(release: Release, inputs: Inputs) -> TrainingContract | str:
+    """The training contract under `release`, or the 'cannot extract under' line saying why not."""
+    from ..errors import UserError
+    from ..lock import extract_for_lock
+
+    if release.problem:
+        return f"{CANNOT} speculators {release.version}: {release.problem}"
+    try:
+        with _training_lock(release.version), _SLOTS:  # the lock first: a waiter holds no CPU slot
+            return extract_for_lock(inputs.target_config, inputs.draft, inputs.dump_layout,
+                                    speculators_version=release.version)
+    except UserError as exc:
+        msg = first_line(exc)
+        return msg if msg.startswith(CANNOT) else f"{CANNOT} speculators {release.version}: {msg}"
+
+
+def _check(release: Release, inputs: Inputs, training: TrainingContract, verify: bool) -> tuple:
+    """The gate's check under `release`: (result, None), or (None, the error it raised)."""
+    from ..errors import UserError
+    from ..gate import check
+
+    if release.problem:
+        return None, None
+    try:
+        return check(training, inputs.target_config, inputs.draft, sglang_version=release.version,
+                     verify=verify), None
+    except UserError as exc:
+        return None, exc
+
+
+def _training_lock(version: str) -> threading.Lock:
+    with _TRAINING_LOCKS_GUARD:
+        return _TRAINING_LOCKS.setdefault(version, threading.Lock())
+
+
+class _Clock:
+    """Times each task from the start of the matrix; serving checks hold a CPU slot while they run."""
+
+    def __init__(self, t0: float, timings: list[dict]):
+        self.t0, self.timings = t0, timings
+
+    def timed(self, what: str, fn, *args, slot: bool = True):
+        with _SLOTS if slot else nullcontext():
+            start = time.monotonic()
+            try:
+                return fn(*args)
+            finally:
+                self.timings.append({"what": what, "start_s": round(start - self.t0, 2),
+                                     "seconds": round(time.monotonic() - start, 2)})
