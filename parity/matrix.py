@@ -27,6 +27,7 @@ from typing import Any
 
 from .contract import TrainingContract, diff
 from .envs import EnvError, environments
+from .home import setup_command
 from .workspace import kill_children
 
 CANNOT = "cannot extract under"
@@ -70,7 +71,7 @@ def releases(package: str, wanted: list[str] | None = None) -> list[Release]:
         if v is None or v in found:
             continue
         problem = None if env.built else (f"its environment {env.name!r} ({env.path}) is not built: "
-                                          f"run `./dev setup {env.name}`")
+                                          f"run `{setup_command(env.name)}`")
         found[v] = Release(package, v, env.name, problem)
     if wanted:
         out = []
