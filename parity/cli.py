@@ -108,6 +108,17 @@ def build_parser() -> argparse.ArgumentParser:
     from .replay.cli import add_replay_parser, run_replay
     add_replay_parser(sub, _add_dump_args).set_defaults(func=run_replay)
 
+    eg = sub.add_parser("example", help="run `parity check` on the bundled drift case (the Kimi-K2.5 draft); "
+                        "exit 1: it drifts")
+    eg.add_argument("--no-verify", action="store_true",
+                    help="skip the second extraction that confirms the suggested fix")
+    eg.add_argument("--json", action="store_true")
+    eg.set_defaults(func=_example)
+    st = sub.add_parser("setup", help="build the environments envs.toml describes (release "
+                        "environments go to $PARITY_HOME); all when none is named")
+    st.add_argument("envs", nargs="*", metavar="ENV", help="e.g. sglang-0.5.14")
+    st.set_defaults(func=_setup)
+
     sub.add_parser("schema", help="print the JSON Schema of contracts").set_defaults(func=_schema)
     sub.add_parser("conventions", help="list the layer-id conventions parity translates").set_defaults(
         func=_conventions)
@@ -299,6 +310,33 @@ def _conventions(args) -> int:
     for c in CONVENTIONS.values():
         print(f"{c.name:26s} {c.summary}\n{'':26s} source: {c.source}")
     return ExitCode.OK
+
+
+# The bundled example: the case this project was born from (README, "Two commands").
+EXAMPLE_TARGET = ("fixtures", "targets", "kimi-k2.5", "config.json")
+EXAMPLE_DRAFT = ("fixtures", "drafts", "kimi-k2.5-eagle3")
+EXAMPLE_DUMP = "h0,h3,h31,h59"
+
+
+def _example(args) -> int:
+    """`parity check` on the bundled example, wherever parity is installed; its paths are shown
+    relative to the working directory when they are inside it (`./dev example` in a checkout)."""
+    from .home import shipped
+
+    def shown(path: Path) -> str:
+        rel = os.path.relpath(path)
+        return str(path) if rel.startswith(os.pardir) else rel
+
+    argv = ["check", "--target-config", shown(shipped(*EXAMPLE_TARGET)),
+            "--draft", shown(shipped(*EXAMPLE_DRAFT)), "--dump-layout", EXAMPLE_DUMP]
+    argv += ["--no-verify"] * args.no_verify + ["--json"] * args.json
+    return _check(build_parser().parse_args(argv))
+
+
+def _setup(args) -> int:
+    from .build_env import main as build
+
+    return build(args.envs)
 
 
 def run(args) -> int:

@@ -1,9 +1,13 @@
 """The environments envs.toml describes, and running parity code inside one of them.
 
-Other releases of speculators (and later SGLang) cannot share an environment with the
-main one (they pin other transformers releases), so their extractors run as
-`python -m parity.<module>` in a subprocess of that environment's interpreter, with
-this repository on PYTHONPATH, exchanging JSON over stdin/stdout.
+Other releases of speculators and SGLang cannot share an environment with the main one (they
+pin other transformers releases), so their extractors run as `python -m parity.<module>` in a
+subprocess of that environment's interpreter, with this parity package on PYTHONPATH,
+exchanging JSON over stdin/stdout.
+
+Which environments exist: the shipped envs.toml plus the user's `$PARITY_HOME/envs.toml`
+(parity.home). The one that installs parity itself (`editable = true`, "main") is the
+environment parity is running in; every other one is built into `$PARITY_HOME/NAME`.
 
 `PARITY_PROBE_OVERRIDES` replaces a module `run_module` is asked to run with another one,
 "MODULE=REPLACEMENT" entries separated by commas, e.g.
@@ -21,15 +25,19 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 import tomllib
+from contextlib import contextmanager
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
+from typing import Iterator
 
+from .home import CHECKOUT, PACKAGE, home, setup_command, shipped, user_envs
 from .workspace import run_child, workspace
 from .errors import UserError
 
-ROOT = Path(__file__).resolve().parent.parent
-PINS = ROOT / "envs.toml"
+STAMP = "parity-env.stamp"  # written by parity.build_env when an environment is complete
 
 
 class EnvError(UserError, RuntimeError):
@@ -40,15 +48,16 @@ class EnvError(UserError, RuntimeError):
 class Env:
     name: str
     path: Path
-    packages: dict[str, str]  # package -> pinned version, from `no_deps` pins
+    packages: dict[str, str]  # package -> version: pinned in envs.toml, or installed (current)
+    current: bool = False  # the environment this parity runs in (envs.toml's `editable` one)
 
     @property
     def python(self) -> Path:
-        return self.path / "bin" / "python"
+        return Path(sys.executable) if self.current else self.path / "bin" / "python"
 
     @property
     def built(self) -> bool:
-        return (self.path / "parity-env.stamp").exists() and self.python.exists()
+        return self.current or ((self.path / STAMP).exists() and self.python.exists())
 
 
 def _pinned(spec: dict) -> dict[str, str]:
@@ -68,12 +77,43 @@ def _fill(value, fields: dict):
     return value
 
 
+def _merge(shipped_data: dict, user_data: dict) -> dict:
+    """The user's envs.toml over the shipped one: its release lines are added to (or replace)
+    the shipped lines of their family; its `[env.X]` and `[template.F]` sections replace
+    the shipped section of that name whole."""
+    out = {k: dict(v) for k, v in shipped_data.items() if isinstance(v, dict)}
+    for table, sections in user_data.items():
+        if not isinstance(sections, dict):
+            raise EnvError(f"{user_envs()}: `{table}` is not a table")
+        merged = out.setdefault(table, {})
+        for name, body in sections.items():
+            if table == "releases" and isinstance(body, dict):
+                merged[name] = {**merged.get(name, {}), **body}
+            else:
+                merged[name] = body
+    return out
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise EnvError(f"{path}: not valid TOML: {exc}") from None
+
+
 def load_specs(text: str | None = None) -> dict[str, dict]:
     """Every environment envs.toml describes, by name: the `[env.NAME]` sections as written,
     plus one per line of `[releases.FAMILY]`, filled into `[template.FAMILY]`
     (`{version}` and the line's own pins; its `extra` list is appended to `deps`).
-    Stdlib only: tools/setup_env.py uses it before any environment exists."""
-    data = tomllib.loads(PINS.read_text() if text is None else text)
+    `text` replaces both files (tests); otherwise the shipped envs.toml plus the user's
+    `$PARITY_HOME/envs.toml` when it exists. Stdlib only: parity.build_env uses it before
+    any environment exists."""
+    if text is not None:
+        data = tomllib.loads(text)
+    else:
+        data = _read_toml(shipped("envs.toml"))
+        if user_envs().is_file():
+            data = _merge(data, _read_toml(user_envs()))
     specs = dict(data.get("env", {}))
     for family, releases in data.get("releases", {}).items():
         template = data.get("template", {}).get(family)
@@ -91,23 +131,66 @@ def load_specs(text: str | None = None) -> dict[str, dict]:
     return specs
 
 
+def env_path(name: str, spec: dict) -> Path:
+    """Where the environment `name` is built. In a checkout: the main one (`editable`: it
+    installs the checkout) at its envs.toml `path` (`.venv`), and with no PARITY_HOME set every
+    other one at its `path` too (`.envs/NAME`: inside the checkout's default home). Otherwise
+    in the home, `$PARITY_HOME/NAME`."""
+    if CHECKOUT is not None and "path" in spec and (spec.get("editable") or not os.environ.get("PARITY_HOME")):
+        return CHECKOUT / spec["path"]
+    return home() / name
+
+
+def _installed(spec: dict) -> dict[str, str]:
+    """The pinned packages of `spec` as installed in the running environment."""
+    out = {}
+    for name in _pinned(spec):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
 def environments() -> list[Env]:
-    if not PINS.exists():
+    if not shipped("envs.toml").exists():
         return []
-    return [Env(name, ROOT / spec["path"], _pinned(spec)) for name, spec in load_specs().items()]
+    return [Env(name, Path(sys.prefix), _installed(spec), current=True) if spec.get("editable")
+            else Env(name, env_path(name, spec), _pinned(spec))
+            for name, spec in load_specs().items()]
 
 
 def find_env(package: str, version: str) -> Env:
-    """The environment that pins `package==version`."""
+    """The environment that has `package==version`."""
     for env in environments():
         if env.packages.get(package) == version:
             if not env.built:
                 raise EnvError(f"the environment for {package} {version} ({env.path}) is not "
-                               f"built: run `./dev setup {env.name}`")
+                               f"built: run `{setup_command(env.name)}`")
             return env
     known = sorted({e.packages[package] for e in environments() if package in e.packages})
     raise EnvError(f"no environment pins {package}=={version}; envs.toml has {known}. "
-                   f"Add a section for it to envs.toml")
+                   f"Add a line for it to {user_envs() if CHECKOUT is None else 'envs.toml'}")
+
+
+@contextmanager
+def parity_on_path(env: dict[str, str]) -> Iterator[Path]:
+    """Make this parity package importable, first, in a child interpreter of any environment:
+    put it on `env`'s PYTHONPATH and yield the directory to run the child in. A checkout goes
+    on the path as it is (its tests' drift modules run in children too); an installed package
+    sits among other distributions, so a private directory holding only a link to it goes
+    there instead (removed on leaving)."""
+    def prepend(path: Path) -> None:
+        env["PYTHONPATH"] = str(path) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+
+    if CHECKOUT is not None:
+        prepend(CHECKOUT)
+        yield CHECKOUT
+        return
+    with tempfile.TemporaryDirectory(prefix="parity-path-") as tmp:
+        (Path(tmp) / "parity").symlink_to(PACKAGE, target_is_directory=True)
+        prepend(Path(tmp))
+        yield Path(tmp)
 
 
 PROBE_OVERRIDES = "PARITY_PROBE_OVERRIDES"
@@ -137,21 +220,22 @@ def run_module(python: Path | str, module: str, request: dict, timeout: float = 
     """
     module = module_to_run(module)
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("PYTHONHASHSEED", "0")
     # The probes run tiny models: one thread is faster, and keeps parallel probes
     # (xdist workers, the matrix) from oversubscribing the cores (measured 14 s vs 40 s).
     env.setdefault("OMP_NUM_THREADS", "1")
-    if cache:
-        from .reply_cache import cached_reply
+    with parity_on_path(env) as cwd:
+        if cache:
+            from .reply_cache import cached_reply
 
-        return cached_reply(str(python), module, request, env,
-                            lambda: _run(python, module, request, env, timeout))
-    return _run(python, module, request, env, timeout)
+            return cached_reply(str(python), module, request, env,
+                                lambda: _run(python, module, request, env, timeout, cwd))
+        return _run(python, module, request, env, timeout, cwd)
 
 
-def _run(python: Path | str, module: str, request: dict, env: dict[str, str], timeout: float) -> dict:
-    proc = run_child([str(python), "-m", module], json.dumps(request), env, timeout, cwd=ROOT)
+def _run(python: Path | str, module: str, request: dict, env: dict[str, str], timeout: float,
+         cwd: Path) -> dict:
+    proc = run_child([str(python), "-m", module], json.dumps(request), env, timeout, cwd=cwd)
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
     if proc.returncode != 0 or not lines:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-12:]
@@ -168,11 +252,11 @@ def current_python() -> str:
 
 
 def display_python(path: str | None) -> str | None:
-    """An interpreter path as recorded in contracts: relative to the repository when inside it."""
-    if not path:
+    """An interpreter path as recorded in contracts: relative to the checkout when inside it."""
+    if not path or CHECKOUT is None:
         return path
     try:
-        return str(Path(path).relative_to(ROOT))
+        return str(Path(path).relative_to(CHECKOUT))
     except ValueError:
         return path
 

@@ -3,8 +3,8 @@
 `speculators_draft(...)` writes an EAGLE-3 draft exactly as speculators saves one
 (`Eagle3DraftModel.save_pretrained`: config.json with `speculators_model_type`,
 `transformer_layer_config`, ids and flags; model.safetensors with d2t/t2d), with seeded
-weights. Outputs are cached under `.cache/fixtures/<hash of the recipe and the
-speculators version>`, so a rebuild happens only when the recipe or the library changes,
+weights. Outputs are cached under `$PARITY_HOME/cache/fixtures/<hash of the recipe and the
+speculators version>` (parity.home), so a rebuild happens only when the recipe or the library changes,
 or when a cached file no longer matches the sha256 recorded at build time. Nothing is
 downloaded.
 """
@@ -19,8 +19,7 @@ from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-CACHE = ROOT / ".cache" / "fixtures"
+from .home import cache_dir
 
 
 @dataclass(frozen=True)
@@ -53,11 +52,12 @@ def speculators_draft(recipe: DraftRecipe = DraftRecipe()) -> Path:
     A cached copy is used only if every file still has the sha256 its manifest recorded at
     build time: a truncated or corrupted file (an interrupted copy, a full disk, a stray
     edit) is rebuilt instead of being fed to every later run."""
-    out = CACHE / f"draft-{recipe.key()}"
+    cache = cache_dir() / "fixtures"
+    out = cache / f"draft-{recipe.key()}"
     if verified(out):
         return out
-    CACHE.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=CACHE))  # own name: xdist workers race
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=cache))  # own name: xdist workers race
     try:
         _build(recipe, tmp)
         write_manifest(tmp)  # last: a directory without one is never trusted

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .envs import environments
+from .home import setup_command
 
 
 def version_key(version: str):
@@ -38,7 +39,7 @@ def releases(package: str, wanted: list[str] | None = None) -> list[Release]:
         if v is None or v in found:
             continue
         problem = None if env.built else (f"its environment {env.name!r} ({env.path}) is not built: "
-                                          f"run `./dev setup {env.name}`")
+                                          f"run `{setup_command(env.name)}`")
         found[v] = Release(package, v, env.name, problem)
     if wanted:
         out = []

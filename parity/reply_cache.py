@@ -72,7 +72,9 @@ _TRANSIENT = ("MemoryError", "OSError", "IOError", "TimeoutError", "BlockingIOEr
 
 def cache_dir() -> Path:
     """Where replies are kept: the one place to change to move the cache."""
-    return ROOT / ".cache" / "replies"
+    from .home import cache_dir as home_cache
+
+    return home_cache() / "replies"
 
 
 def enabled() -> bool:

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import sys
+from importlib import metadata
+from pathlib import Path
+
 import pytest
 
-from parity.envs import EnvError, environments, load_specs
+from parity import home
+from parity.envs import EnvError, environments, find_env, load_specs
+
+from .helpers import ROOT
 
 TOML = """
 [releases.speculators]
@@ -34,3 +41,42 @@ def test_the_shipped_file_names_every_release_once():
     pins = [(e.name, e.packages.get("sglang") or e.packages.get("speculators")) for e in environments()]
     assert ("main", "0.5.23") in pins and ("speculators-0.7.0.2", "0.7.0.2") in pins
     assert ("sglang-0.5.14", "0.5.14") in pins and ("sglang-0.5.12.post1", "0.5.12.post1") in pins
+
+
+def test_the_user_file_in_parity_home_adds_a_release(tmp_path, monkeypatch):
+    """`$PARITY_HOME/envs.toml` adds a release line to the shipped family; its environment is
+    built into the home (not yet: its remedy names the command that builds it)."""
+    (tmp_path / "envs.toml").write_text('[releases.sglang]\n"0.5.99" = { transformers = "5.20.0", '
+                                        'tvm_ffi = "0.1.11", openai = "2.8.0" }\n')
+    monkeypatch.setenv("PARITY_HOME", str(tmp_path))
+    envs = {e.name: e for e in environments()}
+    added = envs["sglang-0.5.99"]
+    assert added.path == tmp_path / "sglang-0.5.99" and not added.built
+    assert added.packages["sglang"] == "0.5.99" and added.packages["transformers"] == "5.20.0"
+    assert "sglang-0.5.14" in envs and "speculators-0.7.0.2" in envs  # the shipped ones stay
+    with pytest.raises(EnvError, match=r"is not built: run `\./dev setup sglang-0\.5\.99`"):
+        find_env("sglang", "0.5.99")
+
+
+def test_a_broken_user_file_is_named(tmp_path, monkeypatch):
+    (tmp_path / "envs.toml").write_text("[releases.sglang\n")
+    monkeypatch.setenv("PARITY_HOME", str(tmp_path))
+    with pytest.raises(EnvError, match=f"{tmp_path / 'envs.toml'}: not valid TOML"):
+        load_specs()
+
+
+def test_the_main_environment_is_the_one_parity_runs_in():
+    (main,) = [e for e in environments() if e.current]
+    assert main.name == "main" and str(main.python) == sys.executable and main.built
+    assert main.packages["sglang"] == metadata.version("sglang")
+
+
+def test_a_checkout_keeps_its_release_environments_in_envs_dir(monkeypatch):
+    """No PARITY_HOME in a checkout: release environments at their envs.toml path (.envs/NAME),
+    the fixture cache beside them; PARITY_HOME moves both."""
+    monkeypatch.delenv("PARITY_HOME", raising=False)
+    assert home.CHECKOUT == ROOT and home.home() == ROOT / ".envs"
+    assert {e.name: e.path for e in environments()}["sglang-0.5.14"] == ROOT / ".envs" / "sglang-0.5.14"
+    monkeypatch.setenv("PARITY_HOME", "/elsewhere")
+    assert {e.name: e.path for e in environments()}["sglang-0.5.14"] == Path("/elsewhere/sglang-0.5.14")
+    assert home.cache_dir() == Path("/elsewhere/cache")

@@ -1,103 +1,17 @@
-"""Build parity's virtual environments from envs.toml (stdlib only).
+"""Build parity's environments from envs.toml: `./dev setup [NAME ...]` (stdlib only).
 
     python3 tools/setup_env.py            # every environment
     python3 tools/setup_env.py main       # just one
 
-Each environment is re-built only when what defines it changed since the last
-successful build (its expanded spec, the build RECIPE below, and for the editable
-one pyproject.toml): a stamp file inside the environment holds that hash, so a
-re-run with nothing changed takes well under a second. Progress goes to stderr.
+Runs with any Python >= 3.11, before any environment exists: the builder (parity/build_env.py)
+and what it imports use the standard library only.
 """
 
-from __future__ import annotations
-
-import hashlib
-import json
-import os
-import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from parity.envs import EnvError, load_specs  # noqa: E402  (stdlib only)
-
-STAMP = "parity-env.stamp"
-RECIPE = 2  # bump when the way an environment is built below changes
-
-
-def log(msg: str) -> None:
-    print(f"[setup] {msg}", file=sys.stderr, flush=True)
-
-
-def spec_hash(name: str, spec: dict) -> str:
-    canonical = {**spec, "deps": sorted(spec.get("deps", [])), "no_deps": sorted(spec.get("no_deps", [])),
-                 "editable": bool(spec.get("editable"))}
-    h = hashlib.sha256()
-    h.update(json.dumps({"name": name, "spec": canonical, "recipe": RECIPE}, sort_keys=True).encode())
-    if spec.get("editable"):
-        h.update((ROOT / "pyproject.toml").read_bytes())
-    return h.hexdigest()
-
-
-def pip(py: Path, *args: str) -> None:
-    cmd = [str(py), "-m", "pip", "install", "--disable-pip-version-check",
-           "--progress-bar", "off", *args]
-    shown = [a for i, a in enumerate(args) if not a.startswith("-") and args[i - 1] != "-c"]
-    log("pip install " + " ".join(shown))
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if proc.returncode != 0:
-        sys.stderr.write(proc.stdout[-6000:])
-        raise SystemExit(f"[setup] pip failed (exit {proc.returncode}): {' '.join(cmd)}")
-
-
-def build(name: str, spec: dict) -> None:
-    path = ROOT / spec["path"]
-    stamp = path / STAMP
-    want = spec_hash(name, spec)
-    if stamp.exists() and stamp.read_text().strip() == want:
-        log(f"{name}: up to date ({spec['path']})")
-        return
-    t0 = time.monotonic()
-    log(f"{name}: building {spec['path']} (a fresh build takes a few minutes)")
-    if path.exists():
-        shutil.rmtree(path)
-    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
-    py = path / "bin" / "python"
-    # The CPU torch first; the constraint keeps every later install on it.
-    torch_pin = f"torch=={spec['torch']}"
-    pip(py, "-q", torch_pin)
-    constraints = path / "torch-constraint.txt"
-    constraints.write_text(torch_pin + "\n")
-    if spec.get("deps"):
-        pip(py, "-q", "-c", str(constraints), *spec["deps"])
-    if spec.get("no_deps"):
-        pip(py, "-q", "--no-deps", *spec["no_deps"])
-    if spec.get("editable"):
-        pip(py, "-q", "--no-deps", "--no-build-isolation", "-e", str(ROOT))
-    stamp.write_text(want + "\n")
-    size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
-    log(f"{name}: built in {time.monotonic() - t0:.0f} s, {size / 2**30:.2f} GiB")
-
-
-def main(argv: list[str]) -> int:
-    try:
-        envs = load_specs()
-    except EnvError as exc:
-        print(f"[setup] {exc}", file=sys.stderr)
-        return 2
-    names = argv or list(envs)
-    unknown = [n for n in names if n not in envs]
-    if unknown:
-        print(f"[setup] unknown environment(s) {unknown}; envs.toml has {list(envs)}",
-              file=sys.stderr)
-        return 2
-    for name in names:
-        build(name, envs[name])
-    return 0
-
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from parity.build_env import main  # noqa: E402
 
 if __name__ == "__main__":
     raise SystemExit(main(sys.argv[1:]))

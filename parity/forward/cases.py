@@ -18,10 +18,10 @@ from pathlib import Path
 from ..contract.tap import Tap
 from ..extract.engines import engine
 from ..fixtures import DraftRecipe, speculators_draft
+from ..home import shipped
 from ..inputs import InputError
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-TARGETS = ROOT / "fixtures" / "targets"
+TARGETS = shipped("fixtures", "targets")
 
 # architecture -> the bundled real config whose structure the tiny target keeps
 ARCHS = {"llama": "llama-3.1-8b", "qwen3": "qwen3-8b", "deepseek-v3": "deepseek-v3-61l"}

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from safetensors.torch import load_file
 
-from ..envs import EnvError
+from ..envs import EnvError, parity_on_path
 from ..extract.trainers import trainer
 from ..extract.engines import engine
 from ..workspace import kill_children, run_child
@@ -30,13 +30,11 @@ from .cases import Case, seeded_tokens
 from .compare import ForwardResult, compare
 from .tolerances import for_dtype
 
-ROOT = Path(__file__).resolve().parent.parent.parent
 TRAINING_MODULE = trainer().FORWARD_MODULE
 
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("PYTHONHASHSEED", "0")
     env.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded; fail fast instead of retrying
     env.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -46,7 +44,9 @@ def _env() -> dict[str, str]:
 def run_side(module: str, request: dict, python: str | None = None, timeout: float = 600) -> dict:
     """`python -m module` with the request on stdin; its JSON reply (last stdout line)."""
     python = python or sys.executable
-    proc = run_child([python, "-m", module], json.dumps(request), _env(), timeout, cwd=ROOT)
+    env = _env()
+    with parity_on_path(env) as cwd:
+        proc = run_child([python, "-m", module], json.dumps(request), env, timeout, cwd=cwd)
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
     if proc.returncode != 0 or not lines:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-12:]
