@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from parity.forward.cases import ARCHS, DRIFTS, EXPECTED_STAGE, fixture_cases, target_config  # noqa: E402
+from parity.forward.cases import ARCHS, DRIFTS, EXPECTED_STAGE, fixture_cases, fixture_target  # noqa: E402
 from parity.forward.report import render_forward, render_summary  # noqa: E402
 from parity.forward.run import forward_parity  # noqa: E402
 
@@ -43,7 +43,7 @@ def timed(fn):
 
 def bench_arch(arch: str, repeat: int, drifts: bool) -> dict:
     name = ARCHS[arch]
-    target = target_config(name)
+    target = fixture_target(name)
     cases = fixture_cases(target, ())  # builds (or reuses) the seeded draft before any timing
     fulls, bares = [], []
     out = None

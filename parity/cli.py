@@ -73,8 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     ck.add_argument("--target-config", type=Path, help="the target's config.json")
     ck.add_argument("--draft", type=Path, help="the draft directory as it will be served")
     _add_dump_args(ck)
-    ck.add_argument("--contract", type=Path, metavar="FILE",
-                    help="instead of the three above: a locked contract (contracts/NAME.json)")
+    ck.add_argument("--lock", "--contract", dest="contract", type=Path, metavar="FILE",
+                    help="instead of the three above: a lock file written by `parity lock` "
+                         "(contracts/NAME.json); --contract is its older name")
     ck.add_argument("--engine", default="sglang", choices=["sglang"])
     ck.add_argument("--sglang", metavar="VERSION", help="check under another installed release")
     ck.add_argument("--speculators", metavar="VERSION", help="training under another installed release")
@@ -130,8 +131,9 @@ def _add_matrix_parsers(sub) -> None:
         p.add_argument("--target-config", type=Path, help="the target's config.json")
         p.add_argument("--draft", type=Path, help="the draft directory as it will be served")
         p.add_argument("--dump-layout", metavar="TAPS", help="which state each dumped slot holds")
-        p.add_argument("--contract", type=Path, metavar="FILE",
-                       help="instead of the three above: a locked contract (contracts/NAME.json)")
+        p.add_argument("--lock", "--contract", dest="contract", type=Path, metavar="FILE",
+                       help="instead of the three above: a lock file written by `parity lock` "
+                            "(contracts/NAME.json); --contract is its older name")
         p.add_argument("--no-verify", action="store_true",
                        help="skip the second extraction that confirms each suggested fix")
         p.add_argument("--json", action="store_true")

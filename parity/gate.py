@@ -146,7 +146,7 @@ def _lock_differences(locked: TrainingContract, fresh: TrainingContract) -> list
     name = lambda tap: tap.name if tap else "nothing"  # noqa: E731
     out = [Difference(kind="lock", where="training", training=s.expected and s.expected.name,
                       serving=s.actual and s.actual.name,
-                      message=f"the installed speculators {fresh.provenance.version} now trains slot "
+                      message=f"the installed {fresh.provenance.package} {fresh.provenance.version} now trains slot "
                               f"{s.slot} on {name(s.actual)}, the lock says {name(s.expected)} ({s.why})")
            for s in moved.mismatched_slots]
     out += [Difference(kind="lock", where=f.field, training=f.expected, serving=f.actual,

@@ -17,7 +17,7 @@ import torch
 
 from parity import cli
 from parity.forward.cases import (DRIFTS, EXPECTED_STAGE, FLAG_DRIFTS, Case, fixture_cases, served_copy,
-                                  target_config)
+                                  fixture_target)
 from parity.forward.compare import STAGES, compare
 from parity.forward.run import forward_parity
 from parity.forward.tolerances import BF16, FP32, for_dtype
@@ -34,7 +34,7 @@ STEPS = 3
 @pytest.fixture(scope="module")
 def llama_run():
     """Llama, 8 layers (dump [h2, h4, h5, h8]): every matched pair and every drift, one run."""
-    target = target_config("llama-8l")
+    target = fixture_target("llama-8l")
     out = forward_parity(target, fixture_cases(target, DRIFTS, flags_on=True), steps=STEPS)
     return {r.name: r for r in out["results"]}
 
@@ -124,7 +124,7 @@ def test_missing_d2t_keeps_logits_but_not_tokens(llama_run):
 def test_born_from_case_on_a_61_layer_deepseek(tmp_path):
     """Kimi-K2.5 class: trained on cat([h0, h3, h31]) of [h0, h3, h31, h59]; served with the
     draft config's ids [2, 30, 58] as written. The matched pair (ids found on the engine) agrees."""
-    target = target_config("deepseek-v3-61l")
+    target = fixture_target("deepseek-v3-61l")
     matched = fixture_cases(target, (), work=tmp_path / "m")
     draft = speculators_draft(DraftRecipe(ids=(2, 30, 58)))
     kimi = Case(name="kimi", draft_dir=draft, dump_layout=["h0", "h3", "h31", "h59"],
@@ -147,7 +147,7 @@ def test_cli_forward_on_a_given_draft_exits_0(tmp_path, capsys):
     ids are found on the engine."""
     target = tmp_path / "target" / "config.json"
     target.parent.mkdir()
-    target.write_text(json.dumps(target_config("llama-8l")))
+    target.write_text(json.dumps(fixture_target("llama-8l")))
     draft = speculators_draft(DraftRecipe(ids=(2, 4, 5), hidden_size=64, target_vocab=256, draft_vocab=32))
     rc = cli.main(["forward", "--target-config", str(target), "--draft", str(draft),
                    "--dump-layout", "h2,h4,h5,h8", "--steps", "2"])
@@ -283,7 +283,7 @@ def test_tolerances_live_in_one_place_with_reasons():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_gpu_bf16_default_backend_gives_the_same_logits():
     """The same comparison with SGLang's default GPU attention backend, bf16 (bench/gpu_forward.sh)."""
-    target = target_config("llama-8l")
+    target = fixture_target("llama-8l")
     cases = fixture_cases(target, ("born-from", "no-d2t", "norm_before_residual"))
     out = {r.name: r for r in forward_parity(target, cases, dtype="bfloat16", device="cuda")["results"]}
     m = out["matched"]

@@ -18,7 +18,8 @@ from safetensors.torch import save_file
 from parity.contract import TargetModel, Tap, diff, parse_taps
 from parity.envs import run_module
 from parity.extract.trainers.speculators import (PROBE_MODULE, PROBE_SHAPE, DraftError, TrainingExtractionError,
-                                                 extract_training, probe_python, probe_training, read_draft)
+                                                 contract_from_probe, extract_training, probe_python,
+                                                 probe_training, read_draft)
 from parity.extract.trainers.speculators.draft import classify_d2t, installed_schema
 
 ROOT = Path(__file__).resolve().parent.parent

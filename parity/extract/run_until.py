@@ -23,6 +23,14 @@ class CodePathMoved(LookupError):
     """The engine code parity runs is not where this adapter looks for it."""
 
 
+class ModuleAbsent(CodePathMoved):
+    """A module the adapter imports does not exist in the installed release."""
+
+    def __init__(self, module: str):
+        super().__init__(f"looked for {module}; there is none")
+        self.module = module
+
+
 class _Stop(BaseException):  # BaseException: not swallowed by the engine's `except Exception`
     pass
 

@@ -61,7 +61,7 @@ class Case:
 # -- targets ----------------------------------------------------------------------------------
 
 
-def target_config(name: str) -> dict:
+def fixture_target(name: str) -> dict:
     """A bundled target config by fixture name: 'llama-3.1-8b', or '<arch>-<N>l' for depth N."""
     if (TARGETS / name / "config.json").exists():
         return json.loads((TARGETS / name / "config.json").read_text())

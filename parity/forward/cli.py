@@ -52,7 +52,7 @@ def add_forward_parser(sub, parser_class) -> argparse.ArgumentParser:
 
 def run_forward(args) -> int:
     from ..inputs import InputError, parse_dump, read_config, target_layers, text_part
-    from .cases import DRIFTS, fixture_cases, given_case, target_config
+    from .cases import DRIFTS, fixture_cases, given_case, fixture_target
     from .report import render_forward, render_summary
     from .run import forward_parity
 
@@ -72,7 +72,7 @@ def run_forward(args) -> int:
     if args.fixture:
         if args.target_config or args.draft or args.served:
             raise InputError("--fixture replaces --target-config/--draft/--served")
-        target = target_config(args.fixture)
+        target = fixture_target(args.fixture)
         drifts = tuple(DRIFTS) if "all" in args.drift else tuple(dict.fromkeys(args.drift))
         cases = fixture_cases(target, drifts, flags_on=args.flags_on, work=work)
         label = (f"fixture {args.fixture} ({target['architectures'][0]}, "

@@ -8,11 +8,11 @@ through `engine(name)`. Adding an engine (e.g. vLLM) is adding a folder here who
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from .. import folders, side
 from ...errors import UserError
 
 if TYPE_CHECKING:
@@ -65,23 +65,9 @@ class Engine(Protocol):
 
 def names() -> list[str]:
     """Every engine folder here."""
-    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.ispkg)
+    return folders(sys.modules[__name__])
 
 
 def engine(name: str = DEFAULT) -> Engine:
     """The engine called `name`; an unknown name is a one-line InputError."""
-    from ...inputs import InputError
-
-    if name not in names():
-        raise InputError(f"unknown engine {name!r}: parity has {', '.join(names())} "
-                         f"(one folder each under parity/extract/engines/)")
-    module = importlib.import_module(f"{__name__}.{name}")
-    if not isinstance(module, Engine):
-        missing = [m for m in ("NAME", "FORWARD_MODULE", "python", "preflight", "check_architecture",
-                               "probe_serving", "served_config", "extract_serving")
-                   if not hasattr(module, m)]
-        raise TypeError(f"engine {name!r} does not implement parity's Engine interface (lacks {missing})")
-    return module  # type: ignore[return-value]
-
-
-__all__ = ["DEFAULT", "Engine", "ServingExtractionError", "engine", "names"]
+    return side(sys.modules[__name__], "engine", name, Engine)  # type: ignore[return-value]

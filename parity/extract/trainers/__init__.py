@@ -16,10 +16,11 @@ so adding a trainer is adding a folder, and adding a release family is adding a 
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from .. import folders, side
 
 if TYPE_CHECKING:
     from ...contract import TargetModel, Tap, TrainingContract
@@ -61,23 +62,9 @@ class Trainer(Protocol):
 
 def names() -> list[str]:
     """Every trainer folder here."""
-    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.ispkg)
+    return folders(sys.modules[__name__])
 
 
 def trainer(name: str = DEFAULT) -> Trainer:
     """The trainer called `name`; an unknown name is a one-line InputError."""
-    from ...inputs import InputError
-
-    if name not in names():
-        raise InputError(f"unknown trainer {name!r}: parity has {', '.join(names())} "
-                         f"(one folder each under parity/extract/trainers/)")
-    module = importlib.import_module(f"{__name__}.{name}")
-    if not isinstance(module, Trainer):
-        missing = [m for m in ("NAME", "ERRORS", "FORWARD_MODULE", "training_contract", "read_draft",
-                               "is_trained_draft")
-                   if not hasattr(module, m)]
-        raise TypeError(f"trainer {name!r} does not implement parity's Trainer interface (lacks {missing})")
-    return module  # type: ignore[return-value]
-
-
-__all__ = ["DEFAULT", "Trainer", "names", "trainer"]
+    return side(sys.modules[__name__], "trainer", name, Trainer)  # type: ignore[return-value]

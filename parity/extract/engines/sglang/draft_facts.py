@@ -40,7 +40,7 @@ def shrunk_draft_dir(draft_dir: str) -> tuple[Path, dict]:
     return out, config
 
 
-def checkpoint_tensors(draft_dir: str) -> dict[str, torch.Tensor | None]:
+def draft_tensors(draft_dir: str) -> dict[str, torch.Tensor | None]:
     """Every tensor name in the draft's safetensors; values only for the small vocab maps."""
     from safetensors import safe_open
 
@@ -139,7 +139,7 @@ def draft_facts(adapter, draft_dir: str, target_model, findings: list[dict]) -> 
         facts["embedding"] = "draft"
     facts["lm_head_from_target"] = bool(getattr(draft, "load_lm_head_from_target", False))
 
-    tensors = checkpoint_tensors(draft_dir)
+    tensors = draft_tensors(draft_dir)
     facts["has_weights"] = bool(tensors)
     vocab: dict[str, Any] = {"draft_vocab_size": config.get("draft_vocab_size"),
                              "target_vocab_size": config.get("vocab_size")}

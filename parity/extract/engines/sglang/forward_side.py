@@ -146,7 +146,7 @@ class Serving:
     def __init__(self, req: dict, timings: dict):
         from ....extract.reference import checkpoint_tensors
         from ....extract.shrink import shrink_config
-        from ....forward.reference import data_generation_target
+        from ...datagen_target import data_generation_target
         from .probe import adapter_for, setup_on_a_free_port
         from importlib import metadata
 

@@ -18,7 +18,7 @@ from contextlib import nullcontext
 from packaging.specifiers import SpecifierSet
 
 from . import v0_5_14
-from ....run_until import CodePathMoved
+from ....run_until import CodePathMoved, ModuleAbsent
 
 RELEASES = SpecifierSet("==0.5.12.*")  # the releases this family's adapter serves
 VERIFIED = ("0.5.12.post1",)  # releases whose capture and forward were verified against transformers
@@ -32,8 +32,8 @@ class Adapter(v0_5_14.Adapter):
     def check_code_paths(self) -> None:
         try:
             super().check_code_paths()
-        except CodePathMoved as exc:
-            if "forward_context" not in str(exc):
+        except ModuleAbsent as exc:
+            if exc.module != v0_5_14.FORWARD_CONTEXT:
                 raise
         else:
             raise CodePathMoved("this release has sglang.srt.model_executor.forward_context, which the "

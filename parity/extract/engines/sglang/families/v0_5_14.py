@@ -39,7 +39,9 @@ import torch
 from packaging.specifiers import SpecifierSet
 
 from . import v0_5_23
-from ....run_until import CodePathMoved, run_until_after
+from ....run_until import CodePathMoved, ModuleAbsent, run_until_after
+
+FORWARD_CONTEXT = "sglang.srt.model_executor.forward_context"
 
 RELEASES = SpecifierSet("==0.5.14.*")  # the releases this family's adapter serves
 VERIFIED = ("0.5.14",)  # releases whose capture and forward were verified against transformers
@@ -102,8 +104,8 @@ class Adapter(v0_5_23.Adapter):
         if not callable(getattr(ModelRunner, "init_aux_hidden_state_capture", None)):
             raise CodePathMoved("looked for sglang.srt.model_executor.model_runner.ModelRunner."
                                 "init_aux_hidden_state_capture; there is none")
-        if importlib.util.find_spec("sglang.srt.model_executor.forward_context") is None:
-            raise CodePathMoved("looked for sglang.srt.model_executor.forward_context; there is none")
+        if importlib.util.find_spec(FORWARD_CONTEXT) is None:
+            raise ModuleAbsent(FORWARD_CONTEXT)
 
     def publish(self, draft_dir: str | None, backend: str = "torch_native") -> None:
         """(Re-)publish the process-wide server args naming this draft (no runtime_context yet)."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from ..extract.reference import seeded_hf_model
+from .reference import seeded_hf_model
 
 ENGINE_EPS_NORMS = ("q_a_layernorm", "kv_a_layernorm")
 
