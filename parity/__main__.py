@@ -1,3 +1,12 @@
-from .cli import main
+"""`python -m parity`: the CLI; a Ctrl-C that lands before `main` takes over still exits 130."""
 
-raise SystemExit(main())
+try:
+    from .cli import main
+
+    code = main()
+except KeyboardInterrupt:  # during start-up (imports), before main's own handler exists
+    import sys
+
+    print("parity: interrupted", file=sys.stderr)
+    code = 130
+raise SystemExit(code)

@@ -235,11 +235,11 @@ def parse_dump(layout: str | None, datagen_ids: str | None = None,
     from .contract import parse_taps
 
     try:
-        if layout:
+        if layout is not None:  # an empty --dump-layout is bad input, not an absent one
             return DumpSpec(layout=parse_taps(layout))
     except ValueError as exc:
         raise InputError(f"--dump-layout: {exc}") from None
-    if datagen_ids:
+    if datagen_ids is not None:
         try:
             return DumpSpec(datagen_ids=[int(x) for x in datagen_ids.strip("[] ").split(",")],
                             convention=convention)
