@@ -25,9 +25,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 import tomllib
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -178,19 +177,37 @@ def parity_on_path(env: dict[str, str]) -> Iterator[Path]:
     """Make this parity package importable, first, in a child interpreter of any environment:
     put it on `env`'s PYTHONPATH and yield the directory to run the child in. A checkout goes
     on the path as it is (its tests' drift modules run in children too); an installed package
-    sits among other distributions, so a private directory holding only a link to it goes
-    there instead (removed on leaving)."""
-    def prepend(path: Path) -> None:
-        env["PYTHONPATH"] = str(path) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    sits among other distributions, so a directory holding only a link to it goes there
+    instead (`import_dir`)."""
+    path = CHECKOUT if CHECKOUT is not None else import_dir()
+    env["PYTHONPATH"] = str(path) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    yield path
 
-    if CHECKOUT is not None:
-        prepend(CHECKOUT)
-        yield CHECKOUT
-        return
-    with tempfile.TemporaryDirectory(prefix="parity-path-") as tmp:
-        (Path(tmp) / "parity").symlink_to(PACKAGE, target_is_directory=True)
-        prepend(Path(tmp))
-        yield Path(tmp)
+
+def import_dir() -> Path:
+    """For an installed parity: a directory under the cache holding only a link named `parity`
+    to this package. It is the same directory for every run of this installation, so the
+    children's `sys.path`, which keys the reply cache, is the same too (a fresh temporary
+    directory per run made every reply a miss). Made once, atomically: a concurrent maker
+    sees a whole link or none."""
+    import hashlib
+
+    from .home import cache_dir
+
+    where = cache_dir() / "import-path" / hashlib.sha256(str(PACKAGE).encode()).hexdigest()[:16]
+    link = where / "parity"
+    if link.is_symlink() and link.resolve() == PACKAGE.resolve():
+        return where
+    for other in where.parent.glob("*/parity") if where.parent.is_dir() else ():
+        if other.is_symlink() and not other.exists():  # an installation since removed
+            other.unlink(missing_ok=True)
+            with suppress(OSError):
+                other.parent.rmdir()
+    where.mkdir(parents=True, exist_ok=True)
+    tmp = where / f".parity-{os.getpid()}-{id(where)}"
+    tmp.symlink_to(PACKAGE, target_is_directory=True)
+    os.replace(tmp, link)
+    return where
 
 
 PROBE_OVERRIDES = "PARITY_PROBE_OVERRIDES"

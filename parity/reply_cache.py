@@ -12,8 +12,8 @@ cached):
   file with its sha256 (so another version, or a reinstall with other contents, changes it),
   and the `.pth` files. A distribution without a RECORD, or an editable install other than
   parity's own, cannot be hashed this way: then that interpreter's replies are not cached;
-- parity's own source (the child runs it from this checkout, first on PYTHONPATH): every
-  file under `parity/`;
+- parity's own source (the child runs it first on PYTHONPATH: this checkout, or, installed,
+  a fixed link to the package, `parity.envs.import_dir`): every file under `parity/`;
 - the module actually run (after `PARITY_PROBE_OVERRIDES`, see `parity.envs`) and the files
   of its package chain when it lives beside parity (a test's drift module);
 - the request, with every absolute path in it replaced by the hash of what it names (a

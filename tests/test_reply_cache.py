@@ -246,3 +246,26 @@ def test_concurrent_misses_of_one_key_compute_it_once(tmp_path):
     assert len(log.read_text().splitlines()) == 1, log.read_text()  # one ran, the other waited
     assert replies[0] == replies[1]
     assert time.monotonic() - started < 60
+
+
+def test_an_installed_parity_gives_its_children_the_same_path_every_run(tmp_path, monkeypatch):
+    """Installed (no checkout), the children import parity through a link in the cache that is
+    the same on every run, so their sys.path, and the reply cache's key, repeat: a fresh
+    temporary directory per run made every installed reply a miss."""
+    from parity import envs
+    from parity.home import PACKAGE
+
+    monkeypatch.setattr(envs, "CHECKOUT", None)
+    monkeypatch.setenv("PARITY_HOME", str(tmp_path / "home"))
+    seen = []
+    for _ in range(2):
+        env: dict[str, str] = {}
+        with envs.parity_on_path(env) as cwd:
+            seen.append((env["PYTHONPATH"], cwd))
+            where = subprocess.run([sys.executable, "-c", "import parity; print(parity.__file__)"],
+                                   env={**os.environ, **env}, cwd=cwd, capture_output=True,
+                                   text=True, check=True).stdout.strip()
+            assert Path(where).resolve() == (PACKAGE / "__init__.py").resolve()
+            assert Path(env["PYTHONPATH"]).is_relative_to(tmp_path / "home")
+    assert seen[0] == seen[1]
+    assert [p.name for p in Path(seen[0][1]).iterdir()] == ["parity"]  # only the link
