@@ -103,7 +103,8 @@ def _read_toml(path: Path) -> dict:
 def load_specs(text: str | None = None) -> dict[str, dict]:
     """Every environment envs.toml describes, by name: the `[env.NAME]` sections as written,
     plus one per line of `[releases.FAMILY]`, filled into `[template.FAMILY]`
-    (`{version}` and the line's own pins; its `extra` list is appended to `deps`).
+    (`{version}` and the line's own pins; its `extra` list is appended to `deps`); a
+    template's `base` names another environment whose packages it adds its own to.
     `text` replaces both files (tests); otherwise the shipped envs.toml plus the user's
     `$PARITY_HOME/envs.toml` when it exists. Stdlib only: parity.build_env uses it before
     any environment exists."""
@@ -127,7 +128,25 @@ def load_specs(text: str | None = None) -> dict[str, dict]:
                                "template uses") from None
             spec["deps"] = [*spec.get("deps", []), *pins.get("extra", [])]
             specs[f"{family}-{version}"] = spec
+    for name, spec in list(specs.items()):
+        if "base" in spec:
+            specs[name] = _on_base(name, spec, specs)
     return specs
+
+
+def _on_base(name: str, spec: dict, specs: dict[str, dict]) -> dict:
+    """A spec with `base = "OTHER"`: the environment OTHER's packages (its torch, no_deps and
+    deps) plus this spec's own, so a trainer pinned to an engine release (SpecForge 0.2.0 on
+    SGLang 0.5.14) reuses that release's list instead of repeating it."""
+    base = specs.get(spec["base"])
+    if base is None or "base" in base:
+        raise EnvError(f"envs.toml: {name} builds on {spec['base']!r}, which is not a release "
+                       "or environment without a base of its own")
+    out = {k: v for k, v in spec.items() if k != "base"}
+    out.setdefault("torch", base.get("torch"))
+    out["no_deps"] = [*base.get("no_deps", []), *spec.get("no_deps", [])]
+    out["deps"] = [*base.get("deps", []), *spec.get("deps", [])]
+    return out
 
 
 def env_path(name: str, spec: dict) -> Path:
