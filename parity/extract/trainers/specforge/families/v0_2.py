@@ -1,0 +1,90 @@
+"""The SpecForge 0.2 family: where 0.2.0 keeps each step of its offline EAGLE-3 data path.
+
+SpecForge 0.2 trains from states its pinned SGLang release (0.5.14) captures: no transformers
+backend any more (`model.target_backend` is `Literal["sglang"]`). Each step below calls the
+installed release's own code:
+- ids and capture method: the composition root `resolve_offline_capture` on a typed offline
+  `Config` (its eagle3 provider runs `model_providers.resolve_eagle_capture_layers`: the run's
+  `model.aux_hidden_state_layer_ids`, else the draft's `eagle_config`, else its default), which
+  also names the features the capture is stored under (its `OfflineCaptureLayout`);
+- capture: `OfflineSGLangCaptureBackend.set_capture_layers` (SGLang's
+  `set_eagle3_layers_to_capture`) on the target model, and SpecForge's own logits-processor
+  wrapper, which returns the aux concatenation and SGLang's last (post-norm) hidden states;
+- the training sample: `algorithms.eagle3.data.normalize_offline_sample` (the stored features
+  to the training names `hidden_state`, the fc input, and `target`);
+- the loss target: `modeling.target.target_head.TargetHead` (the LM head applied to `target`)
+  and its `preprocess` (the shift that aligns `target` with the next position).
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from packaging.specifiers import SpecifierSet
+
+RELEASES = SpecifierSet("==0.2.*")
+VERIFIED = ("0.2.0",)
+
+CODE_PATHS = {
+    "ids": "specforge.application.composition.resolve_offline_capture -> "
+           "specforge.algorithms.model_providers.resolve_eagle_capture_layers",
+    "capture": "specforge.offline_capture.sglang_backend.capture.OfflineSGLangCaptureBackend.set_capture_layers "
+               "-> <Model>.set_eagle3_layers_to_capture; "
+               "specforge.offline_capture.sglang_backend.utils.wrap_offline_eagle3_logits_processors",
+    "normalizer": "specforge.algorithms.eagle3.data.normalize_offline_sample",
+    "target_head": "specforge.modeling.target.target_head.TargetHead (forward, preprocess)",
+}
+
+
+def resolve_ids(run_ids: list[int] | None, draft_config_path: str, target_dir: str):
+    """SpecForge's own resolution: (capture method, ids, the feature names the capture is
+    stored under) for an offline run with this target, draft config and run override."""
+    from transformers import AutoConfig
+
+    from specforge.application.composition import resolve_offline_capture
+    from specforge.config import Config
+
+    cfg = Config(model={"target_model_path": target_dir, "draft_model_config": draft_config_path,
+                        "aux_hidden_state_layer_ids": run_ids},
+                 data={"hidden_states_path": target_dir})
+    resolved = resolve_offline_capture(cfg, target_config=AutoConfig.from_pretrained(target_dir))
+    layout = resolved.layout
+    return resolved.capture_method, list(resolved.capture_layers), {
+        "aux": layout.aux_feature, "last": layout.last_hidden_feature}
+
+
+def set_capture(model, method: str, ids: list[int]) -> None:
+    """SpecForge's capture backend sets the layers on the (already built) target model."""
+    from specforge.offline_capture.sglang_backend.capture import OfflineSGLangCaptureBackend
+
+    OfflineSGLangCaptureBackend(SimpleNamespace(model=model)).set_capture_layers(ids, capture_method=method)
+
+
+def wrap_logits(model) -> None:
+    from specforge.offline_capture.sglang_backend.utils import wrap_offline_eagle3_logits_processors
+
+    wrap_offline_eagle3_logits_processors(model)
+
+
+def captured(output) -> tuple:
+    """(aux concatenation, last hidden states) from the wrapped processor's output, as
+    SpecForge's `capture_eagle3` reads them."""
+    return getattr(output, "aux_hidden_states", None), getattr(output, "last_hidden_states", None)
+
+
+def normalize(raw: dict, max_len: int) -> dict:
+    from specforge.algorithms.eagle3.data import normalize_offline_sample
+
+    return normalize_offline_sample(raw, max_len=max_len)
+
+
+def target_head(target_dir: str, lm_head_weight):
+    """SpecForge's TargetHead for this target, holding the target's LM-head weight."""
+    import torch
+
+    from specforge.modeling.target.target_head import TargetHead
+
+    head = TargetHead(target_dir)
+    with torch.no_grad():
+        head.fc.weight.copy_(lm_head_weight)
+    return head.eval()

@@ -1,0 +1,139 @@
+"""Run the installed SpecForge's own data path on a tiny seeded target; print what it trains on.
+
+    python -m parity.extract.trainers.specforge.probe  < request.json
+
+Runs in the environment of the SpecForge release (which pins its SGLang release). The
+request is {"target_config": {...}, "draft_config": "PATH/config.json" | null,
+"run_ids": [..] | null, "seq_len": 8, "seed": 0}. The steps, each SpecForge's own code
+(families/): resolve the ids and capture method; build the target with the installed
+SGLang (parity's SGLang harness: the same adapter, weights and forward the serving
+extraction uses); let SpecForge set the capture layers and wrap the logits processor; one
+EXTEND forward; SpecForge's normaliser turns the stored features into the training sample;
+every H-wide slice of its fc input and its loss target is named by numerical identity
+against transformers; SpecForge's TargetHead on the target is compared with the reference
+model's logits (does training apply a norm of its own?), and its `preprocess` is run on
+position markers to read the alignment.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .families import family_for
+from ... import standins
+from ...engines.sglang.probe import _tokens, adapter_for, finding, identify_slots, one_line, setup_on_a_free_port
+from ...identify import identify
+from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model
+from ...shrink import shrink_config
+from ....envs import reply_over_stdio
+from ....inputs import is_wrapper
+
+DEFAULT_DRAFT = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama"}  # no ids: SpecForge decides
+
+
+def extract(request: dict) -> dict[str, Any]:
+    version = metadata.version("specforge")
+    sglang_version = metadata.version("sglang")
+    reply: dict[str, Any] = {"specforge_version": version, "sglang_version": sglang_version,
+                             "python": sys.executable, "findings": []}
+    try:
+        family = family_for(version)
+        adapter, sglang_paths = adapter_for(sglang_version)
+    except LookupError as exc:
+        reply["error"] = f"cannot extract under specforge {version} (sglang {sglang_version}): {exc}"
+        reply["unsupported"] = True
+        return reply
+    reply["code_paths"] = {**family.CODE_PATHS, "sglang_capture": sglang_paths["capture"]}
+    seed = request.get("seed", 0)
+    torch.manual_seed(seed)
+
+    real = request["target_config"]
+    work = Path(tempfile.mkdtemp(prefix="parity-specforge-"))
+    target_dir = work / "target"
+    target_dir.mkdir()
+    (target_dir / "config.json").write_text(json.dumps(shrink_config(real)))
+    draft_config = request.get("draft_config")
+    if draft_config is None:
+        draft_config = str(work / "draft.json")
+        Path(draft_config).write_text(json.dumps(DEFAULT_DRAFT))
+
+    # SGLang's process set-up first: its stand-ins must be in place before SpecForge's config
+    # reading imports transformers (which decides once whether torchvision exists).
+    standins.install()
+    setup_on_a_free_port(adapter, None)
+
+    # 1. The ids, by SpecForge's own resolution.
+    run_ids = request.get("run_ids")
+    try:
+        method, ids, features = family.resolve_ids(run_ids, draft_config, str(target_dir))
+    except ValueError as exc:
+        reply["error"] = f"specforge {version} refuses this run: {one_line(exc)}"
+        reply["refused"] = True
+        return reply
+    reply.update(capture_method=method, ids=ids, features=features)
+
+    # 2. The target, built and run by the pinned SGLang; the capture set by SpecForge.
+    target_cfg = adapter.model_config(str(target_dir))
+    n = adapter.text_layers(target_cfg)
+    hf = seeded_hf_model(str(target_dir), seed)
+    model = adapter.build_target(target_cfg)
+    prefix = WRAPPER_TEXT_PREFIX if is_wrapper(real) else ""
+    adapter.load_weights(model, checkpoint_tensors(hf, str(work / "weights"), prefix))
+    family.wrap_logits(model)
+    family.set_capture(model, method, ids)
+    reply["capture_ids"] = adapter.capture_indices(model)
+    input_ids = _tokens(request, hf)
+    aux, last = family.captured(adapter.forward(model, input_ids))
+    if aux is None or last is None:
+        reply["error"] = f"sglang {sglang_version} returned no aux or last hidden states to SpecForge's capture"
+        return reply
+
+    # 3. SpecForge's normaliser: the stored features -> the training sample.
+    t = input_ids.shape[0]
+    raw = {features["aux"]: aux[None], features["last"]: last[None], "input_ids": input_ids,
+           "loss_mask": torch.ones(t, dtype=torch.long)}
+    sample = family.normalize(raw, max_len=t)
+    fc, target = sample["hidden_state"][0].float(), sample["target"][0].float()
+
+    # 4. Every state named against transformers.
+    refs = candidate_states(hf, input_ids)
+    findings = reply["findings"]
+    reply["fc"] = identify_slots(fc, refs, n, reply["capture_ids"], len(ids), findings)
+    ident = identify(target, refs)
+    reply["target"] = {"tap": ident.tap.name if ident.tap else None, "rel_err": ident.rel_err,
+                       "best": ident.best.name}
+    if ident.tap is None:
+        findings.append(finding("unidentified_state", f"the loss target matches no canonical state "
+                                f"(nearest {ident.best.name} at relative error {ident.rel_err:.2e})", "error"))
+
+    # 5. The loss target's head: SpecForge's TargetHead on `target` vs the reference logits.
+    with torch.no_grad():
+        logits_ref = hf(input_ids[None]).logits[0].float()
+        head = family.target_head(str(target_dir), hf.get_output_embeddings().weight)
+        logits = head(target[None].to(head.fc.weight.dtype))[0].float()
+    err = float((logits - logits_ref).norm() / logits_ref.norm())
+    reply["target_head_rel_err"] = err
+    reply["target_normed_by_trainer"] = False if err < 1e-3 else None
+    reply["target_norm_evidence"] = (f"SpecForge's TargetHead on the loss target gives the target model's "
+                                     f"own logits (relative error {err:.1e}): no norm is applied in training")
+    # 6. Alignment: TargetHead.preprocess on position markers.
+    marks = torch.arange(t, dtype=torch.float32).view(1, t, 1)
+    _, shifted, _ = head.preprocess(input_ids[None], marks, torch.ones(1, t))
+    reply["alignment"] = ("TargetHead.preprocess: target at position t = state at t+"
+                          f"{int(shifted[0, 0, 0] - marks[0, 0, 0])} (last position zero-padded)")
+    return reply
+
+
+def main() -> None:
+    reply_over_stdio(extract)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
