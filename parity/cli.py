@@ -46,6 +46,17 @@ def _add_dump_args(p: argparse.ArgumentParser) -> None:
                         "which appends the last layer); see `parity conventions`")
 
 
+def _add_trainer_args(p: argparse.ArgumentParser) -> None:
+    from .extract.trainers import DEFAULT, names
+
+    p.add_argument("--trainer", default=DEFAULT, choices=names(),
+                   help=f"the training stack the draft was trained with (default: {DEFAULT})")
+    p.add_argument("--specforge-ids", metavar="IDS",
+                   help="--trainer specforge: the run's model.aux_hidden_state_layer_ids override, "
+                        "e.g. 1,15,28 (default: the draft's eagle_config, else SpecForge's own)")
+    p.add_argument("--specforge", metavar="VERSION", help="--trainer specforge: another installed release")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="parity", description="EAGLE-3 train/serve parity checks.")
     p.add_argument("--version", action="store_true", help="print versions and exit")
@@ -59,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--draft", type=Path, help="the trained draft directory (speculators format)")
     tr.add_argument("--speculators", metavar="VERSION",
                     help="run another installed release (an environment in envs.toml)")
+    _add_trainer_args(tr)
     tr.add_argument("--json", action="store_true")
     sv = side.add_parser("serving", help="the serving contract, from the installed SGLang")
     sv.add_argument("--target-config", required=True, type=Path)
@@ -79,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     ck.add_argument("--engine", default="sglang", choices=["sglang"])
     ck.add_argument("--sglang", metavar="VERSION", help="check under another installed release")
     ck.add_argument("--speculators", metavar="VERSION", help="training under another installed release")
+    _add_trainer_args(ck)
     ck.add_argument("--no-verify", action="store_true",
                     help="skip the second extraction that confirms the suggested fix")
     ck.add_argument("--json", action="store_true")
@@ -209,10 +222,22 @@ def _training(args) -> "object":
     from .inputs import target_model
 
     target = target_model(args.target_config)
+    name = getattr(args, "trainer", "speculators")
+    if name == "specforge":
+        if args.dump_layout or args.datagen_ids:
+            raise _usage("--trainer specforge captures the states itself: drop --dump-layout/--datagen-ids "
+                         "(--specforge-ids gives the run's ids)")
+        from .inputs import parse_ids
+        return trainer(name).training_contract(
+            target, None, datagen_ids=parse_ids(args.specforge_ids, "--specforge-ids"),
+            draft_dir=args.draft, release=args.specforge, target_config=args.target_config)
+    if getattr(args, "specforge_ids", None) or getattr(args, "specforge", None):
+        raise _usage("--specforge-ids/--specforge need --trainer specforge")
     dump = _dump(args)
-    return trainer().training_contract(target, dump.layout, datagen_ids=dump.datagen_ids,
-                                       datagen_convention=dump.convention,
-                                       draft_dir=args.draft, release=getattr(args, "speculators", None))
+    return trainer(name).training_contract(target, dump.layout, datagen_ids=dump.datagen_ids,
+                                           datagen_convention=dump.convention, draft_dir=args.draft,
+                                           release=getattr(args, "speculators", None),
+                                           target_config=args.target_config)
 
 
 def _serving(args):
@@ -242,7 +267,7 @@ def _check(args) -> int:
     else:
         if not (args.target_config and args.draft):
             raise _usage("check needs --target-config and --draft (or --contract FILE)")
-        if not (args.dump_layout or args.datagen_ids):
+        if not (args.dump_layout or args.datagen_ids) and args.trainer != "specforge":
             raise _usage("check needs the dump description: --dump-layout h0,h3,... or --datagen-ids")
         check_inputs(args.target_config, args.draft)  # fails fast, before any extraction
         from .extract.engines import engine

@@ -240,10 +240,15 @@ def parse_dump(layout: str | None, datagen_ids: str | None = None,
     except ValueError as exc:
         raise InputError(f"--dump-layout: {exc}") from None
     if datagen_ids is not None:
-        try:
-            return DumpSpec(datagen_ids=[int(x) for x in datagen_ids.strip("[] ").split(",")],
-                            convention=convention)
-        except ValueError:
-            raise InputError(f"--datagen-ids {datagen_ids}: expected comma-separated integers, "
-                             "e.g. 2,30,58") from None
+        return DumpSpec(datagen_ids=parse_ids(datagen_ids, "--datagen-ids"), convention=convention)
     return DumpSpec()
+
+
+def parse_ids(text: str | None, flag: str) -> list[int] | None:
+    """`2,30,58` (or `[2, 30, 58]`) as integers; None when the flag was not given."""
+    if text is None:
+        return None
+    try:
+        return [int(x) for x in text.strip("[] ").split(",")]
+    except ValueError:
+        raise InputError(f"{flag} {text}: expected comma-separated integers, e.g. 2,30,58") from None

@@ -63,7 +63,7 @@ def _unservable(result, target_path: str, draft_path: str) -> list[str]:
     """The reason first, what training expects, then advice that export itself has checked."""
     t, s = result.training, result.serving
     lines = [f"  reason    {result.unservable}", "",
-             f"  training  speculators {t.provenance.version}: fc input "
+             f"  training  {t.provenance.package} {t.provenance.version}: fc input "
              f"[{', '.join(x.name for x in t.fc_input)}], loss target {t.target.name}"]
     if result.notes:
         lines += ["", "  Notes:"] + [f"  - {note}" for note in result.notes]
@@ -101,7 +101,7 @@ def render_check(result, target_path: str = "", draft_path: str = "") -> str:
         return "\n".join(lines + _unservable(result, target_path, draft_path))
     lines.append(f"  target    {_target(t.target_model)}, {n} decoder layers"
                  + (f"  ({target_path})" if target_path else ""))
-    lines.append(f"  training  speculators {t.provenance.version}: {t.provenance.code_path}")
+    lines.append(f"  training  {t.provenance.package} {t.provenance.version}: {t.provenance.code_path}")
     ids = list(s.requested_ids) if s.requested_ids is not None else "none (engine default)"
     model_class = s.provenance.details.get("model_class")
     lines.append(f"  serving   sglang {s.provenance.version}: ids {ids} from {s.ids_source}"

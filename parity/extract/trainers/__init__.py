@@ -45,13 +45,15 @@ class Trainer(Protocol):
     def training_contract(self, target: "TargetModel", dump_layout: "list[Tap] | None" = None, *,
                           datagen_ids: list[int] | None = None, datagen_convention: str | None = None,
                           draft_dir: Path | None = None, release: str | None = None,
-                          data_path: str | None = None) -> "TrainingContract":
+                          data_path: str | None = None, target_config: Path | None = None) -> "TrainingContract":
         """The training contract, found by running the trainer's own code on `target`.
 
         The dump layout comes from `dump_layout`, else `datagen_ids` read in
         `datagen_convention`, else the draft's own ids. `release` None runs this
         interpreter's installed trainer, else the environment pinning that release.
-        `data_path` picks a data path other than the release's default."""
+        `data_path` picks a data path other than the release's default. `target_config`
+        is the target's config.json, for a trainer that runs the target itself (SpecForge
+        captures its states; its `datagen_ids` are the run's own ids, given to it as is)."""
 
     def read_draft(self, draft_dir: Path) -> Any:
         """What a draft directory says (ids, graph flags, vocab mapping), read the way this trainer reads it."""

@@ -18,8 +18,9 @@ FORWARD_MODULE = "parity.extract.trainers.speculators.forward_side"  # parity fo
 def training_contract(target: TargetModel, dump_layout: list[Tap] | None = None, *,
                       datagen_ids: list[int] | None = None, datagen_convention: str | None = None,
                       draft_dir: Path | None = None, release: str | None = None,
-                      data_path: str | None = None) -> TrainingContract:
-    """`extract_training` (see there), with the release named as every trainer names it."""
+                      data_path: str | None = None, target_config: Path | None = None) -> TrainingContract:
+    """`extract_training` (see there), with the release named as every trainer names it
+    (`target_config` is not needed: speculators' data path reads no target model)."""
     from . import extract_training
 
     return extract_training(target, dump_layout, datagen_ids=datagen_ids, datagen_convention=datagen_convention,

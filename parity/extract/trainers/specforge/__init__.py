@@ -1,0 +1,145 @@
+"""SpecForge as a `Trainer` (parity.extract.trainers): what SpecForge trains the draft on, found by running it.
+
+SpecForge (0.2) has no dump for a layout to describe: it captures the target's states itself
+with its pinned SGLang release and trains on them. So its training contract comes from a
+probe (`probe.py`) run in the SpecForge environment that runs SpecForge's own code end to
+end on a tiny seeded model of the target's architecture and depth:
+
+    ids (run override / draft eagle_config / SpecForge's default, resolved by SpecForge)
+      --SGLang 0.5.14 capture, SpecForge's logits wrapper--> aux concat + last hidden states
+      --SpecForge's normaliser--> fc input `hidden_state`, loss target `target`
+      --numerical identity against transformers--> fc [h2, h16, h29], target final
+
+The "dump layout" of the contract is that capture: the three fc states and the loss target.
+`datagen_ids` is SpecForge's run override (`model.aux_hidden_state_layer_ids`, the CLI's
+`--specforge-ids`): the ids are given to SpecForge, never translated by a rule of ours.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from ....contract import Finding, GraphFlags, Provenance, Tap, TargetModel, TrainingContract, VocabMapping
+from ....envs import EnvError, display_python, environments, find_env, run_module
+from ....errors import UserError
+from ....inputs import read_target
+from ..speculators.draft import DraftError, read_draft
+
+NAME = "specforge"
+PROBE_MODULE = "parity.extract.trainers.specforge.probe"
+FORWARD_MODULE = "parity.extract.trainers.specforge.forward_side"
+
+
+class SpecForgeError(UserError, ValueError):
+    """An input SpecForge refuses, or one this trainer cannot take (one line, exit 2)."""
+
+
+ERRORS = (SpecForgeError, DraftError)
+
+
+def python(release: str | None) -> str:
+    """The interpreter with SpecForge `release`: None is this one when it has SpecForge, else
+    the newest SpecForge environment envs.toml builds (SpecForge pins its own SGLang, so it
+    never shares the main environment)."""
+    if release is not None:
+        return str(find_env("specforge", release).python)
+    if importlib.util.find_spec("specforge") is not None:
+        return sys.executable
+    from packaging.version import Version
+
+    envs = sorted((e for e in environments() if "specforge" in e.packages),
+                  key=lambda e: Version(e.packages["specforge"]))
+    if not envs:
+        raise EnvError("no environment in envs.toml has specforge: add a [releases.specforge] line")
+    return str(find_env("specforge", envs[-1].packages["specforge"]).python)
+
+
+def probe(target_config: dict, draft_dir: Path | None, run_ids: list[int] | None,
+          release: str | None = None, seq_len: int = 8, seed: int = 0) -> dict:
+    request = {"target_config": target_config, "run_ids": run_ids, "seq_len": seq_len, "seed": seed,
+               "draft_config": str((Path(draft_dir) / "config.json").resolve()) if draft_dir else None}
+    return run_module(python(release), PROBE_MODULE, request, cache=True)
+
+
+def _ids_source(run_ids, draft) -> str:
+    """Which of SpecForge's sources the resolved ids came from (the inputs it was given)."""
+    if run_ids is not None:
+        return "the run override model.aux_hidden_state_layer_ids"
+    if draft is not None and draft.ids is not None:
+        return f"the draft config's eagle_config['eagle_aux_hidden_state_layer_ids'] ({draft.ids_key})"
+    return "SpecForge's default for the target's depth (no run override, no ids in the draft config)"
+
+
+def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None) -> TrainingContract:
+    """The TrainingContract a probe reply describes (an unidentified state is an error)."""
+    version = reply.get("specforge_version", "?")
+    if "error" in reply:
+        raise SpecForgeError(f"specforge {version}: {reply['error']}")
+    fc = [s.get("tap") for s in reply["fc"]]
+    loss = reply["target"].get("tap")
+    if None in fc or loss is None:
+        why = "; ".join(f["message"] for f in reply.get("findings", []) if f["severity"] == "error")
+        raise SpecForgeError(f"specforge {version}: a trained state could not be named: {why}")
+    layout = tuple(Tap.parse(t) for t in [*fc, loss])
+    findings = [Finding(**f) for f in reply.get("findings", [])]
+    findings.append(Finding(kind="ids_resolved", severity="info", message=(
+        f"SpecForge {version} resolved ids {reply['ids']} from {_ids_source(run_ids, draft)}; sglang "
+        f"{reply['sglang_version']} captures at layer indices {reply.get('capture_ids')}")))
+    if draft is not None:
+        findings += [f for f in draft.findings]
+    details = {"sglang": reply["sglang_version"], "ids": str(reply["ids"]),
+               "ids_source": _ids_source(run_ids, draft), "capture_ids": str(reply.get("capture_ids")),
+               "capture_method": str(reply.get("capture_method")),
+               "target_norm_evidence": str(reply.get("target_norm_evidence")),
+               **{f"code_path_{k}": v for k, v in reply.get("code_paths", {}).items()}}
+    provenance = Provenance(package=NAME, version=version, code_path=reply["code_paths"]["normalizer"],
+                            python=display_python(reply.get("python")), details=details)
+    return TrainingContract(
+        target_model=target, fc_input=layout[:-1], graph=draft.flags if draft else GraphFlags(),
+        vocab=draft.vocab if draft else VocabMapping(), embedding=draft.embedding if draft else "unknown",
+        provenance=provenance, findings=tuple(findings), dump_layout=layout,
+        dump_layout_source="trainer_capture", fc_slots=tuple(range(len(fc))), target=layout[-1],
+        target_slot=len(fc), target_normed_by_trainer=reply.get("target_normed_by_trainer"),
+        alignment=reply["alignment"])
+
+
+def training_contract(target: TargetModel, dump_layout: list[Tap] | None = None, *,
+                      datagen_ids: list[int] | None = None, datagen_convention: str | None = None,
+                      draft_dir: Path | None = None, release: str | None = None,
+                      data_path: str | None = None, target_config: Path | None = None) -> TrainingContract:
+    """The training contract SpecForge's own code gives for this target and draft.
+
+    `datagen_ids` is SpecForge's run override (`--specforge-ids`); `target_config` (the
+    target's config.json) is required: SpecForge's capture runs a model of it. A dump
+    layout, a convention or a data path are speculators' notions and are refused."""
+    if dump_layout is not None:
+        raise SpecForgeError("SpecForge captures the target's states itself: it takes no dump layout "
+                             "(drop --dump-layout; --specforge-ids gives its run's ids)")
+    if datagen_convention is not None:
+        raise SpecForgeError("SpecForge reads its ids itself: --specforge-ids takes no convention")
+    if data_path is not None:
+        raise SpecForgeError("SpecForge has one offline data path: it takes no data_path")
+    if target_config is None:
+        raise SpecForgeError("the SpecForge trainer needs the target's config.json (target_config)")
+    config, _ = read_target(Path(target_config))
+    draft = read_draft(draft_dir) if draft_dir is not None else None
+    try:
+        reply = probe(config, draft_dir, list(datagen_ids) if datagen_ids is not None else None, release)
+    except EnvError as exc:
+        raise SpecForgeError(str(exc)) from exc
+    found = reply.get("specforge_version")
+    if release is not None and found not in (None, release):
+        raise SpecForgeError(f"asked for specforge {release}, but its environment has {found}")
+    return to_contract(reply, target, draft=draft, run_ids=datagen_ids)
+
+
+def is_trained_draft(config: dict) -> bool:
+    """SpecForge saves its EAGLE-3 drafts in the served format (`LlamaForCausalLMEagle3`):
+    there is no separate as-trained format for `parity export` to convert."""
+    return False
+
+
+__all__ = ["ERRORS", "FORWARD_MODULE", "NAME", "SpecForgeError", "is_trained_draft", "probe",
+           "read_draft", "to_contract", "training_contract"]
