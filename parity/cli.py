@@ -336,6 +336,8 @@ def _conventions(args) -> int:
     from .conventions import CONVENTIONS
     for c in CONVENTIONS.values():
         print(f"{c.name:26s} {c.summary}\n{'':26s} source: {c.source}")
+        if c.run_by:
+            print(f"{'':26s} {c.label}: {c.run_by}")
     return ExitCode.OK
 
 

@@ -4,6 +4,12 @@ Each system numbers hidden states its own way (docs/numbering.md); a number read
 in the wrong convention is the commonest EAGLE-3 bug. `to_taps("vllm", [2, 16, 29], 32)`
 says what those ids mean physically. SGLang is deliberately absent: its meaning is
 always extracted from the installed code (parity.extract.engines.sglang).
+
+A convention with `run_by` set is a typed rule for a system parity runs instead (SpecForge:
+`--trainer specforge`) or does not run at all (TensorRT-LLM): it translates ids for reading
+(`parity conventions`, `to_taps`), but never describes a dump for a verdict or a fix
+(`datagen_refusal`): a typed rule cannot fail when the system changes, and SpecForge trains
+on no speculators dump at all.
 """
 
 from __future__ import annotations
@@ -28,6 +34,19 @@ class Convention:
     tap: Callable[[int, int], Tap]  # (id, N) -> canonical tap; raises ConventionError
     sorts: bool = False  # the system sorts and de-duplicates ids before capturing
     appends_last: bool = False  # data generation appends hN after the given ids
+    run_by: str | None = None  # typed rule, not run: what to use instead of it for a verdict
+
+    @property
+    def label(self) -> str:
+        return "typed rule, not run: translation only" if self.run_by else "data-generation convention"
+
+
+def datagen_refusal(name: str) -> str | None:
+    """Why `name` cannot describe a dump for a verdict (None: it can)."""
+    conv = CONVENTIONS.get(name)
+    if conv is None or conv.run_by is None:
+        return None
+    return (f"convention {name!r} is a typed rule, not run, and gives no verdict or fix: {conv.run_by}")
 
 
 def _check(k: int, lo: int, hi: int, name: str, n: int) -> None:
@@ -82,7 +101,9 @@ CONVENTIONS: dict[str, Convention] = {c.name: c for c in [
     Convention(
         "specforge", "SpecForge: id k = output of 0-based layer k = h(k+1)",
         "SpecForge algorithms/model_providers.py",
-        defaults=lambda n: [1, n // 2 - 1, n - 4], tap=_output_of("SpecForge")),
+        defaults=lambda n: [1, n // 2 - 1, n - 4], tap=_output_of("SpecForge"),
+        run_by="SpecForge is run, not typed: use --trainer specforge (its ids: --specforge-ids), "
+               "which trains on the three captured states with the model's output as the loss target"),
     Convention(
         "eagle", "SafeAILab EAGLE-3 training: id k = input to layer k = hk (no embedding)",
         "SafeAILab EAGLE traineagle3/modeling_llama_kv.py",
@@ -91,7 +112,8 @@ CONVENTIONS: dict[str, Convention] = {c.name: c for c in [
         "trtllm", "TensorRT-LLM: id k = output of 0-based layer k = h(k+1); sorted; -1 = final",
         "tensorrt_llm/_torch/speculative/eagle3.py",
         defaults=lambda n: [1, n // 2 - 1, n - 4], tap=_output_of("TensorRT-LLM", minus_one_is_final=True),
-        sorts=True),
+        sorts=True, run_by="parity does not run TensorRT-LLM's data generation, so no dump layout can be "
+                           "derived from it; give the dump's layout itself (--dump-layout)"),
 ]}
 
 

@@ -94,7 +94,9 @@ def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None) -
                "capture_method": str(reply.get("capture_method")),
                "target_norm_evidence": str(reply.get("target_norm_evidence")),
                **{f"code_path_{k}": v for k, v in reply.get("code_paths", {}).items()}}
-    provenance = Provenance(package=NAME, version=version, code_path=reply["code_paths"]["normalizer"],
+    code_path = (f"ids {reply['ids']} captured by sglang {reply['sglang_version']}; "
+                 f"{reply['code_paths']['normalizer']}")
+    provenance = Provenance(package=NAME, version=version, code_path=code_path,
                             python=display_python(reply.get("python")), details=details)
     return TrainingContract(
         target_model=target, fc_input=layout[:-1], graph=draft.flags if draft else GraphFlags(),

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from ....contract import Finding, GraphFlags, Provenance, Tap, TargetModel, TrainingContract, VocabMapping
-from ....conventions import CONVENTIONS, ConventionError, to_taps
+from ....conventions import CONVENTIONS, ConventionError, datagen_refusal, to_taps
 from ....envs import display_python, find_env, run_module
 from .draft import DraftConfig, DraftError, draft_ids, read_draft
 from ....errors import UserError
@@ -122,6 +122,8 @@ def resolve_layout(target: TargetModel, dump_layout, datagen_ids, datagen_conven
         if convention not in CONVENTIONS:
             raise TrainingExtractionError(
                 f"unknown convention {convention!r}; known: {', '.join(CONVENTIONS)}")
+        if datagen_refusal(convention):
+            raise TrainingExtractionError(f"--datagen-convention {convention}: {datagen_refusal(convention)}")
         layout = _convention_taps(convention, list(datagen_ids), n, "data-generation ids")
         findings += _ascending(list(datagen_ids), "data-generation ids", CONVENTIONS[convention].sorts)
         return layout, "datagen_ids", findings
