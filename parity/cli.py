@@ -101,7 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     lk.add_argument("out", type=Path, help="the lock file to write, e.g. contracts/my-draft.json")
     lk.add_argument("--target-config", required=True, type=Path)
     lk.add_argument("--draft", required=True, type=Path, help="the draft directory as it is served")
-    lk.add_argument("--dump-layout", required=True, metavar="TAPS")
+    lk.add_argument("--dump-layout", metavar="TAPS", help="which state each dumped slot holds "
+                    "(speculators; --trainer specforge captures its own)")
+    _add_trainer_args(lk)
     lk.add_argument("--name", help="a name for the pair (default: the file name)")
     lk.add_argument("--update", action="store_true", help="overwrite an existing lock")
     lk.set_defaults(func=_lock)
@@ -289,8 +291,20 @@ def _lock(args) -> int:
     lock_destination(args.out, args.target_config, args.draft)
     if args.out.exists() and not args.update:
         raise _usage(f"{args.out} exists; pass --update to rewrite it")
-    layout = _dump(args).layout_names
-    lock = write_lock(args.out, args.name or args.out.stem, args.target_config, args.draft, layout)
+    from .inputs import parse_ids
+
+    if args.trainer == "specforge":
+        if args.dump_layout:
+            raise _usage("--trainer specforge captures the states itself: drop --dump-layout")
+        layout, ids = None, parse_ids(args.specforge_ids, "--specforge-ids")
+    else:
+        if not args.dump_layout:
+            raise _usage("lock needs --dump-layout (or --trainer specforge)")
+        if args.specforge_ids:
+            raise _usage("--specforge-ids needs --trainer specforge")
+        layout, ids = _dump(args).layout_names, None
+    lock = write_lock(args.out, args.name or args.out.stem, args.target_config, args.draft, layout,
+                      trainer_name=args.trainer, trainer_ids=ids)
     print(f"parity: locked {lock.name}: fc {[t.name for t in lock.training.fc_input]}, "
           f"target {lock.training.target.name} -> {args.out}")
     return ExitCode.OK

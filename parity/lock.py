@@ -38,6 +38,12 @@ class Lock(BaseModel):
                                    "(canonical names; the fc input and the loss target).")
     engine: Literal["sglang"] = Field("sglang", description="The serving engine checked against: "
                                       "the engines this parity can check.")
+    trainer: str = Field("speculators", description="The training stack the draft was trained with "
+                         "(a trainer folder of parity.extract.trainers, e.g. 'speculators', 'specforge').")
+    trainer_release: str | None = Field(None, description="The trainer's release the lock was written "
+                                        "under (as its training contract's provenance records it).")
+    trainer_ids: list[int] | None = Field(None, description="SpecForge: the run's own id override "
+                                          "(model.aux_hidden_state_layer_ids); None: the draft's or its default.")
     training: TrainingContract = Field(description="The training contract when the lock was written.")
 
     @field_validator("parity_lock")
@@ -61,16 +67,32 @@ class Lock(BaseModel):
             raise ValueError(f"{v}: {str(exc).strip().splitlines()[0]}") from None
         return v
 
+    @field_validator("trainer")
+    @classmethod
+    def _known_trainer(cls, v: str) -> str:
+        from .extract.trainers import names
+
+        if v not in names():
+            raise ValueError(f"unknown trainer {v!r}: this parity has {', '.join(names())}")
+        return v
+
     def resolve(self, base: Path, rel: str) -> Path:
         return (base / rel).resolve()
 
 
-def extract_for_lock(target_config: Path, draft: Path, layout: list[str],
-                     speculators_version: str | None = None) -> TrainingContract:
+def extract_for_lock(target_config: Path, draft: Path, layout: list[str] | None,
+                     speculators_version: str | None = None, *, trainer_name: str = "speculators",
+                     trainer_ids: list[int] | None = None) -> TrainingContract:
+    """The training contract a lock holds, from the named trainer (`speculators_version`: the
+    release of that trainer to run; a trainer that captures its states itself takes no layout)."""
     from .extract.trainers import trainer
 
-    return trainer().training_contract(target_model(target_config), parse_taps(",".join(layout)),
-                                       draft_dir=draft, release=speculators_version)
+    t = trainer(trainer_name)
+    if trainer_name == "specforge":
+        return t.training_contract(target_model(target_config), None, datagen_ids=trainer_ids, draft_dir=draft,
+                                   release=speculators_version, target_config=target_config)
+    return t.training_contract(target_model(target_config), parse_taps(",".join(layout)),
+                               draft_dir=draft, release=speculators_version)
 
 
 def lock_destination(path: Path, target_config: Path, draft: Path) -> Path:
@@ -92,12 +114,14 @@ def lock_destination(path: Path, target_config: Path, draft: Path) -> Path:
     return path
 
 
-def write_lock(path: Path, name: str, target_config: Path, draft: Path, layout: list[str]) -> Lock:
+def write_lock(path: Path, name: str, target_config: Path, draft: Path, layout: list[str] | None, *,
+               trainer_name: str = "speculators", trainer_ids: list[int] | None = None) -> Lock:
     path = lock_destination(path, target_config, draft)
     base = path.parent.resolve()
-    training = extract_for_lock(target_config, draft, layout)
+    training = extract_for_lock(target_config, draft, layout, trainer_name=trainer_name, trainer_ids=trainer_ids)
     lock = Lock(name=name, target_config=_rel(target_config, base), draft=_rel(draft, base),
-                dump_layout=layout, training=training)
+                dump_layout=layout or [t.name for t in training.dump_layout], training=training,
+                trainer=trainer_name, trainer_release=training.provenance.version, trainer_ids=trainer_ids)
     write_atomically(path, lock.model_dump_json(indent=2) + "\n")
     return lock
 
@@ -142,5 +166,6 @@ def check_lock(path: Path, sglang_version: str | None = None,
     from .extract.engines import engine
 
     engine().preflight(target, sglang_version)  # an architecture the engine lacks: refused before extracting
-    fresh = extract_for_lock(target, draft, lock.dump_layout, speculators_version)
+    fresh = extract_for_lock(target, draft, lock.dump_layout, speculators_version, trainer_name=lock.trainer,
+                             trainer_ids=lock.trainer_ids)
     return check(lock.training, target, draft, sglang_version=sglang_version, verify=verify, retrained=fresh)

@@ -16,18 +16,20 @@ GPT_OSS = TARGETS / "gpt-oss-20b" / "config.json"
 
 SERVING_PROBE = "parity.extract.engines.sglang.probe"
 TRAINING_PROBE = "parity.extract.trainers.speculators.probe"
+SPECFORGE_PROBE = "parity.extract.trainers.specforge.probe"
 
 
 def drift_overrides(*drifts: str) -> str:
     """The PARITY_PROBE_OVERRIDES value that runs each `tests.drift` module in place of the
-    probe it wraps (`serving_*` the serving probe, `training_*` the training probe)."""
+    probe it wraps (`serving_*` the serving probe, `training_*` the training probe, `specforge_*`
+    the SpecForge trainer's probe)."""
     entries = []
     for module in drifts:
         name = module.rsplit(".", 1)[-1]
-        probe = SERVING_PROBE if name.startswith("serving_") else TRAINING_PROBE if name.startswith(
-            "training_") else None
+        probe = {"serving": SERVING_PROBE, "training": TRAINING_PROBE,
+                 "specforge": SPECFORGE_PROBE}.get(name.split("_", 1)[0])
         if probe is None:
-            raise ValueError(f"{module}: a drift module's name starts with serving_ or training_")
+            raise ValueError(f"{module}: a drift module's name starts with serving_, training_ or specforge_")
         entries.append(f"{probe}={module}")
     return ",".join(entries)
 

@@ -302,13 +302,14 @@ def test_trainer_registry():
     from parity.extract.trainers import Trainer, names, trainer
     from parity.inputs import InputError
 
-    assert names() == ["speculators"]
+    assert names() == ["specforge", "speculators"]
     t = trainer()
     assert isinstance(t, Trainer) and t.NAME == "speculators"
     assert TrainingExtractionError in t.ERRORS and DraftError in t.ERRORS
+    assert isinstance(trainer("specforge"), Trainer) and trainer("specforge").NAME == "specforge"
     with pytest.raises(InputError) as err:
-        trainer("specforge")
-    assert "unknown trainer 'specforge'" in str(err.value) and "\n" not in str(err.value)
+        trainer("trtllm")
+    assert "unknown trainer 'trtllm'" in str(err.value) and "\n" not in str(err.value)
 
 
 def test_each_built_release_is_verified_by_exactly_one_family():
