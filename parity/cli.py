@@ -152,12 +152,14 @@ def _add_matrix_parsers(sub) -> None:
         p.add_argument("--no-verify", action="store_true",
                        help="skip the second extraction that confirms each suggested fix")
         p.add_argument("--json", action="store_true")
+        _add_trainer_args(p)
 
     mx = sub.add_parser("matrix", help="the contract under every installed sglang and speculators "
                         "release; exit 0 all parity, 1 otherwise, 2 bad input")
     inputs(mx)
     mx.add_argument("--sglang", metavar="V,V", help="only these sglang releases (default: all in envs.toml)")
-    mx.add_argument("--speculators", metavar="V,V", help="only these speculators releases")
+    mx.add_argument("--speculators", metavar="V,V", help="only these speculators releases (--trainer "
+                    "specforge: --specforge V,V)")
     mx.add_argument("--markdown", action="store_true", help="a Markdown table (for a pull-request comment)")
     mx.add_argument("--workers", type=int, help="extractions run at once (default: the CPU count)")
     mx.set_defaults(func=_matrix)
@@ -166,18 +168,44 @@ def _add_matrix_parsers(sub) -> None:
                         "exit 0 yes, 1 no, 2 bad input or cannot tell")
     inputs(cd)
     cd.add_argument("--sglang", metavar="VERSION", required=True)
-    cd.add_argument("--speculators", metavar="VERSION", required=True)
+    cd.add_argument("--speculators", metavar="VERSION",
+                    help="the speculators release (required unless --trainer specforge, which takes --specforge)")
     cd.set_defaults(func=_can_i_deploy)
 
 
 def _matrix_inputs(args) -> dict:
     if args.contract:
-        if args.target_config or args.draft or args.dump_layout:
-            raise _usage("give either --contract FILE or --target-config/--draft/--dump-layout, not both")
+        if args.target_config or args.draft or args.dump_layout or args.trainer != "speculators":
+            raise _usage("give either --contract FILE (it names its trainer) or --target-config/--draft/"
+                         "--dump-layout/--trainer, not both")
         return {"contract": args.contract}
+    if args.trainer == "specforge":
+        from .inputs import parse_ids
+
+        if args.dump_layout:
+            raise _usage("--trainer specforge captures the states itself: drop --dump-layout")
+        if not (args.target_config and args.draft):
+            raise _usage(f"{args.command} needs --target-config and --draft (or --contract FILE)")
+        return {"target_config": args.target_config, "draft": args.draft, "trainer": "specforge",
+                "trainer_ids": parse_ids(args.specforge_ids, "--specforge-ids")}
+    if args.specforge_ids:
+        raise _usage("--specforge-ids needs --trainer specforge")
     if not (args.target_config and args.draft and args.dump_layout):
         raise _usage(f"{args.command} needs --target-config, --draft and --dump-layout (or --contract FILE)")
     return {"target_config": args.target_config, "draft": args.draft, "dump_layout": _dump(args).layout_names}
+
+
+def _trainer_releases(args, many: bool):
+    """The trainer releases asked for: --speculators, or --specforge for SpecForge (--trainer or a lock's)."""
+    from .lock import read_lock
+
+    trainer = read_lock(args.contract).trainer if args.contract else args.trainer
+    value = args.specforge if trainer == "specforge" else args.speculators
+    if trainer == "specforge" and args.speculators:
+        raise _usage("--trainer specforge: name its releases with --specforge, not --speculators")
+    if not many:
+        return value
+    return [x.strip() for x in value.split(",") if x.strip()] if value else None
 
 
 def _matrix(args) -> int:
@@ -185,7 +213,7 @@ def _matrix(args) -> int:
     from .report.matrix import render_markdown, render_text
 
     split = lambda v: [x.strip() for x in v.split(",") if x.strip()] if v else None  # noqa: E731
-    m = build_matrix(**_matrix_inputs(args), sglang=split(args.sglang), speculators=split(args.speculators),
+    m = build_matrix(**_matrix_inputs(args), sglang=split(args.sglang), speculators=_trainer_releases(args, True),
                      workers=args.workers, verify=not args.no_verify)
     if args.json:
         print(json.dumps(m.to_json_dict(), indent=2))
@@ -199,7 +227,12 @@ def _matrix(args) -> int:
 def _can_i_deploy(args) -> int:
     from .matrix import can_i_deploy
 
-    a = can_i_deploy(args.sglang, args.speculators, **_matrix_inputs(args), verify=not args.no_verify)
+    inputs = _matrix_inputs(args)
+    release = _trainer_releases(args, False)
+    if release is None:
+        raise _usage("can-i-deploy needs the trainer's release: --speculators VERSION "
+                     "(--specforge VERSION for a SpecForge draft)")
+    a = can_i_deploy(args.sglang, release, **inputs, verify=not args.no_verify)
     if args.json:
         print(json.dumps(a.to_json_dict(), indent=2))
     if a.deploy is None:  # cannot tell: an error, one line on stderr like every other one

@@ -72,8 +72,9 @@ def test_deepseek_ids_2_30_58_are_computed_on_both_sides(tmp_path_factory):
     t = training(DEEPSEEK, draft)
     result = check(t, DEEPSEEK, draft, verify=False)
     assert None not in names(t.fc_input) and None not in names(result.serving.fc_input)
-    assert result.verdict in ("parity", "drift")
-    assert names(t.fc_input) == DS_2_30_58_TRAINING and names(result.serving.fc_input) == DS_2_30_58_SERVING
+    # SGLang 0.5.14's DeepSeek capture adds 1 only when the first id is 1; 0.5.23 serves the same
+    assert names(t.fc_input) == names(result.serving.fc_input) == ["h2", "h30", "h58"]
+    assert result.verdict == "parity"
 
 
 def test_a_patched_default_changes_the_training_contract(inject_drift, llama_default):

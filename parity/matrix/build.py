@@ -16,31 +16,35 @@ def build_matrix(target_config: Path | str | None = None, draft: Path | str | No
                  dump_layout: list[str] | None = None, *,
                  contract: Path | str | None = None, sglang: list[str] | None = None,
                  speculators: list[str] | None = None, workers: int | None = None,
-                 verify: bool = True) -> Matrix:
+                 verify: bool = True, trainer: str = "speculators",
+                 trainer_ids: list[int] | None = None) -> Matrix:
     """Extract both sides under every (or each named) installed release; see the package doc.
 
     `contract`: a lock file; its inputs replace the first three and serving is judged against
-    the locked training contract (each speculators release must still reproduce it)."""
+    the locked training contract (each speculators release must still reproduce it).
+    `trainer`: the training stack whose releases are the training rows (`speculators` names
+    which of its releases); a lock names its own trainer."""
     from ..inputs import InputError
     from ..lock import target_model
 
     t0 = time.monotonic()
-    inputs = _inputs(target_config, draft, dump_layout, contract)
+    inputs = _inputs(target_config, draft, dump_layout, contract, trainer, trainer_ids)
     model = target_model(inputs.target_config)
-    srels, trels = releases("sglang", sglang), releases("speculators", speculators)
+    srels, trels = releases("sglang", sglang), releases(inputs.trainer, speculators)
     if not srels or not trels:
-        raise InputError(f"envs.toml declares no {'sglang' if not srels else 'speculators'} release")
+        raise InputError(f"envs.toml declares no {'sglang' if not srels else inputs.trainer} release")
 
     done = run_extractions(inputs, trels, srels, workers=workers or max(1, min(os.cpu_count() or 1, 4)),
                            verify=verify, t0=t0)
 
     training, serving = matrix_rows(trels, srels, done, inputs.locked)
     return Matrix(target=model.architecture, num_layers=model.num_hidden_layers, draft=str(inputs.draft),
-                  dump_layout=list(inputs.dump_layout), contract=str(contract) if contract else None,
+                  dump_layout=list(inputs.dump_layout or []), trainer=inputs.trainer,
+                  contract=str(contract) if contract else None,
                   training=training, serving=serving, wall_s=time.monotonic() - t0, timings=done.timings)
 
 
-def _inputs(target_config, draft, dump_layout, contract) -> Inputs:
+def _inputs(target_config, draft, dump_layout, contract, trainer="speculators", trainer_ids=None) -> Inputs:
     """The target, draft and dump layout given, or a lock's (then serving is judged against it)."""
     from ..inputs import InputError, check_inputs
     from ..lock import read_lock
@@ -51,11 +55,13 @@ def _inputs(target_config, draft, dump_layout, contract) -> Inputs:
         base = Path(contract).parent.resolve()
         target_config, draft = lock.resolve(base, lock.target_config), lock.resolve(base, lock.draft)
         dump_layout, locked = list(lock.dump_layout), lock.training
+        trainer, trainer_ids = lock.trainer, lock.trainer_ids
     if target_config is None or draft is None:
         raise InputError("the matrix needs the target config and the draft (--target-config/--draft) "
                          "or a locked contract (--contract)")
-    if not dump_layout:
+    if not dump_layout and trainer == "speculators":
         raise InputError("the matrix needs the dump layout (--dump-layout) or a locked contract (--contract)")
     target_config, draft = Path(target_config), Path(draft)
     check_inputs(target_config, draft)
-    return Inputs(target_config=target_config, draft=draft, dump_layout=list(dump_layout), locked=locked)
+    return Inputs(target_config=target_config, draft=draft, dump_layout=list(dump_layout) if dump_layout else None,
+                  locked=locked, trainer=trainer, trainer_ids=trainer_ids)

@@ -14,8 +14,9 @@ def matrix_rows(speculators: list[Release], sglang: list[Release], extractions: 
     """Every row, oldest release first, with what changed since the release above marked.
     Serving is judged against the lock's training contract, or each speculators release's."""
     training = [training_row(r.version, extractions.training[r.version], locked) for r in speculators]
+    names = {r.version: r.package for r in speculators}  # the trainer: speculators, or e.g. specforge
     against = ([("lock", locked, None)] if locked is not None else
-               [(f"speculators {row.version}", row.contract, row.error) for row in training])
+               [(f"{names[row.version]} {row.version}", row.contract, row.error) for row in training])
     serving = [serving_row(r, against, extractions) for r in sglang]
     mark_changes(training, serving)
     return training, serving

@@ -13,33 +13,37 @@ class Answer(BaseModel):
 
     deploy: bool | None = Field(description="None: cannot tell (a side could not be extracted).")
     sglang: str = Field(description="The SGLang release asked about.")
-    speculators: str = Field(description="The speculators release asked about.")
+    speculators: str = Field(description="The trainer's release asked about (speculators by default).")
+    trainer: str = Field(default="speculators", description="The training stack asked about.")
     reason: str = Field(description="The answer in one line, with the reason.")
     matrix: Matrix = Field(description="The one-cell matrix the answer was read from.")
 
     def to_json_dict(self) -> dict:
         return {"deploy": self.deploy, "sglang": self.sglang, "speculators": self.speculators,
+                **({"trainer": self.trainer} if self.trainer != "speculators" else {}),
                 "reason": self.reason, "matrix": self.matrix.to_json_dict()}
 
 
 def can_i_deploy(sglang: str, speculators: str, target_config=None, draft=None, dump_layout=None, *,
-                 contract=None, verify: bool = True) -> Answer:
+                 contract=None, verify: bool = True, trainer: str = "speculators",
+                 trainer_ids: list[int] | None = None) -> Answer:
+    """`speculators`: the release of `trainer` (speculators unless named) to ask about."""
     m = build_matrix(target_config, draft, dump_layout, contract=contract, sglang=[sglang],
-                     speculators=[speculators], verify=verify)
+                     speculators=[speculators], verify=verify, trainer=trainer, trainer_ids=trainer_ids)
     return answer(m, sglang, speculators)
 
 
 def answer(m: Matrix, sglang: str, speculators: str) -> Answer:
     """Read the answer from a matrix of that one pair."""
     t, row = m.training[0], m.serving[0]
-    pair = f"sglang {sglang} with speculators {speculators}"
-    asked = {"sglang": sglang, "speculators": speculators, "matrix": m}
+    pair = f"sglang {sglang} with {m.trainer} {speculators}"
+    asked = {"sglang": sglang, "speculators": speculators, "trainer": m.trainer, "matrix": m}
     if t.error:
         return Answer(**asked, deploy=None, reason=t.error)
     if row.error:
         return Answer(**asked, deploy=None, reason=row.error)
     if t.lock_drift:
-        return Answer(**asked, deploy=False, reason=f"no: speculators {speculators} no longer trains what "
+        return Answer(**asked, deploy=False, reason=f"no: {m.trainer} {speculators} no longer trains what "
                       f"the lock says ({'; '.join(t.lock_drift)})")
     v = row.verdicts[0]
     if v.verdict == "parity":

@@ -81,7 +81,8 @@ class Matrix(_Row):
     target: str = Field(description="The target's architecture.")
     num_layers: int = Field(description="Its decoder layers.")
     draft: str = Field(description="The draft directory.")
-    dump_layout: list[str] = Field(description="What each dumped slot holds.")
+    dump_layout: list[str] = Field(description="What each dumped slot holds (a capturing trainer: empty).")
+    trainer: str = Field(default="speculators", description="The training stack of the training rows.")
     contract: str | None = Field(description="The lock file the cells are judged against, if any.")
     training: list[TrainingRow] = Field(description="Speculators releases, oldest first.")
     serving: list[ServingRow] = Field(description="SGLang releases, oldest first.")
@@ -99,11 +100,12 @@ class Matrix(_Row):
         row = next(r for r in self.serving if r.version == sglang)
         if speculators is None or self.contract:
             return row, (row.verdicts[0] if row.verdicts else None)
-        return row, next((v for v in row.verdicts if v.against == f"speculators {speculators}"), None)
+        return row, next((v for v in row.verdicts if v.against == f"{self.trainer} {speculators}"), None)
 
     def to_json_dict(self) -> dict[str, Any]:
         return {"target": self.target, "num_hidden_layers": self.num_layers, "draft": self.draft,
-                "dump_layout": self.dump_layout, "contract": self.contract, "ok": self.ok,
+                "dump_layout": self.dump_layout, **({"trainer": self.trainer} if self.trainer != "speculators" else {}),
+                "contract": self.contract, "ok": self.ok,
                 "wall_s": round(self.wall_s, 1), "timings": self.timings,
                 "training": [r.to_json() for r in self.training],
                 "serving": [r.to_json() for r in self.serving]}

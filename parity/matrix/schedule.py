@@ -40,8 +40,10 @@ class Inputs:
 
     target_config: Path
     draft: Path
-    dump_layout: list[str]
+    dump_layout: list[str] | None  # None: a trainer that captures its states itself (SpecForge)
     locked: TrainingContract | None  # a lock's training contract: serving is judged against it
+    trainer: str = "speculators"
+    trainer_ids: list[int] | None = None  # SpecForge: the run's own id override
 
 
 @dataclass
@@ -82,7 +84,7 @@ def run_extractions(inputs: Inputs, speculators: list[Release], sglang: list[Rel
         try:
             if inputs.locked is not None:  # serving does not wait for training
                 _start_checks(pool, clock, pending, sglang, inputs, inputs.locked, verify)
-            started = {pool.submit(clock.timed, f"training under speculators {r.version}", _extract_training,
+            started = {pool.submit(clock.timed, f"training under {r.package} {r.version}", _extract_training,
                                    r, inputs, slot=False): r for r in speculators}
             for done in as_completed(started):
                 contract = out.training[started[done].version] = done.result()
@@ -114,14 +116,15 @@ def _extract_training(release: Release, inputs: Inputs) -> TrainingContract | st
     from ..lock import extract_for_lock
 
     if release.problem:
-        return f"{CANNOT} speculators {release.version}: {release.problem}"
+        return f"{CANNOT} {release.package} {release.version}: {release.problem}"
     try:
         with _training_lock(release.version), _SLOTS:  # the lock first: a waiter holds no CPU slot
             return extract_for_lock(inputs.target_config, inputs.draft, inputs.dump_layout,
-                                    speculators_version=release.version)
+                                    speculators_version=release.version, trainer_name=inputs.trainer,
+                                    trainer_ids=inputs.trainer_ids)
     except UserError as exc:
         msg = first_line(exc)
-        return msg if msg.startswith(CANNOT) else f"{CANNOT} speculators {release.version}: {msg}"
+        return msg if msg.startswith(CANNOT) else f"{CANNOT} {release.package} {release.version}: {msg}"
 
 
 def _check(release: Release, inputs: Inputs, training: TrainingContract, verify: bool) -> tuple:

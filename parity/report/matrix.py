@@ -10,7 +10,12 @@ def _against(m: Matrix) -> list[tuple[str, str]]:
     """(the training contract a serving cell is judged against, its column title)."""
     if m.contract:
         return [("lock", "vs lock")]
-    return [(f"speculators {r.version}", f"vs {r.version}") for r in m.training]
+    return [(f"{m.trainer} {r.version}", f"vs {r.version}") for r in m.training]
+
+
+def _source(m: Matrix, dump: str) -> str:
+    """Where the training states come from: the dump layout, or a trainer's own capture."""
+    return dump.format(", ".join(m.dump_layout)) if m.dump_layout else f"{m.trainer}'s own capture"
 
 
 def _verdict_cell(row: ServingRow, against: str) -> str:
@@ -26,7 +31,7 @@ def _changed_note(changed: list[str]) -> str:
 
 def render_text(m: Matrix) -> str:
     lines = [f"parity matrix: {m.target} ({m.num_layers} layers), draft {m.draft}, "
-             f"dump [{', '.join(m.dump_layout)}]" + (f", lock {m.contract}" if m.contract else ""), ""]
+             + _source(m, "dump [{}]") + (f", lock {m.contract}" if m.contract else ""), ""]
     lines += _training_table(m).lines()
     lines.append("")
     lines += _serving_table(m).lines()
@@ -36,7 +41,7 @@ def render_text(m: Matrix) -> str:
 
 
 def _training_table(m: Matrix) -> Table:
-    table = Table([Column("", width=1), Column("training (speculators)", width=24, gap=1),
+    table = Table([Column("", width=1), Column(f"training ({m.trainer})", width=24, gap=1),
                    Column("fc input", width=22, gap=1), Column("loss target", gap=1)], indent="")
     for r in m.training:
         mark = "*" if r.changed else " "
@@ -90,9 +95,9 @@ def _changed_kinds(row: ServingRow) -> set[str]:
 def render_markdown(m: Matrix) -> str:
     names = [name for name, _ in _against(m)]
     out = [f"### parity matrix: `{m.draft}` on {m.target} ({m.num_layers} layers)", "",
-           f"Dump layout `[{', '.join(m.dump_layout)}]`" + (f", lock `{m.contract}`" if m.contract else "")
+           _source(m, "Dump layout `[{}]`") + (f", lock `{m.contract}`" if m.contract else "")
            + ". Changed cells (vs the release above) are **bold**.", "",
-           "| speculators | fc input | loss target | changed |", "|---|---|---|---|"]
+           f"| {m.trainer} | fc input | loss target | changed |", "|---|---|---|---|"]
     for r in m.training:
         if r.error:
             out.append(f"| {r.version} | {_bold(_md(r.error), bool(r.changed))} | | {_md('; '.join(r.changed))} |")
