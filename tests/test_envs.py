@@ -32,6 +32,26 @@ def test_one_line_adds_a_release():
                     "deps": ["transformers==5.16.0", "pydantic", "numpy<=2.5"]}
 
 
+def test_a_template_base_reuses_another_release_line():
+    """SpecForge's line names the SGLang release it pins; its environment is that one's plus its own."""
+    text = TOML + """
+[releases.trainer]
+"1.0" = { engine = "0.8.0" }
+
+[template.trainer]
+base = "speculators-{engine}"
+path = ".envs/trainer-{version}"
+no_deps = ["trainer=={version}"]
+deps = ["pyyaml"]
+"""
+    spec = load_specs(text)["trainer-1.0"]
+    assert spec == {"path": ".envs/trainer-1.0", "torch": "2.13.0",
+                    "no_deps": ["speculators==0.8.0", "trainer==1.0"],
+                    "deps": ["transformers==5.16.0", "pydantic", "numpy<=2.5", "pyyaml"]}
+    with pytest.raises(EnvError, match="builds on 'speculators-9'"):
+        load_specs(text.replace('engine = "0.8.0"', 'engine = "9"'))
+
+
 def test_a_missing_pin_is_named():
     with pytest.raises(EnvError, match="lacks the pin 'transformers'"):
         load_specs(TOML.replace('transformers = "5.16.0", ', ""))
@@ -41,6 +61,9 @@ def test_the_shipped_file_names_every_release_once():
     pins = [(e.name, e.packages.get("sglang") or e.packages.get("speculators")) for e in environments()]
     assert ("main", "0.5.23") in pins and ("speculators-0.7.0.2", "0.7.0.2") in pins
     assert ("sglang-0.5.14", "0.5.14") in pins and ("sglang-0.5.12.post1", "0.5.12.post1") in pins
+    specforge = {e.name: e.packages for e in environments()}["specforge-0.2.0"]
+    assert specforge["specforge"] == "0.2.0" and specforge["sglang"] == "0.5.14"
+    assert find_env("sglang", "0.5.14").name == "sglang-0.5.14"  # SGLang's own environment, not SpecForge's
 
 
 def test_the_user_file_in_parity_home_adds_a_release(tmp_path, monkeypatch):
