@@ -200,3 +200,15 @@ def test_convention_error_is_a_value_error_and_needs_layers():
     assert issubclass(ConventionError, ValueError)
     with pytest.raises(ConventionError, match="at least one layer"):
         to_taps("vllm", [0], 0)
+
+
+def test_typed_rules_of_systems_parity_runs_or_cannot_run_give_no_verdict():
+    """specforge (run instead: --trainer specforge) and trtllm (not run) translate ids for
+    reading only; as a data-generation convention they are refused, saying what to use."""
+    from parity.conventions import CONVENTIONS, datagen_refusal
+
+    assert {c.name for c in CONVENTIONS.values() if c.run_by} == {"specforge", "trtllm"}
+    assert "--trainer specforge" in datagen_refusal("specforge")
+    assert "--dump-layout" in datagen_refusal("trtllm")
+    assert datagen_refusal("speculators-datagen") is None and datagen_refusal("vllm") is None
+    assert CONVENTIONS["specforge"].label.startswith("typed rule, not run")

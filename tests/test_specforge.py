@@ -105,3 +105,23 @@ def test_typed_rules_and_misused_flags_give_no_verdict(capsys, argv, message):
     code = cli.main(["check", "--target-config", str(LLAMA), "--draft", str(LLAMA_DRAFT), *argv])
     err = capsys.readouterr().err
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_lock_records_the_trainer_and_is_checked_with_it(tmp_path, llama_default):
+    import json
+
+    from parity.lock import check_lock, write_lock
+
+    path = tmp_path / "specforge.json"
+    lock = write_lock(path, "sf", LLAMA, LLAMA_DRAFT, None, trainer_name="specforge")
+    data = json.loads(path.read_text())
+    assert (data["trainer"], data["trainer_release"], data["trainer_ids"]) == ("specforge", "0.2.0", None)
+    assert data["dump_layout"] == ["h2", "h16", "h29", "final"] == [t.name for t in lock.training.dump_layout]
+    assert check_lock(path, verify=False).verdict == "parity"
+
+
+def test_can_i_deploy_takes_the_trainer(capsys, llama_default):
+    code = cli.main(["can-i-deploy", "--trainer", "specforge", "--specforge", "0.2.0", "--sglang", "0.5.23",
+                     "--target-config", str(LLAMA), "--draft", str(LLAMA_DRAFT), "--no-verify"])
+    out = capsys.readouterr().out
+    assert code == 0 and "yes: sglang 0.5.23 with specforge 0.2.0 feeds the draft's fc exactly [h2, h16, h29]" in out

@@ -56,7 +56,7 @@ def python(release: str | None) -> str:
     return str(find_env("specforge", envs[-1].packages["specforge"]).python)
 
 
-def probe(target_config: dict, draft_dir: Path | None, run_ids: list[int] | None,
+def run_probe(target_config: dict, draft_dir: Path | None, run_ids: list[int] | None,
           release: str | None = None, seq_len: int = 8, seed: int = 0) -> dict:
     request = {"target_config": target_config, "run_ids": run_ids, "seq_len": seq_len, "seed": seed,
                "draft_config": str((Path(draft_dir) / "config.json").resolve()) if draft_dir else None}
@@ -128,7 +128,7 @@ def training_contract(target: TargetModel, dump_layout: list[Tap] | None = None,
     config, _ = read_target(Path(target_config))
     draft = read_draft(draft_dir) if draft_dir is not None else None
     try:
-        reply = probe(config, draft_dir, list(datagen_ids) if datagen_ids is not None else None, release)
+        reply = run_probe(config, draft_dir, list(datagen_ids) if datagen_ids is not None else None, release)
     except EnvError as exc:
         raise SpecForgeError(str(exc)) from exc
     found = reply.get("specforge_version")
@@ -143,5 +143,5 @@ def is_trained_draft(config: dict) -> bool:
     return False
 
 
-__all__ = ["ERRORS", "FORWARD_MODULE", "NAME", "SpecForgeError", "is_trained_draft", "probe",
+__all__ = ["ERRORS", "FORWARD_MODULE", "NAME", "SpecForgeError", "is_trained_draft", "run_probe",
            "read_draft", "to_contract", "training_contract"]
