@@ -297,11 +297,14 @@ def _check(args) -> int:
         lock = read_lock(args.contract)
         base = args.contract.parent
         args.target_config, args.draft = base / lock.target_config, base / lock.draft
+        release = args.specforge if lock.trainer == "specforge" else args.speculators  # the lock's trainer
         result = check_lock(args.contract, sglang_version=args.sglang,
-                            speculators_version=args.speculators, verify=not args.no_verify)
+                            speculators_version=release, verify=not args.no_verify)
     else:
         if not (args.target_config and args.draft):
             raise _usage("check needs --target-config and --draft (or --contract FILE)")
+        if args.trainer != "specforge" and (args.specforge_ids or args.specforge):
+            raise _usage("--specforge-ids/--specforge need --trainer specforge")
         if not (args.dump_layout or args.datagen_ids) and args.trainer != "specforge":
             raise _usage("check needs the dump description: --dump-layout h0,h3,... or --datagen-ids")
         check_inputs(args.target_config, args.draft)  # fails fast, before any extraction
@@ -337,7 +340,8 @@ def _lock(args) -> int:
             raise _usage("--specforge-ids needs --trainer specforge")
         layout, ids = _dump(args).layout_names, None
     lock = write_lock(args.out, args.name or args.out.stem, args.target_config, args.draft, layout,
-                      trainer_name=args.trainer, trainer_ids=ids)
+                      trainer_name=args.trainer, trainer_ids=ids,
+                      release=args.specforge if args.trainer == "specforge" else None)
     print(f"parity: locked {lock.name}: fc {[t.name for t in lock.training.fc_input]}, "
           f"target {lock.training.target.name} -> {args.out}")
     return ExitCode.OK

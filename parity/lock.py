@@ -115,10 +115,12 @@ def lock_destination(path: Path, target_config: Path, draft: Path) -> Path:
 
 
 def write_lock(path: Path, name: str, target_config: Path, draft: Path, layout: list[str] | None, *,
-               trainer_name: str = "speculators", trainer_ids: list[int] | None = None) -> Lock:
+               trainer_name: str = "speculators", trainer_ids: list[int] | None = None,
+               release: str | None = None) -> Lock:
     path = lock_destination(path, target_config, draft)
     base = path.parent.resolve()
-    training = extract_for_lock(target_config, draft, layout, trainer_name=trainer_name, trainer_ids=trainer_ids)
+    training = extract_for_lock(target_config, draft, layout, release, trainer_name=trainer_name,
+                                trainer_ids=trainer_ids)
     lock = Lock(name=name, target_config=_rel(target_config, base), draft=_rel(draft, base),
                 dump_layout=layout or [t.name for t in training.dump_layout], training=training,
                 trainer=trainer_name, trainer_release=training.provenance.version, trainer_ids=trainer_ids)
