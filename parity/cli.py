@@ -40,10 +40,13 @@ def _add_dump_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dump-layout", metavar="TAPS",
                    help="which state each dumped slot holds, e.g. h0,h3,h31,h59 (a manifest)")
     p.add_argument("--datagen-ids", metavar="IDS",
-                   help="instead of --dump-layout: the data-generation layer ids, e.g. 2,16,29")
-    p.add_argument("--datagen-convention", default="speculators-datagen",
-                   help="the convention of --datagen-ids (default: speculators-datagen, "
-                        "which appends the last layer); see `parity conventions`")
+                   help="instead of --dump-layout: the data-generation layer ids, e.g. 2,16,29, or "
+                        "`default` (the launch script's); the dump is found by running vLLM's capture")
+    p.add_argument("--datagen-convention", default=None,
+                   help="read --datagen-ids by this typed rule instead of running vLLM (labelled "
+                        "'typed rule, not run'), e.g. speculators-datagen; see `parity conventions`")
+    p.add_argument("--vllm", metavar="VERSION",
+                   help="the vLLM release that makes the dump from --datagen-ids (default: the newest installed)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -210,9 +213,13 @@ def _training(args) -> "object":
 
     target = target_model(args.target_config)
     dump = _dump(args)
+    run = {}
+    if dump.runs_datagen:  # the dump speculators' data generation makes, found by running vLLM
+        from .extract.engines.vllm import extract_dump
+        run["datagen_dump"] = extract_dump(args.target_config, dump.datagen_ids, getattr(args, "vllm", None))
     return trainer().training_contract(target, dump.layout, datagen_ids=dump.datagen_ids,
                                        datagen_convention=dump.convention,
-                                       draft_dir=args.draft, release=getattr(args, "speculators", None))
+                                       draft_dir=args.draft, release=getattr(args, "speculators", None), **run)
 
 
 def _serving(args):
