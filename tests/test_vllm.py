@@ -1,0 +1,95 @@
+"""vLLM as the data-generation engine: the dump speculators' training reads is found by running
+vLLM 0.33.0's own capture on the tiny target (docs/vllm.md). One extraction is shared by the
+assertions below (module scope; repeated runs come from the reply cache)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from parity import cli
+from parity.contract import Tap
+from parity.extract.engines.vllm import DatagenError, extract_dump, launch_ids
+
+from .helpers import ROOT
+
+LLAMA_32 = ROOT / "fixtures" / "targets" / "tiny-llama-32l" / "config.json"
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    rc = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.fixture(scope="module")
+def dump():
+    return extract_dump(LLAMA_32, [2, 16, 29])
+
+
+def test_launch_ids_are_the_launch_scripts():
+    assert launch_ids([2, 16, 29], 32) == [2, 16, 29, 32]
+    assert launch_ids([2, 16, 32], 32) == [2, 16, 32]
+    assert launch_ids(None, 32) == [2, 16, 29, 32]
+
+
+def test_vllm_dumps_the_input_of_each_id_and_the_last_layer(dump):
+    assert [t.name for t in dump.layout] == ["h2", "h16", "h29", "h32"]
+    assert dump.version == "0.33.0" and dump.engine == "vllm" and dump.runner == "v2"
+    assert dump.launch_ids == (2, 16, 29, 32) and dump.ids_given == (2, 16, 29)
+    assert "set_eagle3_aux_hidden_state_layers" in dump.code_path
+    assert "_setup_eagle3_aux_hidden_state_outputs" in dump.code_path
+    assert not dump.findings  # both runners dump the same states
+
+
+def test_contract_training_feeds_the_run_dump_to_speculators(dump, capsys):
+    rc, out, err = run(capsys, "contract", "training", "--target-config", LLAMA_32,
+                       "--datagen-ids", "2,16,29", "--json")
+    assert rc == 0, err
+    c = json.loads(out)
+    assert c["fc_input"] == ["h2", "h16", "h29"] and c["target"] == "h32"
+    assert c["dump_layout_source"] == "datagen_run"
+    assert c["provenance"]["details"]["dump_engine"] == "vllm 0.33.0"
+    assert "extract_hidden_states" in c["provenance"]["details"]["dump"]
+
+
+def test_no_ids_is_the_launch_default(dump, capsys):
+    rc, out, err = run(capsys, "contract", "training", "--target-config", LLAMA_32,
+                       "--datagen-ids", "default", "--json")
+    assert rc == 0, err
+    c = json.loads(out)
+    assert c["dump_layout"] == ["h2", "h16", "h29", "h32"]
+    assert "the launch default" in c["provenance"]["details"]["dump"]
+
+
+def test_a_typed_convention_is_labelled_not_run(capsys):
+    rc, out, err = run(capsys, "contract", "training", "--target-config", LLAMA_32, "--datagen-ids", "2,16,29",
+                       "--datagen-convention", "speculators-datagen", "--json")
+    assert rc == 0, err
+    c = json.loads(out)
+    assert c["dump_layout_source"] == "datagen_ids"
+    assert any(f["kind"] == "typed_rule_not_run" and "typed rule, not run" in f["message"] for f in c["findings"])
+    assert "dump_engine" not in c["provenance"]["details"]
+
+
+def test_the_contract_follows_a_patch_of_vllms_capture(dump, inject_drift, capsys):
+    inject_drift("tests.drift.vllm_capture_without_residual")
+    drifted = extract_dump(LLAMA_32, [2, 16, 29])
+    assert drifted.layout != dump.layout
+    assert drifted.layout == tuple(Tap.parse(f"h{k}.delta") for k in (2, 16, 29, 32))
+    rc, out, err = run(capsys, "contract", "training", "--target-config", LLAMA_32,
+                       "--datagen-ids", "2,16,29", "--json")
+    assert rc == 0, err
+    assert json.loads(out)["fc_input"] == ["h2.delta", "h16.delta", "h29.delta"]
+
+
+def test_without_the_kernel_stand_ins_the_run_is_a_loud_error(inject_drift, capsys):
+    """vLLM's CPU attention from the CUDA wheel raises nothing: it returns uninitialised memory.
+    Identification must refuse every such slot; the CLI says so in one line, exit 2."""
+    inject_drift("tests.drift.vllm_no_kernel_standins")
+    with pytest.raises(DatagenError, match="matches no state|non-finite"):
+        extract_dump(LLAMA_32, [2, 16, 29])
+    rc, out, err = run(capsys, "contract", "training", "--target-config", LLAMA_32, "--datagen-ids", "2,16,29")
+    assert rc == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "vllm 0.33.0" in err
