@@ -66,7 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     sv = side.add_parser("serving", help="the serving contract, from the installed SGLang")
     sv.add_argument("--target-config", required=True, type=Path)
     sv.add_argument("--draft", required=True, type=Path, help="the draft directory as it will be served")
+    sv.add_argument("--engine", default="sglang", choices=_engines(), help="the serving engine (default sglang)")
     sv.add_argument("--sglang", metavar="VERSION", help="run another installed release")
+    sv.add_argument("--vllm", metavar="VERSION", help="with --engine vllm: the release (default: the newest installed)")
     sv.add_argument("--json", action="store_true")
     for side_parser in (tr, sv):
         side_parser.set_defaults(func=_contract)
@@ -79,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     ck.add_argument("--lock", "--contract", dest="contract", type=Path, metavar="FILE",
                     help="instead of the three above: a lock file written by `parity lock` "
                          "(contracts/NAME.json); --contract is its older name")
-    ck.add_argument("--engine", default="sglang", choices=["sglang"])
+    ck.add_argument("--engine", default="sglang", choices=_engines(), help="the serving engine (default sglang)")
     ck.add_argument("--sglang", metavar="VERSION", help="check under another installed release")
     ck.add_argument("--speculators", metavar="VERSION", help="training under another installed release")
     ck.add_argument("--no-verify", action="store_true",
@@ -222,10 +224,21 @@ def _training(args) -> "object":
                                        draft_dir=args.draft, release=getattr(args, "speculators", None), **run)
 
 
+def _engines() -> list[str]:
+    from .extract.engines import names
+
+    return names()
+
+
+def _engine_version(args) -> str | None:
+    """The serving release the command names: the flag called after its engine (--sglang, --vllm)."""
+    return getattr(args, getattr(args, "engine", "sglang"), None)
+
+
 def _serving(args):
     from .extract.engines import engine
 
-    return engine().extract_serving(args.target_config, args.draft, args.sglang)
+    return engine(args.engine).extract_serving(args.target_config, args.draft, _engine_version(args))
 
 
 def _check(args) -> int:
@@ -253,11 +266,11 @@ def _check(args) -> int:
             raise _usage("check needs the dump description: --dump-layout h0,h3,... or --datagen-ids")
         check_inputs(args.target_config, args.draft)  # fails fast, before any extraction
         from .extract.engines import engine
-        engine(args.engine).preflight(args.target_config, args.sglang)
+        engine(args.engine).preflight(args.target_config, _engine_version(args))
         training = _training(args)
         check_inputs(args.target_config, args.draft, training)
-        result = check(training, args.target_config, args.draft, sglang_version=args.sglang,
-                       verify=not args.no_verify)
+        result = check(training, args.target_config, args.draft, sglang_version=_engine_version(args),
+                       verify=not args.no_verify, engine_name=args.engine)
     if args.json:
         print(json.dumps(result.to_json_dict(), indent=2))
     else:

@@ -54,6 +54,14 @@ class Engine(Protocol):
         """The serving contract, plus what the engine would capture for each candidate id list
         (each {"ids", "fc_input": [names or None], "capture_ids", "error"}), in one engine run."""
 
+    IDS_KEY: str
+    """Where in a draft's config.json the engine reads the aux ids, dotted (e.g.
+    'eagle_config.eagle_aux_hidden_state_layer_ids'): the key a fix is written under."""
+
+    def write_ids(self, config: dict, ids: list[int], /) -> dict:
+        """A copy of the draft config `config` with `ids` written where the engine reads them
+        (and nowhere it would read other ids first)."""
+
     def served_config(self, spec: dict, ids: list[int], /) -> dict:
         """The draft config in the engine's served format, from a speculators draft config
         `spec`, with the aux ids `ids` written where the engine reads them."""

@@ -27,6 +27,7 @@ from .. import ServingExtractionError
 NAME = "vllm"
 PROBE = "parity.extract.engines.vllm.probe"
 FORWARD_MODULE = "parity.extract.engines.vllm.forward_side"
+IDS_KEY = "eagle_aux_hidden_state_layer_ids"  # top level: read first by both model runners
 
 
 class DatagenError(UserError, RuntimeError):
@@ -124,16 +125,21 @@ def check_architecture(target: TargetModel, target_config_path, vllm_version: st
     """vLLM's registry decides, in the probe."""
 
 
-def served_config(spec: dict, ids: list[int]) -> dict:
-    """The draft config vLLM serves: a speculators-format config loads natively (vLLM copies its
-    top-level ids into the draft's config), so it is `spec` with the ids at the top level, the
-    key both model runners read first, and no nested ids the V1 runner would let override them."""
-    cfg = json.loads(json.dumps(spec))
-    cfg["eagle_aux_hidden_state_layer_ids"] = list(ids)
+def write_ids(config: dict, ids: list[int]) -> dict:
+    """The draft config with `ids` at the top level, the key both model runners read first, and
+    without nested `eagle_config` ids, which the V1 runner would let override them."""
+    cfg = json.loads(json.dumps(config))
+    cfg[IDS_KEY] = list(ids)
     eagle = cfg.get("eagle_config")
     if isinstance(eagle, dict):
         eagle.pop("eagle_aux_hidden_state_layer_ids", None)
     return cfg
+
+
+def served_config(spec: dict, ids: list[int]) -> dict:
+    """The draft config vLLM serves: a speculators-format config loads natively (vLLM copies its
+    top-level ids into the draft's config), so it is `spec` with the ids written by `write_ids`."""
+    return write_ids(spec, ids)
 
 
 def _names(run: dict) -> list[str | None]:
@@ -141,8 +147,8 @@ def _names(run: dict) -> list[str | None]:
 
 
 def to_contract(reply: dict[str, Any], target_config: dict, draft_config: dict) -> ServingContract:
-    """The contract of the GPU-default runner; the other runner's reading, when it differs, is a
-    warning finding and is kept in the provenance."""
+    """The contract of the GPU-default runner. Each runner's ids and fc input are kept in the
+    provenance; runners feeding different states is an error finding (a drift for one of them)."""
     version = reply.get("vllm_version", "?")
     runner = reply["gpu_default_runner"]
     runs = reply["runners"]
@@ -161,10 +167,12 @@ def to_contract(reply: dict[str, Any], target_config: dict, draft_config: dict) 
             findings.append(Finding(kind="engine_error", severity="error", message=f"{name} runner: {run['error']}"))
     others = {n: r for n, r in runs.items() if n != runner and _names(r) != _names(chosen)}
     for name, run in others.items():
-        findings.append(Finding(kind="runners_differ", message=(
-            f"vllm {version}'s runners feed different states: {name} {_names(run)} (ids "
-            f"{run.get('config_ids') or 'default'}), {runner} {_names(chosen)} (ids "
-            f"{chosen.get('config_ids') or 'default'}); a GPU deployment uses {runner} by default")))
+        # The same draft is fed other states depending on which runner a deployment gets (V2 on a
+        # GPU with Triton, V1 otherwise): a drift for one of them whatever was trained.
+        findings.append(Finding(kind="runners_differ", severity="error", message=(
+            f"vllm {version}'s model runners feed this draft different states: the {name} runner "
+            f"{_names(run)} (ids {run.get('config_ids') or 'default'}), the {runner} runner {_names(chosen)} "
+            f"(ids {chosen.get('config_ids') or 'default'}); a GPU deployment uses {runner} by default")))
     if not chosen.get("config_ids"):
         findings.append(Finding(kind="default_layers_fallback", message=(
             f"vllm {version}'s {runner} runner found no ids it reads in the draft config and serves "
@@ -204,6 +212,6 @@ def extract_serving(target_config_path: Path | str, draft_dir: Path | str,
     return probe_serving(target_config_path, draft_dir, vllm_version)[0]
 
 
-__all__ = ["FORWARD_MODULE", "NAME", "DatagenError", "ServingExtractionError", "check_architecture",
+__all__ = ["FORWARD_MODULE", "IDS_KEY", "NAME", "DatagenError", "ServingExtractionError", "check_architecture",
            "extract_dump", "extract_serving", "installed_versions", "launch_ids", "preflight", "probe_serving",
-           "python", "served_config", "to_contract"]
+           "python", "served_config", "to_contract", "write_ids"]
