@@ -93,3 +93,57 @@ def test_without_the_kernel_stand_ins_the_run_is_a_loud_error(inject_drift, caps
     rc, out, err = run(capsys, "contract", "training", "--target-config", LLAMA_32, "--datagen-ids", "2,16,29")
     assert rc == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and "vllm 0.33.0" in err
+
+
+# -- vLLM as the serving engine ----------------------------------------------------------------
+
+
+def _llama_draft(tmp, **ids) -> str:
+    """A tiny EAGLE-3 draft for the 32-layer target, ids placed as given (config.json only)."""
+    cfg = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": 64,
+           "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+           "num_hidden_layers": 1, "vocab_size": 256, "draft_vocab_size": 256, "rms_norm_eps": 1e-5,
+           "max_position_embeddings": 2048, **ids}
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "config.json").write_text(json.dumps(cfg))
+    return str(tmp)
+
+
+@pytest.fixture(scope="module")
+def nested(tmp_path_factory):
+    """An SGLang/SpecForge-style draft (ids nested in eagle_config, [1, 15, 28]) trained on
+    [h2, h16, h29]; one directory for the module, so its extractions repeat from the reply cache."""
+    return _llama_draft(tmp_path_factory.mktemp("nested"), eagle_config={"eagle_aux_hidden_state_layer_ids": [1, 15, 28]})
+
+
+def test_nested_ids_are_read_by_the_v1_runner_and_ignored_by_v2(nested, capsys):
+    draft = nested
+    rc, out, err = run(capsys, "contract", "serving", "--engine", "vllm", "--target-config", LLAMA_32,
+                       "--draft", draft, "--json")
+    c = json.loads(out)
+    details = c["provenance"]["details"]
+    assert details["v1_ids"] == "[1, 15, 28]" and details["v1_fc_input"] == "['h1', 'h15', 'h28']"
+    assert details["v2_ids"].startswith("none in the config") and details["v2_fc_input"] == "['h2', 'h16', 'h29']"
+    assert details["gpu_default_runner"] == "v2" and c["fc_input"] == ["h2", "h16", "h29"]
+    assert any(f["kind"] == "runners_differ" and f["severity"] == "error" for f in c["findings"])
+    assert rc == 1  # an error finding: one runner is fed other states than the config's other reader
+
+
+def test_check_finds_the_v1_drift_and_a_verified_fix_in_vllms_form(nested, capsys):
+    draft = nested
+    rc2, out, err = run(capsys, "check", "--engine", "vllm", "--target-config", LLAMA_32, "--draft", draft,
+                        "--dump-layout", "h2,h16,h29,h32", "--json")
+    r = json.loads(out)
+    assert rc2 == 1 and r["verdict"] == "drift"
+    assert any("h1" in d["message"] and "v1 runner" in d["message"] for d in r["differences"])
+    fix = r["suggestion"]
+    assert fix["engine"] == "vllm" and fix["eagle_aux_hidden_state_layer_ids"] == [2, 16, 29]
+    assert fix["config_key"] == "eagle_aux_hidden_state_layer_ids" and fix["verified"] is True
+
+
+def test_the_fix_written_at_the_top_level_serves_the_training_contract(tmp_path, capsys):
+    draft = _llama_draft(tmp_path / "fixed", eagle_aux_hidden_state_layer_ids=[2, 16, 29])
+    rc, out, err = run(capsys, "check", "--engine", "vllm", "--target-config", LLAMA_32, "--draft", draft,
+                       "--dump-layout", "h2,h16,h29,h32", "--no-verify")
+    assert rc == 0, out + err
+    assert "served by vllm" in out and "PARITY" in out
