@@ -147,3 +147,15 @@ def test_the_fix_written_at_the_top_level_serves_the_training_contract(tmp_path,
                        "--dump-layout", "h2,h16,h29,h32", "--no-verify")
     assert rc == 0, out + err
     assert "served by vllm" in out and "PARITY" in out
+
+
+def test_deepseek_id_0_raises_in_vllms_capture(tmp_path):
+    """DeepSeek's decoder in vLLM 0.33 adds a residual that is None before layer 0: id 0 (h0, the
+    embeddings, which Llama and Qwen capture) raises there. A run through the real MLA and MoE
+    (router real, expert and attention kernels stood in), on an 8-layer DeepSeek-V3."""
+    config = json.loads((ROOT / "fixtures" / "targets" / "deepseek-v3-61l" / "config.json").read_text())
+    target = tmp_path / "config.json"
+    target.write_text(json.dumps({**config, "num_hidden_layers": 8}))
+    with pytest.raises(DatagenError, match="TypeError"):
+        extract_dump(target, [0, 3, 5])
+    assert [t.name for t in extract_dump(target, [1, 3, 5]).layout] == ["h1", "h3", "h5", "h8"]
