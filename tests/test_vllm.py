@@ -110,10 +110,10 @@ def _llama_draft(tmp, **ids) -> str:
 
 
 @pytest.fixture(scope="module")
-def nested(tmp_path_factory):
+def nested():
     """An SGLang/SpecForge-style draft (ids nested in eagle_config, [1, 15, 28]) trained on
-    [h2, h16, h29]; one directory for the module, so its extractions repeat from the reply cache."""
-    return _llama_draft(tmp_path_factory.mktemp("nested"), eagle_config={"eagle_aux_hidden_state_layer_ids": [1, 15, 28]})
+    [h2, h16, h29]: the README's vLLM example, so its extractions repeat from the reply cache."""
+    return str(ROOT / "fixtures" / "drafts" / "tiny-llama-32l-nested-ids")
 
 
 def test_nested_ids_are_read_by_the_v1_runner_and_ignored_by_v2(nested, capsys):
