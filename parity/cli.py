@@ -257,8 +257,9 @@ def _check(args) -> int:
         lock = read_lock(args.contract)
         base = args.contract.parent
         args.target_config, args.draft = base / lock.target_config, base / lock.draft
-        result = check_lock(args.contract, sglang_version=args.sglang,
-                            speculators_version=args.speculators, verify=not args.no_verify)
+        result = check_lock(args.contract, sglang_version=_engine_version(args),
+                            speculators_version=args.speculators, verify=not args.no_verify,
+                            engine_name=args.engine)
     else:
         if not (args.target_config and args.draft):
             raise _usage("check needs --target-config and --draft (or --contract FILE)")

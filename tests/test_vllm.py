@@ -159,3 +159,23 @@ def test_deepseek_id_0_raises_in_vllms_capture(tmp_path):
     with pytest.raises(DatagenError, match="TypeError"):
         extract_dump(target, [0, 3, 5])
     assert [t.name for t in extract_dump(target, [1, 3, 5]).layout] == ["h1", "h3", "h5", "h8"]
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--datagen-ids", "2,16,29", "--vllm", "0.1.0"], "no environment pins vllm==0.1.0"),
+    (["--datagen-ids", "default", "--datagen-convention", "speculators-datagen"], "needs the ids themselves"),
+])
+def test_bad_datagen_input_is_one_line_exit_2(argv, says, capsys):
+    rc, out, err = run(capsys, "contract", "training", "--target-config", LLAMA_32, *argv)
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1 and says in err, err
+
+
+def test_a_lock_is_checked_under_vllm(nested, tmp_path, capsys):
+    lock = tmp_path / "nested.json"
+    rc, out, err = run(capsys, "lock", lock, "--target-config", LLAMA_32, "--draft", nested,
+                       "--dump-layout", "h2,h16,h29,h32")
+    assert rc == 0, err
+    rc, out, err = run(capsys, "check", "--lock", lock, "--engine", "vllm", "--json")
+    r = json.loads(out)
+    assert rc == 1 and r["verdict"] == "drift" and r["serving"]["engine"] == "vllm"
+    assert r["suggestion"]["eagle_aux_hidden_state_layer_ids"] == [2, 16, 29]
