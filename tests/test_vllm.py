@@ -179,3 +179,18 @@ def test_a_lock_is_checked_under_vllm(nested, tmp_path, capsys):
     r = json.loads(out)
     assert rc == 1 and r["verdict"] == "drift" and r["serving"]["engine"] == "vllm"
     assert r["suggestion"]["eagle_aux_hidden_state_layer_ids"] == [2, 16, 29]
+
+
+def test_the_draft_side_is_read_from_vllms_draft_class(tmp_path, capsys):
+    """Graph flags as vLLM's Eagle3 Llama draft stores them, the vocabulary mapping as its
+    compute_logits applies it (run with a known d2t) and its load_weights drops a t2d."""
+    draft = _llama_draft(tmp_path / "d", eagle_aux_hidden_state_layer_ids=[2, 16, 29], draft_vocab_size=128,
+                         norm_before_fc=True, norm_output=True)
+    rc, out, err = run(capsys, "contract", "serving", "--engine", "vllm", "--target-config", LLAMA_32,
+                       "--draft", draft, "--json")
+    c = json.loads(out)
+    assert rc == 0, c["findings"]
+    assert c["graph"] == {"norm_before_fc": True, "fc_norm": False, "norm_output": True, "norm_before_residual": False}
+    assert c["vocab"]["d2t"] == "offsets" and c["vocab"]["t2d"] == "ignored"
+    assert (c["vocab"]["draft_vocab_size"], c["vocab"]["target_vocab_size"]) == (128, 256)
+    assert c["provenance"]["details"]["draft_class"].endswith("Eagle3LlamaForCausalLM")

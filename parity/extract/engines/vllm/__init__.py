@@ -177,13 +177,19 @@ def to_contract(reply: dict[str, Any], target_config: dict, draft_config: dict) 
         findings.append(Finding(kind="default_layers_fallback", message=(
             f"vllm {version}'s {runner} runner found no ids it reads in the draft config and serves "
             f"the model default {reply['default_ids']}")))
+    draft = reply.get("draft") or {}
+    if reply.get("draft_error"):
+        findings.append(Finding(kind="draft_facts_unread", message=reply["draft_error"]))
+    if draft.get("class"):
+        details["draft_class"] = draft["class"]
     slots = tuple(Tap.parse(s) if s else None for s in _names(chosen)) or (None,)
     provenance = Provenance(package="vllm", version=version, code_path=reply["code_paths"][runner],
                             python=display_python(reply.get("python")), details=details)
     ids = chosen.get("config_ids")
     return ServingContract(
-        target_model=TargetModel.from_hf_config(target_config), fc_input=slots, graph=GraphFlags(),
-        vocab=VocabMapping(), embedding="unknown", provenance=provenance, findings=tuple(findings),
+        target_model=TargetModel.from_hf_config(target_config), fc_input=slots,
+        graph=GraphFlags(**draft.get("graph", {})),
+        vocab=VocabMapping(**{k: v for k, v in draft.get("vocab", {}).items() if v is not None}), embedding="unknown", provenance=provenance, findings=tuple(findings),
         engine=NAME, requested_ids=tuple(ids) if ids else None,
         ids_source=f"{runner} runner: " + ("the draft config" if ids else "engine default"),
         capture_ids=tuple(chosen["capture_ids"]) if chosen.get("capture_ids") is not None else None)

@@ -164,6 +164,11 @@ def extract(request: dict) -> dict[str, Any]:
         candidates.append({"ids": ids, "capture_ids": got["capture_ids"], "error": got.get("error"),
                            "fc_input": [s["tap"] for s in got.get("slots", [])] or None})
     reply["candidates"] = candidates
+    if request["mode"] == "serving":
+        try:
+            reply["draft"] = adapter.draft_facts(vllm_config)
+        except Exception as exc:  # noqa: BLE001 - the contract says what could not be read
+            reply["draft_error"] = f"vllm {version}'s draft class could not be built: {one_line(exc)}"
     return reply
 
 

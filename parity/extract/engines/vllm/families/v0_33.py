@@ -152,6 +152,48 @@ class Adapter:
             return out[0], list(out[1])
         return out, []
 
+    def draft_facts(self, vllm_config) -> dict:
+        """What vLLM's own draft class (built from the draft's config, as the proposer builds it)
+        applies: the graph flags it stores and, run on probes, how a draft token index becomes a
+        target id (`compute_logits` with a known d2t) and whether `load_weights` takes a t2d."""
+        import torch
+        from vllm.config import set_current_vllm_config
+        from vllm.model_executor.model_loader.utils import initialize_model, process_weights_after_loading
+
+        draft_config = vllm_config.speculative_config.draft_model_config
+        with set_current_vllm_config(vllm_config):
+            draft = initialize_model(vllm_config=vllm_config, model_config=draft_config, prefix="draft")
+            process_weights_after_loading(draft, draft_config, torch.device("cpu"))
+        inner = draft.model
+        layer = inner.layers[0]
+        graph = {"norm_before_fc": bool(getattr(inner, "norm_before_fc", False)),
+                 "fc_norm": getattr(inner, "fc_norm", None) is not None,
+                 "norm_output": bool(getattr(inner, "norm_output", False)),
+                 "norm_before_residual": getattr(layer, "_residual_norm", None) is not None and
+                 getattr(layer._residual_norm, "__func__", None) is getattr(type(layer), "_norm_before_residual", 0)}
+        draft_vocab, target_vocab = draft.config.draft_vocab_size, vllm_config.model_config.get_vocab_size()
+        vocab = {"draft_vocab_size": draft_vocab, "target_vocab_size": target_vocab}
+        mapping = getattr(draft, "draft_id_to_target_id", None)
+        if mapping is None:
+            vocab.update(d2t="absent", t2d="absent", mapping="draft index = target id (same vocabulary)")
+            return {"graph": graph, "vocab": vocab, "class": f"{type(draft).__module__}.{type(draft).__name__}"}
+        shift = 1  # d2t = 1 everywhere: offsets put draft index i at target id i + 1, absolute at 1
+        with torch.no_grad():
+            mapping.fill_(shift)
+            for p in draft.lm_head.parameters():
+                p.copy_(torch.randn(p.shape))
+            logits = draft.compute_logits(torch.randn(1, draft.config.hidden_size))
+        finite = torch.isfinite(logits[0]).nonzero().flatten().tolist()
+        d2t = ("offsets" if finite == [i + shift for i in range(draft_vocab)] else
+               "absolute" if finite == [shift] else "unknown")
+        before = {k: v.clone() for k, v in draft.state_dict().items()}
+        draft.load_weights([("t2d", torch.ones(target_vocab, dtype=torch.bool))])
+        same = lambda a, b: bool(((a == b) | (a.isnan() & b.isnan())).all())  # noqa: E731 (uninitialised: NaN)
+        t2d = "ignored" if all(same(before[k], v) for k, v in draft.state_dict().items()) else "present"
+        vocab.update(d2t=d2t, t2d=t2d, mapping=f"target id = draft index + d2t[draft index] (compute_logits; "
+                     f"ran it: d2t = {shift} put draft index 0 at target id {finite[0] if finite else None})")
+        return {"graph": graph, "vocab": vocab, "class": f"{type(draft).__module__}.{type(draft).__name__}"}
+
     def dump_stack(self, aux):
         """What the extract_hidden_states proposer writes per token: the aux states stacked in
         the order the model returned them ([T, slots, H]), as `ExtractHiddenStatesProposer.propose` does."""
