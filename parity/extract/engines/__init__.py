@@ -1,9 +1,9 @@
 """Engines: what each serving engine feeds the draft, one folder per engine.
 
-An engine is a package here (`sglang/`) whose module-level names implement `Engine`; the
-gate, the lock, the matrix, export, the CLI, replay and `parity forward` reach it only
-through `engine(name)`. Adding an engine (e.g. vLLM) is adding a folder here whose
-`__init__.py` defines those names; nothing outside this folder changes.
+An engine is a package here (`sglang/`, `vllm/`) whose module-level names implement `Engine`;
+the gate, the lock, the matrix, export, the CLI, replay and `parity forward` reach it only
+through `engine(name)`. Adding an engine is adding a folder here whose `__init__.py` defines
+those names; nothing outside this folder changes.
 """
 
 from __future__ import annotations
