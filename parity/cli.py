@@ -40,10 +40,13 @@ def _add_dump_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dump-layout", metavar="TAPS",
                    help="which state each dumped slot holds, e.g. h0,h3,h31,h59 (a manifest)")
     p.add_argument("--datagen-ids", metavar="IDS",
-                   help="instead of --dump-layout: the data-generation layer ids, e.g. 2,16,29")
-    p.add_argument("--datagen-convention", default="speculators-datagen",
-                   help="the convention of --datagen-ids (default: speculators-datagen, "
-                        "which appends the last layer); see `parity conventions`")
+                   help="instead of --dump-layout: the data-generation layer ids, e.g. 2,16,29, or "
+                        "`default` (the launch script's); the dump is found by running vLLM's capture")
+    p.add_argument("--datagen-convention", default=None,
+                   help="read --datagen-ids by this typed rule instead of running vLLM (labelled "
+                        "'typed rule, not run'), e.g. speculators-datagen; see `parity conventions`")
+    p.add_argument("--vllm", metavar="VERSION",
+                   help="the vLLM release that makes the dump from --datagen-ids (default: the newest installed)")
 
 
 def _add_trainer_args(p: argparse.ArgumentParser) -> None:
@@ -75,7 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     sv = side.add_parser("serving", help="the serving contract, from the installed SGLang")
     sv.add_argument("--target-config", required=True, type=Path)
     sv.add_argument("--draft", required=True, type=Path, help="the draft directory as it will be served")
+    sv.add_argument("--engine", default="sglang", choices=_engines(), help="the serving engine (default sglang)")
     sv.add_argument("--sglang", metavar="VERSION", help="run another installed release")
+    sv.add_argument("--vllm", metavar="VERSION", help="with --engine vllm: the release (default: the newest installed)")
     sv.add_argument("--json", action="store_true")
     for side_parser in (tr, sv):
         side_parser.set_defaults(func=_contract)
@@ -88,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     ck.add_argument("--lock", "--contract", dest="contract", type=Path, metavar="FILE",
                     help="instead of the three above: a lock file written by `parity lock` "
                          "(contracts/NAME.json); --contract is its older name")
-    ck.add_argument("--engine", default="sglang", choices=["sglang"])
+    ck.add_argument("--engine", default="sglang", choices=_engines(), help="the serving engine (default sglang)")
     ck.add_argument("--sglang", metavar="VERSION", help="check under another installed release")
     ck.add_argument("--speculators", metavar="VERSION", help="training under another installed release")
     _add_trainer_args(ck)
@@ -269,16 +274,31 @@ def _training(args) -> "object":
     if getattr(args, "specforge_ids", None) or getattr(args, "specforge", None):
         raise _usage("--specforge-ids/--specforge need --trainer specforge")
     dump = _dump(args)
+    run = {}
+    if dump.runs_datagen:  # the dump speculators' data generation makes, found by running vLLM
+        from .extract.engines.vllm import extract_dump
+        run["datagen_dump"] = extract_dump(args.target_config, dump.datagen_ids, getattr(args, "vllm", None))
     return trainer(name).training_contract(target, dump.layout, datagen_ids=dump.datagen_ids,
                                            datagen_convention=dump.convention, draft_dir=args.draft,
                                            release=getattr(args, "speculators", None),
-                                           target_config=args.target_config)
+                                           target_config=args.target_config, **run)
+
+
+def _engines() -> list[str]:
+    from .extract.engines import names
+
+    return names()
+
+
+def _engine_version(args) -> str | None:
+    """The serving release the command names: the flag called after its engine (--sglang, --vllm)."""
+    return getattr(args, getattr(args, "engine", "sglang"), None)
 
 
 def _serving(args):
     from .extract.engines import engine
 
-    return engine().extract_serving(args.target_config, args.draft, args.sglang)
+    return engine(args.engine).extract_serving(args.target_config, args.draft, _engine_version(args))
 
 
 def _check(args) -> int:
@@ -298,8 +318,9 @@ def _check(args) -> int:
         base = args.contract.parent
         args.target_config, args.draft = base / lock.target_config, base / lock.draft
         release = args.specforge if lock.trainer == "specforge" else args.speculators  # the lock's trainer
-        result = check_lock(args.contract, sglang_version=args.sglang,
-                            speculators_version=release, verify=not args.no_verify)
+        result = check_lock(args.contract, sglang_version=_engine_version(args),
+                            speculators_version=release, verify=not args.no_verify,
+                            engine_name=args.engine)
     else:
         if not (args.target_config and args.draft):
             raise _usage("check needs --target-config and --draft (or --contract FILE)")
@@ -309,11 +330,11 @@ def _check(args) -> int:
             raise _usage("check needs the dump description: --dump-layout h0,h3,... or --datagen-ids")
         check_inputs(args.target_config, args.draft)  # fails fast, before any extraction
         from .extract.engines import engine
-        engine(args.engine).preflight(args.target_config, args.sglang)
+        engine(args.engine).preflight(args.target_config, _engine_version(args))
         training = _training(args)
         check_inputs(args.target_config, args.draft, training)
-        result = check(training, args.target_config, args.draft, sglang_version=args.sglang,
-                       verify=not args.no_verify)
+        result = check(training, args.target_config, args.draft, sglang_version=_engine_version(args),
+                       verify=not args.no_verify, engine_name=args.engine)
     if args.json:
         print(json.dumps(result.to_json_dict(), indent=2))
     else:

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .contract import ContractDiff, ServingContract, Tap, TrainingContract, diff
-from .extract.engines import engine
+from .extract.engines import DEFAULT as DEFAULT_ENGINE, engine
 
 Verdict = Literal["parity", "drift", "unservable", "error"]
 
@@ -155,26 +155,26 @@ def _lock_differences(locked: TrainingContract, fresh: TrainingContract) -> list
     return out
 
 
-def _verify(target_config: Path, draft_dir: Path, ids: list[int], version: str | None) -> ServingContract:
+def _verify(target_config: Path, draft_dir: Path, ids: list[int], version: str | None,
+            engine_name: str = DEFAULT_ENGINE) -> ServingContract:
     """Extract again with `ids` written where the engine reads them, in a copy of the draft."""
     tmp = Path(tempfile.mkdtemp(prefix="parity-fix-"))
     try:
         config = json.loads((draft_dir / "config.json").read_text())
-        eagle = config.get("eagle_config") if isinstance(config.get("eagle_config"), dict) else {}
-        config["eagle_config"] = {**eagle, "eagle_aux_hidden_state_layer_ids": ids}
-        (tmp / "config.json").write_text(json.dumps(config))
-        return engine().probe_serving(target_config, tmp, version)[0]
+        (tmp / "config.json").write_text(json.dumps(engine(engine_name).write_ids(config, ids)))
+        return engine(engine_name).probe_serving(target_config, tmp, version)[0]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 def check(training: TrainingContract, target_config: Path, draft_dir: Path,
-          sglang_version: str | None = None, verify: bool = True,
+          sglang_version: str | None = None, verify: bool = True, *, engine_name: str = DEFAULT_ENGINE,
           retrained: TrainingContract | None = None) -> CheckResult:
     """`retrained`: checking a lock, the training contract extracted today (see `decide`)."""
     target_config, draft_dir = Path(target_config), Path(draft_dir)
     candidates = candidate_id_lists(training.fc_input)
-    serving, tried = engine().probe_serving(target_config, draft_dir, sglang_version, candidates=candidates)
+    serving, tried = engine(engine_name).probe_serving(target_config, draft_dir, sglang_version,
+                                                       candidates=candidates)
     verdict, d, differences, unservable = decide(training, serving, retrained)
     notes = [f"{c.side}: {f.message}" for c in (training, serving) for f in c.findings
              if f.severity == "warning" or f.kind == "not_captured"]
@@ -182,14 +182,14 @@ def check(training: TrainingContract, target_config: Path, draft_dir: Path,
     suggestion, unfixable, export = None, None, None
     if verdict == "drift" and any(x.kind != "lock" for x in differences):  # the lock alone: no id fixes it
         suggestion, unfixable = _solve(training, serving, tried, target_config, draft_dir,
-                                       sglang_version, verify)
+                                       sglang_version, verify, engine_name)
     elif verdict == "unservable":
         differences = [x for x in differences if x.kind in UNSERVABLE_KINDS + ("lock",)]  # slots never fed
         if any(f.kind == "draft_unloadable" for f in serving.findings):
             export = _export_advice(training, target_config, draft_dir, sglang_version, verify)
         else:  # the draft loads but the engine raised on its ids: other ids may be the fix
             suggestion, unfixable = _solve(training, serving, tried, target_config, draft_dir,
-                                           sglang_version, verify)
+                                           sglang_version, verify, engine_name)
     return CheckResult(verdict=verdict, training=training, serving=serving, diff=d,
                        differences=differences, notes=notes, suggestion=suggestion,
                        unfixable=unfixable, unservable=unservable, export=export,
@@ -211,25 +211,27 @@ def _export_advice(training, target_config, draft_dir, version, verify) -> Expor
                         serving_fc_input=[t.name if t else None for t in result.serving.fc_input])
 
 
-def _solve(training, serving, tried, target_config, draft_dir, version, verify):
+def _solve(training, serving, tried, target_config, draft_dir, version, verify, engine_name=DEFAULT_ENGINE):
     want = [t.name for t in training.fc_input]
     if not tried:
         bad = [t.name for t in training.fc_input if t is None or not t.is_plain_stream()]
-        return None, (f"the training fc input uses {bad}, which SGLang cannot capture: it captures "
+        return None, (f"the training fc input uses {bad}, which {serving.engine} cannot capture: it captures "
                       "only residual-stream states at layer boundaries")
     match = next((c for c in tried if c.get("fc_input") == want and not c.get("error")), None)
     if match is None:
         got = "; ".join(f"{c['ids']} -> {c.get('fc_input') or c.get('error')}" for c in tried)
-        return None, (f"no id list makes sglang {serving.provenance.version} feed {want} "
+        return None, (f"no id list makes {serving.engine} {serving.provenance.version} feed {want} "
                       f"(tried {got})")
     ids = list(match["ids"])
     verified = False
     if verify:
-        fixed = _verify(target_config, draft_dir, ids, version)
-        verified = [t.name if t else None for t in fixed.fc_input] == want
+        fixed = _verify(target_config, draft_dir, ids, version, engine_name)
+        verified = [t.name if t else None for t in fixed.fc_input] == want and not fixed.has_errors
         if not verified:
+            errors = "; ".join(f.message for f in fixed.findings if f.severity == "error")
             return None, (f"ids {ids} capture {want} on the engine's model, but written in the draft "
-                          f"config the engine feeds {[t.name if t else None for t in fixed.fc_input]}")
+                          f"config the engine feeds {[t.name if t else None for t in fixed.fc_input]}"
+                          + (f" ({errors})" if errors else ""))
     return Suggestion(engine=serving.engine, engine_version=serving.provenance.version,
-                      eagle_aux_hidden_state_layer_ids=ids, verified=verified,
-                      serving_fc_input=want), None
+                      eagle_aux_hidden_state_layer_ids=ids, config_key=engine(engine_name).IDS_KEY,
+                      verified=verified, serving_fc_input=want), None

@@ -217,11 +217,19 @@ class DumpSpec:
 
     layout: list | None = None          # list[Tap]: the dump's slots, in order
     datagen_ids: list[int] | None = None
-    convention: str | None = None       # how `datagen_ids` become a dump (only with ids)
+    convention: str | None = None       # a typed rule for `datagen_ids` (None: run the engine)
+    launch_default: bool = False        # `--datagen-ids default`: the launch script's own ids
 
     @property
     def given(self) -> bool:
-        return self.layout is not None or self.datagen_ids is not None
+        return self.layout is not None or self.datagen_ids is not None or self.launch_default
+
+    @property
+    def runs_datagen(self) -> bool:
+        """Data-generation ids (or the launch default) with no typed rule named: the dump is
+        found by running the data-generation engine."""
+        return self.layout is None and self.convention is None and (
+            self.datagen_ids is not None or self.launch_default)
 
     @property
     def layout_names(self) -> list[str] | None:
@@ -239,6 +247,11 @@ def parse_dump(layout: str | None, datagen_ids: str | None = None,
             return DumpSpec(layout=parse_taps(layout))
     except ValueError as exc:
         raise InputError(f"--dump-layout: {exc}") from None
+    if datagen_ids is not None and datagen_ids.strip() == "default":
+        if convention is not None:
+            raise InputError(f"--datagen-ids default runs the data-generation engine; a typed rule "
+                             f"(--datagen-convention {convention}) needs the ids themselves")
+        return DumpSpec(launch_default=True)
     if datagen_ids is not None:
         return DumpSpec(datagen_ids=parse_ids(datagen_ids, "--datagen-ids"), convention=convention)
     return DumpSpec()

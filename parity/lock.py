@@ -159,15 +159,22 @@ def read_lock(path: Path) -> Lock:
 
 
 def check_lock(path: Path, sglang_version: str | None = None,
-               speculators_version: str | None = None, verify: bool = True) -> CheckResult:
-    """Both sides, freshly extracted, against the lock; the training drift joins the differences."""
+               speculators_version: str | None = None, verify: bool = True, *,
+               engine_name: str | None = None) -> CheckResult:
+    """Both sides, freshly extracted, against the lock; the training drift joins the differences.
+    `engine_name`: the serving engine to check under (default: parity's default engine);
+    `sglang_version` is that engine's release."""
     path = Path(path)
     lock = read_lock(path)
     base = path.parent.resolve()
     target, draft = lock.resolve(base, lock.target_config), lock.resolve(base, lock.draft)
     from .extract.engines import engine
 
-    engine().preflight(target, sglang_version)  # an architecture the engine lacks: refused before extracting
+    from .extract.engines import DEFAULT
+
+    engine_name = engine_name or DEFAULT
+    engine(engine_name).preflight(target, sglang_version)  # an architecture the engine lacks: refused first
     fresh = extract_for_lock(target, draft, lock.dump_layout, speculators_version, trainer_name=lock.trainer,
                              trainer_ids=lock.trainer_ids)
-    return check(lock.training, target, draft, sglang_version=sglang_version, verify=verify, retrained=fresh)
+    return check(lock.training, target, draft, sglang_version=sglang_version, verify=verify, retrained=fresh,
+                 engine_name=engine_name)

@@ -17,19 +17,21 @@ GPT_OSS = TARGETS / "gpt-oss-20b" / "config.json"
 SERVING_PROBE = "parity.extract.engines.sglang.probe"
 TRAINING_PROBE = "parity.extract.trainers.speculators.probe"
 SPECFORGE_PROBE = "parity.extract.trainers.specforge.probe"
+VLLM_PROBE = "parity.extract.engines.vllm.probe"
 
 
 def drift_overrides(*drifts: str) -> str:
     """The PARITY_PROBE_OVERRIDES value that runs each `tests.drift` module in place of the
     probe it wraps (`serving_*` the serving probe, `training_*` the training probe, `specforge_*`
-    the SpecForge trainer's probe)."""
+    the SpecForge trainer's probe, `vllm_*` the vLLM probe)."""
+    prefixes = {"serving_": SERVING_PROBE, "training_": TRAINING_PROBE, "specforge_": SPECFORGE_PROBE,
+                "vllm_": VLLM_PROBE}
     entries = []
     for module in drifts:
         name = module.rsplit(".", 1)[-1]
-        probe = {"serving": SERVING_PROBE, "training": TRAINING_PROBE,
-                 "specforge": SPECFORGE_PROBE}.get(name.split("_", 1)[0])
+        probe = next((p for prefix, p in prefixes.items() if name.startswith(prefix)), None)
         if probe is None:
-            raise ValueError(f"{module}: a drift module's name starts with serving_, training_ or specforge_")
+            raise ValueError(f"{module}: a drift module's name starts with one of {sorted(prefixes)}")
         entries.append(f"{probe}={module}")
     return ",".join(entries)
 

@@ -1,12 +1,13 @@
 """The contract vocabulary: canonical hidden-state names, contracts, and their diff."""
 
+from .datagen import DatagenDump
 from .diff import ContractDiff, FieldDiff, SlotDiff, diff
 from .models import (Contract, Finding, GraphFlags, Provenance, ServingContract, TargetModel,
                      TrainingContract, VocabMapping, contract_json_schema, load_contract)
 from .tap import Norm, Tap, names, parse_taps
 
 __all__ = [
-    "Contract", "ContractDiff", "FieldDiff", "Finding", "GraphFlags", "Norm", "Provenance",
+    "Contract", "ContractDiff", "DatagenDump", "FieldDiff", "Finding", "GraphFlags", "Norm", "Provenance",
     "ServingContract", "SlotDiff", "Tap", "TargetModel", "TrainingContract", "VocabMapping",
     "contract_json_schema", "diff", "load_contract", "names", "parse_taps",
 ]

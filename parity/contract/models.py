@@ -171,10 +171,12 @@ class TrainingContract(Contract):
 
     side: Literal["training"] = "training"
     dump_layout: tuple[TapName, ...] = Field(description="Which state each slot of the dumped hidden-state tensor holds, in slot order.")
-    dump_layout_source: Literal["manifest", "datagen_ids", "draft_config", "trainer_capture"] = Field(
+    dump_layout_source: Literal["manifest", "datagen_run", "datagen_ids", "draft_config", "trainer_capture"] = Field(
         description="Where the dump layout came from, in order of trust: an explicit manifest, "
-        "data-generation ids with their convention, or the draft config's ids; 'trainer_capture' "
-        "for a trainer that captures the states itself (SpecForge): its own capture, identified.")
+        "the data-generation engine run on the target (e.g. vLLM's extract_hidden_states capture), "
+        "data-generation ids read by a typed convention (not run), or the draft config's ids; "
+        "'trainer_capture' for a trainer that captures the states itself (SpecForge): its own "
+        "capture, identified.")
     fc_slots: tuple[int, ...] = Field(description="The dump slots that form the fc input, in fc order (what the data path selected).")
     target: TapName = Field(description="The loss-target state: its LM-head output is what the draft learns to predict (verifier_last_hidden_states).")
     target_slot: int = Field(ge=0, description="The dump slot used as the loss target.")

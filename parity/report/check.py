@@ -95,7 +95,7 @@ def render_check(result, target_path: str = "", draft_path: str = "") -> str:
     n = t.target_model.num_hidden_layers
     head = {"parity": "PARITY: the draft will be fed exactly what it was trained on.",
             "drift": "DRIFT: the draft will be fed different hidden states than it was trained on.",
-            "unservable": f"UNSERVABLE: sglang {s.provenance.version} cannot serve this draft as written."}
+            "unservable": f"UNSERVABLE: {s.engine} {s.provenance.version} cannot serve this draft as written."}
     lines = [f"parity check: {head[result.verdict]}", ""]
     if result.verdict == "unservable":
         return "\n".join(lines + _unservable(result, target_path, draft_path))
@@ -104,11 +104,11 @@ def render_check(result, target_path: str = "", draft_path: str = "") -> str:
     lines.append(f"  training  {t.provenance.package} {t.provenance.version}: {t.provenance.code_path}")
     ids = list(s.requested_ids) if s.requested_ids is not None else "none (engine default)"
     model_class = s.provenance.details.get("model_class")
-    lines.append(f"  serving   sglang {s.provenance.version}: ids {ids} from {s.ids_source}"
+    lines.append(f"  serving   {s.engine} {s.provenance.version}: ids {ids} from {s.ids_source}"
                  + (f"; {model_class}" if model_class else ""))
     lines += ["", f"  The draft's fc layer reads {len(result.diff.slots)} hidden states of the target, "
                   "concatenated in this order:", ""]
-    table = Table([Column("slot"), Column("trained on"), Column("served by sglang"), Column("verdict")])
+    table = Table([Column("slot"), Column("trained on"), Column(f"served by {s.engine}"), Column("verdict")])
     for sd in result.diff.slots:
         exp = sd.expected.name if sd.expected else None
         act = sd.actual.name if sd.actual else None
@@ -130,13 +130,15 @@ def _fix_lines(result, draft_path: str) -> list[str]:
     """The engine-verified id fix, or why there is none."""
     if result.suggestion:
         sg = result.suggestion
-        snippet = json.dumps({"eagle_config": {"eagle_aux_hidden_state_layer_ids":
-                                               sg.eagle_aux_hidden_state_layer_ids}})
+        written: object = sg.eagle_aux_hidden_state_layer_ids
+        for key in reversed(sg.config_key.split(".")):  # "eagle_config.x" -> {"eagle_config": {"x": ids}}
+            written = {key: written}
+        snippet = json.dumps(written)
         where = f" in {draft_path}/config.json" if draft_path else ""
         how = ("verified: a full extraction with this config" if sg.verified
                else "found on the engine's model; not re-verified (--no-verify), and")
         return [f"  FIX: write {snippet}{where}",
-                f"       ({how} makes sglang {sg.engine_version} feed "
+                f"       ({how} makes {sg.engine} {sg.engine_version} feed "
                 f"[{', '.join(x or '-' for x in sg.serving_fc_input)}], the training contract)"]
     if result.unfixable:
         return [f"  NO FIX with the installed engine: {result.unfixable}"]

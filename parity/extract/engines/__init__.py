@@ -1,9 +1,9 @@
 """Engines: what each serving engine feeds the draft, one folder per engine.
 
-An engine is a package here (`sglang/`) whose module-level names implement `Engine`; the
-gate, the lock, the matrix, export, the CLI, replay and `parity forward` reach it only
-through `engine(name)`. Adding an engine (e.g. vLLM) is adding a folder here whose
-`__init__.py` defines those names; nothing outside this folder changes.
+An engine is a package here (`sglang/`, `vllm/`) whose module-level names implement `Engine`;
+the gate, the lock, the matrix, export, the CLI, replay and `parity forward` reach it only
+through `engine(name)`. Adding an engine is adding a folder here whose `__init__.py` defines
+those names; nothing outside this folder changes.
 """
 
 from __future__ import annotations
@@ -53,6 +53,14 @@ class Engine(Protocol):
                       candidates: list[list[int]] | None = None) -> "tuple[ServingContract, list[dict]]":
         """The serving contract, plus what the engine would capture for each candidate id list
         (each {"ids", "fc_input": [names or None], "capture_ids", "error"}), in one engine run."""
+
+    IDS_KEY: str
+    """Where in a draft's config.json the engine reads the aux ids, dotted (e.g.
+    'eagle_config.eagle_aux_hidden_state_layer_ids'): the key a fix is written under."""
+
+    def write_ids(self, config: dict, ids: list[int], /) -> dict:
+        """A copy of the draft config `config` with `ids` written where the engine reads them
+        (and nowhere it would read other ids first)."""
 
     def served_config(self, spec: dict, ids: list[int], /) -> dict:
         """The draft config in the engine's served format, from a speculators draft config

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from .. import folders, side
 
 if TYPE_CHECKING:
-    from ...contract import TargetModel, Tap, TrainingContract
+    from ...contract import DatagenDump, TargetModel, Tap, TrainingContract
 
 DEFAULT = "speculators"  # the trainer a command uses when none is named
 
@@ -45,11 +45,14 @@ class Trainer(Protocol):
     def training_contract(self, target: "TargetModel", dump_layout: "list[Tap] | None" = None, *,
                           datagen_ids: list[int] | None = None, datagen_convention: str | None = None,
                           draft_dir: Path | None = None, release: str | None = None,
-                          data_path: str | None = None, target_config: Path | None = None) -> "TrainingContract":
+                          data_path: str | None = None, target_config: Path | None = None,
+                          datagen_dump: "DatagenDump | None" = None) -> "TrainingContract":
         """The training contract, found by running the trainer's own code on `target`.
 
-        The dump layout comes from `dump_layout`, else `datagen_ids` read in
-        `datagen_convention`, else the draft's own ids. `release` None runs this
+        The dump layout comes from `dump_layout`, else `datagen_dump` (the layout found by
+        running the data-generation engine, parity.extract.engines.vllm.extract_dump), else
+        `datagen_ids` read in `datagen_convention` (a typed rule, labelled so), else the
+        draft's own ids. `release` None runs this
         interpreter's installed trainer, else the environment pinning that release.
         `data_path` picks a data path other than the release's default. `target_config`
         is the target's config.json, for a trainer that runs the target itself (SpecForge

@@ -23,6 +23,13 @@ from .served import served_config
 NAME = "sglang"
 PROBE = "parity.extract.engines.sglang.probe"
 FORWARD_MODULE = "parity.extract.engines.sglang.forward_side"
+IDS_KEY = "eagle_config.eagle_aux_hidden_state_layer_ids"
+
+
+def write_ids(config: dict, ids: list[int]) -> dict:
+    """The draft config with `ids` in eagle_config, where SGLang reads them."""
+    eagle = config.get("eagle_config") if isinstance(config.get("eagle_config"), dict) else {}
+    return {**config, "eagle_config": {**eagle, "eagle_aux_hidden_state_layer_ids": list(ids)}}
 
 
 def python(version: str | None) -> str:
@@ -141,5 +148,5 @@ def probe_serving(target_config_path: Path | str, draft_dir: Path | str,
     return to_contract(reply, target_config), reply.get("candidates", [])
 
 
-__all__ = ["FORWARD_MODULE", "NAME", "ServingExtractionError", "check_architecture", "extract_serving", "preflight",
-           "probe_serving", "python", "run_probe", "served_config", "to_contract"]
+__all__ = ["FORWARD_MODULE", "IDS_KEY", "NAME", "ServingExtractionError", "check_architecture", "extract_serving", "preflight",
+           "probe_serving", "python", "run_probe", "served_config", "to_contract", "write_ids"]

@@ -21,7 +21,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from ....contract import Finding, GraphFlags, Provenance, Tap, TargetModel, TrainingContract, VocabMapping
+from ....contract import DatagenDump, Finding, GraphFlags, Provenance, Tap, TargetModel, TrainingContract, VocabMapping
 from ....envs import EnvError, display_python, environments, find_env, run_module
 from ....errors import UserError
 from ....inputs import read_target
@@ -110,7 +110,8 @@ def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None) -
 def training_contract(target: TargetModel, dump_layout: list[Tap] | None = None, *,
                       datagen_ids: list[int] | None = None, datagen_convention: str | None = None,
                       draft_dir: Path | None = None, release: str | None = None,
-                      data_path: str | None = None, target_config: Path | None = None) -> TrainingContract:
+                      data_path: str | None = None, target_config: Path | None = None,
+                      datagen_dump: DatagenDump | None = None) -> TrainingContract:
     """The training contract SpecForge's own code gives for this target and draft.
 
     `datagen_ids` is SpecForge's run override (`--specforge-ids`); `target_config` (the
@@ -121,6 +122,8 @@ def training_contract(target: TargetModel, dump_layout: list[Tap] | None = None,
                              "(drop --dump-layout; --specforge-ids gives its run's ids)")
     if datagen_convention is not None:
         raise SpecForgeError("SpecForge reads its ids itself: --specforge-ids takes no convention")
+    if datagen_dump is not None:
+        raise SpecForgeError("SpecForge captures the target's states itself: it reads no data-generation dump")
     if data_path is not None:
         raise SpecForgeError("SpecForge has one offline data path: it takes no data_path")
     if target_config is None:

@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from ....contract import Finding, GraphFlags, Provenance, Tap, TargetModel, TrainingContract, VocabMapping
+from ....contract import DatagenDump, Finding, GraphFlags, Provenance, Tap, TargetModel, TrainingContract, VocabMapping
 from ....conventions import CONVENTIONS, ConventionError, datagen_refusal, to_taps
 from ....envs import display_python, find_env, run_module
 from .draft import DraftConfig, DraftError, draft_ids, read_draft
@@ -99,8 +99,9 @@ def _ascending(ids, what: str, sorts: bool) -> list[Finding]:
 
 
 def resolve_layout(target: TargetModel, dump_layout, datagen_ids, datagen_convention,
-                   draft_dir) -> tuple[list[Tap], str, list[Finding]]:
-    """(layout, source, findings) from the most trusted source given."""
+                   draft_dir, datagen_dump: DatagenDump | None = None) -> tuple[list[Tap], str, list[Finding]]:
+    """(layout, source, findings) from the most trusted source given: a manifest, the dump the
+    data-generation engine was run to make (`datagen_dump`), typed-rule ids, the draft's ids."""
     n = target.num_hidden_layers
     if dump_layout is not None:
         layout = [Tap.parse(t) if isinstance(t, str) else t for t in dump_layout]
@@ -113,6 +114,11 @@ def resolve_layout(target: TargetModel, dump_layout, datagen_ids, datagen_conven
             "ids_not_ascending", f"the dump layout [{', '.join(t.name for t in layout)}] is not in "
             "ascending layer order")]
         return layout, "manifest", findings
+    if datagen_dump is not None:
+        bad = [t.name for t in datagen_dump.layout if not t.in_range(n)]
+        if bad:
+            raise TrainingExtractionError(f"the {datagen_dump.engine} dump holds {bad}, beyond the target's {n} layers")
+        return list(datagen_dump.layout), "datagen_run", list(datagen_dump.findings)
     if datagen_ids is not None:
         convention, findings = datagen_convention, []
         if convention is None:
@@ -125,6 +131,9 @@ def resolve_layout(target: TargetModel, dump_layout, datagen_ids, datagen_conven
         if datagen_refusal(convention):
             raise TrainingExtractionError(f"--datagen-convention {convention}: {datagen_refusal(convention)}")
         layout = _convention_taps(convention, list(datagen_ids), n, "data-generation ids")
+        findings.append(_finding("typed_rule_not_run", f"the dump layout [{', '.join(t.name for t in layout)}] "
+                                 f"is data-generation ids {list(datagen_ids)} read by the typed rule {convention!r} "
+                                 "(typed rule, not run): no data-generation engine was run to make it"))
         findings += _ascending(list(datagen_ids), "data-generation ids", CONVENTIONS[convention].sorts)
         return layout, "datagen_ids", findings
     if draft_dir is not None:
@@ -213,7 +222,7 @@ def path_findings(reply: dict, chosen: dict) -> list[Finding]:
 # -- the contract -------------------------------------------------------------------------------
 
 
-def provenance(reply: dict, chosen: dict) -> Provenance:
+def provenance(reply: dict, chosen: dict, datagen_dump: DatagenDump | None = None) -> Provenance:
     keys = ("transfer", "backend", "via", "writer", "lossy_reason")
     details = {k: str(chosen[k]) for k in keys if chosen.get(k)}
     details.update({
@@ -226,14 +235,21 @@ def provenance(reply: dict, chosen: dict) -> Provenance:
     })
     if reply.get("speculators_version_py"):
         details["version_py"] = reply["speculators_version_py"]
+    if datagen_dump is not None:
+        details["dump"] = datagen_dump.describe()
+        details["dump_engine"] = f"{datagen_dump.engine} {datagen_dump.version}"
+        details["dump_code_path"] = datagen_dump.code_path
+        details["dump_python"] = str(datagen_dump.python)
     return Provenance(package="speculators", version=reply["speculators_version"],
                       code_path=chosen["code_path"], python=display_python(reply.get("python")), details=details)
 
 
 def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, reply: dict, *,
                         draft: DraftConfig | None = None, data_path: str | None = None,
-                        findings: list[Finding] | None = None) -> TrainingContract:
-    """Map a probe reply's slots through the layout into a TrainingContract."""
+                        findings: list[Finding] | None = None,
+                        datagen_dump: DatagenDump | None = None) -> TrainingContract:
+    """Map a probe reply's slots through the layout into a TrainingContract (`datagen_dump`: the
+    data-generation run the layout came from, named in the provenance)."""
     chosen = choose_path(reply, data_path, layout)
     fc_slots, target_slot = list(chosen["fc_slots"]), chosen["target_slot"]
     if not fc_slots or max(fc_slots + [target_slot]) >= len(layout):
@@ -251,7 +267,7 @@ def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, rep
     return TrainingContract(
         target_model=target, fc_input=tuple(layout[s] for s in fc_slots),
         graph=draft.flags if draft else GraphFlags(), vocab=draft.vocab if draft else VocabMapping(),
-        embedding=draft.embedding if draft else "unknown", provenance=provenance(reply, chosen),
+        embedding=draft.embedding if draft else "unknown", provenance=provenance(reply, chosen, datagen_dump),
         findings=tuple(all_findings), dump_layout=tuple(layout), dump_layout_source=source,
         fc_slots=tuple(fc_slots), target=loss_target, target_slot=target_slot,
         target_normed_by_trainer=normed, alignment=chosen["alignment"])
@@ -260,7 +276,7 @@ def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, rep
 def extract_training(target: TargetModel, dump_layout: list[Tap] | None = None, *,
                      datagen_ids: list[int] | None = None, datagen_convention: str | None = None,
                      draft_dir: Path | None = None, speculators_version: str | None = None,
-                     data_path: str | None = None) -> TrainingContract:
+                     data_path: str | None = None, datagen_dump: DatagenDump | None = None) -> TrainingContract:
     """Derive the training contract by running the installed speculators' data path.
 
     The dump layout comes from, in order of trust: `dump_layout` (a manifest), `datagen_ids`
@@ -271,7 +287,8 @@ def extract_training(target: TargetModel, dump_layout: list[Tap] | None = None, 
     (e.g. "standardize_data_v1")."""
     if draft_dir is not None:
         draft_ids(draft_dir)  # a malformed draft config fails now, before the probe runs
-    layout, source, findings = resolve_layout(target, dump_layout, datagen_ids, datagen_convention, draft_dir)
+    layout, source, findings = resolve_layout(target, dump_layout, datagen_ids, datagen_convention, draft_dir,
+                                              datagen_dump)
     reply = probe_training(len(layout), speculators_version)
     found = reply.get("speculators_version")
     if speculators_version is not None and found is not None and found != speculators_version:
@@ -279,4 +296,4 @@ def extract_training(target: TargetModel, dump_layout: list[Tap] | None = None, 
                                       f"({reply.get('python')}) has {found} installed")
     draft = read_draft(draft_dir, schema=reply.get("config_schema")) if draft_dir is not None else None
     return contract_from_probe(target, layout, source, reply, draft=draft, data_path=data_path,
-                               findings=findings)
+                               findings=findings, datagen_dump=datagen_dump)

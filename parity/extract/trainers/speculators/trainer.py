@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ....contract import TargetModel, Tap, TrainingContract
+from ....contract import DatagenDump, TargetModel, Tap, TrainingContract
 
 NAME = "speculators"
 FORWARD_MODULE = "parity.extract.trainers.speculators.forward_side"  # parity forward's training path
@@ -18,13 +18,15 @@ FORWARD_MODULE = "parity.extract.trainers.speculators.forward_side"  # parity fo
 def training_contract(target: TargetModel, dump_layout: list[Tap] | None = None, *,
                       datagen_ids: list[int] | None = None, datagen_convention: str | None = None,
                       draft_dir: Path | None = None, release: str | None = None,
-                      data_path: str | None = None, target_config: Path | None = None) -> TrainingContract:
+                      data_path: str | None = None, target_config: Path | None = None,
+                      datagen_dump: DatagenDump | None = None) -> TrainingContract:
     """`extract_training` (see there), with the release named as every trainer names it
     (`target_config` is not needed: speculators' data path reads no target model)."""
     from . import extract_training
 
     return extract_training(target, dump_layout, datagen_ids=datagen_ids, datagen_convention=datagen_convention,
-                            draft_dir=draft_dir, speculators_version=release, data_path=data_path)
+                            draft_dir=draft_dir, speculators_version=release, data_path=data_path,
+                            datagen_dump=datagen_dump)
 
 
 def is_trained_draft(config: dict) -> bool:

@@ -1,0 +1,223 @@
+"""The vLLM engine: what the installed vLLM captures, as a data-generation dump and as a server.
+
+This package implements `parity.extract.engines.Engine` with its module-level names, plus
+`extract_dump`: the layout of the hidden-state dump speculators' data generation makes with
+vLLM (`extract_hidden_states`). Both run `probe.py` in a fresh process of the environment
+that has the vLLM release (vLLM cannot share the main environment: it pins its own
+transformers range and its model code needs the CPU platform set before import). Nothing here
+knows a numbering rule: the ids are read by vLLM's own config classes and model runners, and
+every captured state is named by numerical identity against transformers (docs/vllm.md).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from packaging.version import Version
+
+from ....contract import (DatagenDump, Finding, GraphFlags, Provenance, ServingContract, Tap, TargetModel,
+                          VocabMapping)
+from ....envs import EnvError, display_python, environments, find_env, run_module
+from ....errors import UserError
+from ....inputs import InputError, read_config, read_target
+from .. import ServingExtractionError
+
+NAME = "vllm"
+PROBE = "parity.extract.engines.vllm.probe"
+FORWARD_MODULE = "parity.extract.engines.vllm.forward_side"
+IDS_KEY = "eagle_aux_hidden_state_layer_ids"  # top level: read first by both model runners
+
+
+class DatagenError(UserError, RuntimeError):
+    """vLLM's data-generation capture could not be run or named for this target (one line)."""
+
+
+def installed_versions() -> list[str]:
+    """The vLLM releases an environment in envs.toml pins and has built, oldest first."""
+    found = {env.packages["vllm"] for env in environments() if "vllm" in env.packages and env.built}
+    return sorted(found, key=Version)
+
+
+def resolve_version(version: str | None) -> str:
+    """`version`, or the newest installed release (vLLM is never in the main environment)."""
+    if version is not None:
+        return version
+    versions = installed_versions()
+    if not versions:
+        raise EnvError("no vLLM environment is built: run `./dev setup vllm-0.33.0` (or `parity setup "
+                       "vllm-0.33.0`)")
+    return versions[-1]
+
+
+def python(version: str | None) -> str:
+    """The interpreter of the environment that has vllm `version` (None: the newest installed)."""
+    return str(find_env("vllm", resolve_version(version)).python)
+
+
+def run_probe(request: dict, vllm_version: str | None) -> dict[str, Any]:
+    return run_module(python(vllm_version), PROBE, {"seq_len": 8, "seed": 0, **request}, cache=True)
+
+
+# -- the data-generation dump ------------------------------------------------------------------
+
+
+def launch_ids(datagen_ids: list[int] | None, n: int) -> list[int]:
+    """The ids speculators' launch script (scripts/launch_vllm.py, 0.5-0.9; not in the wheel)
+    hands vLLM: `--target-layer-ids` plus the last layer N, or by default [2, N//2, N-3, N]."""
+    if datagen_ids is None:
+        return [2, n // 2, n - 3, n]
+    return list(datagen_ids) + ([] if n in datagen_ids else [n])
+
+
+def extract_dump(target_config_path: Path | str, datagen_ids: list[int] | None,
+                 vllm_version: str | None = None) -> DatagenDump:
+    """What vLLM's `extract_hidden_states` capture dumps for these data-generation ids (None:
+    the launch default), every slot named against transformers. A slot vLLM fills with
+    anything that is not a state of the reference is a DatagenError, never a layout."""
+    config, target = read_target(Path(target_config_path))
+    n = target.num_hidden_layers
+    ids = launch_ids(datagen_ids, n)
+    try:
+        reply = run_probe({"mode": "dump", "target_config": config, "launch_ids": ids}, vllm_version)
+    except EnvError as exc:
+        raise DatagenError(str(exc)) from exc
+    version = reply.get("vllm_version", "?")
+    if "error" in reply:
+        raise DatagenError(f"vllm {version} data generation on {target.architecture}: {reply['error']}")
+    runner = reply["gpu_default_runner"]
+    runs = reply["runners"]
+    chosen = runs[runner]
+    where = f"vllm {version} extract_hidden_states ({runner} runner) with ids {ids}"
+    if chosen.get("error"):
+        raise DatagenError(f"{where}: {chosen['error']}")
+    bad = [f"slot {k} {s['why']}" for k, s in enumerate(chosen["slots"]) if s["tap"] is None]
+    if bad:
+        raise DatagenError(f"{where}: " + "; ".join(bad))
+    layout = tuple(Tap.parse(s["tap"]) for s in chosen["slots"])
+    findings = []
+    for other, run in runs.items():
+        taps = [s["tap"] for s in run.get("slots", [])]
+        if other != runner and (run.get("error") or taps != [t.name for t in layout]):
+            findings.append(Finding(kind="runners_differ", message=(
+                f"vllm {version}'s {other} runner dumps {run.get('error') or taps}, the {runner} runner "
+                f"(the GPU default) {[t.name for t in layout]}")))
+    if len(layout) != len(ids):
+        findings.append(Finding(kind="dump_slots_differ", message=(
+            f"the launch ids {ids} give a {len(layout)}-slot dump: vLLM captures each layer once, in "
+            f"layer order ({chosen['capture_ids']})")))
+    return DatagenDump(engine=NAME, version=version, ids_given=tuple(datagen_ids) if datagen_ids is not None else None,
+                       launch_ids=tuple(ids), layout=layout, runner=runner,
+                       code_path="; ".join(reply["code_paths"].values()),
+                       python=display_python(reply.get("python")), findings=tuple(findings))
+
+
+# -- serving ----------------------------------------------------------------------------------
+
+
+def preflight(target_config_path: Path | str, vllm_version: str | None = None) -> None:
+    """Architectures are checked by vLLM's own registry in the probe (a refusal is exit 2)."""
+    read_target(Path(target_config_path))
+
+
+def check_architecture(target: TargetModel, target_config_path, vllm_version: str | None) -> None:
+    """vLLM's registry decides, in the probe."""
+
+
+def write_ids(config: dict, ids: list[int]) -> dict:
+    """The draft config with `ids` at the top level, the key both model runners read first, and
+    without nested `eagle_config` ids, which the V1 runner would let override them."""
+    cfg = json.loads(json.dumps(config))
+    cfg[IDS_KEY] = list(ids)
+    eagle = cfg.get("eagle_config")
+    if isinstance(eagle, dict):
+        eagle.pop("eagle_aux_hidden_state_layer_ids", None)
+    return cfg
+
+
+def served_config(spec: dict, ids: list[int]) -> dict:
+    """The draft config vLLM serves: a speculators-format config loads natively (vLLM copies its
+    top-level ids into the draft's config), so it is `spec` with the ids written by `write_ids`."""
+    return write_ids(spec, ids)
+
+
+def _names(run: dict) -> list[str | None]:
+    return [s["tap"] for s in run.get("slots", [])]
+
+
+def to_contract(reply: dict[str, Any], target_config: dict, draft_config: dict) -> ServingContract:
+    """The contract of the GPU-default runner. Each runner's ids and fc input are kept in the
+    provenance; runners feeding different states is an error finding (a drift for one of them)."""
+    version = reply.get("vllm_version", "?")
+    runner = reply["gpu_default_runner"]
+    runs = reply["runners"]
+    chosen = runs[runner]
+    findings: list[Finding] = []
+    details = {"model_class": reply.get("model_class", "?"), "gpu_default_runner": runner,
+               "kernel_standins": "; ".join(reply.get("kernel_standins", []))}
+    for name, run in runs.items():
+        details[f"{name}_ids"] = str(run.get("config_ids") or f"none in the config: default {reply['default_ids']}")
+        details[f"{name}_fc_input"] = str(run.get("error") or _names(run))
+        for k, slot in enumerate(run.get("slots", [])):
+            if slot["tap"] is None:
+                findings.append(Finding(kind="unidentified_state", severity="error", slot=k,
+                                        message=f"{name} runner: captured slot {k} {slot['why']}"))
+        if run.get("error"):
+            findings.append(Finding(kind="engine_error", severity="error", message=f"{name} runner: {run['error']}"))
+    others = {n: r for n, r in runs.items() if n != runner and _names(r) != _names(chosen)}
+    for name, run in others.items():
+        # The same draft is fed other states depending on which runner a deployment gets (V2 on a
+        # GPU with Triton, V1 otherwise): a drift for one of them whatever was trained.
+        findings.append(Finding(kind="runners_differ", severity="error", message=(
+            f"vllm {version}'s model runners feed this draft different states: the {name} runner "
+            f"{_names(run)} (ids {run.get('config_ids') or 'default'}), the {runner} runner {_names(chosen)} "
+            f"(ids {chosen.get('config_ids') or 'default'}); a GPU deployment uses {runner} by default")))
+    if not chosen.get("config_ids"):
+        findings.append(Finding(kind="default_layers_fallback", message=(
+            f"vllm {version}'s {runner} runner found no ids it reads in the draft config and serves "
+            f"the model default {reply['default_ids']}")))
+    draft = reply.get("draft") or {}
+    if reply.get("draft_error"):
+        findings.append(Finding(kind="draft_facts_unread", message=reply["draft_error"]))
+    if draft.get("class"):
+        details["draft_class"] = draft["class"]
+    slots = tuple(Tap.parse(s) if s else None for s in _names(chosen)) or (None,)
+    provenance = Provenance(package="vllm", version=version, code_path=reply["code_paths"][runner],
+                            python=display_python(reply.get("python")), details=details)
+    ids = chosen.get("config_ids")
+    return ServingContract(
+        target_model=TargetModel.from_hf_config(target_config), fc_input=slots,
+        graph=GraphFlags(**draft.get("graph", {})),
+        vocab=VocabMapping(**{k: v for k, v in draft.get("vocab", {}).items() if v is not None}), embedding="unknown", provenance=provenance, findings=tuple(findings),
+        engine=NAME, requested_ids=tuple(ids) if ids else None,
+        ids_source=f"{runner} runner: " + ("the draft config" if ids else "engine default"),
+        capture_ids=tuple(chosen["capture_ids"]) if chosen.get("capture_ids") is not None else None)
+
+
+def probe_serving(target_config_path: Path | str, draft_dir: Path | str, vllm_version: str | None = None,
+                  candidates: list[list[int]] | None = None) -> tuple[ServingContract, list[dict]]:
+    """The serving contract, plus what vLLM would capture for each candidate id list."""
+    target_config, _ = read_target(Path(target_config_path))
+    draft_dir = Path(draft_dir)
+    if not draft_dir.is_dir():
+        raise InputError(f"draft {draft_dir}: not a directory")
+    draft_config = read_config(draft_dir / "config.json", "draft config")
+    try:
+        reply = run_probe({"mode": "serving", "target_config": target_config, "draft_dir": str(draft_dir.resolve()),
+                           "candidates": candidates or []}, vllm_version)
+    except EnvError as exc:
+        raise ServingExtractionError(str(exc)) from exc
+    if "error" in reply:
+        raise ServingExtractionError(f"vllm {reply.get('vllm_version', '?')}: {reply['error']}")
+    return to_contract(reply, target_config, draft_config), reply.get("candidates", [])
+
+
+def extract_serving(target_config_path: Path | str, draft_dir: Path | str,
+                    vllm_version: str | None = None) -> ServingContract:
+    return probe_serving(target_config_path, draft_dir, vllm_version)[0]
+
+
+__all__ = ["FORWARD_MODULE", "IDS_KEY", "NAME", "DatagenError", "ServingExtractionError", "check_architecture",
+           "extract_dump", "extract_serving", "installed_versions", "launch_ids", "preflight", "probe_serving",
+           "python", "served_config", "to_contract", "write_ids"]

@@ -1,0 +1,224 @@
+"""vLLM 0.33: the family adapter (config classes, loading, kernel stand-ins, both model runners).
+
+Every call below is vLLM's own code, run on the CPU platform from the official wheel:
+- `VllmConfig`/`ModelConfig`/`SpeculativeConfig` read the tiny target and the speculative
+  config exactly as `LLM(..., speculative_config=...)` passes it (for data generation the
+  `extract_hidden_states` method, whose config class wraps the target's; for serving
+  `eagle3` with the draft directory, read by vLLM's own config loader);
+- `get_model` builds the model class vLLM's registry picks, runs its `load_weights` on the
+  checkpoint's safetensors and the real `process_weights_after_loading`;
+- the aux ids are set by each model runner's own function: V1's
+  `GPUModelRunner._setup_eagle3_aux_hidden_state_outputs` (which reads them with
+  `_get_eagle3_aux_layers_from_config`) and V2's `eagle3_utils.set_eagle3_aux_hidden_state_layers`
+  (`get_eagle3_aux_layers_from_config`); both fall back to the model's own default.
+Only the three kernel bodies the wheel lacks on a CPU are replaced (parity.extract.engines.vllm.kernels).
+"""
+
+from __future__ import annotations
+
+import os
+
+from packaging.specifiers import SpecifierSet
+
+RELEASES = SpecifierSet(">=0.33,<0.34")
+VERIFIED = ("0.33.0",)
+
+CODE_PATHS = {
+    "config": "vllm.config.VllmConfig / ModelConfig / SpeculativeConfig",
+    "load": "vllm.model_executor.model_loader.get_model (load_weights + process_weights_after_loading)",
+    "v1": "vllm.v1.worker.gpu_model_runner.GPUModelRunner._setup_eagle3_aux_hidden_state_outputs",
+    "v2": "vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils.set_eagle3_aux_hidden_state_layers",
+    "capture": "<model>.set_aux_hidden_state_layers + forward (aux hidden states)",
+}
+
+RUNNERS = ("v1", "v2")
+GPU_DEFAULT_RUNNER = "v2"  # vLLM's default model runner on a GPU with Triton; the CPU platform uses V1
+
+
+class Adapter:
+    """vLLM 0.33's calls, each named after what parity needs from it."""
+
+    def platform(self) -> None:
+        """Select the CPU platform before vLLM is imported (0.33 reads the variable)."""
+        os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+        import torch
+
+        # vLLM 0.33 is built against torch 2.14; on the CPU torch 2.13, releasing the caching
+        # allocator (`torch.accelerator.empty_cache`, called around weight loading) raises when
+        # no accelerator exists. There is no cache to release on a CPU: a no-op, nothing computed.
+        if not torch.accelerator.is_available():
+            torch.accelerator.empty_cache = lambda: None
+
+    def replace_kernels(self) -> list[str]:
+        from vllm.model_executor.layers.attention import attention, mla_attention
+        from vllm.model_executor.layers.fused_moe.experts import cpu_moe
+
+        from .. import kernels
+
+        attention.Attention.forward = kernels.attention_forward
+        mla_attention.MLAAttention.forward = kernels.mla_forward
+        cpu_moe.CPUUnquantizedExperts.process_weights_after_loading = kernels.experts_prepare
+        cpu_moe.CPUUnquantizedExperts.apply = kernels.experts_apply
+        return ["vllm.model_executor.layers.attention.Attention.forward -> causal SDPA, one prefill sequence",
+                "vllm.model_executor.layers.attention.MLAAttention.forward -> kv_b_proj decompression + causal SDPA",
+                "vllm.model_executor.layers.fused_moe.experts.cpu_moe.CPUUnquantizedExperts.apply -> "
+                "per-expert SiLU MLP (router real)"]
+
+    def config(self, target_dir: str, speculative: dict | None, port: int):
+        """The VllmConfig `LLM(model=target_dir, speculative_config=speculative)` would build
+        (eager, fp32, no compilation), with a world-size-1 gloo process group."""
+        from vllm.config import CompilationConfig, ModelConfig, ParallelConfig, SpeculativeConfig, VllmConfig
+        from vllm.config import set_current_vllm_config
+        from vllm.config.compilation import CompilationMode
+        from vllm.distributed import init_distributed_environment, initialize_model_parallel
+
+        model_config = ModelConfig(model=target_dir, skip_tokenizer_init=True, dtype="float32",
+                                   enforce_eager=True, max_model_len=128)
+        parallel = ParallelConfig()
+        spec = None
+        if speculative is not None:
+            spec = SpeculativeConfig(**speculative, target_model_config=model_config,
+                                     target_parallel_config=parallel)
+        vllm_config = VllmConfig(model_config=model_config, parallel_config=parallel, speculative_config=spec,
+                                 compilation_config=CompilationConfig(mode=CompilationMode.NONE,
+                                                                      custom_ops=["none"]))
+        with set_current_vllm_config(vllm_config):
+            init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
+                                         distributed_init_method=f"tcp://127.0.0.1:{port}")
+            initialize_model_parallel(1, 1, backend="gloo")
+        return vllm_config
+
+    def num_layers(self, vllm_config) -> int:
+        return vllm_config.model_config.hf_text_config.num_hidden_layers
+
+    def build_target(self, vllm_config):
+        from vllm.config import set_current_vllm_config
+        from vllm.model_executor.model_loader import get_model
+
+        with set_current_vllm_config(vllm_config):
+            return get_model(vllm_config=vllm_config).eval()
+
+    def default_ids(self, model) -> list[int]:
+        return list(model.get_eagle3_default_aux_hidden_state_layers())
+
+    def config_ids(self, vllm_config, runner: str) -> list[int] | None:
+        """The ids runner `runner` reads from the speculative config (None: it found none)."""
+        spec = vllm_config.speculative_config
+        if runner == "v1":
+            from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+
+            ids = GPUModelRunner._get_eagle3_aux_layers_from_config(_V1Runner(None, spec))
+        else:
+            from vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils import get_eagle3_aux_layers_from_config
+
+            ids = get_eagle3_aux_layers_from_config(spec)
+        return list(ids) if ids else None
+
+    def set_capture(self, model, vllm_config, runner: str) -> None:
+        """What runner `runner` does at start-up: resolve the ids (or the model default) and set them."""
+        from vllm.config import set_current_vllm_config
+
+        spec = vllm_config.speculative_config
+        with set_current_vllm_config(vllm_config):
+            if runner == "v1":
+                from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+
+                GPUModelRunner._setup_eagle3_aux_hidden_state_outputs(_V1Runner(model, spec))
+            else:
+                from vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils import set_eagle3_aux_hidden_state_layers
+
+                set_eagle3_aux_hidden_state_layers(model, spec)
+
+    def set_ids(self, model, ids: list[int]) -> None:
+        """The model's own setter, with an id list (the fix search's candidates)."""
+        model.set_aux_hidden_state_layers(tuple(ids))
+
+    def capture_ids(self, model) -> list[int] | None:
+        layers = getattr(model.model, "aux_hidden_state_layers", None)
+        return list(layers) if layers is not None else None
+
+    def forward(self, model, vllm_config, input_ids):
+        """One prefill; (final hidden states, [aux states in capture order])."""
+        import torch
+        from vllm.config import set_current_vllm_config
+        from vllm.forward_context import set_forward_context
+
+        positions = torch.arange(input_ids.shape[0])
+        with set_current_vllm_config(vllm_config), torch.no_grad(), \
+                set_forward_context(None, vllm_config, num_tokens=input_ids.shape[0]):
+            out = model(input_ids=input_ids, positions=positions, intermediate_tensors=None)
+        if isinstance(out, tuple):
+            return out[0], list(out[1])
+        return out, []
+
+    def draft_facts(self, vllm_config) -> dict:
+        """What vLLM's own draft class (built from the draft's config, as the proposer builds it)
+        applies: the graph flags it stores and, run on probes, how a draft token index becomes a
+        target id (`compute_logits` with a known d2t) and whether `load_weights` takes a t2d."""
+        import torch
+        from vllm.config import set_current_vllm_config
+        from vllm.model_executor.model_loader.utils import initialize_model, process_weights_after_loading
+
+        draft_config = vllm_config.speculative_config.draft_model_config
+        with set_current_vllm_config(vllm_config):
+            draft = initialize_model(vllm_config=vllm_config, model_config=draft_config, prefix="draft")
+            process_weights_after_loading(draft, draft_config, torch.device("cpu"))
+        inner = draft.model
+        layer = inner.layers[0]
+        graph = {"norm_before_fc": bool(getattr(inner, "norm_before_fc", False)),
+                 "fc_norm": getattr(inner, "fc_norm", None) is not None,
+                 "norm_output": bool(getattr(inner, "norm_output", False)),
+                 "norm_before_residual": getattr(layer, "_residual_norm", None) is not None and
+                 getattr(layer._residual_norm, "__func__", None) is getattr(type(layer), "_norm_before_residual", 0)}
+        draft_vocab, target_vocab = draft.config.draft_vocab_size, vllm_config.model_config.get_vocab_size()
+        vocab = {"draft_vocab_size": draft_vocab, "target_vocab_size": target_vocab}
+        mapping = getattr(draft, "draft_id_to_target_id", None)
+        if mapping is None:
+            vocab.update(d2t="absent", t2d="absent", mapping="draft index = target id (same vocabulary)")
+            return {"graph": graph, "vocab": vocab, "class": f"{type(draft).__module__}.{type(draft).__name__}"}
+        shift = 1  # d2t = 1 everywhere: offsets put draft index i at target id i + 1, absolute at 1
+        with torch.no_grad():
+            mapping.fill_(shift)
+            for p in draft.lm_head.parameters():
+                p.copy_(torch.randn(p.shape))
+            logits = draft.compute_logits(torch.randn(1, draft.config.hidden_size))
+        finite = torch.isfinite(logits[0]).nonzero().flatten().tolist()
+        d2t = ("offsets" if finite == [i + shift for i in range(draft_vocab)] else
+               "absolute" if finite == [shift] else "unknown")
+        before = {k: v.clone() for k, v in draft.state_dict().items()}
+        draft.load_weights([("t2d", torch.ones(target_vocab, dtype=torch.bool))])
+        same = lambda a, b: bool(((a == b) | (a.isnan() & b.isnan())).all())  # noqa: E731 (uninitialised: NaN)
+        t2d = "ignored" if all(same(before[k], v) for k, v in draft.state_dict().items()) else "present"
+        vocab.update(d2t=d2t, t2d=t2d, mapping=f"target id = draft index + d2t[draft index] (compute_logits; "
+                     f"ran it: d2t = {shift} put draft index 0 at target id {finite[0] if finite else None})")
+        return {"graph": graph, "vocab": vocab, "class": f"{type(draft).__module__}.{type(draft).__name__}"}
+
+    def dump_stack(self, aux):
+        """What the extract_hidden_states proposer writes per token: the aux states stacked in
+        the order the model returned them ([T, slots, H]), as `ExtractHiddenStatesProposer.propose` does."""
+        import torch
+
+        return torch.stack(aux, dim=1)
+
+
+class _V1Runner:
+    """The attributes of a `GPUModelRunner` its two aux-layer methods read, and nothing else
+    (the real runner allocates device buffers and a KV cache: a GPU)."""
+
+    def __init__(self, model, speculative_config):
+        self.model = model
+        self.speculative_config = speculative_config
+        self.use_aux_hidden_state_outputs = True
+
+    def get_model(self):
+        return self.model
+
+    def __getattr__(self, name):  # the runner's own methods, bound to this object
+        from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+
+        attr = getattr(GPUModelRunner, name, None)
+        if attr is None or not callable(attr):
+            raise AttributeError(f"parity's V1 runner shell has no {name!r}: vLLM's runner code reads "
+                                 "more than parity set up")
+        return attr.__get__(self)

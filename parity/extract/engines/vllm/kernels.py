@@ -1,0 +1,107 @@
+"""Stand-ins for the three vLLM kernel bodies the official (CUDA) wheel cannot run on a CPU.
+
+The wheel ships no CPU attention, MLA or fused-MoE kernels (`vllm._C` is absent). Without a
+stand-in nothing raises: the CPU attention path returns uninitialised memory (values around
+1e18, or NaN) and the forward "works". So parity replaces exactly these bodies, and nothing
+else (every projection, norm, rotary embedding, residual add, the MoE router, weight loading
+and the capture stay vLLM's own):
+
+- `Attention.forward`: causal scaled-dot-product attention over the one prefill sequence;
+- `MLAAttention.forward`: the latent decompression vLLM's MLA prefill does (`kv_b_proj`, rope
+  part shared across heads), then the same causal attention;
+- `CPUUnquantizedExperts.apply` (+ its weight prepacking): each routed expert's gated MLP,
+  weighted by the router's own top-k weights and ids.
+
+Each stand-in covers only the case parity runs (one sequence, no KV cache, no expert
+parallelism, SiLU experts, no biases) and raises `KernelStandInError` for anything else, so
+a path that relies on more than it computes fails loudly instead of reading a wrong value.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+class KernelStandInError(RuntimeError):
+    """A replaced kernel was asked for something its stand-in does not compute."""
+
+
+def _one_sequence(what: str) -> None:
+    """The stand-ins compute one prefill sequence with no KV cache: a scheduled batch (the
+    forward context carries attention metadata) would need the real kernel."""
+    from vllm.forward_context import get_forward_context, is_forward_context_available
+
+    if is_forward_context_available() and get_forward_context().attn_metadata is not None:
+        raise KernelStandInError(f"{what}: parity's stand-in computes one prefill sequence without a "
+                                 "KV cache, but the forward context carries attention metadata (a "
+                                 "scheduled batch): the real kernel is needed here")
+
+
+def _causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:
+    """[T, heads, d] each (k, v may have fewer heads: grouped-query) -> [T, heads * d_v]."""
+    tokens, heads = q.shape[0], q.shape[1]
+    groups = heads // k.shape[1]
+    k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    out = F.scaled_dot_product_attention(q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1),
+                                         is_causal=True, scale=scale)
+    return out.transpose(0, 1).reshape(tokens, heads * v.shape[-1])
+
+
+def attention_forward(self, query, key, value, output_shape=None, output_dtype=None):
+    """`Attention.forward` for one causal prefill sequence."""
+    _one_sequence("Attention.forward")
+    if getattr(self, "sliding_window", None) is not None:
+        raise KernelStandInError("Attention.forward: parity's stand-in has no sliding window")
+    if getattr(self.impl, "logits_soft_cap", None):
+        raise KernelStandInError("Attention.forward: parity's stand-in has no logits soft cap")
+    tokens = query.shape[0]
+    q = query.view(tokens, self.num_heads, self.head_size)
+    k = key.view(tokens, self.num_kv_heads, self.head_size)
+    v = value.view(tokens, self.num_kv_heads, self.head_size_v)
+    out = _causal(q, k, v, self.impl.scale)
+    return out.to(output_dtype or query.dtype)
+
+
+def mla_forward(self, q, kv_c_normed, k_pe, output_shape=None, q_dcp_replicated=None):
+    """`MLAAttention.forward`: decompress the latent with the layer's own `kv_b_proj`, then
+    attend (the query already carries its nope and rope parts)."""
+    _one_sequence("MLAAttention.forward")
+    if q_dcp_replicated is not None:
+        raise KernelStandInError("MLAAttention.forward: parity's stand-in has no decode context parallelism")
+    tokens, heads = q.shape[0], self.num_heads
+    kv = self.kv_b_proj(kv_c_normed)[0].view(tokens, heads, self.qk_nope_head_dim + self.v_head_dim)
+    k_nope, v = kv.split([self.qk_nope_head_dim, self.v_head_dim], dim=-1)
+    k = torch.cat([k_nope, k_pe.view(tokens, 1, -1).expand(tokens, heads, -1)], dim=-1)
+    return _causal(q.view(tokens, heads, -1), k, v, self.scale)
+
+
+def experts_prepare(self, layer) -> None:
+    """The expert weights stay as loaded (the real step prepacks them for the absent kernel)."""
+    self._use_zentorch = False
+
+
+def experts_apply(self, output, hidden_states, w1, w2, topk_weights, topk_ids, activation,
+                  global_num_experts, expert_map, a1q_scale, a2_scale, workspace13, workspace2,
+                  expert_tokens_meta, apply_router_weight_on_input) -> None:
+    """Each routed expert's SiLU-gated MLP on the tokens the router sent it, weighted by the
+    router's weights (already applied to the input when `apply_router_weight_on_input`)."""
+    if expert_map is not None:
+        raise KernelStandInError("fused MoE: parity's stand-in has no expert parallelism (expert_map)")
+    if getattr(self, "w1_bias", None) is not None or getattr(self, "w2_bias", None) is not None:
+        raise KernelStandInError("fused MoE: parity's stand-in has no expert biases")
+    if str(getattr(activation, "value", activation)).lower() != "silu":
+        raise KernelStandInError(f"fused MoE: parity's stand-in computes SiLU experts, not {activation}")
+    if a1q_scale is not None or a2_scale is not None:
+        raise KernelStandInError("fused MoE: parity's stand-in has no quantised activations")
+    total = torch.zeros(hidden_states.shape, dtype=torch.float32)
+    for expert in range(w1.shape[0]):
+        token, slot = (topk_ids == expert).nonzero(as_tuple=True)
+        if token.numel() == 0:
+            continue
+        gate, up = (hidden_states[token] @ w1[expert].t()).chunk(2, dim=-1)
+        y = (F.silu(gate) * up) @ w2[expert].t()
+        if not apply_router_weight_on_input:
+            y = y * topk_weights[token, slot, None]
+        total.index_add_(0, token, y.float())
+    output.copy_(total.to(output.dtype))

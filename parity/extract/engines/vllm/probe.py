@@ -1,0 +1,185 @@
+"""Run the installed vLLM's real config classes, model runners' id resolution and capture; name
+every captured state against transformers.
+
+    python -m parity.extract.engines.vllm.probe  < request.json
+
+Runs in a fresh process of the environment that has the vLLM release (own gloo port, own
+global state). Two requests:
+
+- {"mode": "dump", "target_config": {...}, "launch_ids": [2, 16, 29, 32]}: what speculators'
+  data generation dumps: vLLM's `extract_hidden_states` speculative method with those ids
+  (`draft_model_config.hf_config.eagle_aux_hidden_state_layer_ids`), each model runner's own
+  start-up setting the capture, one prefill, the per-token stack the proposer writes;
+- {"mode": "serving", "target_config": {...}, "draft_dir": "...", "candidates": [[...], ...]}:
+  what the `eagle3` method feeds the draft: the draft directory read by vLLM's own config
+  loader, both runners' resolution, the capture of each, and what each candidate id list
+  would capture (the fix search).
+
+The reply (last stdout line) lists, per runner, the ids it resolved, where it took them from,
+and each captured slot's identification. A slot that matches no state of the transformers
+reference (e.g. the uninitialised memory vLLM's CPU attention returns without parity's kernel
+stand-ins: values near 1e18, or NaN) is an error, never a name.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from .families import family_for
+from ....envs import reply_over_stdio
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:400]}" if text else type(exc).__name__
+
+
+def name_slots(states: list, refs: dict) -> list[dict]:
+    """Each captured [T, H] state named by numerical identity (parity.extract.identify); a
+    non-finite or unmatched state gets no name and says why."""
+    import torch
+
+    from ...identify import identify
+
+    slots = []
+    for state in states:
+        state = state.float()
+        if not torch.isfinite(state).all():
+            slots.append({"tap": None, "why": f"holds non-finite values (max |x| {state.abs().nan_to_num(0).max():.3g}, "
+                          f"{int(torch.isnan(state).sum())} NaN): garbage, not a hidden state"})
+            continue
+        found = identify(state, refs)
+        slot = {"tap": found.tap.name if found.tap else None, "rel_err": found.rel_err, "best": found.best.name,
+                "runner_up": found.runner_up.name if found.runner_up else None,
+                "runner_up_err": found.runner_up_err, "max_abs": float(state.abs().max())}
+        if found.tap is None:
+            slot["why"] = (f"ambiguous between {found.best.name} and {found.runner_up.name}" if found.ambiguous
+                           else f"matches no state of the transformers reference (nearest {found.best.name} at "
+                                f"relative error {found.rel_err:.3g}; max |x| {slot['max_abs']:.3g})")
+        slots.append(slot)
+    return slots
+
+
+def capture(adapter, model, vllm_config, input_ids, refs) -> dict:
+    """One prefill with the capture as set; the model's capture ids and each slot's name."""
+    entry: dict[str, Any] = {"capture_ids": adapter.capture_ids(model)}
+    try:
+        _, aux = adapter.forward(model, vllm_config, input_ids)
+    except Exception as exc:  # noqa: BLE001 - an engine error is a finding, reported per runner
+        entry["error"] = f"the forward raised {one_line(exc)}"
+        return entry
+    entry["slots"] = name_slots(aux, refs)
+    entry["aux"] = aux
+    return entry
+
+
+def extract(request: dict) -> dict[str, Any]:
+    import torch
+
+    version = metadata.version("vllm")
+    reply: dict[str, Any] = {"vllm_version": version, "python": sys.executable}
+    try:
+        family = family_for(version)
+    except LookupError as exc:
+        reply["error"] = f"cannot extract under vllm {version}: {exc}"
+        reply["unsupported"] = True
+        return reply
+    adapter = family.Adapter()
+    reply["code_paths"] = family.CODE_PATHS
+    reply["gpu_default_runner"] = family.GPU_DEFAULT_RUNNER
+    adapter.platform()
+    reply["kernel_standins"] = replace_kernels(adapter)
+
+    from ...reference import candidate_states, seeded_hf_model
+    from ...shrink import shrink_config
+
+    seed = request.get("seed", 0)
+    work = Path(tempfile.mkdtemp(prefix="parity-vllm-"))
+    target_dir = work / "target"
+    target_dir.mkdir()
+    (target_dir / "config.json").write_text(json.dumps(shrink_config(request["target_config"])))
+    hf = seeded_hf_model(str(target_dir), seed)
+    hf.save_pretrained(str(target_dir), safe_serialization=True)  # the checkpoint vLLM loads
+
+    if request["mode"] == "dump":
+        speculative = {"method": "extract_hidden_states", "num_speculative_tokens": 1,
+                       "draft_model_config": {"hf_config": {
+                           "eagle_aux_hidden_state_layer_ids": list(request["launch_ids"])}}}
+    else:
+        speculative = {"method": "eagle3", "model": request["draft_dir"], "num_speculative_tokens": 1}
+    torch.manual_seed(seed)
+    try:
+        vllm_config = adapter.config(str(target_dir), speculative, free_port())
+    except Exception as exc:  # noqa: BLE001
+        reply["error"] = f"vllm {version}'s config classes refused the {request['mode']} set-up: {one_line(exc)}"
+        reply["config_refused"] = True
+        return reply
+    n = adapter.num_layers(vllm_config)
+    model = adapter.build_target(vllm_config)
+    reply["model_class"] = f"{type(model).__module__}.{type(model).__name__}"
+    reply["num_hidden_layers"] = n
+    reply["default_ids"] = adapter.default_ids(model)
+
+    gen = torch.Generator().manual_seed(seed + 1)
+    input_ids = torch.randint(0, hf.config.vocab_size, (request.get("seq_len", 8),), generator=gen)
+    refs = candidate_states(hf, input_ids)
+
+    runners = {}
+    for runner in family.RUNNERS:
+        entry: dict[str, Any] = {"config_ids": adapter.config_ids(vllm_config, runner)}
+        try:
+            adapter.set_capture(model, vllm_config, runner)
+        except Exception as exc:  # noqa: BLE001
+            entry["error"] = f"setting the capture raised {one_line(exc)}"
+            runners[runner] = entry
+            continue
+        entry.update(capture(adapter, model, vllm_config, input_ids, refs))
+        aux = entry.pop("aux", None)
+        if request["mode"] == "dump" and aux is not None:
+            entry["dump_shape"] = list(adapter.dump_stack(aux).shape)
+        runners[runner] = entry
+    reply["runners"] = runners
+
+    candidates = []
+    for ids in request.get("candidates", []):
+        try:
+            adapter.set_ids(model, ids)
+        except Exception as exc:  # noqa: BLE001
+            candidates.append({"ids": ids, "fc_input": None, "error": one_line(exc)})
+            continue
+        got = capture(adapter, model, vllm_config, input_ids, refs)
+        got.pop("aux", None)
+        candidates.append({"ids": ids, "capture_ids": got["capture_ids"], "error": got.get("error"),
+                           "fc_input": [s["tap"] for s in got.get("slots", [])] or None})
+    reply["candidates"] = candidates
+    if request["mode"] == "serving":
+        try:
+            reply["draft"] = adapter.draft_facts(vllm_config)
+        except Exception as exc:  # noqa: BLE001 - the contract says what could not be read
+            reply["draft_error"] = f"vllm {version}'s draft class could not be built: {one_line(exc)}"
+    return reply
+
+
+def replace_kernels(adapter) -> list[str]:
+    """The kernel bodies replaced for this run (parity.extract.engines.vllm.kernels)."""
+    return adapter.replace_kernels()
+
+
+def main() -> None:
+    reply_over_stdio(extract)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,196 @@
+"""vLLM as the data-generation engine: the dump speculators' training reads is found by running
+vLLM 0.33.0's own capture on the tiny target (docs/vllm.md). One extraction is shared by the
+assertions below (module scope; repeated runs come from the reply cache)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from parity import cli
+from parity.contract import Tap
+from parity.extract.engines.vllm import DatagenError, extract_dump, launch_ids
+
+from .helpers import ROOT
+
+LLAMA_32 = ROOT / "fixtures" / "targets" / "tiny-llama-32l" / "config.json"
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    rc = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.fixture(scope="module")
+def dump():
+    return extract_dump(LLAMA_32, [2, 16, 29])
+
+
+def test_launch_ids_are_the_launch_scripts():
+    assert launch_ids([2, 16, 29], 32) == [2, 16, 29, 32]
+    assert launch_ids([2, 16, 32], 32) == [2, 16, 32]
+    assert launch_ids(None, 32) == [2, 16, 29, 32]
+
+
+def test_vllm_dumps_the_input_of_each_id_and_the_last_layer(dump):
+    assert [t.name for t in dump.layout] == ["h2", "h16", "h29", "h32"]
+    assert dump.version == "0.33.0" and dump.engine == "vllm" and dump.runner == "v2"
+    assert dump.launch_ids == (2, 16, 29, 32) and dump.ids_given == (2, 16, 29)
+    assert "set_eagle3_aux_hidden_state_layers" in dump.code_path
+    assert "_setup_eagle3_aux_hidden_state_outputs" in dump.code_path
+    assert not dump.findings  # both runners dump the same states
+
+
+def test_contract_training_feeds_the_run_dump_to_speculators(dump, capsys):
+    rc, out, err = run(capsys, "contract", "training", "--target-config", LLAMA_32,
+                       "--datagen-ids", "2,16,29", "--json")
+    assert rc == 0, err
+    c = json.loads(out)
+    assert c["fc_input"] == ["h2", "h16", "h29"] and c["target"] == "h32"
+    assert c["dump_layout_source"] == "datagen_run"
+    assert c["provenance"]["details"]["dump_engine"] == "vllm 0.33.0"
+    assert "extract_hidden_states" in c["provenance"]["details"]["dump"]
+
+
+def test_no_ids_is_the_launch_default(dump, capsys):
+    rc, out, err = run(capsys, "contract", "training", "--target-config", LLAMA_32,
+                       "--datagen-ids", "default", "--json")
+    assert rc == 0, err
+    c = json.loads(out)
+    assert c["dump_layout"] == ["h2", "h16", "h29", "h32"]
+    assert "the launch default" in c["provenance"]["details"]["dump"]
+
+
+def test_a_typed_convention_is_labelled_not_run(capsys):
+    rc, out, err = run(capsys, "contract", "training", "--target-config", LLAMA_32, "--datagen-ids", "2,16,29",
+                       "--datagen-convention", "speculators-datagen", "--json")
+    assert rc == 0, err
+    c = json.loads(out)
+    assert c["dump_layout_source"] == "datagen_ids"
+    assert any(f["kind"] == "typed_rule_not_run" and "typed rule, not run" in f["message"] for f in c["findings"])
+    assert "dump_engine" not in c["provenance"]["details"]
+
+
+def test_the_contract_follows_a_patch_of_vllms_capture(dump, inject_drift, capsys):
+    inject_drift("tests.drift.vllm_capture_without_residual")
+    drifted = extract_dump(LLAMA_32, [2, 16, 29])
+    assert drifted.layout != dump.layout
+    assert drifted.layout == tuple(Tap.parse(f"h{k}.delta") for k in (2, 16, 29, 32))
+    rc, out, err = run(capsys, "contract", "training", "--target-config", LLAMA_32,
+                       "--datagen-ids", "2,16,29", "--json")
+    assert rc == 0, err
+    assert json.loads(out)["fc_input"] == ["h2.delta", "h16.delta", "h29.delta"]
+
+
+def test_without_the_kernel_stand_ins_the_run_is_a_loud_error(inject_drift, capsys):
+    """vLLM's CPU attention from the CUDA wheel raises nothing: it returns uninitialised memory.
+    Identification must refuse every such slot; the CLI says so in one line, exit 2."""
+    inject_drift("tests.drift.vllm_no_kernel_standins")
+    with pytest.raises(DatagenError, match="matches no state|non-finite"):
+        extract_dump(LLAMA_32, [2, 16, 29])
+    rc, out, err = run(capsys, "contract", "training", "--target-config", LLAMA_32, "--datagen-ids", "2,16,29")
+    assert rc == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "vllm 0.33.0" in err
+
+
+# -- vLLM as the serving engine ----------------------------------------------------------------
+
+
+def _llama_draft(tmp, **ids) -> str:
+    """A tiny EAGLE-3 draft for the 32-layer target, ids placed as given (config.json only)."""
+    cfg = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": 64,
+           "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+           "num_hidden_layers": 1, "vocab_size": 256, "draft_vocab_size": 256, "rms_norm_eps": 1e-5,
+           "max_position_embeddings": 2048, **ids}
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "config.json").write_text(json.dumps(cfg))
+    return str(tmp)
+
+
+@pytest.fixture(scope="module")
+def nested():
+    """An SGLang/SpecForge-style draft (ids nested in eagle_config, [1, 15, 28]) trained on
+    [h2, h16, h29]: the README's vLLM example, so its extractions repeat from the reply cache."""
+    return str(ROOT / "fixtures" / "drafts" / "tiny-llama-32l-nested-ids")
+
+
+def test_nested_ids_are_read_by_the_v1_runner_and_ignored_by_v2(nested, capsys):
+    draft = nested
+    rc, out, err = run(capsys, "contract", "serving", "--engine", "vllm", "--target-config", LLAMA_32,
+                       "--draft", draft, "--json")
+    c = json.loads(out)
+    details = c["provenance"]["details"]
+    assert details["v1_ids"] == "[1, 15, 28]" and details["v1_fc_input"] == "['h1', 'h15', 'h28']"
+    assert details["v2_ids"].startswith("none in the config") and details["v2_fc_input"] == "['h2', 'h16', 'h29']"
+    assert details["gpu_default_runner"] == "v2" and c["fc_input"] == ["h2", "h16", "h29"]
+    assert any(f["kind"] == "runners_differ" and f["severity"] == "error" for f in c["findings"])
+    assert rc == 1  # an error finding: one runner is fed other states than the config's other reader
+
+
+def test_check_finds_the_v1_drift_and_a_verified_fix_in_vllms_form(nested, capsys):
+    draft = nested
+    rc2, out, err = run(capsys, "check", "--engine", "vllm", "--target-config", LLAMA_32, "--draft", draft,
+                        "--dump-layout", "h2,h16,h29,h32", "--json")
+    r = json.loads(out)
+    assert rc2 == 1 and r["verdict"] == "drift"
+    assert any("h1" in d["message"] and "v1 runner" in d["message"] for d in r["differences"])
+    fix = r["suggestion"]
+    assert fix["engine"] == "vllm" and fix["eagle_aux_hidden_state_layer_ids"] == [2, 16, 29]
+    assert fix["config_key"] == "eagle_aux_hidden_state_layer_ids" and fix["verified"] is True
+
+
+def test_the_fix_written_at_the_top_level_serves_the_training_contract(tmp_path, capsys):
+    draft = _llama_draft(tmp_path / "fixed", eagle_aux_hidden_state_layer_ids=[2, 16, 29])
+    rc, out, err = run(capsys, "check", "--engine", "vllm", "--target-config", LLAMA_32, "--draft", draft,
+                       "--dump-layout", "h2,h16,h29,h32", "--no-verify")
+    assert rc == 0, out + err
+    assert "served by vllm" in out and "PARITY" in out
+
+
+def test_deepseek_id_0_raises_in_vllms_capture(tmp_path):
+    """DeepSeek's decoder in vLLM 0.33 adds a residual that is None before layer 0: id 0 (h0, the
+    embeddings, which Llama and Qwen capture) raises there. A run through the real MLA and MoE
+    (router real, expert and attention kernels stood in), on an 8-layer DeepSeek-V3."""
+    config = json.loads((ROOT / "fixtures" / "targets" / "deepseek-v3-61l" / "config.json").read_text())
+    target = tmp_path / "config.json"
+    target.write_text(json.dumps({**config, "num_hidden_layers": 8}))
+    with pytest.raises(DatagenError, match="TypeError"):
+        extract_dump(target, [0, 3, 5])
+    assert [t.name for t in extract_dump(target, [1, 3, 5]).layout] == ["h1", "h3", "h5", "h8"]
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--datagen-ids", "2,16,29", "--vllm", "0.1.0"], "no environment pins vllm==0.1.0"),
+    (["--datagen-ids", "default", "--datagen-convention", "speculators-datagen"], "needs the ids themselves"),
+])
+def test_bad_datagen_input_is_one_line_exit_2(argv, says, capsys):
+    rc, out, err = run(capsys, "contract", "training", "--target-config", LLAMA_32, *argv)
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1 and says in err, err
+
+
+def test_a_lock_is_checked_under_vllm(nested, tmp_path, capsys):
+    lock = tmp_path / "nested.json"
+    rc, out, err = run(capsys, "lock", lock, "--target-config", LLAMA_32, "--draft", nested,
+                       "--dump-layout", "h2,h16,h29,h32")
+    assert rc == 0, err
+    rc, out, err = run(capsys, "check", "--lock", lock, "--engine", "vllm", "--json")
+    r = json.loads(out)
+    assert rc == 1 and r["verdict"] == "drift" and r["serving"]["engine"] == "vllm"
+    assert r["suggestion"]["eagle_aux_hidden_state_layer_ids"] == [2, 16, 29]
+
+
+def test_the_draft_side_is_read_from_vllms_draft_class(tmp_path, capsys):
+    """Graph flags as vLLM's Eagle3 Llama draft stores them, the vocabulary mapping as its
+    compute_logits applies it (run with a known d2t) and its load_weights drops a t2d."""
+    draft = _llama_draft(tmp_path / "d", eagle_aux_hidden_state_layer_ids=[2, 16, 29], draft_vocab_size=128,
+                         norm_before_fc=True, norm_output=True)
+    rc, out, err = run(capsys, "contract", "serving", "--engine", "vllm", "--target-config", LLAMA_32,
+                       "--draft", draft, "--json")
+    c = json.loads(out)
+    assert rc == 0, c["findings"]
+    assert c["graph"] == {"norm_before_fc": True, "fc_norm": False, "norm_output": True, "norm_before_residual": False}
+    assert c["vocab"]["d2t"] == "offsets" and c["vocab"]["t2d"] == "ignored"
+    assert (c["vocab"]["draft_vocab_size"], c["vocab"]["target_vocab_size"]) == (128, 256)
+    assert c["provenance"]["details"]["draft_class"].endswith("Eagle3LlamaForCausalLM")
