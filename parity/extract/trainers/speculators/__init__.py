@@ -225,7 +225,8 @@ def provenance(reply: dict, chosen: dict) -> Provenance:
     if reply.get("speculators_version_py"):
         details["version_py"] = reply["speculators_version_py"]
     return Provenance(package="speculators", version=reply["speculators_version"],
-                      code_path=chosen["code_path"], python=display_python(reply.get("python")), details=details)
+                      code_path=chosen["code_path"], python=display_python(reply.get("python")), details=details,
+                      family=reply.get("family"), release_note=reply.get("release_note"))
 
 
 def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, reply: dict, *,

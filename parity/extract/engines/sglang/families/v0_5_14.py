@@ -39,7 +39,7 @@ import torch
 from packaging.specifiers import SpecifierSet
 
 from . import v0_5_23
-from ....run_until import CodePathMoved, ModuleAbsent, run_until_after
+from ....run_until import CodePathMoved, require, run_until_after
 
 FORWARD_CONTEXT = "sglang.srt.model_executor.forward_context"
 
@@ -71,6 +71,13 @@ def give_standin_interpolation_modes() -> None:
 
 class Adapter(v0_5_23.Adapter):
     family = "0.5.14"
+    REQUIRES = v0_5_23._COMMON + (
+        "sglang.srt.server_args.set_global_server_args_for_scheduler",
+        "sglang.srt.layers.dp_attention.initialize_dp_attention",
+        "sglang.srt.model_executor.model_runner.ModelRunner.init_aux_hidden_state_capture",
+        "sglang.srt.model_executor.forward_context.ForwardContext",
+        "sglang.srt.model_executor.forward_context.forward_context",
+    )
 
     def setup(self, port: int, draft_dir: str | None, device: str = "cpu") -> None:
         give_standin_interpolation_modes()
@@ -95,17 +102,12 @@ class Adapter(v0_5_23.Adapter):
     def check_code_paths(self) -> None:
         """Fail the whole extraction (a loud "cannot extract") when the code this adapter runs
         is not where it looks, before any of it could be mistaken for a finding."""
-        import importlib.util
-
+        give_standin_interpolation_modes()  # before transformers is imported through the engine
+        require(*self.REQUIRES)
         from sglang.srt.model_executor.model_runner import ModelRunner
         from ....run_until import stop_line
 
         stop_line(ModelRunner.__init__, "eagle_aux_hidden_state_layer_ids")
-        if not callable(getattr(ModelRunner, "init_aux_hidden_state_capture", None)):
-            raise CodePathMoved("looked for sglang.srt.model_executor.model_runner.ModelRunner."
-                                "init_aux_hidden_state_capture; there is none")
-        if importlib.util.find_spec(FORWARD_CONTEXT) is None:
-            raise ModuleAbsent(FORWARD_CONTEXT)
 
     def publish(self, draft_dir: str | None, backend: str = "torch_native") -> None:
         """(Re-)publish the process-wide server args naming this draft (no runtime_context yet)."""
