@@ -139,9 +139,13 @@ def _run(cmd: list[str], what: str, env: dict | None = None, cwd: Path | None = 
 # -- locks ---------------------------------------------------------------------------------------
 
 def lock_path(name: str) -> Path:
-    """Where `name`'s lock is written: a checkout's `locks/` (committed), or for an installed
-    parity `$PARITY_HOME/locks/` (a shipped lock is read first while it is current)."""
-    return shipped("locks", f"{name}.txt") if CHECKOUT is not None else home() / "locks" / f"{name}.txt"
+    """Where `name`'s lock is written: a checkout's `locks/` (committed) for an environment the
+    shipped envs.toml declares; otherwise (installed, or a release the user's envs.toml or
+    `--build` added) `$PARITY_HOME/locks/`. A shipped lock is read first while it is current."""
+    from .envs import raw_envs, specs_from
+
+    ours = CHECKOUT is not None and name in specs_from(raw_envs(user=False))
+    return shipped("locks", f"{name}.txt") if ours else home() / "locks" / f"{name}.txt"
 
 
 def _lock_spec(lock: Path) -> str | None:

@@ -137,6 +137,9 @@ def _add_matrix_parsers(sub) -> None:
         p.add_argument("--no-verify", action="store_true",
                        help="skip the second extraction that confirms each suggested fix")
         p.add_argument("--json", action="store_true")
+        p.add_argument("--build", action="store_true",
+                       help="build the environment of a named release no environment has yet (its pins "
+                            "read from the wheel's metadata; into PARITY_HOME, progress on stderr)")
 
     mx = sub.add_parser("matrix", help="the contract under every installed sglang and speculators "
                         "release; exit 0 all parity, 1 otherwise, 2 bad input")
@@ -170,6 +173,7 @@ def _matrix(args) -> int:
     from .report.matrix import render_markdown, render_text
 
     split = lambda v: [x.strip() for x in v.split(",") if x.strip()] if v else None  # noqa: E731
+    _build_releases(args, sglang=split(args.sglang), speculators=split(args.speculators))
     m = build_matrix(**_matrix_inputs(args), sglang=split(args.sglang), speculators=split(args.speculators),
                      workers=args.workers, verify=not args.no_verify)
     if args.json:
@@ -181,9 +185,21 @@ def _matrix(args) -> int:
     return ExitCode.OK if m.ok else ExitCode.DRIFT
 
 
+def _build_releases(args, **wanted: list[str] | None) -> None:
+    """--build: make each named release runnable first (parity.ondemand)."""
+    if not args.build:
+        return
+    from .ondemand import ensure_release
+
+    for family, versions in wanted.items():
+        for version in versions or []:
+            ensure_release(family, version)
+
+
 def _can_i_deploy(args) -> int:
     from .matrix import can_i_deploy
 
+    _build_releases(args, sglang=[args.sglang], speculators=[args.speculators])
     a = can_i_deploy(args.sglang, args.speculators, **_matrix_inputs(args), verify=not args.no_verify)
     if args.json:
         print(json.dumps(a.to_json_dict(), indent=2))

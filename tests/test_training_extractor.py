@@ -318,7 +318,7 @@ def test_each_built_release_is_verified_by_exactly_one_family():
     from parity.extract.trainers.speculators.families import family_for
 
     built = {env.packages["speculators"] for env in environments() if "speculators" in env.packages}
-    assert built == {"0.9.0", "0.7.0.2"}
+    assert built == {"0.9.0", "0.8.1", "0.7.0.2"}
     for version in built:
         assert version in family_for(version).VERIFIED
     for module in families("parity.extract.trainers.speculators.families"):
@@ -328,5 +328,6 @@ def test_each_built_release_is_verified_by_exactly_one_family():
 def test_the_probe_names_the_family_it_ran():
     assert probe_training(4, "0.9.0")["family"] == "0.9"
     assert probe_training(4, "0.7.0.2")["family"] == "0.7"
+    assert probe_training(4, "0.8.1")["family"] == "0.8"
 
 

@@ -50,7 +50,7 @@ def require(*qualnames: str) -> None:
             if found:
                 try:
                     obj = importlib.import_module(name)
-                except ImportError as exc:  # it is there but cannot be loaded in this environment
+                except Exception as exc:  # noqa: BLE001 - there, but it cannot be loaded in this environment
                     raise CodePathMoved(f"looked for {qualname}; importing {name} raised "
                                         f"{type(exc).__name__}: {exc}") from None
                 break

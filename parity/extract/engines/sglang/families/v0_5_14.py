@@ -31,8 +31,6 @@ CPU shims, each the smallest that lets the real code run:
 
 from __future__ import annotations
 
-import enum
-import importlib
 from typing import Any
 
 import torch
@@ -55,18 +53,7 @@ CODE_PATHS = {
     "draft": "sglang.srt.models.llama_eagle3.LlamaForCausalLMEagle3",
 }
 
-INTERPOLATION_MODES = "NEAREST NEAREST_EXACT BILINEAR BICUBIC BOX HAMMING LANCZOS"
-
-
-def give_standin_interpolation_modes() -> None:
-    """An inert InterpolationMode on the torchvision stand-in (see the module docstring)."""
-    from .... import standins
-
-    if "torchvision" not in standins._active:  # a real torchvision is installed: nothing to do
-        return
-    transforms = importlib.import_module("torchvision.transforms")
-    if standins.is_standin(transforms) and "InterpolationMode" not in vars(transforms):
-        transforms.InterpolationMode = enum.Enum("InterpolationMode", INTERPOLATION_MODES)
+give_standin_interpolation_modes = v0_5_23.give_standin_interpolation_modes  # moved to the base
 
 
 class Adapter(v0_5_23.Adapter):

@@ -16,6 +16,9 @@ CPU shims, each the smallest that lets the real code run (docs/engines-on-cpu.md
 from __future__ import annotations
 
 import dataclasses
+import enum
+import importlib
+import sys
 from contextlib import contextmanager
 from typing import Any
 
@@ -35,6 +38,29 @@ CODE_PATHS = {
     "model_class": "sglang.srt.model_loader.utils.get_model_architecture",
     "draft": "sglang.srt.models.llama_eagle3.LlamaForCausalLMEagle3",
 }
+
+
+INTERPOLATION_MODES = "NEAREST NEAREST_EXACT BILINEAR BICUBIC BOX HAMMING LANCZOS"
+
+
+def give_standin_interpolation_modes() -> None:
+    """An inert InterpolationMode on the torchvision stand-in: transformers 5.6-5.12 build a
+    PIL -> torchvision interpolation table at import time when they believe torchvision is
+    installed, which the stand-in (needed by releases whose `sglang.srt.utils.common` imports
+    `torchvision.io` at module level) makes them believe. No text-model path reads it.
+    transformers 5.12 also compares torchvision's version at import time
+    (`is_torchvision_greater_or_equal`, picking image processors' PIL defaults): the stand-in
+    says `0.0.0+parity.standin`, which parses and is older than every real release."""
+    from .... import standins
+
+    if "torchvision" not in standins._active:  # a real torchvision is installed: nothing to do
+        return
+    transforms = importlib.import_module("torchvision.transforms")
+    if standins.is_standin(transforms) and "InterpolationMode" not in vars(transforms):
+        transforms.InterpolationMode = enum.Enum("InterpolationMode", INTERPOLATION_MODES)
+    top = sys.modules["torchvision"]
+    if standins.is_standin(top) and "__version__" not in vars(top):
+        top.__version__ = "0.0.0+parity.standin"
 
 
 _COMMON = (  # what every family's CPU extraction runs, beside its own entries
@@ -79,11 +105,13 @@ class Adapter:
         """A loud CodePathMoved (naming what was looked for) unless every engine name this
         adapter runs is in the installed source. Imports engine modules: run it after
         parity's CPU stand-ins are installed."""
+        give_standin_interpolation_modes()  # before transformers is imported through the engine
         require(*self.REQUIRES)
 
     def setup(self, port: int, draft_dir: str | None, device: str = "cpu") -> None:
         """Publish the server args for `draft_dir` and start single-process gloo groups on
         `port`. On the CPU the rotary-embedding device lookup answers "cpu"."""
+        give_standin_interpolation_modes()
         from sglang.srt import runtime_context as rc
         from sglang.srt.distributed import parallel_state as ps
 
