@@ -44,7 +44,8 @@ INTERPOLATION_MODES = "NEAREST NEAREST_EXACT BILINEAR BICUBIC BOX HAMMING LANCZO
 
 
 def give_standin_interpolation_modes() -> None:
-    """An inert InterpolationMode on the torchvision stand-in: transformers 5.6-5.12 build a
+    """(Families whose engine imports torchvision at module level call it first; this family's
+    does not, so it never imports the stand-in itself.) An inert InterpolationMode on the torchvision stand-in: transformers 5.6-5.12 build a
     PIL -> torchvision interpolation table at import time when they believe torchvision is
     installed, which the stand-in (needed by releases whose `sglang.srt.utils.common` imports
     `torchvision.io` at module level) makes them believe. No text-model path reads it.
@@ -105,13 +106,11 @@ class Adapter:
         """A loud CodePathMoved (naming what was looked for) unless every engine name this
         adapter runs is in the installed source. Imports engine modules: run it after
         parity's CPU stand-ins are installed."""
-        give_standin_interpolation_modes()  # before transformers is imported through the engine
         require(*self.REQUIRES)
 
     def setup(self, port: int, draft_dir: str | None, device: str = "cpu") -> None:
         """Publish the server args for `draft_dir` and start single-process gloo groups on
         `port`. On the CPU the rotary-embedding device lookup answers "cpu"."""
-        give_standin_interpolation_modes()
         from sglang.srt import runtime_context as rc
         from sglang.srt.distributed import parallel_state as ps
 
