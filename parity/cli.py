@@ -158,6 +158,9 @@ def _add_matrix_parsers(sub) -> None:
                        help="skip the second extraction that confirms each suggested fix")
         p.add_argument("--json", action="store_true")
         _add_trainer_args(p)
+        p.add_argument("--build", action="store_true",
+                       help="build the environment of a named release no environment has yet (its pins "
+                            "read from the wheel's metadata; into PARITY_HOME, progress on stderr)")
 
     mx = sub.add_parser("matrix", help="the contract under every installed sglang and speculators "
                         "release; exit 0 all parity, 1 otherwise, 2 bad input")
@@ -200,11 +203,16 @@ def _matrix_inputs(args) -> dict:
     return {"target_config": args.target_config, "draft": args.draft, "dump_layout": _dump(args).layout_names}
 
 
-def _trainer_releases(args, many: bool):
-    """The trainer releases asked for: --speculators, or --specforge for SpecForge (--trainer or a lock's)."""
+def _trainer_name(args) -> str:
+    """The trainer the command is about: --trainer, or the lock's."""
     from .lock import read_lock
 
-    trainer = read_lock(args.contract).trainer if args.contract else args.trainer
+    return read_lock(args.contract).trainer if args.contract else args.trainer
+
+
+def _trainer_releases(args, many: bool):
+    """The trainer releases asked for: --speculators, or --specforge for SpecForge (--trainer or a lock's)."""
+    trainer = _trainer_name(args)
     value = args.specforge if trainer == "specforge" else args.speculators
     if trainer == "specforge" and args.speculators:
         raise _usage("--trainer specforge: name its releases with --specforge, not --speculators")
@@ -218,7 +226,9 @@ def _matrix(args) -> int:
     from .report.matrix import render_markdown, render_text
 
     split = lambda v: [x.strip() for x in v.split(",") if x.strip()] if v else None  # noqa: E731
-    m = build_matrix(**_matrix_inputs(args), sglang=split(args.sglang), speculators=_trainer_releases(args, True),
+    trainer_releases = _trainer_releases(args, True)
+    _build_releases(args, sglang=split(args.sglang), **{_trainer_name(args): trainer_releases})
+    m = build_matrix(**_matrix_inputs(args), sglang=split(args.sglang), speculators=trainer_releases,
                      workers=args.workers, verify=not args.no_verify)
     if args.json:
         print(json.dumps(m.to_json_dict(), indent=2))
@@ -229,6 +239,17 @@ def _matrix(args) -> int:
     return ExitCode.OK if m.ok else ExitCode.DRIFT
 
 
+def _build_releases(args, **wanted: list[str] | None) -> None:
+    """--build: make each named release runnable first (parity.ondemand)."""
+    if not args.build:
+        return
+    from .ondemand import ensure_release
+
+    for family, versions in wanted.items():
+        for version in versions or []:
+            ensure_release(family, version)
+
+
 def _can_i_deploy(args) -> int:
     from .matrix import can_i_deploy
 
@@ -237,6 +258,7 @@ def _can_i_deploy(args) -> int:
     if release is None:
         raise _usage("can-i-deploy needs the trainer's release: --speculators VERSION "
                      "(--specforge VERSION for a SpecForge draft)")
+    _build_releases(args, sglang=[args.sglang], **{_trainer_name(args): [release]})
     a = can_i_deploy(args.sglang, release, **inputs, verify=not args.no_verify)
     if args.json:
         print(json.dumps(a.to_json_dict(), indent=2))

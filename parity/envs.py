@@ -100,6 +100,14 @@ def _read_toml(path: Path) -> dict:
         raise EnvError(f"{path}: not valid TOML: {exc}") from None
 
 
+def raw_envs(user: bool = True) -> dict:
+    """envs.toml as written: the shipped file, plus (`user`) `$PARITY_HOME/envs.toml` over it."""
+    data = _read_toml(shipped("envs.toml"))
+    if user and user_envs().is_file():
+        data = _merge(data, _read_toml(user_envs()))
+    return data
+
+
 def load_specs(text: str | None = None) -> dict[str, dict]:
     """Every environment envs.toml describes, by name: the `[env.NAME]` sections as written,
     plus one per line of `[releases.FAMILY]`, filled into `[template.FAMILY]`
@@ -108,12 +116,11 @@ def load_specs(text: str | None = None) -> dict[str, dict]:
     `text` replaces both files (tests); otherwise the shipped envs.toml plus the user's
     `$PARITY_HOME/envs.toml` when it exists. Stdlib only: parity.build_env uses it before
     any environment exists."""
-    if text is not None:
-        data = tomllib.loads(text)
-    else:
-        data = _read_toml(shipped("envs.toml"))
-        if user_envs().is_file():
-            data = _merge(data, _read_toml(user_envs()))
+    return specs_from(tomllib.loads(text) if text is not None else raw_envs())
+
+
+def specs_from(data: dict) -> dict[str, dict]:
+    """load_specs on envs.toml's parsed `data`."""
     specs = dict(data.get("env", {}))
     for family, releases in data.get("releases", {}).items():
         template = data.get("template", {}).get(family)

@@ -23,7 +23,7 @@ from parity.extract.engines.sglang.probe import adapter_for, free_port  # noqa: 
 def main() -> None:
     request = json.loads(sys.stdin.read())
     from importlib import metadata
-    adapter, _ = adapter_for(metadata.version("sglang"))
+    adapter, _, _ = adapter_for(metadata.version("sglang"))
     adapter.setup(free_port(), request["draft_dir"])
     draft = adapter.build_draft(request["draft_dir"])
     tensors = {}

@@ -30,7 +30,8 @@ from .helpers import ROOT
 pytestmark = pytest.mark.slow
 
 # What a wheel is built from (setup.py copies the last three into parity/_shipped/).
-SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "parity", "envs.toml", "fixtures", "contracts")
+SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "parity", "envs.toml", "locks", "fixtures",
+           "contracts")
 
 
 @dataclass(frozen=True)

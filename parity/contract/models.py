@@ -115,6 +115,14 @@ class Provenance(_Frozen):
     code_path: str = Field(description="The function(s) or code path that were run to derive the contract.")
     python: str | None = Field(default=None, description="The interpreter it ran under (an isolated environment for other releases).")
     details: dict[str, str] = Field(default_factory=dict, description="Other facts: model class, config keys read, etc.")
+    family: str | None = Field(default=None, exclude_if=lambda v: v is None,
+                               description="The release family whose adapter ran (e.g. '0.5.23'), where the "
+                               "side has release families.")
+    release_note: str | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="Set when the release is not one parity has verified: the sentence every report prints "
+        "(e.g. 'sglang 0.5.24 is newer than any release parity has verified; extracted with the "
+        "0.5.23-family adapter').")
 
 
 class Finding(_Frozen):

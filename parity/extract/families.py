@@ -5,12 +5,25 @@ between its releases in a `families/` package beside its probe, one module per f
 named after the family's first release (`v0_9.py`). Each declares
 
     RELEASES = SpecifierSet("==0.9.*")   # the releases the family covers (packaging syntax)
-    VERIFIED = ("0.9.0",)                     # the releases its code was run against by the tests
+    VERIFIED = ("0.9.0",)                # the releases its code was run against by the tests
 
-`family_for` picks the one module whose range contains the installed release. A release
-no family covers is refused, naming the release and every range looked in: it is never
-run through a neighbouring family's code, which could pass wrongly. Adding a release
-family is adding one such file; nothing else lists them.
+and the side says how to check that a family's code paths are all present in the
+installed source (`fits`: raises a LookupError naming what it looked for and did not find).
+
+`place` picks the family for the installed release:
+- a release inside one family's range runs with that family (a release in the range the
+  tests never ran gets a note saying so);
+- a release no range covers (the bump to a release parity has never seen, or one between
+  two families) is NOT refused: every family is tried, newest first, and the first whose
+  code paths are all found in the installed source runs it. The placement carries the
+  plain sentence every report prints ("sglang X is newer than any release parity has
+  verified; extracted with the 0.5.23-family adapter"). The numerical identification of
+  every captured tensor is unchanged, so a family whose code runs but means something
+  else still cannot name a wrong state;
+- when no family's code paths are all found, the release is refused (UnsupportedRelease,
+  one line) naming, per family, what was looked for and not found.
+
+Adding a release family is adding one such file; nothing else lists them.
 
 Imports only the standard library and `packaging`: it runs inside every release's
 environment.
@@ -20,14 +33,28 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from dataclasses import dataclass
 from types import ModuleType
+from typing import Callable
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 
 class UnsupportedRelease(LookupError):
-    """An installed release no family of this side covers (one line, naming what was looked for)."""
+    """An installed release no family of this side can run (one line, naming what was looked for)."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The family a release runs with, and what every report must say about it."""
+
+    module: ModuleType
+    note: str | None  # None: a release the tests verified; else the sentence reports print
+
+    @property
+    def family(self) -> str:
+        return family_name(self.module)
 
 
 def families(where: str) -> list[ModuleType]:
@@ -41,10 +68,23 @@ def families(where: str) -> list[ModuleType]:
     return modules
 
 
+def family_name(module: ModuleType) -> str:
+    """`0.5.23` for `...families.v0_5_23`: the name reports give a family."""
+    return module.__name__.rsplit(".", 1)[-1].removeprefix("v").replace("_", ".")
+
+
+def verified(module: ModuleType) -> list[Version]:
+    return sorted(Version(v) for v in getattr(module, "VERIFIED", ()))
+
+
 def describe(module: ModuleType) -> str:
     """`v0_9 (==0.9.*; verified 0.9.0)`: a family as messages name it."""
-    verified = ", ".join(getattr(module, "VERIFIED", ())) or "none"
-    return f"{module.__name__.rsplit('.', 1)[-1]} ({module.RELEASES}; verified {verified})"
+    shown = ", ".join(getattr(module, "VERIFIED", ())) or "none"
+    return f"{module.__name__.rsplit('.', 1)[-1]} ({module.RELEASES}; verified {shown})"
+
+
+def _newest_first(modules: list[ModuleType]) -> list[ModuleType]:
+    return sorted(modules, key=lambda m: (verified(m)[-1:] or [Version("0")])[0], reverse=True)
 
 
 def family_for(package: str, version: str, where: str) -> ModuleType:
@@ -52,17 +92,61 @@ def family_for(package: str, version: str, where: str) -> ModuleType:
 
     UnsupportedRelease (one line) when none does, or when more than one claims it."""
     modules = families(where)
-    looked = "; ".join(describe(m) for m in modules) or "none"
-    try:
-        release = Version(version)
-    except InvalidVersion:
-        raise UnsupportedRelease(f"{package} {version!r} is not a release number parity can place in a "
-                                 f"family (families in {where}: {looked})") from None
+    release = _release(package, version, where, modules)
     hits = [m for m in modules if m.RELEASES.contains(release, prereleases=True)]
     if len(hits) == 1:
         return hits[0]
     if not hits:
+        looked = "; ".join(describe(m) for m in modules) or "none"
         raise UnsupportedRelease(f"no parity release family covers {package} {version}: looked for a range "
                                  f"containing it in {where} ({looked}); a new family is one module there")
     raise UnsupportedRelease(f"{package} {version} is claimed by more than one family in {where}: "
                              f"{'; '.join(describe(m) for m in hits)}")
+
+
+def _release(package: str, version: str, where: str, modules: list[ModuleType]) -> Version:
+    try:
+        return Version(version)
+    except InvalidVersion:
+        looked = "; ".join(describe(m) for m in modules) or "none"
+        raise UnsupportedRelease(f"{package} {version!r} is not a release number parity can place in a "
+                                 f"family (families in {where}: {looked})") from None
+
+
+def place(package: str, version: str, where: str, fits: Callable[[ModuleType], None]) -> Placement:
+    """The family `package` `version` runs with (see the module docstring).
+
+    `fits(module)` raises a LookupError (CodePathMoved) naming what it looked for when the
+    family's code paths are not all in the installed source; it is asked only for a release
+    outside every range."""
+    modules = families(where)
+    release = _release(package, version, where, modules)
+    hits = [m for m in modules if m.RELEASES.contains(release, prereleases=True)]
+    if len(hits) > 1:
+        raise UnsupportedRelease(f"{package} {version} is claimed by more than one family in {where}: "
+                                 f"{'; '.join(describe(m) for m in hits)}")
+    if hits:
+        module = hits[0]
+        if release in verified(module):
+            return Placement(module, None)
+        return Placement(module, f"{package} {version} is not a release parity has verified; it is in the "
+                                 f"{family_name(module)} family's range ({module.RELEASES}), whose adapter "
+                                 f"extracted it")
+    every = sorted(v for m in modules for v in verified(m))
+    missing: list[str] = []
+    for module in _newest_first(modules):
+        try:
+            fits(module)
+        except LookupError as exc:
+            missing.append(f"{family_name(module)}-family adapter: {' '.join(str(exc).split())}")
+            continue
+        adapter = f"extracted with the {family_name(module)}-family adapter"
+        if every and release > every[-1]:
+            return Placement(module, f"{package} {version} is newer than any release parity has verified; "
+                                     f"{adapter}")
+        return Placement(module, f"{package} {version} is not a release parity has verified (verified: "
+                                 f"{', '.join(map(str, every))}); {adapter}, whose code paths were all "
+                                 f"found in it")
+    raise UnsupportedRelease(f"no parity release family can run {package} {version}: it is in no family's "
+                             f"range, and no family's code paths are all in its installed source ("
+                             f"{'; '.join(missing) or 'no families in ' + where})")

@@ -31,6 +31,49 @@ class ModuleAbsent(CodePathMoved):
         self.module = module
 
 
+def require(*qualnames: str) -> None:
+    """Each dotted name (`package.module.Class.method`) resolves in the installed source:
+    the longest importable module prefix, then attributes. ModuleAbsent or CodePathMoved,
+    naming what was looked for, at the first that does not."""
+    import importlib
+    import importlib.util
+
+    for qualname in qualnames:
+        parts = qualname.split(".")
+        obj, i = None, len(parts)
+        while i > 0:
+            name = ".".join(parts[:i])
+            try:
+                found = importlib.util.find_spec(name) is not None
+            except (ImportError, ValueError):
+                found = False
+            if found:
+                try:
+                    obj = importlib.import_module(name)
+                except Exception as exc:  # noqa: BLE001 - there, but it cannot be loaded in this environment
+                    raise CodePathMoved(f"looked for {qualname}; importing {name} raised "
+                                        f"{type(exc).__name__}: {exc}") from None
+                break
+            i -= 1
+        if obj is None:
+            raise ModuleAbsent(parts[0])
+        for j in range(i, len(parts)):
+            if not hasattr(obj, parts[j]):
+                raise CodePathMoved(f"looked for {qualname}; {'.'.join(parts[:j])} has no {parts[j]}")
+            obj = getattr(obj, parts[j])
+
+
+def require_absent(why: str, *qualnames: str) -> None:
+    """CodePathMoved when one of the dotted names IS in the installed source: code the
+    adapter does not run and whose presence would change what it reads (`why`)."""
+    for qualname in qualnames:
+        try:
+            require(qualname)
+        except CodePathMoved:
+            continue
+        raise CodePathMoved(f"found {qualname}, which this adapter assumes absent ({why})")
+
+
 class _Stop(BaseException):  # BaseException: not swallowed by the engine's `except Exception`
     pass
 

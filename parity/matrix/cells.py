@@ -27,7 +27,8 @@ def training_row(version: str, extracted: TrainingContract | str, locked: Traini
     if isinstance(extracted, str):
         return TrainingRow(version=version, error=extracted)
     row = TrainingRow(version=version, contract=extracted, fc_input=[t.name for t in extracted.fc_input],
-                      target=extracted.target.name, code_path=extracted.provenance.code_path)
+                      target=extracted.target.name, code_path=extracted.provenance.code_path,
+                      release_note=extracted.provenance.release_note)
     if locked is not None:
         moved = diff(locked, extracted)
         row.lock_drift = [f"slot {s.slot}: lock {s.expected.name if s.expected else '-'}, now "
@@ -59,6 +60,7 @@ def serving_row(release: Release, against: list[tuple[str, TrainingContract | No
         row.fc_input = [t.name if t else None for t in s.fc_input]
         row.requested_ids = list(s.requested_ids) if s.requested_ids is not None else None
         row.ids_source, row.code_path = s.ids_source, s.provenance.code_path
+        row.release_note = s.provenance.release_note
         row.capture_ids = list(s.capture_ids) if s.capture_ids is not None else None
         row.engine_errors = [f.message for f in s.findings
                              if f.severity == "error" and f.kind in ("engine_error", "not_captured")]

@@ -29,6 +29,9 @@ class TrainingRow(_Row):
     fc_input: list[str] | None = Field(default=None, description="The states the fc is trained on, in order.")
     target: str | None = Field(default=None, description="The loss-target state.")
     code_path: str | None = Field(default=None, description="The release's code that was run.")
+    release_note: str | None = Field(default=None, exclude_if=lambda v: v is None,
+                                     description="Set for a release parity has not verified: "
+                                     "which family's adapter extracted it (Provenance.release_note).")
     error: str | None = Field(default=None, description="'cannot extract under speculators X: ...'.")
     lock_drift: list[str] = Field(default_factory=list,
                                   description="Against a lock: how this release's contract differs from it.")
@@ -66,6 +69,9 @@ class ServingRow(_Row):
     verdicts: list[PairVerdict] = Field(default_factory=list, description="One per training contract.")
     changed: list[str] = Field(default_factory=list, description="What changed since the previous (older) release.")
     code_path: str | None = Field(default=None, description="The release's code that was run.")
+    release_note: str | None = Field(default=None, exclude_if=lambda v: v is None,
+                                     description="Set for a release parity has not verified: "
+                                     "which family's adapter extracted it (Provenance.release_note).")
 
     @property
     def fix_text(self) -> str:

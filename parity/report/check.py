@@ -32,8 +32,15 @@ def _target(m) -> str:
     return m.architecture + (f" (text model {m.text_architecture})" if m.text_architecture else "")
 
 
+def release_notes(*contracts: Contract) -> list[str]:
+    """`  NOTE      sglang X is newer than any release parity has verified; ...`, one per side
+    extracted under a release parity has not verified (Provenance.release_note)."""
+    return [f"  NOTE      {c.provenance.release_note}" for c in contracts if c.provenance.release_note]
+
+
 def render_contract(c: Contract) -> str:
     lines = [f"{c.side} contract  ({c.provenance.package} {c.provenance.version})",
+             *(f"  NOTE         {note}" for note in [c.provenance.release_note] if note),
              f"  target       {_target(c.target_model)}, {c.target_model.num_hidden_layers} layers",
              f"  fc input     {_states(c.fc_input)}"]
     if isinstance(c, TrainingContract):
@@ -64,7 +71,7 @@ def _unservable(result, target_path: str, draft_path: str) -> list[str]:
     t, s = result.training, result.serving
     lines = [f"  reason    {result.unservable}", "",
              f"  training  {t.provenance.package} {t.provenance.version}: fc input "
-             f"[{', '.join(x.name for x in t.fc_input)}], loss target {t.target.name}"]
+             f"[{', '.join(x.name for x in t.fc_input)}], loss target {t.target.name}", *release_notes(t, s)]
     if result.notes:
         lines += ["", "  Notes:"] + [f"  - {note}" for note in result.notes]
     lines.append("")
@@ -106,6 +113,7 @@ def render_check(result, target_path: str = "", draft_path: str = "") -> str:
     model_class = s.provenance.details.get("model_class")
     lines.append(f"  serving   {s.engine} {s.provenance.version}: ids {ids} from {s.ids_source}"
                  + (f"; {model_class}" if model_class else ""))
+    lines += release_notes(t, s)
     lines += ["", f"  The draft's fc layer reads {len(result.diff.slots)} hidden states of the target, "
                   "concatenated in this order:", ""]
     table = Table([Column("slot"), Column("trained on"), Column(f"served by {s.engine}"), Column("verdict")])

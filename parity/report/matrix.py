@@ -51,6 +51,8 @@ def _training_table(m: Matrix) -> Table:
             lock = ("  (= lock)" if m.contract and not r.lock_drift else
                     f"  DIFFERS FROM LOCK: {'; '.join(r.lock_drift)}" if r.lock_drift else "")
             table.row(mark, r.version, fc_text(r.fc_input), f"{r.target}{lock}")
+        if r.release_note:
+            table.note(f"      NOTE: {r.release_note}")
         if r.changed:
             table.note(_changed_note(r.changed))
     return table
@@ -74,6 +76,8 @@ def _serving_table(m: Matrix) -> Table:
                 table.note(f"      engine: {e}")
             for why in dict.fromkeys(v.unfixable for v in r.verdicts if v.unfixable):
                 table.note(f"      no fix: {why}")
+            if r.release_note:
+                table.note(f"      NOTE: {r.release_note}")
         if r.changed:
             table.note(_changed_note(r.changed))
     return table
@@ -103,8 +107,9 @@ def render_markdown(m: Matrix) -> str:
             out.append(f"| {r.version} | {_bold(_md(r.error), bool(r.changed))} | | {_md('; '.join(r.changed))} |")
         else:
             extra = f" (differs from lock: {'; '.join(r.lock_drift)})" if r.lock_drift else ""
-            out.append(f"| {r.version} | {_bold(_md(fc_text(r.fc_input)), bool(r.changed))} | {r.target}{_md(extra)} | "
-                       f"{_md('; '.join(r.changed))} |")
+            note = f" ({r.release_note})" if r.release_note else ""
+            out.append(f"| {r.version}{_md(note)} | {_bold(_md(fc_text(r.fc_input)), bool(r.changed))} | "
+                       f"{r.target}{_md(extra)} | {_md('; '.join(r.changed))} |")
     out += ["", "| sglang | draft ids | fc input | " + " | ".join(names) + " | fix | changed |",
             "|---" * (len(names) + 5) + "|"]
     for r in m.serving:
@@ -116,7 +121,8 @@ def render_markdown(m: Matrix) -> str:
         ids = str(r.requested_ids) if r.requested_ids is not None else "default"
         verdicts = " | ".join(_bold(("✅ " if _verdict_cell(r, n) == "PARITY" else "❌ ") + _verdict_cell(r, n),
                                     "verdict" in changed) for n in names)
-        out.append(f"| {r.version} | {ids} | {_bold(_md(fc_text(r.fc_input)), 'fc' in changed)} | {verdicts} | "
+        note = f" ({r.release_note})" if r.release_note else ""
+        out.append(f"| {r.version}{_md(note)} | {ids} | {_bold(_md(fc_text(r.fc_input)), 'fc' in changed)} | {verdicts} | "
                    f"{_bold(_md(fix_text(r, long=True)), 'fix' in changed)} | {_md('; '.join(r.changed))} |")
     out += ["", "**All cells pass.**" if m.ok else "**Not every release pair is at parity.**"]
     return "\n".join(out)

@@ -52,7 +52,8 @@ def to_contract(reply: dict[str, Any], target_config: dict) -> ServingContract:
         package="sglang", version=reply.get("sglang_version", "?"),
         code_path="; ".join(reply.get("code_paths", {}).values()) or "n/a",
         python=display_python(reply.get("python")),
-        details={k: str(reply[k]) for k in ("model_class", "capture_ids") if k in reply})
+        details={k: str(reply[k]) for k in ("model_class", "capture_ids") if k in reply},
+        family=reply.get("family"), release_note=reply.get("release_note"))
     draft = reply.get("draft") or {}
     if "error" in reply:
         findings.append(Finding(kind="draft_unloadable" if reply.get("draft_unloadable") else "engine_error",
@@ -142,6 +143,8 @@ def probe_serving(target_config_path: Path | str, draft_dir: Path | str,
         reply = run_probe(target_config, draft_dir.resolve(), sglang_version, candidates=candidates or [])
     except EnvError as exc:
         raise ServingExtractionError(str(exc)) from exc
+    if "error" in reply and reply.get("release_unsupported"):  # no family can run it: one loud line
+        raise ServingExtractionError(reply["error"])
     if "error" in reply and ("sglang_version" not in reply or reply.get("unsupported")):
         raise ServingExtractionError(f"target config {target_config_path}: {reply['error']}"
                                      if reply.get("unsupported") else reply["error"])

@@ -152,7 +152,7 @@ class Serving:
 
         t0 = time.perf_counter()
         self.version = metadata.version("sglang")
-        self.adapter, _ = adapter_for(self.version)
+        self.adapter, _, self.placement = adapter_for(self.version)
         standins.install()
         self.work = Path(tempfile.mkdtemp(prefix="parity-forward-serve-"))
         target_dir = self.work / "target"

@@ -21,8 +21,9 @@ from typing import Any
 import torch
 
 from ... import standins
+from ...families import UnsupportedRelease
 from .draft_facts import draft_facts
-from .families import family_for
+from .families import place
 from ...identify import identify
 from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model
 from ...shrink import shrink_config
@@ -50,10 +51,14 @@ def setup_on_a_free_port(adapter, draft_dir, tries: int = 5, **setup) -> None:
 
 
 def adapter_for(version: str):
-    """The adapter of the release family whose version range holds `version` (families/), and
-    the code paths it runs; a release outside every family's range is a loud LookupError."""
-    module = family_for(version)
-    return module.Adapter(), module.CODE_PATHS
+    """(adapter, code paths, placement) of the release family `version` runs with
+    (families/: the family whose range holds it; for a release outside every range, the
+    newest family whose code paths are all in the installed source, with the placement's
+    `note` saying so). A release no family can run is a loud LookupError naming what was
+    looked for. Installs parity's CPU stand-ins (checking code paths imports engine modules)."""
+    standins.install()
+    placement = place(version)
+    return placement.module.Adapter(), placement.module.CODE_PATHS, placement
 
 
 def one_line(exc: BaseException) -> str:
@@ -110,12 +115,17 @@ def extract(request: dict) -> dict[str, Any]:
     reply: dict[str, Any] = {"sglang_version": version, "findings": [], "python": sys.executable}
     findings = reply["findings"]
     try:
-        adapter, code_paths = adapter_for(version)
-    except LookupError as exc:
-        reply["error"] = f"cannot extract under sglang {version}: {exc}"
+        adapter, code_paths, placement = adapter_for(version)
+        adapter.check_code_paths()  # its own family's too: a moved code path is never run
+    except LookupError as exc:  # no family can run it, or its own family's code path moved
+        reply["error"] = (f"cannot extract under sglang {version}: "
+                          + (str(exc) if isinstance(exc, UnsupportedRelease) else one_line(exc)))
+        reply["release_unsupported"] = True
         return reply
     reply["code_paths"] = code_paths
-    standins.install()
+    reply["family"] = placement.family
+    if placement.note:
+        reply["release_note"] = placement.note
     torch.manual_seed(request.get("seed", 0))
 
     real = request["target_config"]

@@ -241,7 +241,8 @@ def provenance(reply: dict, chosen: dict, datagen_dump: DatagenDump | None = Non
         details["dump_code_path"] = datagen_dump.code_path
         details["dump_python"] = str(datagen_dump.python)
     return Provenance(package="speculators", version=reply["speculators_version"],
-                      code_path=chosen["code_path"], python=display_python(reply.get("python")), details=details)
+                      code_path=chosen["code_path"], python=display_python(reply.get("python")), details=details,
+                      family=reply.get("family"), release_note=reply.get("release_note"))
 
 
 def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, reply: dict, *,

@@ -49,7 +49,7 @@ from typing import Any, Callable
 import torch
 from ....envs import reply_over_stdio
 from ...families import UnsupportedRelease
-from .families import family_for
+from .families import place
 
 ANCHOR = 7.0  # every chunk's feature 0; also each token's amax, so FP8 scale = 2^-6
 BASE = 7  # digits 0..6 of the marker code
@@ -488,11 +488,14 @@ def probe(request: dict) -> dict[str, Any]:
                           f"(>=2), hidden_size={hidden} (needs 7^(H-1) >= slots*positions)")
         return reply
     try:
-        family = family_for(version)
+        placement = place(version)
     except UnsupportedRelease as exc:
         reply["error"] = str(exc)
         return reply
-    reply["family"] = family.__name__.rsplit(".", 1)[-1]
+    family = placement.module
+    reply["family"] = placement.family
+    if placement.note:
+        reply["release_note"] = placement.note
     with tempfile.TemporaryDirectory(prefix="parity-train-probe-") as tmp:
         run = ProbeRun(family=family, tmp=Path(tmp), num_slots=num_slots, hidden=hidden, seq_len=seq_len,
                        looked_for=reply["looked_for"],

@@ -9,18 +9,31 @@ A family module defines
   reading, capture, batches, forwards, KV pools, embedding binding).
 
 Adding a family is adding one module here (parity.extract.families finds it and picks the
-one whose range holds the installed release). A release outside every family's range is
-refused loudly, never served by a neighbouring family.
+one whose range holds the installed release). A release outside every family's range runs
+with the newest family whose `Adapter.REQUIRES` (every engine name its extraction runs) and
+`check_code_paths()` are all satisfied by the installed source, and every report says so
+("sglang X is newer than any release parity has verified; extracted with the F-family
+adapter"); when no family's code paths are all found it is refused loudly, naming what
+each family looked for.
 """
 
 from __future__ import annotations
 
 from types import ModuleType
 
+from ....families import Placement
 from ....families import family_for as _family_for
+from ....families import place as _place
 
 
 def family_for(version: str) -> ModuleType:
     """The family module whose range holds sglang `version`; UnsupportedRelease (a
     LookupError naming every range looked in) when none does."""
     return _family_for("sglang", version, __name__)
+
+
+def place(version: str) -> Placement:
+    """The family sglang `version` runs with, and the note reports print when it is not a
+    verified release (parity.extract.families.place). Imports engine modules to check code
+    paths: call it with parity's CPU stand-ins installed."""
+    return _place("sglang", version, __name__, lambda module: module.Adapter().check_code_paths())

@@ -13,12 +13,13 @@ which carries the backend, and the KV pool the model code of this release reache
 
 from __future__ import annotations
 
+import importlib.util
 from contextlib import nullcontext
 
 from packaging.specifiers import SpecifierSet
 
 from . import v0_5_14
-from ....run_until import CodePathMoved, ModuleAbsent
+from ....run_until import CodePathMoved
 
 RELEASES = SpecifierSet("==0.5.12.*")  # the releases this family's adapter serves
 VERIFIED = ("0.5.12.post1",)  # releases whose capture and forward were verified against transformers
@@ -28,14 +29,12 @@ CODE_PATHS = dict(v0_5_14.CODE_PATHS)
 
 class Adapter(v0_5_14.Adapter):
     family = "0.5.12"
+    REQUIRES = tuple(name for name in v0_5_14.Adapter.REQUIRES
+                     if not name.startswith(v0_5_14.FORWARD_CONTEXT + "."))
 
     def check_code_paths(self) -> None:
-        try:
-            super().check_code_paths()
-        except ModuleAbsent as exc:
-            if exc.module != v0_5_14.FORWARD_CONTEXT:
-                raise
-        else:
+        super().check_code_paths()
+        if importlib.util.find_spec(v0_5_14.FORWARD_CONTEXT) is not None:
             raise CodePathMoved("this release has sglang.srt.model_executor.forward_context, which the "
                                 "0.5.12 adapter assumes absent (attention backend on the ForwardBatch)")
 

@@ -31,15 +31,13 @@ CPU shims, each the smallest that lets the real code run:
 
 from __future__ import annotations
 
-import enum
-import importlib
 from typing import Any
 
 import torch
 from packaging.specifiers import SpecifierSet
 
 from . import v0_5_23
-from ....run_until import CodePathMoved, ModuleAbsent, run_until_after
+from ....run_until import CodePathMoved, require, run_until_after
 
 FORWARD_CONTEXT = "sglang.srt.model_executor.forward_context"
 
@@ -55,22 +53,18 @@ CODE_PATHS = {
     "draft": "sglang.srt.models.llama_eagle3.LlamaForCausalLMEagle3",
 }
 
-INTERPOLATION_MODES = "NEAREST NEAREST_EXACT BILINEAR BICUBIC BOX HAMMING LANCZOS"
-
-
-def give_standin_interpolation_modes() -> None:
-    """An inert InterpolationMode on the torchvision stand-in (see the module docstring)."""
-    from .... import standins
-
-    if "torchvision" not in standins._active:  # a real torchvision is installed: nothing to do
-        return
-    transforms = importlib.import_module("torchvision.transforms")
-    if standins.is_standin(transforms) and "InterpolationMode" not in vars(transforms):
-        transforms.InterpolationMode = enum.Enum("InterpolationMode", INTERPOLATION_MODES)
+give_standin_interpolation_modes = v0_5_23.give_standin_interpolation_modes  # moved to the base
 
 
 class Adapter(v0_5_23.Adapter):
     family = "0.5.14"
+    REQUIRES = v0_5_23._COMMON + (
+        "sglang.srt.server_args.set_global_server_args_for_scheduler",
+        "sglang.srt.layers.dp_attention.initialize_dp_attention",
+        "sglang.srt.model_executor.model_runner.ModelRunner.init_aux_hidden_state_capture",
+        "sglang.srt.model_executor.forward_context.ForwardContext",
+        "sglang.srt.model_executor.forward_context.forward_context",
+    )
 
     def setup(self, port: int, draft_dir: str | None, device: str = "cpu") -> None:
         give_standin_interpolation_modes()
@@ -95,17 +89,12 @@ class Adapter(v0_5_23.Adapter):
     def check_code_paths(self) -> None:
         """Fail the whole extraction (a loud "cannot extract") when the code this adapter runs
         is not where it looks, before any of it could be mistaken for a finding."""
-        import importlib.util
-
+        give_standin_interpolation_modes()  # before transformers is imported through the engine
+        require(*self.REQUIRES)
         from sglang.srt.model_executor.model_runner import ModelRunner
         from ....run_until import stop_line
 
         stop_line(ModelRunner.__init__, "eagle_aux_hidden_state_layer_ids")
-        if not callable(getattr(ModelRunner, "init_aux_hidden_state_capture", None)):
-            raise CodePathMoved("looked for sglang.srt.model_executor.model_runner.ModelRunner."
-                                "init_aux_hidden_state_capture; there is none")
-        if importlib.util.find_spec(FORWARD_CONTEXT) is None:
-            raise ModuleAbsent(FORWARD_CONTEXT)
 
     def publish(self, draft_dir: str | None, backend: str = "torch_native") -> None:
         """(Re-)publish the process-wide server args naming this draft (no runtime_context yet)."""

@@ -16,11 +16,16 @@ CPU shims, each the smallest that lets the real code run (docs/engines-on-cpu.md
 from __future__ import annotations
 
 import dataclasses
+import enum
+import importlib
+import sys
 from contextlib import contextmanager
 from typing import Any
 
 import torch
 from packaging.specifiers import SpecifierSet
+
+from ....run_until import require
 
 RELEASES = SpecifierSet("==0.5.23.*")  # the releases this family's adapter serves
 VERIFIED = ("0.5.23",)  # releases whose capture and forward were verified against transformers
@@ -35,8 +40,73 @@ CODE_PATHS = {
 }
 
 
+INTERPOLATION_MODES = "NEAREST NEAREST_EXACT BILINEAR BICUBIC BOX HAMMING LANCZOS"
+
+
+def give_standin_interpolation_modes() -> None:
+    """(Families whose engine imports torchvision at module level call it first; this family's
+    does not, so it never imports the stand-in itself.) An inert InterpolationMode on the torchvision stand-in: transformers 5.6-5.12 build a
+    PIL -> torchvision interpolation table at import time when they believe torchvision is
+    installed, which the stand-in (needed by releases whose `sglang.srt.utils.common` imports
+    `torchvision.io` at module level) makes them believe. No text-model path reads it.
+    transformers 5.12 also compares torchvision's version at import time
+    (`is_torchvision_greater_or_equal`, picking image processors' PIL defaults): the stand-in
+    says `0.0.0+parity.standin`, which parses and is older than every real release."""
+    from .... import standins
+
+    if "torchvision" not in standins._active:  # a real torchvision is installed: nothing to do
+        return
+    transforms = importlib.import_module("torchvision.transforms")
+    if standins.is_standin(transforms) and "InterpolationMode" not in vars(transforms):
+        transforms.InterpolationMode = enum.Enum("InterpolationMode", INTERPOLATION_MODES)
+    top = sys.modules["torchvision"]
+    if standins.is_standin(top) and "__version__" not in vars(top):
+        top.__version__ = "0.0.0+parity.standin"
+
+
+_COMMON = (  # what every family's CPU extraction runs, beside its own entries
+    "sglang.srt.distributed.parallel_state.init_distributed_environment",
+    "sglang.srt.distributed.parallel_state.initialize_model_parallel",
+    "sglang.srt.layers.rotary_embedding.rope_variant.get_device",
+    "sglang.srt.server_args.ServerArgs",
+    "sglang.srt.configs.model_config.ModelConfig.from_server_args",
+    "sglang.srt.speculative.spec_info.SpeculativeAlgorithm",
+    "sglang.srt.model_loader.utils.get_model_architecture",
+    "sglang.srt.model_executor.forward_batch_info.ForwardBatch",
+    "sglang.srt.model_executor.forward_batch_info.ForwardMode",
+    "sglang.srt.model_executor.forward_batch_info.CaptureHiddenMode",
+    "sglang.srt.layers.attention.base_attn_backend.AttentionBackend",
+    "sglang.srt.layers.logits_processor.LogitsMetadata",
+    "sglang.srt.mem_cache.memory_pool.MHATokenToKVPool",
+    "sglang.srt.mem_cache.memory_pool.ReqToTokenPool",
+    "sglang.srt.layers.attention.torch_native_backend.TorchNativeAttnBackend",
+    "sglang.srt.models.llama_eagle3.LlamaForCausalLMEagle3",
+)
+
+
 class Adapter:
     family = "0.5.23"
+    # Every engine name this adapter's CPU extraction and forward run (the GPU-only backend
+    # resolver aside): a release outside every family's range runs with this adapter only
+    # when each of them is found in its installed source (parity.extract.families.place).
+    REQUIRES: tuple[str, ...] = _COMMON + (
+        "sglang.srt.runtime_context.reset_context",
+        "sglang.srt.runtime_context.publish",
+        "sglang.srt.runtime_context.SpawnRanks",
+        "sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state."
+        "resolve_spec_aux_hidden_state_config",
+        "sglang.srt.model_executor.model_runner_components.attention_backend_setup."
+        "configure_aux_hidden_state_capture",
+        "sglang.srt.model_executor.forward_context.ForwardContext",
+        "sglang.srt.model_executor.forward_context.forward_context",
+        "sglang.srt.speculative.pp_draft_embedding.resolve_target_embed_and_head",
+    )
+
+    def check_code_paths(self) -> None:
+        """A loud CodePathMoved (naming what was looked for) unless every engine name this
+        adapter runs is in the installed source. Imports engine modules: run it after
+        parity's CPU stand-ins are installed."""
+        require(*self.REQUIRES)
 
     def setup(self, port: int, draft_dir: str | None, device: str = "cpu") -> None:
         """Publish the server args for `draft_dir` and start single-process gloo groups on

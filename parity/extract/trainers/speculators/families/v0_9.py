@@ -30,6 +30,10 @@ SHIFT_BATCH = "speculators.models.eagle3.data.shift_batch"
 DRAFT_MODEL = "speculators.models.eagle3.core.Eagle3DraftModel"
 DRAFT_CONFIG = "speculators.models.eagle3.config.Eagle3SpeculatorConfig"
 HS_CONNECTORS = "hs_connectors"
+# What must be in a release outside every range for this family to run it (families.place).
+REQUIRES = (ARROW_PATH, SHIFT_BATCH, f"{HS_CONNECTORS}.transfer.HiddenStatesBackend")
+# ... and what must NOT be: a train-split augmentation this family does not apply.
+ABSENT = ("speculators.train.noise_transforms.AddUniformNoise",)
 
 
 def train_transform(run: "ProbeRun") -> tuple[Any, str | None]:

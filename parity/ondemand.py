@@ -1,0 +1,238 @@
+"""On demand: build the environment of a release no envs.toml entry has (`--build`).
+
+`parity matrix`/`can-i-deploy --sglang X --speculators Y --build` asks `ensure_release` for each
+release named. One that an environment already pins is left alone; for any other, the line
+envs.toml would need is derived, never typed: the release's wheel is fetched (pip, the
+ordinary client, no dependencies) and its METADATA read; each `{field}` of the family's
+`[template.FAMILY]` is the version its `Requires-Dist` pins for that package (a range is
+resolved to its newest release by uv), and for a family whose template does not list its
+imports (speculators) `extra` is every other requirement the wheel declares, less the torch
+family (the CPU torch is the template's). The line goes into `$PARITY_HOME/envs.toml` (the
+user's file; shipped ones are never edited), and the environment is built into the home from
+a lock resolved for it (parity.build_env), with progress lines on stderr.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from .errors import UserError
+from .home import user_envs
+
+TORCH_FAMILY = frozenset({"torch", "torchvision", "torchaudio", "torchcodec"})
+# Families whose template names every import of the code parity runs (sglang: the rest of its
+# metadata is the GPU server); for the others the wheel's own requirements are added as `extra`.
+TEMPLATE_IS_COMPLETE = frozenset({"sglang"})
+FIELD = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*==\s*\{(\w+)\}\s*$")
+
+
+class BuildError(UserError, RuntimeError):
+    """A release whose environment could not be derived or built (one line)."""
+
+
+def log(msg: str) -> None:
+    print(f"[parity] {msg}", file=sys.stderr, flush=True)
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def wheel_requirements(package: str, version: str) -> list:
+    """The unconditional `Requires-Dist` of `package==version`'s wheel (packaging Requirements)."""
+    from packaging.requirements import Requirement
+
+    with tempfile.TemporaryDirectory(prefix="parity-wheel-") as tmp:
+        proc = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                               "--disable-pip-version-check", "--only-binary", ":all:", "-d", tmp,
+                               f"{package}=={version}"], capture_output=True, text=True)
+        wheels = list(Path(tmp).glob("*.whl"))
+        if proc.returncode != 0 or not wheels:
+            last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no wheel"]
+            raise BuildError(f"cannot fetch {package} {version}'s wheel to read its metadata: {last[0]}")
+        with zipfile.ZipFile(wheels[0]) as whl:
+            meta = next(n for n in whl.namelist() if n.endswith(".dist-info/METADATA"))
+            text = whl.read(meta).decode()
+    out = []
+    for line in text.splitlines():
+        if line.startswith("Requires-Dist:"):
+            req = Requirement(line.split(":", 1)[1].strip())
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                req.marker = None
+                out.append(req)
+    return out
+
+
+def newest(requirement: str) -> str:
+    """The newest release satisfying `requirement` (uv's resolver, no dependencies)."""
+    from .build_env import _run, torch_source, uv, uv_env
+
+    with tempfile.TemporaryDirectory(prefix="parity-pin-") as tmp:
+        src = Path(tmp) / "in.txt"
+        src.write_text(requirement + "\n")
+        out = _run([str(uv()), "pip", "compile", str(src), "--no-deps", "--no-header", "--no-annotate",
+                    "--python", sys.executable, *torch_source()], f"resolving {requirement}", uv_env())
+    pins = [ln.split("==", 1)[1].strip() for ln in out.splitlines() if "==" in ln]
+    if not pins:
+        raise BuildError(f"no release satisfies {requirement}")
+    return pins[0]
+
+
+def release_line(family: str, version: str, template: dict) -> dict:
+    """The `[releases.FAMILY]` line for `version`: its template's pins from the wheel's metadata."""
+    reqs = {_norm(r.name): r for r in wheel_requirements(family, version)}
+    line: dict = {}
+    listed = set()
+    for dep in template.get("deps", []):
+        m = FIELD.match(dep)
+        name = _norm(re.split(r"[=<>~!\[; ]", dep, maxsplit=1)[0])
+        listed.add(name)
+        if not m:
+            continue
+        req = reqs.get(name)
+        if req is None:
+            raise BuildError(f"{family} {version}'s wheel metadata does not name {m.group(1)}, whose version "
+                             f"its template's `{{{m.group(2)}}}` needs")
+        pinned = [s.version for s in req.specifier if s.operator == "=="]
+        line[m.group(2)] = pinned[0] if pinned else newest(str(req))
+    if family not in TEMPLATE_IS_COMPLETE:
+        extra = [str(r) for n, r in sorted(reqs.items()) if n not in listed and n not in TORCH_FAMILY]
+        if extra:
+            line["extra"] = extra
+    return line
+
+
+def _toml_line(version: str, line: dict) -> str:
+    def value(v):
+        return "[" + ", ".join(f'"{x}"' for x in v) + "]" if isinstance(v, list) else f'"{v}"'
+
+    return f'"{version}" = {{ ' + ", ".join(f"{k} = {value(v)}" for k, v in line.items()) + " }"
+
+
+def add_line(family: str, version: str, line: dict) -> Path:
+    """Write the line under `[releases.FAMILY]` of the user's envs.toml (made if absent)."""
+    path = user_envs()
+    text = path.read_text() if path.is_file() else (
+        "# Releases parity built on demand (--build): one line each, read from the wheels' metadata.\n")
+    header = f"[releases.{family}]"
+    entry = _toml_line(version, line)
+    if header in text:
+        text = text.replace(header, f"{header}\n{entry}", 1)
+    else:
+        text = text.rstrip("\n") + f"\n\n{header}\n{entry}\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+# Run in a release environment: which third-party modules the engine's code paths fail to
+# import there (each family's REQUIRES, with parity's CPU stand-ins and shims in place).
+_MISSING = r"""
+import json, re
+from parity.extract import standins
+from parity.extract.families import families
+standins.install()
+missing = set()
+for module in families("parity.extract.engines.sglang.families"):
+    try:
+        module.Adapter().check_code_paths()
+    except Exception as exc:
+        missing.update(re.findall(r"No module named '([^'.]+)", str(exc)))
+print(json.dumps(sorted(missing - {"sglang"})))
+"""
+ENGINE_IMPORT_ROUNDS = 4
+
+
+def missing_imports(python: Path) -> list[str]:
+    """Top-level modules the engine's code paths import but `python`'s environment lacks."""
+    import json
+    import os
+
+    from .envs import parity_on_path
+
+    env = dict(os.environ)
+    with parity_on_path(env) as cwd:
+        proc = subprocess.run([str(python), "-c", _MISSING], capture_output=True, text=True, env=env, cwd=cwd)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("[")]
+    return json.loads(lines[-1]) if lines else []
+
+
+def ensure_release(family: str, version: str) -> None:
+    """Make `family==version` runnable: nothing when an environment pins it and is built; build
+    it when it is declared; otherwise derive its line, add it to the user's envs.toml, build it."""
+    from .build_env import build
+    from .envs import EnvError, environments, load_specs, raw_envs
+
+    env = next((e for e in environments() if e.packages.get(family) == version), None)
+    if env is not None and env.built:
+        return
+    if env is None:
+        template = raw_envs().get("template", {}).get(family)
+        if template is None:
+            raise BuildError(f"cannot build {family} {version}: envs.toml has no [template.{family}]")
+        log(f"{family} {version}: no environment has it; reading its wheel's metadata for the pins it imposes")
+        line = release_line(family, version, template)
+        where = add_line(family, version, line)
+        log(f"{family} {version}: added {_toml_line(version, line)} to {where}")
+    try:
+        specs = load_specs()
+    except EnvError as exc:
+        raise BuildError(str(exc)) from None
+    name = f"{family}-{version}"
+    if env is not None:
+        name = env.name
+    log(f"{family} {version}: building its environment (progress below)")
+    _build(family, version, name, specs[name])
+    if env is None and family in TEMPLATE_IS_COMPLETE:
+        _add_missing_imports(family, version, name)
+
+
+def _build(family: str, version: str, name: str, spec: dict) -> None:
+    from .build_env import build
+
+    try:
+        build(name, spec)
+    except SystemExit as exc:  # the builder's own one-line failure
+        raise BuildError(f"cannot build {family} {version}'s environment: {exc}") from None
+
+
+def _add_missing_imports(family: str, version: str, name: str) -> None:
+    """A release whose CPU path imports a package its family's template does not list (sglang
+    0.5.18: xgrammar, at `server_args` import): each such module that the wheel's own metadata
+    requires is added to the line's `extra`, with the wheel's specifier, and the environment
+    rebuilt; decided by running the import, never by a list."""
+    from .envs import load_specs, raw_envs
+
+    reqs = {_norm(r.name): r for r in wheel_requirements(family, version)}
+    for _ in range(ENGINE_IMPORT_ROUNDS):
+        specs = load_specs()
+        missing = missing_imports(_python(name, specs[name]))
+        wanted = [str(reqs[_norm(m)]) for m in missing if _norm(m) in reqs]
+        line = dict(raw_envs()["releases"][family][version])
+        new = [w for w in wanted if w not in line.get("extra", [])]
+        if not new:
+            return
+        line["extra"] = [*line.get("extra", []), *new]
+        _replace_line(family, version, line)
+        log(f"{family} {version}: its code paths import {', '.join(new)} (its wheel requires them): "
+            "added to its line, rebuilding")
+        _build(family, version, name, load_specs()[name])
+
+
+def _python(name: str, spec: dict) -> Path:
+    from .envs import env_path
+
+    return env_path(name, spec) / "bin" / "python"
+
+
+def _replace_line(family: str, version: str, line: dict) -> None:
+    path = user_envs()
+    lines = path.read_text().splitlines()
+    key = f'"{version}" = '
+    out = [(_toml_line(version, line) if ln.startswith(key) else ln) for ln in lines]
+    path.write_text("\n".join(out) + "\n")

@@ -1,0 +1,45 @@
+"""Every environment is built from a committed lock (parity/build_env.py): exact versions and
+sha256 hashes, resolved from the envs.toml entry the lock names; the CPU torch pinned by hash."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from parity.build_env import _lock_spec, lock_path, spec_hash, stamp_hash
+from parity.envs import load_specs
+
+SPECS = load_specs()
+REQUIREMENT = re.compile(r"^([A-Za-z0-9_.\-\[\],]+)(==\S+)? \\$")
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_each_environment_has_a_current_lock(name):
+    lock = lock_path(name)
+    assert lock.is_file(), f"{lock} missing: run `./dev setup --lock {name}` and commit it"
+    assert _lock_spec(lock) == spec_hash(name, SPECS[name]), (
+        f"{lock} was resolved from another envs.toml entry: run `./dev setup --lock {name}` and commit it")
+    lines = lock.read_text().splitlines()
+    pins = [REQUIREMENT.match(ln) for ln in lines if ln and not ln.startswith((" ", "#"))]
+    assert pins and all(m and m.group(2) for m in pins), "every package pinned to one version"
+    hashed = sum(1 for ln in lines if ln.strip().startswith("--hash=sha256:"))
+    assert hashed >= len(pins)
+    assert f"torch=={SPECS[name]['torch']}+cpu \\" in lines  # the CPU build, never a CUDA one
+
+
+def test_the_stamp_follows_the_lock(tmp_path):
+    spec = SPECS["main"]
+    lock = tmp_path / "main.txt"
+    lock.write_text("a==1 \\\n    --hash=sha256:00\n")
+    before = stamp_hash("main", lock, spec)
+    lock.write_text("a==2 \\\n    --hash=sha256:00\n")
+    assert stamp_hash("main", lock, spec) != before
+
+
+def test_an_envs_toml_edit_makes_the_lock_stale():
+    spec = dict(SPECS["sglang-0.5.14"])
+    assert spec_hash("sglang-0.5.14", spec) == _lock_spec(lock_path("sglang-0.5.14"))
+    spec["deps"] = [*spec["deps"], "rich"]
+    assert spec_hash("sglang-0.5.14", spec) != _lock_spec(lock_path("sglang-0.5.14"))
+    assert spec_hash("x", {**spec, "path": "elsewhere"}) == spec_hash("x", spec)  # where is not what
