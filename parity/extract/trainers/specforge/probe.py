@@ -45,12 +45,15 @@ def extract(request: dict) -> dict[str, Any]:
                              "python": sys.executable, "findings": []}
     try:
         family = family_for(version)
-        adapter, sglang_paths = adapter_for(sglang_version)
+        adapter, sglang_paths, placement = adapter_for(sglang_version)
+        adapter.check_code_paths()  # a moved code path of the capture is never run
     except LookupError as exc:
         reply["error"] = f"cannot extract under specforge {version} (sglang {sglang_version}): {exc}"
         reply["unsupported"] = True
         return reply
     reply["code_paths"] = {**family.CODE_PATHS, "sglang_capture": sglang_paths["capture"]}
+    if placement.note:  # the pinned SGLang is not one parity verified: say so
+        reply["findings"].append({"kind": "release_note", "severity": "info", "message": placement.note})
     seed = request.get("seed", 0)
     torch.manual_seed(seed)
 
