@@ -194,3 +194,18 @@ def test_the_draft_side_is_read_from_vllms_draft_class(tmp_path, capsys):
     assert c["vocab"]["d2t"] == "offsets" and c["vocab"]["t2d"] == "ignored"
     assert (c["vocab"]["draft_vocab_size"], c["vocab"]["target_vocab_size"]) == (128, 256)
     assert c["provenance"]["details"]["draft_class"].endswith("Eagle3LlamaForCausalLM")
+
+
+def test_a_specforge_draft_with_nested_ids_served_by_vllm_drifts_with_a_fix_vllm_verifies(nested, capsys):
+    """The cross pair: SpecForge trains this draft (nested ids [1, 15, 28]) on [h2, h16, h29] (its
+    own capture by SGLang 0.5.14); vLLM's V1 runner feeds it [h1, h15, h28], the V2 runner its
+    defaults. The fix is vLLM's top-level key, verified by a second vLLM extraction."""
+    rc, out, err = run(capsys, "check", "--trainer", "specforge", "--engine", "vllm", "--target-config", LLAMA_32,
+                       "--draft", nested, "--json")
+    r = json.loads(out)
+    assert rc == 1 and r["verdict"] == "drift", err
+    assert r["training"]["fc_input"] == ["h2", "h16", "h29"] and r["training"]["target"] == "final"
+    assert r["training"]["provenance"]["package"] == "specforge"
+    assert any("['h1', 'h15', 'h28']" in d["message"] and "v1 runner" in d["message"] for d in r["differences"])
+    fix = r["suggestion"]
+    assert fix["engine"] == "vllm" and fix["eagle_aux_hidden_state_layer_ids"] == [2, 16, 29] and fix["verified"]
