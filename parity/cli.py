@@ -313,8 +313,12 @@ def _engines() -> list[str]:
 
 
 def _engine_version(args) -> str | None:
-    """The serving release the command names: the flag called after its engine (--sglang, --vllm)."""
-    return getattr(args, getattr(args, "engine", "sglang"), None)
+    """The serving release the command names: the flag called after its engine (--sglang, --vllm).
+    An SGLang release named for another engine is refused, never silently ignored."""
+    name = getattr(args, "engine", "sglang")
+    if name != "sglang" and getattr(args, "sglang", None):
+        raise _usage(f"--sglang names an SGLang release, but the engine is {name}: use --{name} VERSION")
+    return getattr(args, name, None)
 
 
 def _serving(args):

@@ -209,3 +209,11 @@ def test_a_specforge_draft_with_nested_ids_served_by_vllm_drifts_with_a_fix_vllm
     assert any("['h1', 'h15', 'h28']" in d["message"] and "v1 runner" in d["message"] for d in r["differences"])
     fix = r["suggestion"]
     assert fix["engine"] == "vllm" and fix["eagle_aux_hidden_state_layer_ids"] == [2, 16, 29] and fix["verified"]
+
+
+@pytest.mark.parametrize("command", [["contract", "serving"], ["check", "--dump-layout", "h2,h16,h29,h32"]])
+def test_an_sglang_release_named_for_vllm_is_refused(command, nested, capsys):
+    rc, out, err = run(capsys, *command, "--engine", "vllm", "--sglang", "0.5.14", "--target-config", LLAMA_32,
+                       "--draft", nested)
+    assert rc == 2 and out == "" and err.strip() == ("parity: --sglang names an SGLang release, but the engine "
+                                                     "is vllm: use --vllm VERSION"), err
