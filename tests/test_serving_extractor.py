@@ -123,9 +123,10 @@ def test_engines_are_reached_by_name_and_an_unknown_one_is_one_line():
 
     sglang = engine("sglang")
     assert isinstance(sglang, Engine) and sglang.NAME == "sglang"
+    assert engine("vllm").NAME == "vllm"
     with pytest.raises(InputError) as exc:
-        engine("vllm")
-    assert "unknown engine 'vllm'" in str(exc.value) and "\n" not in str(exc.value)
+        engine("trtllm")
+    assert "unknown engine 'trtllm'" in str(exc.value) and "\n" not in str(exc.value)
 
 
 @pytest.mark.parametrize("version, family", [
