@@ -261,24 +261,27 @@ def run_module(python: Path | str, module: str, request: dict, timeout: float = 
     `cache`: the reply may come from, and goes to, the on-disk reply cache (for children
     whose reply depends only on the installed code and the request: the extractions).
     """
-    module = module_to_run(module)
+    warm, module = module, module_to_run(module)
     env = dict(os.environ)
     env.setdefault("PYTHONHASHSEED", "0")
     # The probes run tiny models: one thread is faster, and keeps parallel probes
     # (xdist workers, the matrix) from oversubscribing the cores (measured 14 s vs 40 s).
     env.setdefault("OMP_NUM_THREADS", "1")
+    env.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded; fail fast instead of retrying
+    env.setdefault("TRANSFORMERS_VERBOSITY", "error")
     with parity_on_path(env) as cwd:
         if cache:
             from .reply_cache import cached_reply
 
             return cached_reply(str(python), module, request, env,
-                                lambda: _run(python, module, request, env, timeout, cwd))
-        return _run(python, module, request, env, timeout, cwd)
+                                lambda: _run(python, module, request, env, timeout, cwd, warm))
+        return _run(python, module, request, env, timeout, cwd, warm)
 
 
 def _run(python: Path | str, module: str, request: dict, env: dict[str, str], timeout: float,
-         cwd: Path) -> dict:
-    proc = run_child([str(python), "-m", module], json.dumps(request), env, timeout, cwd=cwd)
+         cwd: Path, warm: str) -> dict:
+    # A fork of a server that has imported `warm` (parity.forkserver): same reply, less import.
+    proc = run_child([str(python), "-m", module], json.dumps(request), env, timeout, cwd=cwd, warm=warm)
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
     if proc.returncode != 0 or not lines:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-12:]

@@ -17,18 +17,21 @@ directory is then made in the user's TMPDIR and still removed when the child end
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import signal
 import subprocess
 import tempfile
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Iterator
 
 _active: Path | None = None  # the workspace this process is in, if any
 _children: set[subprocess.Popen] = set()
+_servers: dict[subprocess.Popen, tuple[Path, object]] = {}  # forkserver servers -> (dir, control socket)
+_forked: set[int] = set()  # children forked by those servers (each leads its own session)
 _lock = threading.Lock()
 
 
@@ -57,11 +60,71 @@ def workspace(prefix: str = "parity-") -> Iterator[Path]:
 
 
 def kill_children() -> None:
-    """Kill every child `run_child` started that is still running (its whole process group)."""
+    """Kill every child `run_child` started that is still running (its whole process group),
+    and every warmed server (parity.forkserver) with its private directory."""
     with _lock:
         running = list(_children)
+        servers = list(_servers.items())
+        forked = list(_forked)
     for proc in running:
         _kill(proc)
+    for pid in forked:
+        kill_group(pid)
+    for proc, (tmp, _) in servers:
+        unregister_server(proc, tmp)
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL the process group `pid` leads (or, if it leads none yet, the process)."""
+    for kill in (os.killpg, os.kill):
+        try:
+            return kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            continue
+        except PermissionError:
+            return
+
+
+@contextmanager
+def tracked(pid: int) -> Iterator[None]:
+    """While inside, the forked child `pid` (parity.forkserver) is killed with the workspace."""
+    with _lock:
+        _forked.add(pid)
+    try:
+        yield
+    finally:
+        with _lock:
+            _forked.discard(pid)
+
+
+def private_dir(prefix: str) -> Path:
+    """A new private directory in this process's temp dir (the workspace, when one is active)."""
+    return Path(tempfile.mkdtemp(prefix=prefix))
+
+
+def register_server(proc: subprocess.Popen, tmp: Path, control) -> None:
+    """A long-lived child (a parity.forkserver server), its private directory and its control
+    socket: killed, removed and closed when the workspace ends, or at exit outside any workspace."""
+    with _lock:
+        _servers[proc] = (tmp, control)
+
+
+def unregister_server(proc: subprocess.Popen, tmp: Path) -> None:
+    """Kill the server `proc` (its process group), reap it and remove its directory."""
+    with _lock:
+        _, control = _servers.pop(proc, (None, None))
+    _kill(proc)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+    if control is not None:
+        with suppress(OSError):
+            control.close()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+atexit.register(kill_children)  # library use, outside any workspace: no server outlives us
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -74,17 +137,30 @@ def _kill(proc: subprocess.Popen) -> None:
 
 
 def run_child(cmd: list[str], input_text: str, env: dict[str, str], timeout: float,
-              cwd: Path | str | None = None) -> subprocess.CompletedProcess:
+              cwd: Path | str | None = None, *, warm: str | None = None) -> subprocess.CompletedProcess:
     """`subprocess.run(cmd, input=..., capture_output=True, text=True)`, but the child gets a
     private TMPDIR that is removed when it ends, and is killed (with anything it started) if
-    the wait is interrupted: Ctrl-C, `kill -INT` of this process, a timeout, an error."""
-    tmp = Path(tempfile.mkdtemp(prefix="parity-child-"))
+    the wait is interrupted: Ctrl-C, `kill -INT` of this process, a timeout, an error.
+
+    `warm`: `cmd` is `[python, "-m", MODULE]` and may run as a fork of a server that has
+    imported the module `warm` (MODULE before any override; parity.forkserver), falling back
+    to a fresh process when no server can be reached."""
+    tmp = private_dir("parity-child-")
     env = {**env, "TMPDIR": str(tmp)}
     # Torch inductor precompiles a 150 MB header into TMPDIR before loading any C++ kernel,
     # even one SGLang has cached in its own SGLANG_CACHE_DIR: with a TMPDIR that dies with the
     # child that would be rebuilt (seconds of gcc) by every probe. Kernels compile without it.
     env.setdefault("TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS", "0")
     try:
+        if warm is not None:
+            from . import forkserver
+
+            if forkserver.enabled():
+                try:
+                    return forkserver.run(cmd[0], cmd[-1], warm, input_text, env, timeout, str(cwd or os.getcwd()),
+                                          tmp)
+                except forkserver.Unavailable:
+                    pass  # a fresh process gives the same reply
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
                                 start_new_session=True)

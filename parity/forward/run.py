@@ -9,8 +9,6 @@ through a safetensors file each; the comparison runs here.
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 import tempfile
 import threading
@@ -21,10 +19,10 @@ from typing import Any
 import torch
 from safetensors.torch import load_file
 
-from ..envs import EnvError, parity_on_path
+from ..envs import EnvError, run_module
 from ..extract.trainers import trainer
 from ..extract.engines import engine
-from ..workspace import kill_children, run_child
+from ..workspace import kill_children
 from ..extract.shrink import shrink_config
 from .cases import Case, seeded_tokens
 from .compare import ForwardResult, compare
@@ -33,28 +31,9 @@ from .tolerances import for_dtype
 TRAINING_MODULE = trainer().FORWARD_MODULE
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.setdefault("PYTHONHASHSEED", "0")
-    env.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded; fail fast instead of retrying
-    env.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    return env
-
-
 def run_side(module: str, request: dict, python: str | None = None, timeout: float = 600) -> dict:
     """`python -m module` with the request on stdin; its JSON reply (last stdout line)."""
-    python = python or sys.executable
-    env = _env()
-    with parity_on_path(env) as cwd:
-        proc = run_child([python, "-m", module], json.dumps(request), env, timeout, cwd=cwd)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
-    if proc.returncode != 0 or not lines:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-12:]
-        raise EnvError(f"{module} failed (exit {proc.returncode}):\n  " + "\n  ".join(tail))
-    try:
-        return json.loads(lines[-1])
-    except json.JSONDecodeError as exc:
-        raise EnvError(f"{module} printed no JSON reply: {lines[-1][:200]!r}") from exc
+    return run_module(python or sys.executable, module, request, timeout)
 
 
 def run_both(training_req: dict, serving_req: dict, *, parallel: bool = True,

@@ -94,6 +94,15 @@ def score(model, items: list[dict], slots: list[int], width: int, steps: int, bu
             "loss": sums.get("loss_sum", 0.0) / max(sums.get("loss_total", 1.0), 1.0)}
 
 
+def warm() -> None:
+    """parity.forkserver: the imports of `run`, before any request; nothing is computed."""
+    import importlib
+
+    for name in ("speculators", "datasets", "speculators.losses", "speculators.train.data",
+                 "speculators.models.eagle3", "speculators.models.eagle3.data"):
+        importlib.import_module(name)
+
+
 def run(req: dict) -> dict[str, Any]:
     from importlib import metadata
 

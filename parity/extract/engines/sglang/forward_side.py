@@ -346,6 +346,13 @@ def run_variant(sv: Serving, variant: dict, req: dict, out: dict[str, torch.Tens
     return meta
 
 
+def warm() -> None:
+    """parity.forkserver: the serving probe's import-only first steps (the same adapter)."""
+    from .probe import warm as warm_probe
+
+    warm_probe()
+
+
 def run(req: dict) -> dict[str, Any]:
     t0 = time.perf_counter()
     timings: dict[str, float] = {}

@@ -61,6 +61,16 @@ def adapter_for(version: str):
     return placement.module.Adapter(), placement.module.CODE_PATHS, placement
 
 
+def warm() -> None:
+    """The import-only first steps of `extract`, before any request (parity.forkserver forks
+    each run from a process that did this): the stand-ins, the family placement and the
+    imports of its code paths. Nothing is patched, set up or computed."""
+    try:
+        adapter_for(metadata.version("sglang"))[0].check_code_paths()
+    except LookupError:
+        pass  # the run itself reports it
+
+
 def one_line(exc: BaseException) -> str:
     """`Type: message` on one line (a multi-line message keeps all its lines, joined)."""
     text = " ".join(str(exc).split())

@@ -35,6 +35,22 @@ from .families import family_for
 from ....envs import reply_over_stdio
 
 
+def warm() -> None:
+    """The import-only first steps of `extract`, before any request (parity.forkserver forks
+    each run from a process that did this): the CPU platform and the family's imports. No
+    kernel is replaced, nothing set up or computed."""
+    import importlib
+
+    try:
+        family = family_for(metadata.version("vllm"))
+    except LookupError:
+        return  # the run itself reports it
+    family.Adapter().platform()
+    for name in family.IMPORTS:
+        importlib.import_module(name)
+    import transformers  # noqa: F401 - the reference model
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -38,6 +38,21 @@ from ....inputs import is_wrapper
 DEFAULT_DRAFT = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama"}  # no ids: SpecForge decides
 
 
+def warm() -> None:
+    """The import-only first steps of `extract`, before any request (parity.forkserver): the
+    family, SGLang's placement with its stand-ins and code paths, then SpecForge's modules
+    (after the stand-ins, as in a run). Nothing is set up or computed."""
+    import importlib
+
+    try:
+        family = family_for(metadata.version("specforge"))
+        adapter_for(metadata.version("sglang"))[0].check_code_paths()
+    except LookupError:
+        return  # the run itself reports it
+    for name in family.IMPORTS:
+        importlib.import_module(name)
+
+
 def extract(request: dict) -> dict[str, Any]:
     version = metadata.version("specforge")
     sglang_version = metadata.version("sglang")

@@ -185,6 +185,15 @@ def run_variant(variant: dict, req: dict, hf, target_dir: Path, tokens: torch.Te
     return meta
 
 
+def warm() -> None:
+    """parity.forkserver: the imports of `run`, before any request; nothing is computed."""
+    import importlib
+
+    for name in ("speculators", "datasets", "safetensors.torch", "speculators.models.eagle3",
+                 "speculators.models.eagle3.data", "speculators.train.data"):
+        importlib.import_module(name)
+
+
 def run(req: dict) -> dict[str, Any]:
     from importlib import metadata
 

@@ -469,6 +469,22 @@ def run_paths(reply: dict, runners: list, transform: Any, num_slots: int, seq_le
                                     "where": traceback.format_exc().strip().splitlines()[-3].strip()})
 
 
+def warm() -> None:
+    """The import-only first steps of `probe`, before any request (parity.forkserver): the
+    package, the family placement and the data path's modules. Nothing is computed."""
+    import speculators  # noqa: F401
+
+    try:
+        place(speculators_version()[0])
+    except UnsupportedRelease:
+        return  # the run itself reports it
+    for name in ("datasets", "safetensors.torch", "speculators.train.data", "speculators.config"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass  # a release without it: the run looks it up itself
+
+
 def probe(request: dict) -> dict[str, Any]:
     """The reply for one request (see the module docstring)."""
     num_slots = int(request["num_slots"])

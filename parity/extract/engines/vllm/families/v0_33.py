@@ -35,6 +35,16 @@ RUNNERS = ("v1", "v2")
 GPU_DEFAULT_RUNNER = "v2"  # vLLM's default model runner on a GPU with Triton; the CPU platform uses V1
 
 
+# What the calls below import (parity.forkserver imports them once, before any run).
+IMPORTS = (
+    "vllm.config", "vllm.config.compilation", "vllm.distributed", "vllm.forward_context",
+    "vllm.model_executor.model_loader", "vllm.model_executor.model_loader.utils",
+    "vllm.model_executor.layers.attention.attention", "vllm.model_executor.layers.attention.mla_attention",
+    "vllm.model_executor.layers.fused_moe.experts.cpu_moe", "vllm.v1.worker.gpu_model_runner",
+    "vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils",
+)
+
+
 class Adapter:
     """vLLM 0.33's calls, each named after what parity needs from it."""
 

@@ -25,6 +25,13 @@ from packaging.specifiers import SpecifierSet
 RELEASES = SpecifierSet("==0.2.*")
 VERIFIED = ("0.2.0",)
 
+# What the calls below import (parity.forkserver imports them once, before any run).
+IMPORTS = (
+    "transformers", "specforge.config", "specforge.application.composition",
+    "specforge.offline_capture.sglang_backend.capture", "specforge.offline_capture.sglang_backend.utils",
+    "specforge.algorithms.eagle3.data", "specforge.modeling.target.target_head",
+)
+
 CODE_PATHS = {
     "ids": "specforge.application.composition.resolve_offline_capture -> "
            "specforge.algorithms.model_providers.resolve_eagle_capture_layers",

@@ -1,0 +1,312 @@
+"""Warmed interpreters: run `python -m MODULE` as a fork of a process that has already
+imported what MODULE imports.
+
+Most of an extraction's time is imports (an SGLang probe spends about 12 s importing torch,
+sglang and its model code before its first tensor op, then about 8 s computing). A test
+run or a `parity check` runs the same probe module of the same environment many times, so
+each (interpreter, module, working directory, environment) gets one server process that
+imports the module and calls its `warm()` (the import-only first steps of its handler: no
+request is read, no tensor computed), then forks one child per run. The child is what
+`python -m MODULE` would have been:
+
+- its own session (killed with its process group on Ctrl-C or a timeout, like run_child's);
+- the asking side's exact environment, working directory and private TMPDIR;
+- stdin, stdout and stderr on files the asking side owns (fd 0-2 and sys.std*);
+- MODULE run as `__main__` by `runpy` (parent packages imported first, as `-m` does);
+- exit code as `python -m` gives it (SystemExit, or 1 with a traceback on stderr); exit
+  handlers run, then the process ends without the interpreter teardown the server would
+  share (os._exit), as the probes themselves already end.
+
+What the fork keeps from the server is only what `warm()` did, which a fresh run does first
+too. A module replaced through PARITY_PROBE_OVERRIDES (a test's injected drift) is never
+imported by the server: it runs in the child, after the fork, as it would in a fresh process,
+on the warmed module it patches. The server never runs a torch op (forked OpenMP state would
+be unsafe) and is started with OMP_NUM_THREADS as the children get it.
+
+Runs are handed to the server over a private socket pair made at its start (each run's own
+connection passed as a file descriptor): no socket path on disk, none another user can reach.
+The server ends when its parent does (the control socket reaches EOF), when
+the parent's workspace ends (parity.workspace kills it with the other children), or when the
+parent evicts it (at most MAX_SERVERS per parent process). `PARITY_NO_FORKSERVER=1` runs every
+child as a fresh process instead. Any failure to reach a server falls back to a fresh process:
+a server can make a run faster, never change its reply.
+
+Stdlib only on the server side (`python -m parity.forkserver CONTROL_FD MODULE`): it runs in every
+environment.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib
+import io
+import json
+import os
+import runpy
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+OFF = "PARITY_NO_FORKSERVER"
+MAX_SERVERS = 4  # per parent process: each holds an engine's imports (0.5-1 GB resident)
+
+# Environment variables that differ from run to run but are read by no import: a server
+# started under one value serves children asking with another (each child gets its own).
+VOLATILE = frozenset({"TMPDIR", "PYTEST_CURRENT_TEST", "PARITY_PROBE_OVERRIDES", "PARITY_NO_CACHE",
+                      "PARITY_DEBUG", OFF})
+
+
+def enabled() -> bool:
+    return os.environ.get(OFF, "") in ("", "0") and hasattr(os, "fork") and hasattr(socket, "AF_UNIX")
+
+
+# -- the asking side -----------------------------------------------------------------------------
+
+@dataclass
+class _Server:
+    proc: subprocess.Popen
+    control: socket.socket  # each run's connection is handed over on it (SCM_RIGHTS)
+    tmp: Path
+    lock: threading.Lock
+
+
+_servers: "OrderedDict[tuple, _Server]" = OrderedDict()
+_lock = threading.Lock()
+
+
+class Unavailable(RuntimeError):
+    """No server could be reached: the caller runs a fresh process instead."""
+
+
+def _key(python: str, warm: str, cwd: str, env: dict[str, str]) -> tuple:
+    return (python, warm, cwd, tuple(sorted((k, v) for k, v in env.items() if k not in VOLATILE)))
+
+
+def _start(python: str, warm: str, cwd: str, env: dict[str, str]) -> _Server:
+    """A server process on a private control socket (no path on disk: nothing to leave
+    behind, no other user can reach it); it exits when this end closes."""
+    from .workspace import private_dir, register_server
+
+    tmp = private_dir("parity-forkserver-")
+    server_env = {**env, "TMPDIR": str(tmp)}
+    server_env.pop("PARITY_PROBE_OVERRIDES", None)  # the server warms the real module only
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        with open(tmp / "log", "w") as log:
+            proc = subprocess.Popen([python, "-m", "parity.forkserver", str(theirs.fileno()), warm],
+                                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=server_env,
+                                    cwd=cwd, start_new_session=True, pass_fds=[theirs.fileno()])
+    except OSError as exc:
+        ours.close()
+        raise Unavailable(f"forkserver for {warm} under {python} did not start: {exc}") from exc
+    finally:
+        theirs.close()
+    register_server(proc, tmp, ours)
+    return _Server(proc, ours, tmp, threading.Lock())
+
+
+def _stop(server: _Server) -> None:
+    from .workspace import unregister_server
+
+    unregister_server(server.proc, server.tmp)
+
+
+def _server(python: str, warm: str, cwd: str, env: dict[str, str]) -> _Server:
+    key = _key(python, warm, cwd, env)
+    with _lock:
+        server = _servers.get(key)
+        if server is not None and server.proc.poll() is None:
+            _servers.move_to_end(key)
+            return server
+        if server is not None:
+            del _servers[key]
+            _stop(server)
+        while len(_servers) >= MAX_SERVERS:
+            _stop(_servers.popitem(last=False)[1])
+        server = _start(python, warm, cwd, env)
+        _servers[key] = server
+        return server
+
+
+def forget() -> None:
+    """Stop every server this process started (the workspace's end does the same)."""
+    with _lock:
+        servers = list(_servers.values())
+        _servers.clear()
+    for server in servers:
+        _stop(server)
+
+
+def _ask(server: _Server, request: dict, timeout: float) -> int:
+    from .workspace import kill_group, tracked
+
+    """Have `server` fork a child for `request`; its exit code. On a timeout or an interrupt
+    the child (its whole process group) is killed and the exception propagates."""
+    conn, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        try:
+            with server.lock:
+                socket.send_fds(server.control, [b"r"], [theirs.fileno()])
+            theirs.close()
+            conn.settimeout(timeout)  # the first request also waits for the server's imports
+            conn.sendall((json.dumps(request) + "\n").encode())
+            reader = conn.makefile("rb")
+            line = reader.readline()  # the server warms the module on its first request
+            pid = json.loads(line)["pid"] if line else None
+        except (OSError, ValueError, KeyError) as exc:
+            raise Unavailable(f"forkserver {server.proc.pid}: {exc}") from exc
+        if pid is None:
+            raise Unavailable(f"forkserver {server.proc.pid} forked nothing")
+        with tracked(pid):
+            try:
+                conn.settimeout(timeout)
+                try:
+                    line = reader.readline()
+                except socket.timeout:
+                    raise subprocess.TimeoutExpired(request["module"], timeout) from None
+                if not line:  # the server died: the child's fate is unknown, so it is ended
+                    raise Unavailable(f"forkserver {server.proc.pid} ended during a run")
+                return int(json.loads(line)["status"])
+            except BaseException:
+                kill_group(pid)
+                raise
+    finally:
+        conn.close()
+        theirs.close()
+
+
+def run(python: str, module: str, warm: str, input_text: str, env: dict[str, str], timeout: float,
+        cwd: str, tmp: Path) -> subprocess.CompletedProcess:
+    """`python -m module` (stdin `input_text`, environment `env`, working directory `cwd`) as a
+    fork of the server that warmed `warm` (the module before any override). `tmp` is the
+    child's private directory (its TMPDIR, already in `env`), where its std streams go.
+    Unavailable when no server can be reached (run a fresh process instead)."""
+    files = {name: str(tmp / f".{name}") for name in ("stdin", "stdout", "stderr")}
+    Path(files["stdin"]).write_text(input_text)
+    server = _server(python, warm, cwd, env)
+    status = _ask(server, {"module": module, "warm": warm, "env": env, "cwd": cwd, **files}, timeout)
+    out, err = (Path(files[n]).read_text(errors="replace") for n in ("stdout", "stderr"))
+    for path in files.values():
+        Path(path).unlink(missing_ok=True)
+    return subprocess.CompletedProcess([python, "-m", module], status, out, err)
+
+
+# -- the server ----------------------------------------------------------------------------------
+
+def _warm(module: str) -> None:
+    """Import `module` and run its `warm()` when it has one. A failure is left for the child
+    to meet again in its own run (and report as a fresh process would)."""
+    try:
+        warm = getattr(importlib.import_module(module), "warm", None)
+        if callable(warm):
+            warm()
+    except BaseException:  # noqa: BLE001 - the child reports it
+        traceback.print_exc()
+
+
+def _child(request: dict) -> None:
+    """In the forked child: become `python -m request['module']`; never returns."""
+    code = 1
+    try:
+        os.setsid()
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        for fd, (name, mode) in enumerate((("stdin", os.O_RDONLY), ("stdout", os.O_WRONLY | os.O_TRUNC),
+                                           ("stderr", os.O_WRONLY | os.O_TRUNC))):
+            opened = os.open(request[name], mode | (os.O_CREAT if fd else 0), 0o600)
+            os.dup2(opened, fd)
+            os.close(opened)
+        sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=False)
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True)
+        tempfile.tempdir = None  # read TMPDIR again: the child's own
+        sys.argv = [request["module"]]
+        try:
+            runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
+            code = 0
+        except SystemExit as exc:
+            if exc.code is None or isinstance(exc.code, int):
+                code = exc.code or 0
+            else:
+                print(exc.code, file=sys.stderr)
+        except BaseException:  # noqa: BLE001 - as `python -m` prints it
+            traceback.print_exc()
+        atexit._run_exitfuncs()
+    except BaseException:  # noqa: BLE001 - the set-up itself failed
+        with open(2, "w", closefd=False) as err:
+            traceback.print_exc(file=err)
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001
+                pass
+        os._exit(code)
+
+
+def _wait(conn: socket.socket, pid: int) -> None:
+    try:
+        _, status = os.waitpid(pid, 0)
+        conn.sendall((json.dumps({"status": os.waitstatus_to_exitcode(status)}) + "\n").encode())
+    except OSError:
+        pass
+    finally:
+        _open.discard(conn)
+        conn.close()
+
+
+_open: set[socket.socket] = set()  # connections of runs not yet reported (server side)
+
+
+def serve(control_fd: int, warm: str) -> None:
+    """Take runs handed over on the control socket until the parent closes it."""
+    control = socket.socket(fileno=control_fd)
+    warmed: set[str] = set()
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(control, 16, 1)
+        except OSError:
+            os._exit(0)
+        if not message:  # the parent has gone
+            os._exit(0)
+        if not fds:
+            continue
+        conn = socket.socket(fileno=fds[0])
+        _open.add(conn)
+        try:
+            request = json.loads(conn.makefile("rb").readline())
+            if request["warm"] not in warmed:
+                warmed.add(request["warm"])
+                _warm(request["warm"])
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+            pid = os.fork()
+            if pid == 0:
+                for other in (control, *_open):  # the child holds no other run's connection
+                    if other is not conn:
+                        other.close()
+                conn.close()
+                _child(request)
+            conn.sendall((json.dumps({"pid": pid}) + "\n").encode())
+        except Exception:  # noqa: BLE001 - this request fails; the asking side falls back
+            traceback.print_exc()
+            _open.discard(conn)
+            conn.close()
+            continue
+        threading.Thread(target=_wait, args=(conn, pid), daemon=True).start()
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]), sys.argv[2])

@@ -1,0 +1,147 @@
+"""parity.forkserver: a run forked from a warmed server is the run a fresh `python -m` gives.
+
+The cheap child (tests.forked_child) shows the mechanics: a fork, not a fresh process, and
+everything a fresh process would have (its environment, TMPDIR, working directory, session,
+exit codes, stderr, kill on a timeout), with PARITY_NO_FORKSERVER=1 as the fresh control.
+The real probes show the point: the same reply, forked or fresh."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from parity import forkserver
+from parity.envs import EnvError, run_module
+from parity.workspace import workspace
+
+from .helpers import DEEPSEEK, LLAMA, ROOT, drift_overrides
+
+CHILD = "tests.forked_child"
+LLAMA_DRAFT = str(ROOT / "fixtures" / "drafts" / "llama-3.1-8b-eagle3")
+KIMI_DRAFT = str(ROOT / "fixtures" / "drafts" / "kimi-k2.5-eagle3")
+
+
+@pytest.fixture
+def fresh(monkeypatch):
+    monkeypatch.setenv(forkserver.OFF, "1")
+
+
+def test_a_run_is_a_fork_of_the_warmed_server_with_its_own_everything(monkeypatch):
+    monkeypatch.setenv("FORKED_CHILD_VAR", "first")
+    first = run_module(sys.executable, CHILD, {})
+    monkeypatch.setenv("FORKED_CHILD_VAR", "second")
+    second = run_module(sys.executable, CHILD, {})
+    assert first["warmed_in"] is not None and first["warmed_in"] != first["pid"]
+    assert first["env"] == "first" and second["env"] == "second"  # its own environment...
+    assert first["pid"] != second["pid"] and first["tmpdir"] != second["tmpdir"]  # ...and TMPDIR
+    assert "parity-child-" in first["tmpdir"] and not os.path.exists(first["tmpdir"])  # removed
+    assert first["main"] == "__main__" and first["session_leader"]
+    assert first["cwd"] == str(ROOT)
+
+
+def test_the_fresh_control_is_not_warmed(fresh):
+    reply = run_module(sys.executable, CHILD, {})
+    assert reply["warmed_in"] is None and reply["main"] == "__main__"
+
+
+@pytest.mark.parametrize("mode", ["forked", "fresh"])
+def test_exit_codes_and_errors_are_those_of_python_dash_m(mode, monkeypatch):
+    if mode == "fresh":
+        monkeypatch.setenv(forkserver.OFF, "1")
+    assert "asked to raise" in run_module(sys.executable, CHILD, {"raise": True})["error"]
+    for request, code in (({"exit": 3}, 3), ({"sys_exit": 4}, 4)):
+        with pytest.raises(EnvError, match=f"exit {code}"):
+            run_module(sys.executable, CHILD, {**request, "stderr": "said on stderr"})
+    with pytest.raises(EnvError, match="said on stderr"):
+        run_module(sys.executable, CHILD, {"exit": 5, "stderr": "said on stderr"})
+
+
+def test_a_timeout_kills_the_forked_child(tmp_path):
+    pid_file = tmp_path / "pid"
+    started = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_module(sys.executable, CHILD, {"sleep": 60, "pid_file": str(pid_file)}, timeout=3)
+    assert time.monotonic() - started < 30
+    pid = int(pid_file.read_text())
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"forked child {pid} still runs after the timeout")
+
+
+def test_servers_and_their_directories_end_with_the_workspace(tmp_path, monkeypatch):
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    forkserver.forget()  # this test's own servers, started inside its own workspace
+    from parity import workspace as ws
+
+    saved = ws._active
+    monkeypatch.setattr(ws, "_active", None)
+    with workspace(prefix="forkserver-test-") as root:
+        run_module(sys.executable, CHILD, {})
+        servers = list(forkserver._servers.values())
+        assert servers and all(s.tmp.is_relative_to(root) and s.proc.poll() is None for s in servers)
+    assert all(s.proc.poll() is not None for s in servers)
+    assert not list(tmp_path.iterdir())  # nothing left behind
+    monkeypatch.setattr(ws, "_active", saved)
+    forkserver.forget()
+
+
+def test_an_unreachable_server_falls_back_to_a_fresh_process(monkeypatch):
+    forkserver.forget()
+    monkeypatch.setattr(forkserver, "_start", lambda *a: (_ for _ in ()).throw(forkserver.Unavailable("no")))
+    reply = run_module(sys.executable, CHILD, {})
+    assert reply["warmed_in"] is None  # ran, fresh
+
+
+def _without_volatile(reply: dict) -> dict:
+    """A probe reply without what differs between any two runs (timings)."""
+    return {k: v for k, v in reply.items() if k not in ("seconds",)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("probe, request_", [
+    ("parity.extract.engines.sglang.probe", "llama"),
+    ("parity.extract.engines.sglang.probe", "deepseek"),
+    ("parity.extract.trainers.speculators.probe", "slots"),
+])
+def test_a_forked_probe_replies_what_a_fresh_one_does(probe, request_, monkeypatch):
+    requests = {
+        "llama": {"target_config": json.loads(LLAMA.read_text()), "draft_dir": LLAMA_DRAFT, "seq_len": 8, "seed": 0,
+                  "candidates": [[1, 15, 28], [-1, 2, 30]]},
+        "deepseek": {"target_config": json.loads(DEEPSEEK.read_text()), "draft_dir": KIMI_DRAFT, "seq_len": 8,
+                     "seed": 0, "candidates": [[0, 3, 31]]},
+        "slots": {"num_slots": 4, "hidden_size": 8, "seq_len": 6},
+    }
+    monkeypatch.setenv("PARITY_NO_CACHE", "1")
+    forked = run_module(sys.executable, probe, requests[request_])
+    monkeypatch.setenv(forkserver.OFF, "1")
+    fresh = run_module(sys.executable, probe, requests[request_])
+    assert "error" not in fresh, fresh["error"]
+    assert _without_volatile(forked) == _without_volatile(fresh)
+
+
+@pytest.mark.slow
+def test_an_injected_drift_runs_in_the_child_on_the_warmed_engine(monkeypatch):
+    """The override is never imported by the server: a drift module that patches the engine at
+    import patches the child's copy, once, as in a fresh process; the next plain run is clean."""
+    monkeypatch.setenv("PARITY_NO_CACHE", "1")
+    request = {"target_config": json.loads(LLAMA.read_text()), "draft_dir": LLAMA_DRAFT, "seq_len": 8, "seed": 0,
+               "candidates": [[1, 15, 28]]}
+
+    def fed() -> list[str]:
+        return run_module(sys.executable, "parity.extract.engines.sglang.probe", request)["candidates"][0]["fc_input"]
+
+    assert fed() == ["h2", "h16", "h29"]
+    monkeypatch.setenv("PARITY_PROBE_OVERRIDES", drift_overrides("tests.drift.serving_no_plus_one"))
+    assert fed() == ["h1", "h15", "h28"]
+    monkeypatch.delenv("PARITY_PROBE_OVERRIDES")
+    assert fed() == ["h2", "h16", "h29"]
