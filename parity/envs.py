@@ -267,6 +267,11 @@ def run_module(python: Path | str, module: str, request: dict, timeout: float = 
     # The probes run tiny models: one thread is faster, and keeps parallel probes
     # (xdist workers, the matrix) from oversubscribing the cores (measured 14 s vs 40 s).
     env.setdefault("OMP_NUM_THREADS", "1")
+    # torch.compile off: SGLang compiles some engine functions (DeepSeek's MoE router,
+    # `biased_grouped_topk`) with inductor, which on a CPU is about 9 s of code generation and
+    # gcc per process for a function whose Python then runs as written (eager). Every captured
+    # state is identified numerically either way (docs/engines-on-cpu.md, 'torch.compile').
+    env.setdefault("TORCH_COMPILE_DISABLE", "1")
     env.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded; fail fast instead of retrying
     env.setdefault("TRANSFORMERS_VERBOSITY", "error")
     with parity_on_path(env) as cwd:
