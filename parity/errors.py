@@ -25,3 +25,27 @@ class UserError(Exception):
     """Bad input or an unsupported case: its first line is shown to the user, exit 2."""
 
 
+class CannotExtract(UserError):
+    """The installed release of an engine or trainer cannot be run by parity at all: no
+    release family fits it, or its own family's code path moved. Read from a probe's reply
+    (`cannot_extract`: package, version, reason); reads 'cannot extract under PACKAGE VERSION:
+    REASON', which is what a matrix cell shows for it."""
+
+    def __init__(self, package: str, version: str, reason: str):
+        self.package, self.version, self.reason = package, version, reason
+        super().__init__(f"cannot extract under {package} {version}: {reason}")
+
+    @classmethod
+    def from_reply(cls, reply: dict) -> "CannotExtract | None":
+        """The error a probe reply's `cannot_extract` entry describes, or None."""
+        info = reply.get("cannot_extract")
+        return cls(info["package"], info["version"], info["reason"]) if isinstance(info, dict) else None
+
+    @staticmethod
+    def entry(package: str, version: str, reason: str) -> dict:
+        """What a probe puts in its reply (`reply.update(CannotExtract.entry(...))`): the typed
+        entry, and the same sentence as the reply's `error`."""
+        return {"cannot_extract": {"package": package, "version": version, "reason": reason},
+                "error": f"cannot extract under {package} {version}: {reason}"}
+
+

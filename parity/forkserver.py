@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 OFF = "PARITY_NO_FORKSERVER"
-MAX_SERVERS = 4  # per parent process: each holds an engine's imports (0.5-1 GB resident)
+MAX_SERVERS = 6  # per parent process: each holds an engine's imports (about 0.5 GB resident)
 
 # Environment variables that differ from run to run but are read by no import: a server
 # started under one value serves children asking with another (each child gets its own).

@@ -137,6 +137,8 @@ def test_an_unseen_speculators_release_whose_code_path_moved_is_refused(monkeypa
     monkeypatch.setattr(probe, "speculators_version", lambda: ("1.2.0", None))
     monkeypatch.delattr(hs_connectors.transfer, "HiddenStatesBackend")
     reply = probe.probe(PROBE_REQUEST)
-    assert not reply["paths"] and reply["error"].startswith("no parity release family can run speculators 1.2.0")
+    assert not reply["paths"] and reply["cannot_extract"]["package"] == "speculators"
+    assert reply["error"].startswith("cannot extract under speculators 1.2.0: no parity release family can run "
+                                     "speculators 1.2.0")
     assert "0.9-family adapter: looked for hs_connectors.transfer.HiddenStatesBackend" in reply["error"]
     assert "0.7-family adapter: looked for speculators.train.data.standardize_data_v1" in reply["error"]

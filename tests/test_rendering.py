@@ -18,6 +18,7 @@ import re
 import pytest
 
 from parity.contract import Finding, GraphFlags, Provenance, ServingContract, TargetModel, TrainingContract, VocabMapping
+from parity.errors import CannotExtract
 from parity.forward.compare import Divergence, ForwardResult, StageDiff
 from parity.forward.report import render_forward, render_summary
 from parity.gate import UNSERVABLE_KINDS, CheckResult, ExportAdvice, Suggestion, decide
@@ -244,8 +245,8 @@ def cannot() -> Matrix:
     minus_one = (-1, 2, 30)
     return matrix({"0.1.0": None, "0.9.0": training("0.9.0")},
                   {"0.4.0": None,
-                   "0.5.13": lambda t: RuntimeError(f"{CANNOT} sglang 0.5.13: no parity adapter for sglang "
-                                                    "0.5.13 (looked for release '0.5.13' in the adapters' ranges)"),
+                   "0.5.13": lambda t: CannotExtract("sglang", "0.5.13", "no parity adapter for sglang 0.5.13 "
+                                                     "(looked for release '0.5.13' in the adapters' ranges)"),
                    "0.5.14": served(("h2", "h30", None), ids=minus_one, version="0.5.14", findings=(DROPPED,),
                                     unfixable="no id list makes sglang 0.5.14 feed ['h0', 'h3', 'h31']"),
                    "0.5.23": served((None, None, None), ids=minus_one, findings=(RAISED,), suggestion=fix())})

@@ -40,6 +40,21 @@ def test_captures_what_sglang_really_captures(tmp_path, config, ids, expected):
     assert not [f for f in c.findings if f.severity == "error"], c.findings
 
 
+def test_torch_compile_changes_no_identified_state(tmp_path, monkeypatch):
+    """Children run with torch.compile off (docs/children.md): with it on, SGLang compiles
+    DeepSeek-V3's MoE router, and every slot of the main run and of a candidate is the same
+    state, at a relative error of the same order."""
+    draft = sglang_draft(tmp_path, ids=[2, 30, 58])
+    monkeypatch.setenv("PARITY_NO_CACHE", "1")
+    runs = {}
+    for compile_off in ("1", "0"):
+        monkeypatch.setenv("TORCH_COMPILE_DISABLE", compile_off)
+        runs[compile_off] = extract_serving(DEEPSEEK, draft)
+    off, on = runs["1"], runs["0"]
+    assert names(off.fc_input) == names(on.fc_input) == ["h2", "h30", "h58"]
+    assert not [f for f in on.findings + off.findings if f.severity == "error"]
+
+
 def test_missing_ids_fall_back_to_defaults_loudly(tmp_path):
     c = extract_serving(LLAMA, sglang_draft(tmp_path))
     assert names(c.fc_input) == ["h2", "h16", "h29"]  # [2, N//2, N-3] without the +1

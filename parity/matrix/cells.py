@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..contract import TrainingContract, diff
+from ..errors import CannotExtract
 from ..releases import Release
 from .changes import mark_changes
 from .rows import CANNOT, PairVerdict, ServingRow, TrainingRow
@@ -85,12 +86,10 @@ def serving_error(release: Release, result=None, exc: BaseException | None = Non
     """Why `release` gave no serving contract ('cannot extract under sglang X: ...'), or None."""
     if release.problem:
         return f"{CANNOT} sglang {release.version}: {release.problem}"
+    if isinstance(exc, CannotExtract):
+        return first_line(exc)
     if exc is not None:
-        msg = first_line(exc)
-        return msg if msg.startswith(CANNOT) else f"{CANNOT} sglang {release.version}: {msg}"
-    for f in result.serving.findings:
-        if f.message.startswith(CANNOT):
-            return f.message
+        return f"{CANNOT} sglang {release.version}: {first_line(exc)}"
     found = result.serving.provenance.version
     if found != release.version:
         return (f"{CANNOT} sglang {release.version}: its environment ran sglang {found} "

@@ -112,7 +112,7 @@ def _start_checks(pool: ThreadPoolExecutor, clock: "_Clock", pending: dict, sgla
 
 def _extract_training(release: Release, inputs: Inputs) -> TrainingContract | str:
     """The training contract under `release`, or the 'cannot extract under' line saying why not."""
-    from ..errors import UserError
+    from ..errors import CannotExtract, UserError
     from ..lock import extract_for_lock
 
     if release.problem:
@@ -122,9 +122,10 @@ def _extract_training(release: Release, inputs: Inputs) -> TrainingContract | st
             return extract_for_lock(inputs.target_config, inputs.draft, inputs.dump_layout,
                                     speculators_version=release.version, trainer_name=inputs.trainer,
                                     trainer_ids=inputs.trainer_ids)
+    except CannotExtract as exc:
+        return first_line(exc)
     except UserError as exc:
-        msg = first_line(exc)
-        return msg if msg.startswith(CANNOT) else f"{CANNOT} {release.package} {release.version}: {msg}"
+        return f"{CANNOT} {release.package} {release.version}: {first_line(exc)}"
 
 
 def _check(release: Release, inputs: Inputs, training: TrainingContract, verify: bool) -> tuple:

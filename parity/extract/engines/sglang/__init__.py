@@ -16,6 +16,7 @@ from typing import Any
 
 from ....contract import Finding, GraphFlags, Provenance, ServingContract, TargetModel, Tap, VocabMapping
 from ....envs import EnvError, display_python, find_env, run_module
+from ....errors import CannotExtract
 from ....inputs import InputError, read_config, read_target
 from .. import ServingExtractionError
 from .served import served_config
@@ -143,8 +144,9 @@ def probe_serving(target_config_path: Path | str, draft_dir: Path | str,
         reply = run_probe(target_config, draft_dir.resolve(), sglang_version, candidates=candidates or [])
     except EnvError as exc:
         raise ServingExtractionError(str(exc)) from exc
-    if "error" in reply and reply.get("release_unsupported"):  # no family can run it: one loud line
-        raise ServingExtractionError(reply["error"])
+    unsupported = CannotExtract.from_reply(reply)
+    if unsupported is not None:  # no family can run it: one loud line
+        raise unsupported
     if "error" in reply and ("sglang_version" not in reply or reply.get("unsupported")):
         raise ServingExtractionError(f"target config {target_config_path}: {reply['error']}"
                                      if reply.get("unsupported") else reply["error"])

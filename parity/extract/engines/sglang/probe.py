@@ -28,6 +28,7 @@ from ...identify import identify
 from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model
 from ...shrink import shrink_config
 from ....envs import reply_over_stdio
+from ....errors import CannotExtract
 from ....inputs import is_wrapper, text_part
 
 
@@ -128,9 +129,8 @@ def extract(request: dict) -> dict[str, Any]:
         adapter, code_paths, placement = adapter_for(version)
         adapter.check_code_paths()  # its own family's too: a moved code path is never run
     except LookupError as exc:  # no family can run it, or its own family's code path moved
-        reply["error"] = (f"cannot extract under sglang {version}: "
-                          + (str(exc) if isinstance(exc, UnsupportedRelease) else one_line(exc)))
-        reply["release_unsupported"] = True
+        reply.update(CannotExtract.entry("sglang", version, str(exc) if isinstance(exc, UnsupportedRelease)
+                                         else one_line(exc)))
         return reply
     reply["code_paths"] = code_paths
     reply["family"] = placement.family

@@ -20,7 +20,7 @@ from packaging.version import Version
 from ....contract import (DatagenDump, Finding, GraphFlags, Provenance, ServingContract, Tap, TargetModel,
                           VocabMapping)
 from ....envs import EnvError, display_python, environments, find_env, run_module
-from ....errors import UserError
+from ....errors import CannotExtract, UserError
 from ....inputs import InputError, read_config, read_target
 from .. import ServingExtractionError
 
@@ -84,6 +84,8 @@ def extract_dump(target_config_path: Path | str, datagen_ids: list[int] | None,
     except EnvError as exc:
         raise DatagenError(str(exc)) from exc
     version = reply.get("vllm_version", "?")
+    if CannotExtract.from_reply(reply):
+        raise CannotExtract.from_reply(reply)
     if "error" in reply:
         raise DatagenError(f"vllm {version} data generation on {target.architecture}: {reply['error']}")
     runner = reply["gpu_default_runner"]
@@ -208,6 +210,8 @@ def probe_serving(target_config_path: Path | str, draft_dir: Path | str, vllm_ve
                            "candidates": candidates or []}, vllm_version)
     except EnvError as exc:
         raise ServingExtractionError(str(exc)) from exc
+    if CannotExtract.from_reply(reply):
+        raise CannotExtract.from_reply(reply)
     if "error" in reply:
         raise ServingExtractionError(f"vllm {reply.get('vllm_version', '?')}: {reply['error']}")
     return to_contract(reply, target_config, draft_config), reply.get("candidates", [])

@@ -33,6 +33,7 @@ from typing import Any
 
 from .families import family_for
 from ....envs import reply_over_stdio
+from ....errors import CannotExtract
 
 
 def warm() -> None:
@@ -109,8 +110,7 @@ def extract(request: dict) -> dict[str, Any]:
     try:
         family = family_for(version)
     except LookupError as exc:
-        reply["error"] = f"cannot extract under vllm {version}: {exc}"
-        reply["unsupported"] = True
+        reply.update(CannotExtract.entry("vllm", version, str(exc)))
         return reply
     adapter = family.Adapter()
     reply["code_paths"] = family.CODE_PATHS

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ....contract import DatagenDump, Finding, GraphFlags, Provenance, Tap, TargetModel, TrainingContract, VocabMapping
 from ....envs import EnvError, display_python, environments, find_env, run_module
-from ....errors import UserError
+from ....errors import CannotExtract, UserError
 from ....inputs import read_target
 from ..speculators.draft import DraftError, read_draft
 
@@ -75,6 +75,8 @@ def _ids_source(run_ids, draft) -> str:
 def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None) -> TrainingContract:
     """The TrainingContract a probe reply describes (an unidentified state is an error)."""
     version = reply.get("specforge_version", "?")
+    if CannotExtract.from_reply(reply):
+        raise CannotExtract.from_reply(reply)
     if "error" in reply:
         raise SpecForgeError(f"specforge {version}: {reply['error']}")
     fc = [s.get("tap") for s in reply["fc"]]

@@ -33,6 +33,7 @@ from ...identify import identify
 from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model
 from ...shrink import shrink_config
 from ....envs import reply_over_stdio
+from ....errors import CannotExtract
 from ....inputs import is_wrapper
 
 DEFAULT_DRAFT = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama"}  # no ids: SpecForge decides
@@ -63,8 +64,7 @@ def extract(request: dict) -> dict[str, Any]:
         adapter, sglang_paths, placement = adapter_for(sglang_version)
         adapter.check_code_paths()  # a moved code path of the capture is never run
     except LookupError as exc:
-        reply["error"] = f"cannot extract under specforge {version} (sglang {sglang_version}): {exc}"
-        reply["unsupported"] = True
+        reply.update(CannotExtract.entry("specforge", version, f"(sglang {sglang_version}) {exc}"))
         return reply
     reply["code_paths"] = {**family.CODE_PATHS, "sglang_capture": sglang_paths["capture"]}
     if placement.note:  # the pinned SGLang is not one parity verified: say so

@@ -21,7 +21,7 @@ from ....contract import DatagenDump, Finding, GraphFlags, Provenance, Tap, Targ
 from ....conventions import CONVENTIONS, ConventionError, datagen_refusal, to_taps
 from ....envs import display_python, find_env, run_module
 from .draft import DraftConfig, DraftError, draft_ids, read_draft
-from ....errors import UserError
+from ....errors import CannotExtract, UserError
 from .trainer import FORWARD_MODULE, NAME, is_trained_draft, training_contract
 
 __all__ = ["DraftConfig", "DraftError", "PROBE_MODULE", "TrainingExtractionError",
@@ -63,6 +63,8 @@ def probe_training(num_slots: int, speculators_version: str | None = None) -> di
 def choose_path(reply: dict, data_path: str | None, layout: list[Tap]) -> dict:
     """The probed path the contract describes: `data_path` (qualified name or a part), else the default."""
     version = reply.get("speculators_version", "?")
+    if CannotExtract.from_reply(reply):
+        raise CannotExtract.from_reply(reply)
     if reply.get("error"):
         raise TrainingExtractionError(f"speculators {version}: {reply['error']}")
     entries = reply["paths"]

@@ -48,6 +48,7 @@ from typing import Any, Callable
 
 import torch
 from ....envs import reply_over_stdio
+from ....errors import CannotExtract
 from ...families import UnsupportedRelease
 from .families import place
 
@@ -506,7 +507,7 @@ def probe(request: dict) -> dict[str, Any]:
     try:
         placement = place(version)
     except UnsupportedRelease as exc:
-        reply["error"] = str(exc)
+        reply.update(CannotExtract.entry("speculators", version, str(exc)))
         return reply
     family = placement.module
     reply["family"] = placement.family
