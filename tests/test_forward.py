@@ -194,7 +194,7 @@ def _release_built(version: str) -> bool:
         return False
 
 
-@pytest.mark.parametrize("version", ["0.5.14", "0.5.12.post1"])
+@pytest.mark.parametrize("version", ["0.5.22", "0.5.21", "0.5.18", "0.5.14", "0.5.12.post1"])
 def test_cli_forward_under_an_older_release_gives_the_same_verdicts(version, capsys):
     """`parity forward --sglang VERSION`: the serving path runs in that release's environment
     (its family adapter), and gives what 0.5.23 gives: the matched pair at parity at every

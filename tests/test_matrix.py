@@ -30,9 +30,10 @@ DRAFT = ROOT / "fixtures" / "drafts" / "kimi-k2.5-eagle3"
 LAYOUT = ["h0", "h3", "h31", "h59"]
 
 # What each release feeds for the born-from draft config [2, 30, 58], and the fix it admits.
-SERVED = {"0.5.12.post1": ["h3", "h31", "h59"], "0.5.14": ["h2", "h30", "h58"],
-          "0.5.23": ["h2", "h30", "h58"]}
-FIX = {"0.5.12.post1": None, "0.5.14": [0, 3, 31], "0.5.23": [0, 3, 31]}
+SERVED = {"0.5.12.post1": ["h3", "h31", "h59"], "0.5.14": ["h2", "h30", "h58"], "0.5.18": ["h2", "h30", "h58"],
+          "0.5.21": ["h2", "h30", "h58"], "0.5.22": ["h2", "h30", "h58"], "0.5.23": ["h2", "h30", "h58"]}
+FIX = {"0.5.12.post1": None, "0.5.14": [0, 3, 31], "0.5.18": [0, 3, 31], "0.5.21": [0, 3, 31],
+       "0.5.22": [0, 3, 31], "0.5.23": [0, 3, 31]}
 
 
 def built(package: str, version: str) -> bool:

@@ -145,7 +145,9 @@ def test_engines_are_reached_by_name_and_an_unknown_one_is_one_line():
 
 
 @pytest.mark.parametrize("version, family", [
-    ("0.5.23", "0.5.23"), ("0.5.23.post1", "0.5.23"), ("0.5.14", "0.5.14"), ("0.5.12.post1", "0.5.12")])
+    ("0.5.23", "0.5.23"), ("0.5.23.post1", "0.5.23"), ("0.5.22", "0.5.22"), ("0.5.21", "0.5.21"),
+    ("0.5.20", "0.5.16"), ("0.5.18", "0.5.16"), ("0.5.16", "0.5.16"), ("0.5.15.post1", "0.5.14"),
+    ("0.5.14", "0.5.14"), ("0.5.13", "0.5.14"), ("0.5.12.post1", "0.5.12"), ("0.5.11", "0.5.12")])
 def test_a_release_gets_the_family_whose_range_holds_it(version, family):
     from parity.extract.engines.sglang.probe import adapter_for
 
@@ -154,7 +156,7 @@ def test_a_release_gets_the_family_whose_range_holds_it(version, family):
     assert (placement.note is None) == (version in placement.module.VERIFIED)
 
 
-@pytest.mark.parametrize("version", ["0.5.13", "0.5.24"])
+@pytest.mark.parametrize("version", ["0.5.10", "0.5.24"])
 def test_a_release_outside_every_range_runs_with_a_family_whose_code_paths_fit(version):
     """Placed by the installed source (0.5.23's here), with the note every report prints
     (tests/test_release_families.py runs one end to end)."""

@@ -33,12 +33,14 @@ class ModuleAbsent(CodePathMoved):
 
 def require(*qualnames: str) -> None:
     """Each dotted name (`package.module.Class.method`) resolves in the installed source:
-    the longest importable module prefix, then attributes. ModuleAbsent or CodePathMoved,
-    naming what was looked for, at the first that does not."""
+    the longest importable module prefix, then attributes. A name written with keywords,
+    `package.module.function(a, b)`, must also be a callable that takes each of them. ModuleAbsent
+    or CodePathMoved, naming what was looked for, at the first that does not."""
     import importlib
     import importlib.util
 
-    for qualname in qualnames:
+    for written in qualnames:
+        qualname, _, keywords = written.partition("(")
         parts = qualname.split(".")
         obj, i = None, len(parts)
         while i > 0:
@@ -61,6 +63,20 @@ def require(*qualnames: str) -> None:
             if not hasattr(obj, parts[j]):
                 raise CodePathMoved(f"looked for {qualname}; {'.'.join(parts[:j])} has no {parts[j]}")
             obj = getattr(obj, parts[j])
+        for keyword in filter(None, (k.strip() for k in keywords.rstrip(")").split(","))):
+            if not _takes(obj, keyword):
+                raise CodePathMoved(f"looked for {written}; {qualname} takes no argument {keyword!r}")
+
+
+def _takes(func: Callable, keyword: str) -> bool:
+    """Whether `func` accepts the keyword argument `keyword` (a **kwargs catch-all does not count:
+    the code would run, but not as the adapter calls it)."""
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+    p = params.get(keyword)
+    return p is not None and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
 
 
 def require_absent(why: str, *qualnames: str) -> None:

@@ -72,6 +72,29 @@ def warm() -> None:
         pass  # the run itself reports it
 
 
+def native_class_importable(cls: type, arch: str) -> None:
+    """SGLang's model registry skips a model module that fails to import (it logs "Ignore import
+    error") and may then pick a generic class for the architecture. Running that class would
+    test something else: when the class picked is not `arch` and a model module of the
+    installed SGLang defines `arch`, importing that module raises the real reason."""
+    import importlib
+    import re
+
+    if cls.__name__ == arch:
+        return
+    import sglang.srt.models as models
+
+    for root in models.__path__:
+        for f in sorted(Path(root).glob("*.py")):
+            if re.search(rf"^class {re.escape(arch)}\(", f.read_text(errors="ignore"), re.M):
+                name = f"sglang.srt.models.{f.stem}"
+                try:
+                    importlib.import_module(name)
+                except Exception as exc:  # noqa: BLE001 - the reason, named
+                    raise ImportError(f"sglang's model module {name}, which defines {arch}, cannot be imported "
+                                      f"here ({one_line(exc)}), so SGLang would run {cls.__name__} instead") from None
+
+
 def one_line(exc: BaseException) -> str:
     """`Type: message` on one line (a multi-line message keeps all its lines, joined)."""
     text = " ".join(str(exc).split())
@@ -150,7 +173,7 @@ def extract(request: dict) -> dict[str, Any]:
     arch = (real.get("architectures") or ["?"])[0]
     try:
         target_cfg = adapter.model_config(str(target_dir))
-        adapter.model_class(target_cfg)
+        native_class_importable(adapter.model_class(target_cfg), arch)
         from transformers import AutoConfig
         AutoConfig.from_pretrained(str(target_dir))  # the reference must exist too
     except Exception as exc:

@@ -21,7 +21,7 @@ from packaging.specifiers import SpecifierSet
 from . import v0_5_14
 from ....run_until import CodePathMoved
 
-RELEASES = SpecifierSet("==0.5.12.*")  # the releases this family's adapter serves
+RELEASES = SpecifierSet(">=0.5.11,<0.5.13")  # the releases this family's adapter serves
 VERIFIED = ("0.5.12.post1",)  # releases whose capture and forward were verified against transformers
 
 CODE_PATHS = dict(v0_5_14.CODE_PATHS)

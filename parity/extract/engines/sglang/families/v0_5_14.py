@@ -41,7 +41,7 @@ from ....run_until import CodePathMoved, require, run_until_after
 
 FORWARD_CONTEXT = "sglang.srt.model_executor.forward_context"
 
-RELEASES = SpecifierSet("==0.5.14.*")  # the releases this family's adapter serves
+RELEASES = SpecifierSet(">=0.5.13,<0.5.16")  # the releases this family's adapter serves
 VERIFIED = ("0.5.14",)  # releases whose capture and forward were verified against transformers
 
 CODE_PATHS = {

@@ -64,6 +64,19 @@ def give_standin_interpolation_modes() -> None:
         top.__version__ = "0.0.0+parity.standin"
 
 
+def import_standin_torchvision() -> None:
+    """Import the torchvision stand-in (when no real torchvision is installed), as the releases
+    whose `utils.common` imports `torchvision.io` do at module level, before transformers is
+    asked whether torchvision exists, and give it the inert InterpolationMode and version
+    (give_standin_interpolation_modes). For releases whose transformers refuses a registration
+    without it (sglang 0.5.21's image processors)."""
+    from .... import standins
+
+    if "torchvision" in standins._active:
+        importlib.import_module("torchvision")
+        give_standin_interpolation_modes()
+
+
 _COMMON = (  # what every family's CPU extraction runs, beside its own entries
     "sglang.srt.distributed.parallel_state.init_distributed_environment",
     "sglang.srt.distributed.parallel_state.initialize_model_parallel",
@@ -98,8 +111,9 @@ class Adapter:
         "sglang.srt.model_executor.model_runner_components.attention_backend_setup."
         "configure_aux_hidden_state_capture",
         "sglang.srt.model_executor.forward_context.ForwardContext",
-        "sglang.srt.model_executor.forward_context.forward_context",
-        "sglang.srt.speculative.pp_draft_embedding.resolve_target_embed_and_head",
+        "sglang.srt.model_executor.forward_context.forward_context(forward_batch)",
+        "sglang.srt.speculative.pp_draft_embedding.resolve_target_embed_and_head(draft_model)",
+        "sglang.srt.runtime_context.publish(ranks)",
     )
 
     def check_code_paths(self) -> None:
@@ -124,13 +138,14 @@ class Adapter:
                                         distributed_init_method=f"tcp://127.0.0.1:{port}")
         ps.initialize_model_parallel(backend="gloo")
 
-    def _server_args(self, draft_dir: str | None, backend: str):
+    def _server_args(self, draft_dir: str | None, backend: str, device: str | None = None):
         from sglang.srt.server_args import ServerArgs
 
+        self._published = (draft_dir, backend)
         spec = {}
         if draft_dir is not None:
             spec = dict(speculative_algorithm="EAGLE3", speculative_draft_model_path=draft_dir)
-        return ServerArgs(model_path="dummy", tp_size=1, device=None, attention_backend=backend, **spec)
+        return ServerArgs(model_path="dummy", tp_size=1, device=device, attention_backend=backend, **spec)
 
     def publish(self, draft_dir: str | None, backend: str = "torch_native") -> None:
         """(Re-)publish the process-wide server args naming this draft (last publish wins)."""

@@ -1,0 +1,34 @@
+"""The SGLang 0.5.22 family: its adapter.
+
+0.5.22 has every name the 0.5.23 adapter runs, but two of them take other arguments
+(docs/engines-on-cpu.md, 'Runtime set-up per release family'), so the 0.5.23 adapter would
+fail on it with a TypeError:
+- `forward_context(ForwardContext(...))` takes no `forward_batch` (0.5.23 added it);
+everything else is the 0.5.23 family's: `runtime_context.publish(..., ranks=SpawnRanks(...))`,
+`spec_aux_hidden_state`, `attention_backend_setup`, and
+`pp_draft_embedding.resolve_target_embed_and_head(target, draft_model=...)`.
+"""
+
+from __future__ import annotations
+
+from packaging.specifiers import SpecifierSet
+
+from . import v0_5_14, v0_5_23
+
+RELEASES = SpecifierSet("==0.5.22.*")  # the releases this family's adapter serves
+VERIFIED = ("0.5.22",)  # releases whose capture and forward were verified against transformers
+
+CODE_PATHS = v0_5_23.CODE_PATHS
+
+
+def without_keywords(requires: tuple[str, ...], *names: str) -> tuple[str, ...]:
+    """`requires` with each of `names` required as a name only, not with the keyword arguments
+    the newer family calls it with."""
+    return tuple(r.partition("(")[0] if r.partition("(")[0] in names else r for r in requires)
+
+
+class Adapter(v0_5_23.Adapter):
+    family = "0.5.22"
+    REQUIRES = without_keywords(v0_5_23.Adapter.REQUIRES, "sglang.srt.model_executor.forward_context.forward_context")
+
+    attention_context = v0_5_14.Adapter.attention_context  # the forward context carries the backend only
