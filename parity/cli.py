@@ -128,6 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_forward_parser(sub, _Parser).set_defaults(func=run_forward)
     from .replay.cli import add_replay_parser, run_replay
     add_replay_parser(sub, _add_dump_args).set_defaults(func=run_replay)
+    from .sweep.cli import add_sweep_parser, run_sweep
+    add_sweep_parser(sub).set_defaults(func=run_sweep)
 
     eg = sub.add_parser("example", help="run `parity check` on the bundled drift case (the Kimi-K2.5 draft); "
                         "exit 1: it drifts")

@@ -128,12 +128,15 @@ def specs_from(data: dict) -> dict[str, dict]:
             raise EnvError(f"envs.toml: [releases.{family}] has no [template.{family}]")
         for version, pins in releases.items():
             fields = {"version": version, **{k: v for k, v in pins.items() if k != "extra"}}
+            # A pin of "none": the release does not require that package; its dependency goes.
+            absent = [f"{{{k}}}" for k, v in pins.items() if v == "none"]
+            kept = {**template, "deps": [d for d in template.get("deps", []) if not any(a in d for a in absent)]}
             try:
-                spec = {k: _fill(v, fields) for k, v in template.items()}
+                spec = {k: _fill(v, fields) for k, v in kept.items()}
             except KeyError as exc:
                 raise EnvError(f"envs.toml: release {family} {version} lacks the pin {exc} its "
                                "template uses") from None
-            spec["deps"] = [*spec.get("deps", []), *pins.get("extra", [])]
+            spec["deps"] = [*spec["deps"], *pins.get("extra", [])]
             specs[f"{family}-{version}"] = spec
     for name, spec in list(specs.items()):
         if "base" in spec:

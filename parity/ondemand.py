@@ -24,6 +24,7 @@ from pathlib import Path
 from .errors import UserError
 from .home import user_envs
 
+ABSENT = "none"  # a pin whose package the release does not require (envs.toml drops that dependency)
 TORCH_FAMILY = frozenset({"torch", "torchvision", "torchaudio", "torchcodec"})
 # Families whose template names every import of the code parity runs (sglang: the rest of its
 # metadata is the GPU server); for the others the wheel's own requirements are added as `extra`.
@@ -95,9 +96,9 @@ def release_line(family: str, version: str, template: dict) -> dict:
         if not m:
             continue
         req = reqs.get(name)
-        if req is None:
-            raise BuildError(f"{family} {version}'s wheel metadata does not name {m.group(1)}, whose version "
-                             f"its template's `{{{m.group(2)}}}` needs")
+        if req is None:  # the release does not require it: its line says so, the dependency is dropped
+            line[m.group(2)] = ABSENT
+            continue
         pinned = [s.version for s in req.specifier if s.operator == "=="]
         line[m.group(2)] = pinned[0] if pinned else newest(str(req))
     if family not in TEMPLATE_IS_COMPLETE:
@@ -126,7 +127,7 @@ def add_line(family: str, version: str, line: dict) -> Path:
     else:
         text = text.rstrip("\n") + f"\n\n{header}\n{entry}\n"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    _write(path, text)
     return path
 
 
@@ -235,4 +236,13 @@ def _replace_line(family: str, version: str, line: dict) -> None:
     lines = path.read_text().splitlines()
     key = f'"{version}" = '
     out = [(_toml_line(version, line) if ln.startswith(key) else ln) for ln in lines]
-    path.write_text("\n".join(out) + "\n")
+    _write(path, "\n".join(out) + "\n")
+
+
+def _write(path: Path, text: str) -> None:
+    """Replace the user's envs.toml whole (a concurrent reader sees the old file or the new one)."""
+    import os
+
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)

@@ -1,0 +1,75 @@
+"""The fixed case set `parity sweep` runs under every release (issue: the bump).
+
+Each SGLang case is a bundled target config and a draft config written the way a user writes
+it (ids nested in `eagle_config`, at the top level, or absent); what the release feeds the fc
+for it is extracted exactly as `parity contract serving --sglang X` extracts it. The speculators
+case is the training contract of the born-from case's 4-slot dump. Changing a case changes
+every row of the published table: they are named, and the table says which is which.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..home import shipped
+
+
+@dataclass(frozen=True)
+class ServingCase:
+    name: str        # the table's column, e.g. "llama32 [1,15,28]"
+    target: str      # a bundled target (fixtures/targets/NAME)
+    ids: tuple[int, ...] | None
+    where: str = "nested"  # "nested": eagle_config's list (SGLang's key); "top": the top-level key
+
+    @property
+    def target_config(self) -> Path:
+        return shipped("fixtures", "targets", self.target, "config.json")
+
+    def write_draft(self, folder: Path) -> Path:
+        """The draft directory (config.json only: the serving extraction reads no weights)."""
+        cfg: dict = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": 4096,
+                     "intermediate_size": 16384, "num_attention_heads": 32, "num_key_value_heads": 8,
+                     "num_hidden_layers": 1, "vocab_size": 128256, "draft_vocab_size": 32000, "rms_norm_eps": 1e-5}
+        if self.ids is not None and self.where == "nested":
+            cfg["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": list(self.ids)}
+        elif self.ids is not None:
+            cfg["eagle_aux_hidden_state_layer_ids"] = list(self.ids)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "config.json").write_text(json.dumps(cfg))
+        return folder
+
+    def describe(self) -> str:
+        ids = "no ids" if self.ids is None else f"ids {list(self.ids)}"
+        key = {"nested": "in eagle_config", "top": "at the top level"}[self.where] if self.ids else ""
+        return f"{self.target} ({ids}{' ' + key if key else ''})"
+
+
+SERVING_CASES: tuple[ServingCase, ...] = (
+    ServingCase("llama32 [1,15,28]", "llama-3.1-8b", (1, 15, 28)),
+    ServingCase("llama32 [-1,15,28]", "llama-3.1-8b", (-1, 15, 28)),
+    ServingCase("llama32 none", "llama-3.1-8b", None),
+    ServingCase("llama32 top-level [1,15,28]", "llama-3.1-8b", (1, 15, 28), "top"),
+    ServingCase("qwen3-36 [1,17,32]", "qwen3-8b", (1, 17, 32)),
+    ServingCase("deepseek61 [2,30,58]", "deepseek-v3-61l", (2, 30, 58)),
+    ServingCase("deepseek61 [1,29,57]", "deepseek-v3-61l", (1, 29, 57)),
+    ServingCase("deepseek61 [-1,2,30]", "deepseek-v3-61l", (-1, 2, 30)),
+    ServingCase("gpt-oss24 [1,11,20]", "gpt-oss-20b", (1, 11, 20)),
+)
+
+
+@dataclass(frozen=True)
+class TrainingCase:
+    name: str
+    target: str
+    dump: tuple[str, ...]  # the dump's layout, canonical names
+
+    @property
+    def target_config(self) -> Path:
+        return shipped("fixtures", "targets", self.target, "config.json")
+
+
+TRAINING_CASES: tuple[TrainingCase, ...] = (
+    TrainingCase("4-slot dump [h0,h3,h31,h59]", "deepseek-v3-61l", ("h0", "h3", "h31", "h59")),
+)

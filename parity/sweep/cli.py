@@ -1,0 +1,72 @@
+"""`parity sweep`: the CLI shell over parity.sweep.run (arguments, progress, the two files)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..errors import ExitCode, UserError
+from ..home import CHECKOUT, home
+
+
+def _where(name: str) -> Path:
+    """The default output: in a checkout, the project's own published files; installed, here."""
+    return (CHECKOUT / name) if CHECKOUT is not None else Path(Path(name).name)
+
+
+def add_sweep_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("sweep", help="every published SGLang and speculators release over a fixed case set: "
+                       "what each feeds (writes releases.json and docs/releases.md; resumable)")
+    p.add_argument("--sglang", default="all", metavar="RANGE",
+                   help="the SGLang releases: 'all' (from 0.4.4, the first with EAGLE-3), 'none', or a "
+                        "version range such as '>=0.5.11,<0.5.20'")
+    p.add_argument("--speculators", default="all", metavar="RANGE",
+                   help="the speculators releases: 'all' (from 0.3.0), 'none', or a version range")
+    p.add_argument("--results", type=Path, default=_where("releases.json"), help="the results file (read to resume)")
+    p.add_argument("--markdown", type=Path, default=_where("docs/releases.md"), help="the table to write")
+    p.add_argument("--home", type=Path, help="where release environments are built (default: "
+                   "$PARITY_HOME/sweep); each is deleted once its cases ran")
+    p.add_argument("--redo", action="store_true", help="run releases the results file already holds again")
+    p.add_argument("--keep-envs", action="store_true", help="keep each release's environment")
+    p.add_argument("--limit", type=int, metavar="N", help="run at most N releases this time")
+    p.add_argument("--render", action="store_true", help="only write the markdown from the results file")
+    return p
+
+
+def _wanted(text: str, flag: str):
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import Version
+
+    if text == "all":
+        return lambda v: True
+    if text == "none":
+        return None
+    try:
+        spec = SpecifierSet(text)
+    except InvalidSpecifier:
+        raise UserError(f"{flag} {text!r}: not 'all', 'none' or a version range such as '>=0.5.11'") from None
+    return lambda v: spec.contains(Version(v), prereleases=True)
+
+
+def run_sweep(args) -> int:
+    from ..report.releases import render_releases
+    from .run import load, sweep
+
+    if args.limit is not None and args.limit < 1:
+        raise UserError("--limit: at least 1")
+    if args.render:
+        if not args.results.is_file():
+            raise UserError(f"--results {args.results}: no such file to render")
+        data = load(args.results)
+    else:
+        wanted = {k: w for k, w in (("sglang", _wanted(args.sglang, "--sglang")),
+                                    ("speculators", _wanted(args.speculators, "--speculators"))) if w}
+        if not wanted:
+            raise UserError("--sglang none --speculators none: nothing to sweep")
+        args.results.parent.mkdir(parents=True, exist_ok=True)
+        data = sweep(args.results, (args.home or home() / "sweep").absolute(), wanted=wanted, redo=args.redo,
+                     keep_envs=args.keep_envs, limit=args.limit)
+    args.markdown.parent.mkdir(parents=True, exist_ok=True)
+    args.markdown.write_text(render_releases(data))
+    print(f"wrote {args.markdown} and {args.results}")
+    return ExitCode.OK

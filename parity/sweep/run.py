@@ -1,0 +1,238 @@
+"""`parity sweep`: every published release of SGLang and speculators over the fixed case set.
+
+For each release, oldest first: its environment is built into the sweep's own home (from its
+wheel's metadata, as `--build` does), every case is extracted by running that release's own
+code (`docs/releases.md` says how), the row is saved, and the environment is deleted (the
+shared package cache stays, so the next release costs only what differs). While one release
+runs its cases the next one's environment is built beside it. The results file is rewritten
+after every release, so an interrupted sweep resumes where it stopped; a release already in it
+is not run again unless asked (`redo`).
+
+A release that cannot be built or run is a row with the one line saying why, never a gap.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+from .cases import SERVING_CASES, TRAINING_CASES, ServingCase, TrainingCase
+
+FORMAT = 1
+PACKAGES = {"sglang": "0.4.4", "speculators": "0.3.0"}  # the first release of each with EAGLE-3 / a data path
+
+
+def log(msg: str) -> None:
+    print(f"[sweep] {msg}", file=sys.stderr, flush=True)
+
+
+def first_line(exc: BaseException | str) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 500 else text[:500] + " ..."
+
+
+@contextmanager
+def home_at(path: Path) -> Iterator[None]:
+    """Run with PARITY_HOME at `path` (the sweep's environments, locks and cache), restored after."""
+    saved = os.environ.get("PARITY_HOME")
+    os.environ["PARITY_HOME"] = str(path)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("PARITY_HOME", None)
+        else:
+            os.environ["PARITY_HOME"] = saved
+
+
+# -- one release ---------------------------------------------------------------------------------
+
+def serving_cell(case: ServingCase, version: str, work: Path) -> dict:
+    """What sglang `version` feeds the fc for `case`, or the one line saying why nothing."""
+    from ..contract import names
+    from ..errors import UserError
+    from ..extract.engines import engine
+
+    draft = case.write_draft(work / case.name.replace(" ", "_").replace("/", "_"))
+    try:
+        contract, _ = engine("sglang").probe_serving(case.target_config, draft, version)
+    except UserError as exc:
+        return {"error": first_line(exc)}
+    fc = names(contract.fc_input)
+    errors = [f.message for f in contract.findings if f.severity == "error"]
+    out = {"fc": fc, "ids_source": contract.ids_source, "family": contract.provenance.family,
+           "note": contract.provenance.release_note}
+    if contract.requested_ids is not None:
+        out["ids"] = list(contract.requested_ids)
+    if any(f.kind == "default_layers_fallback" for f in contract.findings):
+        out["default"] = True
+    if errors:
+        out["error"] = first_line(errors[0])
+    return out
+
+
+def training_cell(case: TrainingCase, version: str) -> dict:
+    """The training contract speculators `version` derives for `case`'s dump, or why not."""
+    from ..contract import names
+    from ..contract.tap import parse_taps
+    from ..errors import UserError
+    from ..extract.trainers import trainer
+    from ..inputs import target_model
+
+    try:
+        c = trainer("speculators").training_contract(target_model(case.target_config),
+                                                     parse_taps(",".join(case.dump)), release=version)
+    except UserError as exc:
+        return {"error": first_line(exc)}
+    out = {"fc": names(c.fc_input), "target": str(c.target), "family": c.provenance.family,
+           "note": c.provenance.release_note}
+    errors = [f.message for f in c.findings if f.severity == "error"]
+    if errors:
+        out["error"] = first_line(errors[0])
+    return out
+
+
+def env_size(package: str, version: str) -> int | None:
+    """Bytes the release's environment adds beyond the shared cache (hard links count once)."""
+    from ..envs import EnvError, find_env
+
+    try:
+        env = find_env(package, version)
+    except EnvError:
+        return None
+    if env.current:  # the environment parity runs in: not one the sweep built
+        return None
+    path = env.path
+    total, seen = 0, set()
+    for root, _, files in os.walk(path):
+        for f in files:
+            st = os.lstat(os.path.join(root, f))
+            if st.st_nlink == 1 and st.st_ino not in seen:
+                seen.add(st.st_ino)
+                total += st.st_blocks * 512
+    return total
+
+
+def build(package: str, version: str) -> dict:
+    """Build the release's environment into the sweep's home; {"seconds", "bytes"} or {"error"}."""
+    from ..errors import UserError
+    from ..ondemand import ensure_release
+
+    started = time.monotonic()
+    try:
+        ensure_release(package, version)
+    except UserError as exc:
+        return {"error": first_line(exc), "seconds": round(time.monotonic() - started, 1)}
+    return {"seconds": round(time.monotonic() - started, 1), "extra_bytes": env_size(package, version)}
+
+
+def drop_env(package: str, version: str, home: Path) -> None:
+    """Delete the release's environment if it is one the sweep built: inside the sweep's home,
+    never the environment parity runs in nor one of the checkout's."""
+    from ..envs import EnvError, find_env
+
+    try:
+        env = find_env(package, version)
+    except EnvError:
+        return
+    path = env.path.resolve()
+    if not env.current and path != home.resolve() and path.is_relative_to(home.resolve()):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def run_release(package: str, version: str, built: dict) -> dict:
+    """The row of `package` `version`: its build, and every case's cell."""
+    from .. import forkserver
+
+    row: dict = {"version": version, "build": built}
+    if "error" in built:
+        return row
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="parity-sweep-") as tmp:
+        if package == "sglang":
+            row["cases"] = {c.name: serving_cell(c, version, Path(tmp)) for c in SERVING_CASES}
+        else:
+            row["cases"] = {c.name: training_cell(c, version) for c in TRAINING_CASES}
+    forkserver.forget()  # this release's warmed server goes before its environment does
+    cells = list(row["cases"].values())
+    row["family"] = next((c["family"] for c in cells if c.get("family")), None)
+    row["note"] = next((c["note"] for c in cells if c.get("note")), None)
+    row["seconds"] = round(time.monotonic() - started, 1)
+    return row
+
+
+# -- the sweep -----------------------------------------------------------------------------------
+
+def load(path: Path) -> dict:
+    if path.is_file():
+        data = json.loads(path.read_text())
+        if data.get("format") == FORMAT:
+            return data
+    return {"format": FORMAT}
+
+
+def save(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def describe_cases() -> dict:
+    return {"sglang": {c.name: c.describe() for c in SERVING_CASES},
+            "speculators": {c.name: f"{c.target}, dump layout [{', '.join(c.dump)}]" for c in TRAINING_CASES}}
+
+
+def sweep(results: Path, home: Path, *, wanted: dict[str, Callable[[str], bool]], redo: bool = False,
+          keep_envs: bool = False, limit: int | None = None, on_row: Callable[[dict], None] | None = None) -> dict:
+    """Run every release `wanted[package](version)` admits that `results` does not hold yet
+    (all of them with `redo`); returns the results, saved after every release."""
+    from .registry import published
+
+    data = load(results)
+    data["cases"] = describe_cases()
+    with home_at(home):
+        todo: list[tuple[str, str]] = []
+        for package, since in PACKAGES.items():
+            if package not in wanted:
+                continue
+            done = {r["version"] for r in data.get(package, {}).get("releases", [])}
+            for v in published(package, since):
+                if wanted[package](v) and (redo or v not in done):
+                    todo.append((package, v))
+        todo = todo[:limit] if limit is not None else todo
+        log(f"{len(todo)} release(s) to run; results in {results}, environments in {home}")
+        started = time.monotonic()
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="sweep-build") as builder:
+            pending: Future | None = builder.submit(build, *todo[0]) if todo else None
+            for i, (package, version) in enumerate(todo):
+                built = pending.result()
+                pending = builder.submit(build, *todo[i + 1]) if i + 1 < len(todo) else None
+                log(f"{package} {version}: " + (f"not built: {built['error']}" if "error" in built else
+                                                 f"built in {built['seconds']} s; running its cases"))
+                row = run_release(package, version, built)
+                if not keep_envs:
+                    drop_env(package, version, home)
+                section = data.setdefault(package, {"releases": []})
+                section["releases"] = sorted([r for r in section["releases"] if r["version"] != version] + [row],
+                                             key=lambda r: _key(r["version"]))
+                run = {"releases": i + 1, "seconds": round(time.monotonic() - started, 1)}
+                data["runs"] = [*data.get("runs", [])[:-1], run] if i else [*data.get("runs", []), run]
+                save(results, data)
+                if on_row:
+                    on_row(row)
+    return data
+
+
+def _key(version: str):
+    from packaging.version import Version
+
+    return Version(version)
