@@ -113,10 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
     lk.add_argument("--update", action="store_true", help="overwrite an existing lock")
     lk.set_defaults(func=_lock)
 
-    ex = sub.add_parser("export", help="write a speculators draft as an SGLang-loadable draft with the fix")
+    ex = sub.add_parser("export", help="write a speculators draft as a draft the engine (--engine) loads, "
+                        "with the fix")
     ex.add_argument("draft", type=Path, help="the speculators-format draft directory")
     ex.add_argument("out", type=Path, help="the directory to write")
-    ex.add_argument("--engine", default="sglang", choices=["sglang"])
+    ex.add_argument("--engine", default="sglang", choices=_engines(), help="the serving engine (default sglang)")
+    ex.add_argument("--sglang", metavar="VERSION", help="export for another installed SGLang release")
     ex.add_argument("--target-config", required=True, type=Path)
     _add_dump_args(ex)
     ex.add_argument("--force", action="store_true", help="write into an existing directory")
@@ -164,20 +166,24 @@ def _add_matrix_parsers(sub) -> None:
                        help="build the environment of a named release no environment has yet (its pins "
                             "read from the wheel's metadata; into PARITY_HOME, progress on stderr)")
 
-    mx = sub.add_parser("matrix", help="the contract under every installed sglang and speculators "
-                        "release; exit 0 all parity, 1 otherwise, 2 bad input")
+    mx = sub.add_parser("matrix", help="the contract under every installed serving-engine (sglang, or "
+                        "--engine vllm) and trainer release; exit 0 all parity, 1 otherwise, 2 bad input")
     inputs(mx)
+    mx.add_argument("--engine", choices=_engines(), help="the serving engine (default sglang; --vllm implies vllm)")
     mx.add_argument("--sglang", metavar="V,V", help="only these sglang releases (default: all in envs.toml)")
+    mx.add_argument("--vllm", metavar="V,V", help="only these vLLM releases (serving by vLLM)")
     mx.add_argument("--speculators", metavar="V,V", help="only these speculators releases (--trainer "
                     "specforge: --specforge V,V)")
     mx.add_argument("--markdown", action="store_true", help="a Markdown table (for a pull-request comment)")
     mx.add_argument("--workers", type=int, help="extractions run at once (default: the CPU count)")
     mx.set_defaults(func=_matrix)
 
-    cd = sub.add_parser("can-i-deploy", help="yes/no for one sglang and speculators release pair; "
-                        "exit 0 yes, 1 no, 2 bad input or cannot tell")
+    cd = sub.add_parser("can-i-deploy", help="yes/no for one serving release (--sglang or --vllm) and one "
+                        "trainer release; exit 0 yes, 1 no, 2 bad input or cannot tell")
     inputs(cd)
-    cd.add_argument("--sglang", metavar="VERSION", required=True)
+    served = cd.add_mutually_exclusive_group(required=True)
+    served.add_argument("--sglang", metavar="VERSION", help="served by this SGLang release")
+    served.add_argument("--vllm", metavar="VERSION", help="served by this vLLM release")
     cd.add_argument("--speculators", metavar="VERSION",
                     help="the speculators release (required unless --trainer specforge, which takes --specforge)")
     cd.set_defaults(func=_can_i_deploy)
@@ -229,9 +235,10 @@ def _matrix(args) -> int:
 
     split = lambda v: [x.strip() for x in v.split(",") if x.strip()] if v else None  # noqa: E731
     trainer_releases = _trainer_releases(args, True)
-    _build_releases(args, sglang=split(args.sglang), **{_trainer_name(args): trainer_releases})
-    m = build_matrix(**_matrix_inputs(args), sglang=split(args.sglang), speculators=trainer_releases,
-                     workers=args.workers, verify=not args.no_verify)
+    engine_name, serving = _matrix_engine(args)
+    _build_releases(args, **{engine_name: split(serving)}, **{_trainer_name(args): trainer_releases})
+    m = build_matrix(**_matrix_inputs(args), serving=split(serving), speculators=trainer_releases,
+                     workers=args.workers, verify=not args.no_verify, engine=engine_name)
     if args.json:
         print(json.dumps(m.to_json_dict(), indent=2))
     elif args.markdown:
@@ -239,6 +246,16 @@ def _matrix(args) -> int:
     else:
         print(render_text(m))
     return ExitCode.OK if m.ok else ExitCode.DRIFT
+
+
+def _matrix_engine(args) -> tuple[str, str | None]:
+    """The serving engine a matrix or can-i-deploy is about, and the releases named for it."""
+    engine_name = args.engine or ("vllm" if args.vllm else "sglang")
+    other = {"sglang": args.vllm, "vllm": args.sglang}.get(engine_name)
+    if other:
+        raise _usage(f"--engine {engine_name}: name its releases with --{engine_name}, not "
+                     f"--{'vllm' if engine_name == 'sglang' else 'sglang'}")
+    return engine_name, getattr(args, engine_name.replace("-", "_"), None)
 
 
 def _build_releases(args, **wanted: list[str] | None) -> None:
@@ -260,8 +277,10 @@ def _can_i_deploy(args) -> int:
     if release is None:
         raise _usage("can-i-deploy needs the trainer's release: --speculators VERSION "
                      "(--specforge VERSION for a SpecForge draft)")
-    _build_releases(args, sglang=[args.sglang], **{_trainer_name(args): [release]})
-    a = can_i_deploy(args.sglang, release, **inputs, verify=not args.no_verify)
+    args.engine = "vllm" if args.vllm else "sglang"
+    engine_name, serving = _matrix_engine(args)
+    _build_releases(args, **{engine_name: [serving]}, **{_trainer_name(args): [release]})
+    a = can_i_deploy(serving, release, **inputs, verify=not args.no_verify, engine=engine_name)
     if args.json:
         print(json.dumps(a.to_json_dict(), indent=2))
     if a.deploy is None:  # cannot tell: an error, one line on stderr like every other one
@@ -397,15 +416,16 @@ def _lock(args) -> int:
 
 
 def _export(args) -> int:
-    from .export import check_output, export_sglang
+    from .export import check_output, export_draft
 
     if not (args.dump_layout or args.datagen_ids):
         raise _usage("export needs the dump description: --dump-layout h0,h3,... or --datagen-ids")
     check_output(args.out, args.draft, args.target_config, args.force)  # before any extraction
     from .extract.engines import engine
-    engine(args.engine).preflight(args.target_config)
+    engine(args.engine).preflight(args.target_config, _engine_version(args))
     training = _training(args)
-    report = export_sglang(args.draft, args.out, training, args.target_config, force=args.force)
+    report = export_draft(args.draft, args.out, training, args.target_config, force=args.force,
+                          engine_name=args.engine, version=_engine_version(args))
     print(report)
     return ExitCode.OK
 

@@ -1,11 +1,13 @@
-"""`parity export --engine sglang`: a speculators draft as a directory SGLang loads, with the fix.
+"""`parity export --engine E`: a speculators draft as a directory the engine loads, with the fix.
 
-The config is rewritten in the engine's served format (its `served_config`; for SGLang,
-parity/extract/engines/sglang/served.py) with the id list the gate solved on the installed engine. Tensors keep speculators'
-names, which SGLang's `load_weights` maps itself (`fc.weight` -> `model.fc.weight`, ...).
-The result is then checked by the gate like any served draft: if the installed SGLang
-cannot honour the training graph (a flag it drops, a tensor it ignores, slots it cannot
-feed), nothing is written and the reason is the error.
+The config is rewritten in the engine's served format (its `served_config`: for SGLang,
+parity/extract/engines/sglang/served.py, an SGLang-format config; for vLLM, which loads
+speculators-format drafts natively, the same config with the ids at the top level, where both
+of its model runners read them) with the id list the gate solved on the installed engine.
+Tensors keep speculators' names, which the engines' `load_weights` map themselves
+(`fc.weight` -> `model.fc.weight`, ...). The result is then checked by the gate like any
+served draft: if the installed engine cannot honour the training graph (a flag it drops, a
+tensor it ignores, slots it cannot feed), nothing is written and the reason is the error.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ from .inputs import InputError, read_config
 class ExportRefused(InputError):
     """The installed engine cannot serve this draft as it was trained (exit 2, one line)."""
 
-    def __init__(self, draft: Path, version: str, reason: str):
+    def __init__(self, draft: Path, engine_name: str, version: str, reason: str):
         self.reason = reason
-        super().__init__(f"refusing to export {draft}: sglang {version} cannot serve it as trained: {reason}")
+        super().__init__(f"refusing to export {draft}: {engine_name} {version} cannot serve it as trained: {reason}")
 
 
 def is_exportable(draft: Path) -> bool:
@@ -40,8 +42,8 @@ def is_exportable(draft: Path) -> bool:
     return True
 
 
-def _write(tmp: Path, draft: Path, spec: dict, ids: list[int]) -> None:
-    (tmp / "config.json").write_text(json.dumps(engine().served_config(spec, ids), indent=2) + "\n")
+def _write(tmp: Path, draft: Path, spec: dict, ids: list[int], engine_name: str) -> None:
+    (tmp / "config.json").write_text(json.dumps(engine(engine_name).served_config(spec, ids), indent=2) + "\n")
     for f in draft.glob("*.safetensors"):
         shutil.copy2(f, tmp / f.name)
 
@@ -110,24 +112,24 @@ def _writing(out: Path):
 
 
 def _solve(tmp: Path, draft: Path, spec: dict, training: TrainingContract, target_config: Path,
-           sglang_version: str | None, writing=nullcontext):
-    """Write the SGLang-format draft into `tmp` with the ids the gate solves on the installed
-    engine, and check it like any served draft: (ids, the final CheckResult) or ExportRefused.
-    `writing` wraps each write (export turns OSError into one line naming its output)."""
+           version: str | None, engine_name: str, writing=nullcontext):
+    """Write the engine's served form of the draft into `tmp` with the ids the gate solves on
+    the installed engine, and check it like any served draft: (ids, the final CheckResult) or
+    ExportRefused. `writing` wraps each write (export turns OSError into one line naming its output)."""
     from .gate import check
 
     ids = spec.get("eagle_aux_hidden_state_layer_ids") or [t.layer for t in training.fc_input]
     with writing():
-        _write(tmp, draft, spec, ids)
-    result = check(training, target_config, tmp, sglang_version=sglang_version, verify=True)
+        _write(tmp, draft, spec, ids, engine_name)
+    result = check(training, target_config, tmp, sglang_version=version, verify=True, engine_name=engine_name)
     if result.verdict == "drift" and result.suggestion is not None:
         ids = result.suggestion.eagle_aux_hidden_state_layer_ids
         with writing():
-            _write(tmp, draft, spec, ids)
-        result = check(training, target_config, tmp, sglang_version=sglang_version, verify=False)
+            _write(tmp, draft, spec, ids, engine_name)
+        result = check(training, target_config, tmp, sglang_version=version, verify=False, engine_name=engine_name)
     if result.verdict != "parity":
         why = result.unservable or result.unfixable or "; ".join(d.message for d in result.differences)
-        raise ExportRefused(draft, result.serving.provenance.version,
+        raise ExportRefused(draft, engine_name, result.serving.provenance.version,
                             why.replace(str(tmp), f"the export of {draft}"))
     return ids, result
 
@@ -141,21 +143,22 @@ def _speculators_spec(draft: Path) -> dict:
 
 
 def plan_export(draft: Path, training: TrainingContract, target_config: Path,
-                sglang_version: str | None = None):
+                sglang_version: str | None = None, engine_name: str = "sglang"):
     """What `parity export` would write, decided by its own gate, writing nothing that stays:
-    (ids, CheckResult) or ExportRefused."""
+    (ids, CheckResult) or ExportRefused. `sglang_version`: the engine's release (None: installed)."""
     draft = Path(draft)
     spec = _speculators_spec(draft)
     tmp = Path(tempfile.mkdtemp(prefix="parity-export-"))
     try:
-        return _solve(tmp, draft, spec, training, Path(target_config), sglang_version)
+        return _solve(tmp, draft, spec, training, Path(target_config), sglang_version, engine_name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def export_sglang(draft: Path, out: Path, training: TrainingContract, target_config: Path,
-                  force: bool = False) -> str:
-    """Write the SGLang form of `draft` to `out`, checked by the gate first.
+def export_draft(draft: Path, out: Path, training: TrainingContract, target_config: Path,
+                 force: bool = False, engine_name: str = "sglang", version: str | None = None) -> str:
+    """Write the served form of `draft` for `engine_name` (its `version`; None: the installed
+    or newest one) to `out`, checked by the gate first.
 
     The new directory is built beside `out` (same filesystem, so the final rename is atomic),
     checked there, then put in place whole: an interruption leaves the old `out` or the new
@@ -171,7 +174,7 @@ def export_sglang(draft: Path, out: Path, training: TrainingContract, target_con
             real.parent.mkdir(parents=True, exist_ok=True)
             staged = Path(tempfile.mkdtemp(prefix=f".{real.name}.parity-new-", dir=real.parent))
             staged.chmod(_dir_mode(real))  # mkdtemp's 0700 would hide the export from others
-        ids, result = _solve(staged, draft, spec, training, Path(target_config), None,
+        ids, result = _solve(staged, draft, spec, training, Path(target_config), version, engine_name,
                              writing=lambda: _writing(out))
         with _writing(out):
             _replace_dir(staged, real)
@@ -184,6 +187,6 @@ def export_sglang(draft: Path, out: Path, training: TrainingContract, target_con
                 p.rmdir()
             except OSError:
                 pass
-    return (f"parity: exported {draft} -> {out} for sglang {result.serving.provenance.version}: "
-            f"eagle_aux_hidden_state_layer_ids {list(ids)} feed "
+    return (f"parity: exported {draft} -> {out} for {engine_name} {result.serving.provenance.version}: "
+            f"{engine(engine_name).IDS_KEY} {list(ids)} feed "
             f"[{', '.join(t.name for t in result.serving.fc_input)}], as trained")

@@ -186,7 +186,7 @@ def check(training: TrainingContract, target_config: Path, draft_dir: Path,
     elif verdict == "unservable":
         differences = [x for x in differences if x.kind in UNSERVABLE_KINDS + ("lock",)]  # slots never fed
         if any(f.kind == "draft_unloadable" for f in serving.findings):
-            export = _export_advice(training, target_config, draft_dir, sglang_version, verify)
+            export = _export_advice(training, target_config, draft_dir, sglang_version, verify, engine_name)
         else:  # the draft loads but the engine raised on its ids: other ids may be the fix
             suggestion, unfixable = _solve(training, serving, tried, target_config, draft_dir,
                                            sglang_version, verify, engine_name)
@@ -196,7 +196,8 @@ def check(training: TrainingContract, target_config: Path, draft_dir: Path,
                        candidates_tried=tried)
 
 
-def _export_advice(training, target_config, draft_dir, version, verify) -> ExportAdvice | None:
+def _export_advice(training, target_config, draft_dir, version, verify,
+                   engine_name: str = DEFAULT_ENGINE) -> ExportAdvice | None:
     """What `parity export` would make of an unloadable draft, by running export's own gate
     (nothing is written). None when the draft is not one export takes, or without --verify."""
     from .export import ExportRefused, is_exportable, plan_export
@@ -204,7 +205,8 @@ def _export_advice(training, target_config, draft_dir, version, verify) -> Expor
     if not verify or not is_exportable(draft_dir):
         return None
     try:
-        ids, result = plan_export(draft_dir, training, target_config, sglang_version=version)
+        ids, result = plan_export(draft_dir, training, target_config, sglang_version=version,
+                                  engine_name=engine_name)
     except ExportRefused as exc:
         return ExportAdvice(exportable=False, reason=exc.reason)
     return ExportAdvice(exportable=True, eagle_aux_hidden_state_layer_ids=list(ids),

@@ -217,3 +217,42 @@ def test_an_sglang_release_named_for_vllm_is_refused(command, nested, capsys):
                        "--draft", nested)
     assert rc == 2 and out == "" and err.strip() == ("parity: --sglang names an SGLang release, but the engine "
                                                      "is vllm: use --vllm VERSION"), err
+
+
+# -- vLLM as the serving side of the matrix, can-i-deploy and export ------------------------------
+
+def test_the_matrix_and_can_i_deploy_run_vllm_releases(nested, capsys):
+    """The nested-ids draft under every installed vLLM release: DRIFT (the runners disagree) with
+    the top-level fix verified on that release; can-i-deploy answers no with the same reason."""
+    rc, out, err = run(capsys, "matrix", "--engine", "vllm", "--target-config", LLAMA_32, "--draft", nested,
+                       "--dump-layout", "h2,h16,h29,h32", "--speculators", "0.9.0", "--json")
+    m = json.loads(out)
+    assert rc == 1 and m["engine"] == "vllm", err
+    row = next(r for r in m["serving"] if r["version"] == "0.33.0")
+    assert row["verdicts"][0]["verdict"] == "drift" and row["verdicts"][0]["fix"] == [2, 16, 29]
+    assert row["verdicts"][0]["fix_verified"] and any("v1 runner" in e for e in row["engine_errors"])
+    rc, out, err = run(capsys, "can-i-deploy", "--vllm", "0.33.0", "--speculators", "0.9.0", "--target-config",
+                       LLAMA_32, "--draft", nested, "--dump-layout", "h2,h16,h29,h32")
+    assert rc == 1 and out.startswith("no: vllm 0.33.0 with speculators 0.9.0: ") and \
+        "fix: write eagle_aux_hidden_state_layer_ids = [2, 16, 29] (verified on this release)" in out, out
+    with pytest.raises(SystemExit) as exited:  # a usage error: one line, exit 2
+        run(capsys, "can-i-deploy", "--vllm", "0.33.0", "--sglang", "0.5.23", "--speculators", "0.9.0")
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and "not allowed with" in err and err.count("\n") == 1
+
+
+def test_export_for_vllm_writes_the_top_level_ids_vllm_serves_as_trained(tmp_path, capsys):
+    from parity.fixtures import DraftRecipe, speculators_draft
+
+    draft = speculators_draft(DraftRecipe())
+    capsys.readouterr()
+    out = tmp_path / "served"
+    rc, said, err = run(capsys, "export", "--engine", "vllm", draft, out, "--target-config", LLAMA_32,
+                        "--dump-layout", "h2,h16,h29,h32")
+    assert rc == 0 and "for vllm 0.33.0: eagle_aux_hidden_state_layer_ids [2, 16, 29] feed [h2, h16, h29]" in said, err
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["eagle_aux_hidden_state_layer_ids"] == [2, 16, 29]
+    assert "eagle_aux_hidden_state_layer_ids" not in (cfg.get("eagle_config") or {})
+    rc, said, err = run(capsys, "check", "--engine", "vllm", "--target-config", LLAMA_32, "--draft", out,
+                        "--dump-layout", "h2,h16,h29,h32")
+    assert rc == 0, said + err  # both runners feed what it was trained on

@@ -14,12 +14,14 @@ from .schedule import Inputs, run_extractions
 
 def build_matrix(target_config: Path | str | None = None, draft: Path | str | None = None,
                  dump_layout: list[str] | None = None, *,
-                 contract: Path | str | None = None, sglang: list[str] | None = None,
+                 contract: Path | str | None = None, serving: list[str] | None = None,
                  speculators: list[str] | None = None, workers: int | None = None,
                  verify: bool = True, trainer: str = "speculators",
-                 trainer_ids: list[int] | None = None) -> Matrix:
+                 trainer_ids: list[int] | None = None, engine: str = "sglang") -> Matrix:
     """Extract both sides under every (or each named) installed release; see the package doc.
 
+    `engine`: the serving engine (sglang, vllm) whose releases (`serving`: which of them) are
+    the serving rows.
     `contract`: a lock file; its inputs replace the first three and serving is judged against
     the locked training contract (each speculators release must still reproduce it).
     `trainer`: the training stack whose releases are the training rows (`speculators` names
@@ -28,23 +30,27 @@ def build_matrix(target_config: Path | str | None = None, draft: Path | str | No
     from ..lock import target_model
 
     t0 = time.monotonic()
-    inputs = _inputs(target_config, draft, dump_layout, contract, trainer, trainer_ids)
+    from ..extract.engines import engine as serving_engine
+
+    serving_engine(engine)  # an unknown engine is one line
+    inputs = _inputs(target_config, draft, dump_layout, contract, trainer, trainer_ids, engine)
     model = target_model(inputs.target_config)
-    srels, trels = releases("sglang", sglang), releases(inputs.trainer, speculators)
+    srels, trels = releases(engine, serving), releases(inputs.trainer, speculators)
     if not srels or not trels:
-        raise InputError(f"envs.toml declares no {'sglang' if not srels else inputs.trainer} release")
+        raise InputError(f"envs.toml declares no {engine if not srels else inputs.trainer} release")
 
     done = run_extractions(inputs, trels, srels, workers=workers or max(1, min(os.cpu_count() or 1, 4)),
                            verify=verify, t0=t0)
 
     training, serving = matrix_rows(trels, srels, done, inputs.locked)
     return Matrix(target=model.architecture, num_layers=model.num_hidden_layers, draft=str(inputs.draft),
-                  dump_layout=list(inputs.dump_layout or []), trainer=inputs.trainer,
+                  dump_layout=list(inputs.dump_layout or []), trainer=inputs.trainer, engine=engine,
                   contract=str(contract) if contract else None,
                   training=training, serving=serving, wall_s=time.monotonic() - t0, timings=done.timings)
 
 
-def _inputs(target_config, draft, dump_layout, contract, trainer="speculators", trainer_ids=None) -> Inputs:
+def _inputs(target_config, draft, dump_layout, contract, trainer="speculators", trainer_ids=None,
+            engine="sglang") -> Inputs:
     """The target, draft and dump layout given, or a lock's (then serving is judged against it)."""
     from ..inputs import InputError, check_inputs
     from ..lock import read_lock
@@ -64,4 +70,4 @@ def _inputs(target_config, draft, dump_layout, contract, trainer="speculators", 
     target_config, draft = Path(target_config), Path(draft)
     check_inputs(target_config, draft)
     return Inputs(target_config=target_config, draft=draft, dump_layout=list(dump_layout) if dump_layout else None,
-                  locked=locked, trainer=trainer, trainer_ids=trainer_ids)
+                  locked=locked, trainer=trainer, trainer_ids=trainer_ids, engine=engine)

@@ -23,6 +23,11 @@ def matrix_rows(speculators: list[Release], sglang: list[Release], extractions: 
     return training, serving
 
 
+# Error findings a serving row lists under itself: what the engine raised, dropped, could not
+# name, or (vLLM) its two model runners disagree on.
+ENGINE_ERRORS = ("engine_error", "not_captured", "unidentified_state", "runners_differ")
+
+
 def training_row(version: str, extracted: TrainingContract | str, locked: TrainingContract | None) -> TrainingRow:
     """One speculators release's row; against a lock, how its contract differs from the lock's."""
     if isinstance(extracted, str):
@@ -64,7 +69,7 @@ def serving_row(release: Release, against: list[tuple[str, TrainingContract | No
         row.release_note = s.provenance.release_note
         row.capture_ids = list(s.capture_ids) if s.capture_ids is not None else None
         row.engine_errors = [f.message for f in s.findings
-                             if f.severity == "error" and f.kind in ("engine_error", "not_captured")]
+                             if f.severity == "error" and f.kind in ENGINE_ERRORS]
     return row
 
 
@@ -85,13 +90,13 @@ def pair_verdict(result, training: TrainingContract, against: str) -> PairVerdic
 def serving_error(release: Release, result=None, exc: BaseException | None = None) -> str | None:
     """Why `release` gave no serving contract ('cannot extract under sglang X: ...'), or None."""
     if release.problem:
-        return f"{CANNOT} sglang {release.version}: {release.problem}"
+        return f"{CANNOT} {release.package} {release.version}: {release.problem}"
     if isinstance(exc, CannotExtract):
         return first_line(exc)
     if exc is not None:
-        return f"{CANNOT} sglang {release.version}: {first_line(exc)}"
+        return f"{CANNOT} {release.package} {release.version}: {first_line(exc)}"
     found = result.serving.provenance.version
     if found != release.version:
-        return (f"{CANNOT} sglang {release.version}: its environment ran sglang {found} "
+        return (f"{CANNOT} {release.package} {release.version}: its environment ran {release.package} {found} "
                 f"(looked for {release.version})")
     return None

@@ -1,4 +1,4 @@
-"""`can_i_deploy`: the answer for one (sglang, speculators) pair, from the same computation."""
+"""`can_i_deploy`: the answer for one (serving release, trainer release) pair, from the same computation."""
 
 from __future__ import annotations
 
@@ -9,35 +9,42 @@ from .rows import Matrix, fc_text
 
 
 class Answer(BaseModel):
-    """Whether the draft may be served by one SGLang release trained by one speculators release."""
+    """Whether the draft may be served by one release of the engine, trained by one trainer release."""
 
     deploy: bool | None = Field(description="None: cannot tell (a side could not be extracted).")
-    sglang: str = Field(description="The SGLang release asked about.")
+    engine: str = Field(default="sglang", description="The serving engine asked about.")
+    serving: str = Field(description="The serving engine's release asked about.")
     speculators: str = Field(description="The trainer's release asked about (speculators by default).")
     trainer: str = Field(default="speculators", description="The training stack asked about.")
     reason: str = Field(description="The answer in one line, with the reason.")
     matrix: Matrix = Field(description="The one-cell matrix the answer was read from.")
 
     def to_json_dict(self) -> dict:
-        return {"deploy": self.deploy, "sglang": self.sglang, "speculators": self.speculators,
+        return {"deploy": self.deploy, **({"engine": self.engine} if self.engine != "sglang" else {}),
+                self.engine: self.serving, "speculators": self.speculators,
                 **({"trainer": self.trainer} if self.trainer != "speculators" else {}),
                 "reason": self.reason, "matrix": self.matrix.to_json_dict()}
 
 
-def can_i_deploy(sglang: str, speculators: str, target_config=None, draft=None, dump_layout=None, *,
+def can_i_deploy(serving: str, speculators: str, target_config=None, draft=None, dump_layout=None, *,
                  contract=None, verify: bool = True, trainer: str = "speculators",
-                 trainer_ids: list[int] | None = None) -> Answer:
-    """`speculators`: the release of `trainer` (speculators unless named) to ask about."""
-    m = build_matrix(target_config, draft, dump_layout, contract=contract, sglang=[sglang],
-                     speculators=[speculators], verify=verify, trainer=trainer, trainer_ids=trainer_ids)
-    return answer(m, sglang, speculators)
+                 trainer_ids: list[int] | None = None, engine: str = "sglang") -> Answer:
+    """`serving`: the release of `engine` (sglang unless named); `speculators`: the release of
+    `trainer` (speculators unless named) to ask about."""
+    m = build_matrix(target_config, draft, dump_layout, contract=contract, serving=[serving],
+                     speculators=[speculators], verify=verify, trainer=trainer, trainer_ids=trainer_ids,
+                     engine=engine)
+    return answer(m, serving, speculators)
 
 
-def answer(m: Matrix, sglang: str, speculators: str) -> Answer:
+def answer(m: Matrix, serving: str, speculators: str) -> Answer:
     """Read the answer from a matrix of that one pair."""
+    from ..extract.engines import engine
+
     t, row = m.training[0], m.serving[0]
-    pair = f"sglang {sglang} with {m.trainer} {speculators}"
-    asked = {"sglang": sglang, "speculators": speculators, "trainer": m.trainer, "matrix": m}
+    served_by = f"{m.engine} {serving}"
+    pair = f"{served_by} with {m.trainer} {speculators}"
+    asked = {"engine": m.engine, "serving": serving, "speculators": speculators, "trainer": m.trainer, "matrix": m}
     if t.error:
         return Answer(**asked, deploy=None, reason=t.error)
     if row.error:
@@ -50,9 +57,9 @@ def answer(m: Matrix, sglang: str, speculators: str) -> Answer:
         return Answer(**asked, deploy=True, reason=f"yes: {pair} feeds the draft's fc exactly "
                       f"{fc_text(row.fc_input)}, what it was trained on")
     if v.verdict == "unservable":
-        return Answer(**asked, deploy=False, reason=f"no: {pair}: sglang {sglang} cannot serve this draft "
+        return Answer(**asked, deploy=False, reason=f"no: {pair}: {served_by} cannot serve this draft "
                       f"as written: {v.unfixable}")
-    fix = (f"; fix: write eagle_config.eagle_aux_hidden_state_layer_ids = {v.fix}"
+    fix = (f"; fix: write {engine(m.engine).IDS_KEY} = {v.fix}"
            + (" (verified on this release)" if v.fix_verified else "") if v.fix is not None else
            f"; no fix on this release: {v.unfixable}" if v.unfixable else "")
     return Answer(**asked, deploy=False, reason=f"no: {pair}: trained on {fc_text(t.fc_input)}, served "

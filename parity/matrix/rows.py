@@ -56,9 +56,9 @@ class PairVerdict(_Row):
 
 
 class ServingRow(_Row):
-    """One SGLang release: what it feeds the draft and how that compares with training."""
+    """One release of the serving engine: what it feeds the draft and how that compares with training."""
 
-    version: str = Field(description="The SGLang release.")
+    version: str = Field(description="The serving engine's release.")
     fc_input: list[str | None] | None = Field(default=None, description="The states it feeds the fc, in order "
                                               "(None: a slot it never captures).")
     requested_ids: list[int] | None = Field(default=None, description="The ids it reads from the draft config.")
@@ -89,9 +89,10 @@ class Matrix(_Row):
     draft: str = Field(description="The draft directory.")
     dump_layout: list[str] = Field(description="What each dumped slot holds (a capturing trainer: empty).")
     trainer: str = Field(default="speculators", description="The training stack of the training rows.")
+    engine: str = Field(default="sglang", description="The serving engine of the serving rows.")
     contract: str | None = Field(description="The lock file the cells are judged against, if any.")
     training: list[TrainingRow] = Field(description="Speculators releases, oldest first.")
-    serving: list[ServingRow] = Field(description="SGLang releases, oldest first.")
+    serving: list[ServingRow] = Field(description="The serving engine's releases, oldest first.")
     wall_s: float = Field(default=0.0, description="Wall time of the whole matrix.")
     timings: list[dict] = Field(default_factory=list,
                                 description="Each extraction task: what, start_s, seconds.")
@@ -111,6 +112,7 @@ class Matrix(_Row):
     def to_json_dict(self) -> dict[str, Any]:
         return {"target": self.target, "num_hidden_layers": self.num_layers, "draft": self.draft,
                 "dump_layout": self.dump_layout, **({"trainer": self.trainer} if self.trainer != "speculators" else {}),
+                **({"engine": self.engine} if self.engine != "sglang" else {}),
                 "contract": self.contract, "ok": self.ok,
                 "wall_s": round(self.wall_s, 1), "timings": self.timings,
                 "training": [r.to_json() for r in self.training],

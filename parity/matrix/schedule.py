@@ -44,6 +44,7 @@ class Inputs:
     locked: TrainingContract | None  # a lock's training contract: serving is judged against it
     trainer: str = "speculators"
     trainer_ids: list[int] | None = None  # SpecForge: the run's own id override
+    engine: str = "sglang"  # the serving engine of the serving rows
 
 
 @dataclass
@@ -106,7 +107,7 @@ def _start_checks(pool: ThreadPoolExecutor, clock: "_Clock", pending: dict, sgla
     if any(k == key for _, k in pending):
         return
     for r in sglang:
-        pending[(r.version, key)] = pool.submit(clock.timed, f"serving check under sglang {r.version}",
+        pending[(r.version, key)] = pool.submit(clock.timed, f"serving check under {r.package} {r.version}",
                                                 _check, r, inputs, training, verify)
 
 
@@ -137,7 +138,7 @@ def _check(release: Release, inputs: Inputs, training: TrainingContract, verify:
         return None, None
     try:
         return check(training, inputs.target_config, inputs.draft, sglang_version=release.version,
-                     verify=verify), None
+                     verify=verify, engine_name=inputs.engine), None
     except UserError as exc:
         return None, exc
 

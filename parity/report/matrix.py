@@ -60,7 +60,7 @@ def _training_table(m: Matrix) -> Table:
 
 def _serving_table(m: Matrix) -> Table:
     against = _against(m)
-    table = Table([Column("", width=1), Column("serving (sglang)", width=16, gap=1),
+    table = Table([Column("", width=1), Column(f"serving ({m.engine})", width=16, gap=1),
                    Column("draft ids", width=14, gap=1), Column("fc input", width=22, gap=1),
                    *(Column(title, width=14, gap=1 if i == 0 else 2) for i, (_, title) in enumerate(against)),
                    Column("fix (ids to write)")], indent="")
@@ -110,7 +110,7 @@ def render_markdown(m: Matrix) -> str:
             note = f" ({r.release_note})" if r.release_note else ""
             out.append(f"| {r.version}{_md(note)} | {_bold(_md(fc_text(r.fc_input)), bool(r.changed))} | "
                        f"{r.target}{_md(extra)} | {_md('; '.join(r.changed))} |")
-    out += ["", "| sglang | draft ids | fc input | " + " | ".join(names) + " | fix | changed |",
+    out += ["", f"| {m.engine} | draft ids | fc input | " + " | ".join(names) + " | fix | changed |",
             "|---" * (len(names) + 5) + "|"]
     for r in m.serving:
         changed = _changed_kinds(r)
