@@ -294,3 +294,50 @@ def test_gpu_bf16_default_backend_gives_the_same_logits():
     for drift in ("born-from", "no-d2t", "norm_before_residual"):
         first = out[drift].first_divergence
         assert out[drift].verdict == "drift" and (first.step, first.stage) == EXPECTED_STAGE[drift]
+
+
+# -- vLLM's draft forward (the first step) ------------------------------------------------------
+
+# What vLLM 0.33's draft class does with each injected drift at step 0 (run): the flags vLLM
+# reads from a speculators-format config it honours (norm_before_residual, both fc norms), it
+# keeps a draft's own embedding, norm_output only changes the state fed back (step 1 on), and a
+# config that drops fc_norm while its weights remain does not load at all.
+VLLM_PARITY = {"matched", "matched-fc_norm-norm_output", "matched-norm_before_fc", "norm_before_residual",
+               "norm_output", "draft-embedding"}
+VLLM_DRIFT = {"born-from", "norm_before_fc", "no-d2t"}
+
+
+def test_vllm_forward_gives_the_first_steps_logits_of_training(capsys):
+    rc = cli.main(["forward", "--engine", "vllm", "--fixture", "llama-8l", "--drift", "all", "--flags-on",
+                   "--steps", "1", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 2 and out["vllm"] == "0.33.0"  # fc_norm: vLLM cannot load it, so that case could not run
+    results = {r["name"]: r for r in out["results"]}
+    assert set(results) == VLLM_PARITY | VLLM_DRIFT | {"fc_norm"}
+    for name in VLLM_PARITY:
+        r = results[name]
+        assert r["verdict"] == "parity", (name, r["error"] or r["first_divergence"])
+        assert [s["stage"] for s in r["stages"]] == list(STAGES) and all(s["ok"] for s in r["stages"])
+    for name in VLLM_DRIFT:
+        first = results[name]["first_divergence"]
+        assert (first["step"], first["stage"]) == EXPECTED_STAGE[name], (name, first)
+    assert results["fc_norm"]["verdict"] == "error" and "fc_norm" in results["fc_norm"]["error"]
+    matched = results["matched"]["serving"]
+    assert matched["engine"] == "vllm" and matched["runner"] == "v2" and matched["embedding"] == "target"
+    assert results["draft-embedding"]["serving"]["embedding"] == "draft"
+
+
+def test_vllm_forward_runs_an_mla_moe_target(capsys):
+    rc = cli.main(["forward", "--engine", "vllm", "--fixture", "deepseek-v3-8l", "--steps", "1", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["results"][0]["verdict"] == "parity", out["results"][0]["error"]
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--steps", "3"], "--engine vllm --steps 3: vLLM's draft steps after the first"),
+    (["--steps", "1", "--sglang", "0.5.14"], "--sglang names an SGLang release, but the engine is vllm"),
+])
+def test_vllm_forward_bad_input_is_one_line(argv, says, capsys):
+    rc = cli.main(["forward", "--engine", "vllm", "--fixture", "llama-8l", *argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and says in err and err.count("\n") == 1, err

@@ -89,10 +89,11 @@ def born_from_layout(n: int) -> list[str]:
 
 
 def served_copy(draft_dir: Path, out: Path, *, ids: list[int] | None = None, drop: tuple[str, ...] = (),
-                config_overrides: dict | None = None) -> Path:
-    """The SGLang-loadable form of a speculators draft (parity.export's config, tensors as-is)."""
+                config_overrides: dict | None = None, engine_name: str = "sglang") -> Path:
+    """The form of a speculators draft `engine_name` loads (parity.export's config, tensors as-is)."""
     spec = json.loads((Path(draft_dir) / "config.json").read_text())
-    config = engine().served_config(spec, ids if ids is not None else list(spec.get("eagle_aux_hidden_state_layer_ids") or []))
+    config = engine(engine_name).served_config(
+        spec, ids if ids is not None else list(spec.get("eagle_aux_hidden_state_layer_ids") or []))
     config.update(config_overrides or {})
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
@@ -117,7 +118,7 @@ def copy_served(served: Path, out: Path) -> Path:
 
 
 def fixture_cases(target: dict, drifts: tuple[str, ...] = (), *, matched: bool = True,
-                  flags_on: bool = False, work: Path | None = None) -> list[Case]:
+                  flags_on: bool = False, work: Path | None = None, engine_name: str = "sglang") -> list[Case]:
     """Cases on a tiny seeded draft for `target`: the matched pair, then each named drift."""
     from ..inputs import text_part
 
@@ -131,7 +132,7 @@ def fixture_cases(target: dict, drifts: tuple[str, ...] = (), *, matched: bool =
     def case(name: str, recipe: DraftRecipe, *, layout=layout, solve=fc_taps, **kw) -> Case:
         draft = speculators_draft(recipe)
         served_kw = {k: kw.pop(k) for k in ("drop", "config_overrides") if k in kw}
-        served = served_copy(draft, work / name, **served_kw)
+        served = served_copy(draft, work / name, engine_name=engine_name, **served_kw)
         return Case(name=name, draft_dir=draft, dump_layout=list(layout), served_dir=served,
                     solve_taps=list(solve), **kw)
 
@@ -170,7 +171,7 @@ def fixture_cases(target: dict, drifts: tuple[str, ...] = (), *, matched: bool =
 
 
 def given_case(draft_dir: Path, dump_layout: list[str] | None, served_dir: Path | None, n: int,
-               work: Path) -> Case:
+               work: Path, engine_name: str = "sglang") -> Case:
     """A user's draft: its served directory as written, or (none given) its exported form."""
     draft_dir = Path(draft_dir)
     if not (draft_dir / "config.json").exists():
@@ -202,10 +203,10 @@ def given_case(draft_dir: Path, dump_layout: list[str] | None, served_dir: Path 
         served = copy_served(Path(served_dir), work / "served")
         return Case(name=draft_dir.name, draft_dir=draft_dir, dump_layout=dump_layout,
                     served_dir=served, notes=[f"served form: {served_dir} (ids as written)"])
-    served = served_copy(draft_dir, work / "served")
+    served = served_copy(draft_dir, work / "served", engine_name=engine_name)
     return Case(name=draft_dir.name, draft_dir=draft_dir, dump_layout=dump_layout, served_dir=served,
                 solve_taps=dump_layout[:-1],
-                notes=["served form: parity's SGLang export of the draft, ids found on the engine"])
+                notes=[f"served form: parity's {engine_name} export of the draft, ids found on the engine"])
 
 
 def seeded_tokens(vocab: int, length: int, seed: int) -> list[int]:

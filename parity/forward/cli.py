@@ -38,8 +38,12 @@ def add_forward_parser(sub, parser_class) -> argparse.ArgumentParser:
                     help="with --fixture: also run this injected drift (repeatable; 'all')")
     fw.add_argument("--flags-on", action="store_true",
                     help="with --fixture: also the matched pairs with the flags SGLang honours turned on")
+    fw.add_argument("--engine", default="sglang", choices=["sglang", "vllm"],
+                    help="the serving engine whose draft forward is compared (default sglang; vllm: the "
+                         "first step only, --steps 1)")
     fw.add_argument("--sglang", metavar="VERSION", help="run the serving path under another installed "
                                                         "release (its environment)")
+    fw.add_argument("--vllm", metavar="VERSION", help="with --engine vllm: the release (default: the newest installed)")
     fw.add_argument("--steps", type=int, default=3, help="TTT steps to compare (default 3)")
     fw.add_argument("--seq-len", type=int, default=16, help="target tokens (default 16)")
     fw.add_argument("--seed", type=int, default=0)
@@ -65,16 +69,25 @@ def run_forward(args) -> int:
     if args.steps < 1 or args.seq_len < args.steps + 2:
         raise InputError(f"--steps {args.steps} / --seq-len {args.seq_len}: need steps >= 1 and "
                          "seq-len >= steps + 2")
-    if args.sglang:  # a release without an environment fails here, before any case is built
-        from ..extract.engines import engine
-        engine().python(args.sglang)
+    from ..extract.engines import engine
+
+    if args.engine != "sglang" and args.sglang:
+        raise InputError(f"--sglang names an SGLang release, but the engine is {args.engine}: use --{args.engine} VERSION")
+    if args.engine == "sglang" and args.vllm:
+        raise InputError("--vllm names a vLLM release: add --engine vllm")
+    if args.engine == "vllm" and args.steps != 1:
+        raise InputError(f"--engine vllm --steps {args.steps}: vLLM's draft steps after the first attend over its "
+                         "paged KV cache, which parity's CPU kernel stand-in does not compute; use --steps 1")
+    version = args.sglang if args.engine == "sglang" else args.vllm
+    if version or args.engine != "sglang":  # a release without an environment fails here, first
+        engine(args.engine).python(version)
     work = Path(tempfile.mkdtemp(prefix="parity-forward-cli-"))
     if args.fixture:
         if args.target_config or args.draft or args.served:
             raise InputError("--fixture replaces --target-config/--draft/--served")
         target = fixture_target(args.fixture)
         drifts = tuple(DRIFTS) if "all" in args.drift else tuple(dict.fromkeys(args.drift))
-        cases = fixture_cases(target, drifts, flags_on=args.flags_on, work=work)
+        cases = fixture_cases(target, drifts, flags_on=args.flags_on, work=work, engine_name=args.engine)
         label = (f"fixture {args.fixture} ({target['architectures'][0]}, "
                  f"{text_part(target)['num_hidden_layers']} layers)")
     else:
@@ -85,17 +98,17 @@ def run_forward(args) -> int:
         target = read_config(args.target_config, "target config")
         n = target_layers(target, args.target_config)
         layout = parse_dump(args.dump_layout).layout_names
-        cases = [given_case(args.draft, layout, args.served, n, work)]
+        cases = [given_case(args.draft, layout, args.served, n, work, engine_name=args.engine)]
         label = str(args.target_config)
     out = forward_parity(target, cases, steps=args.steps, seq_len=args.seq_len, seed=args.seed,
-                         dtype=args.dtype, device=args.device, sglang_version=args.sglang)
+                         dtype=args.dtype, device=args.device, sglang_version=version, engine_name=args.engine)
     results = out["results"]
     verdicts = {r.verdict for r in results}
     overall = "error" if "error" in verdicts else "drift" if "drift" in verdicts else "parity"
     if args.json:
         print(json.dumps({"verdict": overall, "target": label,
                           "speculators": out["training"].get("speculators_version"),
-                          "sglang": out["serving"].get("sglang_version"),
+                          args.engine: out["serving"].get(f"{args.engine}_version"),
                           "results": [r.model_dump() for r in results], "wall_s": out["wall"],
                           "timings": {"training": out["training"].get("timings"),
                                       "serving": out["serving"].get("timings")}}, indent=2))

@@ -25,8 +25,9 @@ def render_forward(result: ForwardResult, target: str = "", per_position: bool =
                      f"{'the verifier' if t.get('embedding') == 'target' else 'the checkpoint'}'s")
     if s.get("capture_ids") is not None or s.get("requested_ids") is not None:
         g = s.get("graph") or {}
-        lines.append(f"  serving   sglang: draft config ids {s.get('requested_ids')} -> captures at layer "
-                     f"indices {s.get('capture_ids')}; LlamaForCausalLMEagle3 ("
+        runner = f" ({s['runner']} runner)" if s.get("runner") else ""
+        lines.append(f"  serving   {s.get('engine', 'sglang')}{runner}: draft config ids {s.get('requested_ids')} -> "
+                     f"captures at layer indices {s.get('capture_ids')}; {s.get('draft_class', 'LlamaForCausalLMEagle3')} ("
                      + ", ".join(f"{k}={v}" for k, v in g.items()) + f"); embedding: "
                      f"{s.get('embedding')}'s; vocab: {s.get('vocab_mapping')}")
         att = s.get("attention") or {}

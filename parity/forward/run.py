@@ -37,13 +37,14 @@ def run_side(module: str, request: dict, python: str | None = None, timeout: flo
 
 
 def run_both(training_req: dict, serving_req: dict, *, parallel: bool = True,
-             python: str | None = None,
-             serving_version: str | None = None) -> tuple[dict, dict, dict[str, float]]:
+             python: str | None = None, serving_version: str | None = None,
+             engine_name: str = "sglang") -> tuple[dict, dict, dict[str, float]]:
     """Both sides (concurrently unless parallel=False); their replies and wall times. The
-    serving side runs the engine's forward module under the interpreter that has
-    `serving_version` of it (None: `python`, by default this one)."""
-    serving = engine()
-    serving_python = python if serving_version is None else serving.python(serving_version)
+    serving side runs `engine_name`'s forward module under the interpreter that has
+    `serving_version` of it (None: `python`, by default this one; vLLM: its newest environment)."""
+    serving = engine(engine_name)
+    serving_python = (python if serving_version is None and engine_name == "sglang"
+                      else serving.python(serving_version))
     results: dict[str, Any] = {}
     walls: dict[str, float] = {}
 
@@ -92,7 +93,7 @@ def _notes(case: Case, tmeta: dict, smeta: dict, extra: list[str]) -> list[str]:
         else:
             notes.append(f"ROW ALIGNMENT BROKEN: training rows read {ti}, serving {si[:len(ti)]}")
     if tmeta.get("position_ids"):
-        notes.append(f"positions: training {tmeta['position_ids'][0]}.., SGLang 0..; "
+        notes.append(f"positions: training {tmeta['position_ids'][0]}.., serving 0..; "
                      "RoPE depends only on differences")
     return notes
 
@@ -122,7 +123,7 @@ def results_for(cases: list[Case], treply: dict, sreply: dict, ttensors: dict, s
 def forward_parity(target_config: dict, cases: list[Case], *, steps: int = 3, seq_len: int = 16,
                    seed: int = 0, dtype: str = "float32", device: str = "cpu", parallel: bool = True,
                    bare: bool = False, python: str | None = None,
-                   sglang_version: str | None = None) -> dict[str, Any]:
+                   sglang_version: str | None = None, engine_name: str = "sglang") -> dict[str, Any]:
     """Run and compare; returns {"results": [ForwardResult], "training": reply, "serving": reply,
     "wall": {...}}. `bare` runs the same models and forwards without hooks, outputs or
     comparison (the benchmark's baseline). `sglang_version` runs the serving path under that
@@ -131,11 +132,11 @@ def forward_parity(target_config: dict, cases: list[Case], *, steps: int = 3, se
     with tempfile.TemporaryDirectory(prefix="parity-forward-") as work:
         return _forward_parity(target_config, cases, Path(work), steps=steps, seq_len=seq_len,
                                seed=seed, dtype=dtype, device=device, parallel=parallel, bare=bare,
-                               python=python, sglang_version=sglang_version)
+                               python=python, sglang_version=sglang_version, engine_name=engine_name)
 
 
 def _forward_parity(target_config, cases, work: Path, *, steps, seq_len, seed, dtype, device,
-                    parallel, bare, python, sglang_version) -> dict[str, Any]:
+                    parallel, bare, python, sglang_version, engine_name) -> dict[str, Any]:
     from ..inputs import text_part
 
     vocab = text_part(shrink_config(target_config))["vocab_size"]  # the tiny target both sides build
@@ -148,7 +149,7 @@ def _forward_parity(target_config, cases, work: Path, *, steps, seq_len, seed, d
             "variants": [c.serving_request() for c in cases]}
     started = time.perf_counter()
     treply, sreply, walls = run_both(treq, sreq, parallel=parallel, python=python,
-                                     serving_version=sglang_version)
+                                     serving_version=sglang_version, engine_name=engine_name)
     walls["sides"] = time.perf_counter() - started
     for side, reply in (("training", treply), ("serving", sreply)):
         if reply.get("error"):

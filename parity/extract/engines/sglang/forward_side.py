@@ -313,6 +313,7 @@ def run_variant(sv: Serving, variant: dict, req: dict, out: dict[str, torch.Tens
     draft = draft.to(device=sv.device, dtype=sv.dtype)
     sv.adapter.keep_all_rows(draft)
     meta["graph"] = built_flags(draft)
+    meta["engine"], meta["draft_class"] = "sglang", type(draft).__name__
     hot = draft.get_hot_token_id()
 
     t = sv.tokens.shape[0]

@@ -1,27 +1,264 @@
-"""`parity forward`'s serving path for vLLM: not built yet (docs/vllm.md, "Not yet").
-
-The module exists so the engine's `FORWARD_MODULE` names something real: run, it answers
-with one error line (the caller reports it), never a draft forward it did not run.
+"""The serving path, run with the installed vLLM's own model code: tokens -> target -> EAGLE-3 draft.
 
     python -m parity.extract.engines.vllm.forward_side  < request.json
+
+One process (vLLM's parallel state is process-global) serves every variant of a request:
+1. vLLM's target model class for the target config (tiny widths, real depth), built by
+   `get_model` and loaded from the same seeded transformers checkpoint the training side uses
+   (safetensors on disk, vLLM's own `load_weights` and `process_weights_after_loading`);
+2. per variant (one served draft directory, vLLM's format): vLLM's config classes read it
+   (`SpeculativeConfig(method="eagle3", model=DIR)`), the GPU-default runner's own function sets
+   the aux layers (docs/vllm.md), and one prefill gives the aux states the runner concatenates
+   for the draft, plus the target's next token;
+3. the draft: vLLM's `Eagle3LlamaForCausalLM`, built by `initialize_model` from the draft config
+   the speculative config holds, loaded by its own `load_weights` (d2t -> draft_id_to_target_id,
+   t2d dropped), the target's embedding and head shared exactly where the proposer's own
+   `_maybe_share_embeddings` / `_maybe_share_lm_head` share them (run on a holder of the draft);
+4. the draft's first step as the proposer runs it: `combine_hidden_states` (the fc, with
+   `norm_before_fc` / `fc_norm` as the class applies them) on the aux states, then the draft
+   model on the input ids shifted left by one with the target's next token appended, then
+   `compute_logits`.
+
+Only the first step is run: later TTT steps attend over the draft's own KV cache, which needs
+vLLM's paged attention kernels, and parity's CPU stand-in (kernels.py) computes one prefill
+sequence without a cache; `parity forward --engine vllm` refuses --steps > 1 in one line.
+The draft's logits are recorded in the draft vocabulary (what its `logits_processor` returns)
+and the vocabulary mapping is read off `compute_logits`' own scatter into the target vocabulary.
+
+`"solve_taps"` on a variant: try id lists on the engine (the taps' layers shifted by -1, 0,
++1, as the gate does) and write the first whose captured states are, numerically, those taps
+into the served config where vLLM reads them (the top-level key).
 """
 
 from __future__ import annotations
 
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ....contract.tap import Tap
 from ....envs import reply_over_stdio
+from ....forward.variants import run_variants
 
 
-class NotBuilt(RuntimeError):
-    """The vLLM draft forward is not part of parity yet."""
+def warm() -> None:
+    """parity.forkserver: the vLLM probe's import-only first steps (the same family adapter)."""
+    from .probe import warm as warm_probe
+
+    warm_probe()
 
 
-def forward(request: dict) -> dict:
-    raise NotBuilt("parity forward has no vLLM serving path yet: vLLM's EAGLE-3 draft forward is not run "
-                   "by parity (docs/vllm.md, 'Not yet'); use --engine sglang")
+class Serving:
+    """The target (built once) and what depends only on it."""
+
+    def __init__(self, req: dict, timings: dict):
+        from importlib import metadata
+
+        from ...datagen_target import data_generation_target
+        from ...shrink import shrink_config
+        from .families import family_for
+        from .probe import free_port
+
+        t0 = time.perf_counter()
+        self.version = metadata.version("vllm")
+        self.family = family_for(self.version)
+        self.adapter = self.family.Adapter()
+        self.adapter.platform()
+        self.adapter.replace_kernels()
+        if req.get("dtype", "float32") != "float32" or req.get("device", "cpu") != "cpu":
+            raise ValueError("parity runs vLLM's forward on the CPU in float32 only")
+        self.work = Path(tempfile.mkdtemp(prefix="parity-forward-vllm-"))
+        self.target_dir = self.work / "target"
+        self.target_dir.mkdir()
+        (self.target_dir / "config.json").write_text(json.dumps(shrink_config(req["target_config"])))
+        self.hf, _ = data_generation_target(str(self.target_dir), req.get("seed", 0))
+        self.hf.save_pretrained(str(self.target_dir), safe_serialization=True)  # what vLLM loads
+        self.port = free_port()
+        timings["import_setup"] = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        first = req["variants"][0]["served_dir"]
+        self.base_config = self.config(first)
+        self.model = self.adapter.build_target(self.base_config)
+        self.tokens = torch.tensor(req["tokens"], dtype=torch.long)
+        self._refs = None
+        self._solved: dict[tuple, list[int]] = {}
+        timings["target_build"] = time.perf_counter() - t1
+        timings["target_forward"] = 0.0
+        self.timings = timings
+
+    def config(self, served_dir: str):
+        """The VllmConfig of the target with this served draft as its EAGLE-3 drafter."""
+        return self.adapter.config(str(self.target_dir), {"method": "eagle3", "model": served_dir,
+                                                          "num_speculative_tokens": 1}, self.port)
+
+    def refs(self):
+        from ...reference import candidate_states
+
+        if self._refs is None:
+            self._refs = candidate_states(self.hf, self.tokens)
+        return self._refs
+
+    def forward(self, vllm_config) -> tuple[torch.Tensor, torch.Tensor]:
+        """One target prefill: (the aux states concatenated as the runner hands them, final hidden)."""
+        started = time.perf_counter()
+        hidden, aux = self.adapter.forward(self.model, vllm_config, self.tokens)
+        self.timings["target_forward"] += time.perf_counter() - started
+        return torch.cat(aux, dim=-1), hidden
+
+    def solve(self, taps: list[str]) -> list[int]:
+        """The id list that makes this engine capture `taps`, tried on the engine itself."""
+        from ....gate import candidate_id_lists
+        from .probe import name_slots
+
+        key = tuple(taps)
+        if key in self._solved:
+            return self._solved[key]
+        tried = []
+        for ids in candidate_id_lists(tuple(Tap.parse(t) for t in taps)):
+            try:
+                self.adapter.set_ids(self.model, ids)
+                aux, _ = self.forward(self.base_config)
+            except Exception as exc:  # noqa: BLE001 - the engine refuses this list
+                tried.append(f"{ids} -> {type(exc).__name__}: {exc}")
+                continue
+            h = self.hf.config.hidden_size
+            got = [s["tap"] for s in name_slots([aux[:, k * h:(k + 1) * h] for k in range(aux.shape[-1] // h)],
+                                                self.refs())]
+            tried.append(f"{ids} -> {got}")
+            if got == list(taps):
+                self._solved[key] = ids
+                return ids
+        raise RuntimeError(f"no id list makes vllm {self.version} capture {list(taps)} (tried {'; '.join(tried)})")
+
+    def draft(self, vllm_config):
+        """vLLM's draft class for the served draft, loaded by its own load_weights, with the
+        target's embedding and head shared where the proposer shares them."""
+        from safetensors.torch import load_file
+
+        draft = self.adapter.build_draft(vllm_config)
+        served = Path(vllm_config.speculative_config.draft_model_config.model)
+        tensors = {}
+        for f in sorted(served.glob("*.safetensors")):
+            tensors.update(load_file(str(f)))
+        self.adapter.load_draft_weights(draft, vllm_config, list(tensors.items()))
+        self.adapter.share_with_target(draft, self.model, vllm_config)
+        return draft
+
+
+class Recorder:
+    """Hooks on the draft: what its first decoder layer receives, what its last returns, and
+    the draft-vocabulary logits its logits processor computes."""
+
+    def __init__(self, draft):
+        self.cur: dict[str, torch.Tensor] = {}
+        layers = draft.model.layers
+        self.hooks = [layers[0].register_forward_pre_hook(self._layer_in, with_kwargs=True),
+                      layers[-1].register_forward_hook(self._layer_out),
+                      draft.logits_processor.register_forward_hook(self._logits)]
+
+    def _layer_in(self, module, args, kwargs):
+        bound = dict(zip(("positions", "embeds", "hidden_states", "residual"), args), **kwargs)
+        self.cur["embeddings"] = bound["embeds"].detach().clone()
+        self.cur["fc_output"] = bound["hidden_states"].detach().clone()
+
+    def _layer_out(self, module, args, out):
+        hidden, residual = out
+        self.cur["layer_output"] = (hidden + residual if residual is not None else hidden).detach().clone()
+
+    def _logits(self, module, args, out):
+        self.cur["logits"] = out.detach().clone()
+
+    def remove(self):
+        for h in self.hooks:
+            h.remove()
+
+
+def vocab_map(draft_logits: torch.Tensor, full: torch.Tensor) -> torch.Tensor:
+    """For each draft index, the target id `compute_logits` put its logits at: read off the
+    scatter it ran (each draft column is found among the target columns by its values)."""
+    out = torch.full((draft_logits.shape[-1],), -1, dtype=torch.long)
+    for d in range(draft_logits.shape[-1]):
+        hits = (full == draft_logits[:, d:d + 1]).all(dim=0).nonzero().flatten()
+        if hits.numel():
+            out[d] = hits[0]
+    return out
+
+
+def run_variant(sv: Serving, variant: dict, req: dict, out: dict[str, torch.Tensor]) -> dict[str, Any]:
+    from vllm.config import set_current_vllm_config
+    from vllm.forward_context import set_forward_context
+
+
+    if int(req.get("steps", 1)) != 1:
+        raise ValueError("vLLM's draft steps after the first attend over its paged KV cache, which parity's "
+                         "CPU kernel stand-in does not compute: run with steps 1")
+    name, served = variant["name"], variant["served_dir"]
+    meta: dict[str, Any] = {"device": "cpu", "attention": {"target": "parity causal SDPA stand-in (kernels.py)",
+                                                           "draft": "parity causal SDPA stand-in (kernels.py)"}}
+    config_path = Path(served) / "config.json"
+    if variant.get("solve_taps"):
+        from . import write_ids
+
+        ids = sv.solve(variant["solve_taps"])
+        config_path.write_text(json.dumps(write_ids(json.loads(config_path.read_text()), ids), indent=2) + "\n")
+        meta["solved_ids"] = ids
+    vllm_config = sv.config(served)
+    runner = sv.family.GPU_DEFAULT_RUNNER
+    meta["runner"] = runner
+    meta["requested_ids"] = sv.adapter.config_ids(vllm_config, runner)
+    sv.adapter.set_capture(sv.model, vllm_config, runner)  # the runner's own start-up function
+    meta["capture_ids"] = sv.adapter.capture_ids(sv.model)
+    aux, hidden = sv.forward(sv.base_config)  # the config the target was built under (its layer registry)
+    with set_current_vllm_config(sv.base_config), torch.no_grad():
+        next_token = int(sv.model.compute_logits(hidden[-1:]).argmax(dim=-1)[0])
+    meta["next_token"] = next_token
+
+    draft = sv.draft(vllm_config)
+    meta["embedding"] = "target" if draft.model.embed_tokens is sv.model.model.embed_tokens else "draft"
+    meta["graph"] = sv.adapter.draft_graph(draft)
+    meta["engine"], meta["draft_class"] = "vllm", type(draft).__name__
+    shifted = torch.cat([sv.tokens[1:], torch.tensor([next_token])])  # x_1..x_T
+    t = shifted.shape[0]
+    recorder = None if req.get("bare") else Recorder(draft)
+    started = time.perf_counter()
+    with set_current_vllm_config(vllm_config), torch.no_grad(), \
+            set_forward_context(None, vllm_config, num_tokens=t):
+        g = draft.combine_hidden_states(aux)
+        last, _ = draft(input_ids=shifted, positions=torch.arange(t), hidden_states=g)
+        full = draft.compute_logits(last)
+    meta["forward_s"] = time.perf_counter() - started
+    if recorder is None:
+        return meta
+    recorder.remove()
+    stages = recorder.cur
+    out[f"{name}/0/fc_input"] = aux.float().clone()
+    for key in ("fc_output", "embeddings", "layer_output", "logits"):
+        out[f"{name}/0/{key}"] = stages[key].float()
+    mapping = getattr(draft, "draft_id_to_target_id", None)
+    out[f"{name}/vocab_map"] = (vocab_map(stages["logits"], full) if mapping is not None
+                                else torch.arange(stages["logits"].shape[-1]))
+    meta["vocab_mapping"] = ("read off compute_logits (target id = draft index + d2t[draft index])"
+                             if mapping is not None else "none (draft index = target id)")
+    meta["input_ids"] = shifted.tolist()
+    return meta
+
+
+def run(req: dict) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    timings: dict[str, float] = {}
+    sv = Serving(req, timings)
+    reply: dict[str, Any] = {"vllm_version": sv.version, "python": sys.executable,
+                             "model_class": f"{type(sv.model).__module__}.{type(sv.model).__name__}"}
+    return run_variants(req, reply, lambda variant, out: run_variant(sv, variant, req, out), timings, t0)
 
 
 def main() -> None:
-    reply_over_stdio(forward)
+    reply_over_stdio(run)
 
 
 if __name__ == "__main__":

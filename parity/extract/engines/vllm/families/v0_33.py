@@ -41,7 +41,7 @@ IMPORTS = (
     "vllm.model_executor.model_loader", "vllm.model_executor.model_loader.utils",
     "vllm.model_executor.layers.attention.attention", "vllm.model_executor.layers.attention.mla_attention",
     "vllm.model_executor.layers.fused_moe.experts.cpu_moe", "vllm.v1.worker.gpu_model_runner",
-    "vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils",
+    "vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils", "vllm.v1.spec_decode.eagle",
 )
 
 
@@ -93,10 +93,13 @@ class Adapter:
         vllm_config = VllmConfig(model_config=model_config, parallel_config=parallel, speculative_config=spec,
                                  compilation_config=CompilationConfig(mode=CompilationMode.NONE,
                                                                       custom_ops=["none"]))
-        with set_current_vllm_config(vllm_config):
-            init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
-                                         distributed_init_method=f"tcp://127.0.0.1:{port}")
-            initialize_model_parallel(1, 1, backend="gloo")
+        from vllm.distributed.parallel_state import model_parallel_is_initialized
+
+        if not model_parallel_is_initialized():  # once per process (the forward builds one config per draft)
+            with set_current_vllm_config(vllm_config):
+                init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
+                                             distributed_init_method=f"tcp://127.0.0.1:{port}")
+                initialize_model_parallel(1, 1, backend="gloo")
         return vllm_config
 
     def num_layers(self, vllm_config) -> int:
@@ -162,25 +165,62 @@ class Adapter:
             return out[0], list(out[1])
         return out, []
 
+    def build_draft(self, vllm_config):
+        """The draft class the proposer builds from the speculative config's draft model config."""
+        from vllm.config import set_current_vllm_config
+        from vllm.model_executor.model_loader.utils import initialize_model
+
+        draft_config = vllm_config.speculative_config.draft_model_config
+        with set_current_vllm_config(vllm_config):
+            return initialize_model(vllm_config=vllm_config, model_config=draft_config, prefix="draft").eval()
+
+    def load_draft_weights(self, draft, vllm_config, weights: list) -> None:
+        """The draft's own `load_weights` (d2t renamed, t2d dropped), then the loader's
+        `process_weights_after_loading`."""
+        import torch
+        from vllm.config import set_current_vllm_config
+        from vllm.model_executor.model_loader.utils import process_weights_after_loading
+
+        with set_current_vllm_config(vllm_config):
+            draft.load_weights(weights)
+            process_weights_after_loading(draft, vllm_config.speculative_config.draft_model_config,
+                                          torch.device("cpu"))
+
+    def share_with_target(self, draft, target, vllm_config) -> None:
+        """Share the target's embedding and LM head with the draft exactly where the proposer
+        does: its own `_maybe_share_embeddings` / `_maybe_share_lm_head`, run on a holder of
+        the draft (the real proposer allocates device buffers: a GPU)."""
+        from vllm.config import set_current_vllm_config
+        from vllm.v1.spec_decode.eagle import EagleProposer
+
+        holder = _Proposer(draft, vllm_config)
+        with set_current_vllm_config(vllm_config):
+            EagleProposer._maybe_share_embeddings(holder, target)
+            EagleProposer._maybe_share_lm_head(holder, target)
+
+    def draft_graph(self, draft) -> dict:
+        """The graph flags vLLM's draft class stores (what its forward applies)."""
+        inner = draft.model
+        layer = inner.layers[0]
+        return {"norm_before_fc": bool(getattr(inner, "norm_before_fc", False)),
+                "fc_norm": getattr(inner, "fc_norm", None) is not None,
+                "norm_output": bool(getattr(inner, "norm_output", False)),
+                "norm_before_residual": getattr(layer, "_residual_norm", None) is not None and
+                getattr(layer._residual_norm, "__func__", None) is getattr(type(layer), "_norm_before_residual", 0)}
+
     def draft_facts(self, vllm_config) -> dict:
         """What vLLM's own draft class (built from the draft's config, as the proposer builds it)
         applies: the graph flags it stores and, run on probes, how a draft token index becomes a
         target id (`compute_logits` with a known d2t) and whether `load_weights` takes a t2d."""
         import torch
         from vllm.config import set_current_vllm_config
-        from vllm.model_executor.model_loader.utils import initialize_model, process_weights_after_loading
+        from vllm.model_executor.model_loader.utils import process_weights_after_loading
 
-        draft_config = vllm_config.speculative_config.draft_model_config
+        draft = self.build_draft(vllm_config)
         with set_current_vllm_config(vllm_config):
-            draft = initialize_model(vllm_config=vllm_config, model_config=draft_config, prefix="draft")
-            process_weights_after_loading(draft, draft_config, torch.device("cpu"))
-        inner = draft.model
-        layer = inner.layers[0]
-        graph = {"norm_before_fc": bool(getattr(inner, "norm_before_fc", False)),
-                 "fc_norm": getattr(inner, "fc_norm", None) is not None,
-                 "norm_output": bool(getattr(inner, "norm_output", False)),
-                 "norm_before_residual": getattr(layer, "_residual_norm", None) is not None and
-                 getattr(layer._residual_norm, "__func__", None) is getattr(type(layer), "_norm_before_residual", 0)}
+            process_weights_after_loading(draft, vllm_config.speculative_config.draft_model_config,
+                                          torch.device("cpu"))
+        graph = self.draft_graph(draft)
         draft_vocab, target_vocab = draft.config.draft_vocab_size, vllm_config.model_config.get_vocab_size()
         vocab = {"draft_vocab_size": draft_vocab, "target_vocab_size": target_vocab}
         mapping = getattr(draft, "draft_id_to_target_id", None)
@@ -210,6 +250,19 @@ class Adapter:
         import torch
 
         return torch.stack(aux, dim=1)
+
+
+class _Proposer:
+    """What the proposer's two sharing methods read of `self`: the draft model and the config."""
+
+    def __init__(self, model, vllm_config):
+        self.model, self.vllm_config = model, vllm_config
+        # set from the speculative config by the proposer's __init__; the sharing code checks it
+        self.use_local_argmax_reduction = vllm_config.speculative_config.use_local_argmax_reduction
+
+    def __getattr__(self, name):
+        raise AttributeError(f"parity's proposer holder has no {name!r}: vLLM's sharing code reads more "
+                             "than parity set up")
 
 
 class _V1Runner:
