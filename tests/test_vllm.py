@@ -194,6 +194,19 @@ def test_the_draft_side_is_read_from_vllms_draft_class(tmp_path, capsys):
     assert c["vocab"]["d2t"] == "offsets" and c["vocab"]["t2d"] == "ignored"
     assert (c["vocab"]["draft_vocab_size"], c["vocab"]["target_vocab_size"]) == (128, 256)
     assert c["provenance"]["details"]["draft_class"].endswith("Eagle3LlamaForCausalLM")
+    assert c["embedding"] == "target"  # no embed_tokens in the checkpoint: the proposer shares the target's
+
+
+def test_a_draft_with_its_own_embedding_keeps_it_under_vllm(capsys):
+    """The proposer's own sharing decides: a checkpoint whose embed_tokens differs from the
+    target's keeps its own (SGLang binds the target's whatever the checkpoint holds)."""
+    from parity.fixtures import DraftRecipe, speculators_draft
+
+    draft = speculators_draft(DraftRecipe(seed=1))
+    capsys.readouterr()
+    rc, out, err = run(capsys, "contract", "serving", "--engine", "vllm", "--target-config", LLAMA_32,
+                       "--draft", draft, "--json")
+    assert rc == 0 and json.loads(out)["embedding"] == "draft", err
 
 
 def test_a_specforge_draft_with_nested_ids_served_by_vllm_drifts_with_a_fix_vllm_verifies(nested, capsys):

@@ -17,7 +17,8 @@ extracted by running that release's own code on a tiny model of the target's arc
 depth, every captured state named by numerical identity against transformers (how:
 `docs/engines-on-cpu.md`, `docs/trainers.md`). A cell **in bold** differs from the release
 above it. `(default)`: the engine found no ids it could use and fell back to its default layers.
-`✗ n`: the case gave error n, listed under its table."""
+`✗ n`: the case gave error n, listed under its table (`X` in an error is the row's release).
+A row whose every case gave the same error shows it once."""
 
 
 def _md(text: str) -> str:
@@ -28,26 +29,39 @@ def _bold(text: str, on: bool) -> str:
     return f"**{text}**" if on and text else text
 
 
-def cell_text(cell: dict, errors: list[str], package: str) -> str:
+def general(message: str, version: str) -> str:
+    """An error as the table lists it: the release's own number written X, so releases that
+    failed alike share one entry."""
+    import re
+
+    message = re.sub(r"(?<!\S)/\S*?/(fixtures/)", r"\1", message)  # no machine's checkout path
+    return re.sub(rf"(?<![\w.]){re.escape(version)}(?![\w])", "X", message)
+
+
+def number(message: str, errors: list[str]) -> int:
+    if message not in errors:
+        errors.append(message)
+    return errors.index(message) + 1
+
+
+def cell_text(cell: dict, errors: list[str], package: str, version: str = "") -> str:
     """A case's cell: the fc states (and the loss target for training), else the error's number."""
     if "fc" in cell and cell.get("error") is None:
         text = ", ".join(s or "?" for s in cell["fc"])
         if package == "speculators":
             text = f"fc [{text}], target {cell.get('target')}"
         return text + (" (default)" if cell.get("default") else "")
-    message = cell.get("error", "no result")
-    if message not in errors:
-        errors.append(message)
-    shown = f"✗ {errors.index(message) + 1}"
+    shown = f"✗ {number(general(cell.get('error', 'no result'), version), errors)}"
     if cell.get("fc") and any(cell["fc"]):  # some slots named before the error
         shown = ", ".join(s or "–" for s in cell["fc"]) + " " + shown
     return shown
 
 
-def _comparable(cell: dict | None) -> Any:
+def _comparable(cell: dict | None, version: str) -> Any:
     if cell is None:
         return None
-    return (tuple(cell.get("fc") or ()), cell.get("target"), cell.get("default", False), cell.get("error"))
+    error = general(cell["error"], version) if cell.get("error") else None
+    return (tuple(cell.get("fc") or ()), cell.get("target"), cell.get("default", False), error)
 
 
 def table(package: str, section: dict, cases: dict[str, str]) -> list[str]:
@@ -60,11 +74,17 @@ def table(package: str, section: dict, cases: dict[str, str]) -> list[str]:
         version = row["version"]
         build = row.get("build", {})
         if "error" in build or "cases" not in row:
-            why = build.get("error", "not run")
-            if why not in errors:
-                errors.append(why)
-            out.append(f"| {version} | | not built: ✗ {errors.index(why) + 1} |" + " |" * (len(names) - 1))
+            why = general(build.get("error", "not run"), version)
+            out.append(f"| {version} | | not built: ✗ {number(why, errors)} |" + " |" * (len(names) - 1))
             previous = None
+            continue
+        alike = {general(c.get("error") or "", version) for c in row["cases"].values()}
+        if len(alike) == 1 and "" not in alike and not any(c.get("fc") and any(c["fc"]) for c in row["cases"].values()):
+            changed = previous is None or alike != {general(c.get("error") or "", previous["version"])
+                                                    for c in previous["cases"].values()}
+            out.append(f"| {version} | | {_bold(f'every case: ✗ {number(alike.pop(), errors)}', changed)} |"
+                       + " |" * (len(names) - 1))
+            previous = row
             continue
         family = row.get("family") or ""
         if row.get("note") and "not a release parity has verified" in row["note"]:
@@ -72,8 +92,9 @@ def table(package: str, section: dict, cases: dict[str, str]) -> list[str]:
         cells = []
         for name in names:
             cell = row["cases"].get(name)
-            text = cell_text(cell, errors, package) if cell else ""
-            changed = previous is not None and _comparable(cell) != _comparable(previous["cases"].get(name))
+            text = cell_text(cell, errors, package, version) if cell else ""
+            changed = previous is not None and (_comparable(cell, version)
+                                                != _comparable(previous["cases"].get(name), previous["version"]))
             cells.append(_bold(_md(text), changed))
         out.append(f"| {version} | {_md(family)} | " + " | ".join(cells) + " |")
         previous = row

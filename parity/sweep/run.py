@@ -36,8 +36,12 @@ def log(msg: str) -> None:
 
 
 def first_line(exc: BaseException | str) -> str:
+    """One line, with this machine's paths made relative (the published table names no checkout)."""
+    from ..home import SHIPPED
+
     text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= 500 else text[:500] + " ..."
+    text = text.replace(f"{SHIPPED}/", "").replace(tempfile.gettempdir() + "/", "$TMPDIR/")
+    return text if len(text) <= 700 else text[:700] + " ..."
 
 
 @contextmanager

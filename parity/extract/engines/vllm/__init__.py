@@ -191,7 +191,7 @@ def to_contract(reply: dict[str, Any], target_config: dict, draft_config: dict) 
     return ServingContract(
         target_model=TargetModel.from_hf_config(target_config), fc_input=slots,
         graph=GraphFlags(**draft.get("graph", {})),
-        vocab=VocabMapping(**{k: v for k, v in draft.get("vocab", {}).items() if v is not None}), embedding="unknown", provenance=provenance, findings=tuple(findings),
+        vocab=VocabMapping(**{k: v for k, v in draft.get("vocab", {}).items() if v is not None}), embedding=draft.get("embedding", "unknown"), provenance=provenance, findings=tuple(findings),
         engine=NAME, requested_ids=tuple(ids) if ids else None,
         ids_source=f"{runner} runner: " + ("the draft config" if ids else "engine default"),
         capture_ids=tuple(chosen["capture_ids"]) if chosen.get("capture_ids") is not None else None)

@@ -182,7 +182,7 @@ def extract(request: dict) -> dict[str, Any]:
     reply["candidates"] = candidates
     if request["mode"] == "serving":
         try:
-            reply["draft"] = adapter.draft_facts(vllm_config)
+            reply["draft"] = adapter.draft_facts(vllm_config, model)
         except Exception as exc:  # noqa: BLE001 - the contract says what could not be read
             reply["draft_error"] = f"vllm {version}'s draft class could not be built: {one_line(exc)}"
     return reply

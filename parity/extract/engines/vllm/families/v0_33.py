@@ -165,14 +165,15 @@ class Adapter:
             return out[0], list(out[1])
         return out, []
 
-    def build_draft(self, vllm_config):
-        """The draft class the proposer builds from the speculative config's draft model config."""
+    def build_draft(self, vllm_config, prefix: str = "draft"):
+        """The draft class the proposer builds from the speculative config's draft model config
+        (`prefix`: its layers' names in the config's layer registry, one per built draft)."""
         from vllm.config import set_current_vllm_config
         from vllm.model_executor.model_loader.utils import initialize_model
 
         draft_config = vllm_config.speculative_config.draft_model_config
         with set_current_vllm_config(vllm_config):
-            return initialize_model(vllm_config=vllm_config, model_config=draft_config, prefix="draft").eval()
+            return initialize_model(vllm_config=vllm_config, model_config=draft_config, prefix=prefix).eval()
 
     def load_draft_weights(self, draft, vllm_config, weights: list) -> None:
         """The draft's own `load_weights` (d2t renamed, t2d dropped), then the loader's
@@ -208,14 +209,31 @@ class Adapter:
                 "norm_before_residual": getattr(layer, "_residual_norm", None) is not None and
                 getattr(layer._residual_norm, "__func__", None) is getattr(type(layer), "_norm_before_residual", 0)}
 
-    def draft_facts(self, vllm_config) -> dict:
+    def draft_embedding(self, vllm_config, target) -> str:
+        """Whose token embedding the served draft uses: its checkpoint loaded by its own
+        `load_weights`, then the proposer's own sharing with `target` ("target" or "draft")."""
+        from pathlib import Path
+
+        from safetensors.torch import load_file
+
+        draft = self.build_draft(vllm_config, prefix="draft_embedding")
+        weights = {}
+        for f in sorted(Path(vllm_config.speculative_config.draft_model_config.model).glob("*.safetensors")):
+            weights.update(load_file(str(f)))
+        self.load_draft_weights(draft, vllm_config, list(weights.items()))
+        self.share_with_target(draft, target, vllm_config)
+        return "target" if draft.model.embed_tokens is target.model.embed_tokens else "draft"
+
+    def draft_facts(self, vllm_config, target=None) -> dict:
         """What vLLM's own draft class (built from the draft's config, as the proposer builds it)
         applies: the graph flags it stores and, run on probes, how a draft token index becomes a
-        target id (`compute_logits` with a known d2t) and whether `load_weights` takes a t2d."""
+        target id (`compute_logits` with a known d2t), whether `load_weights` takes a t2d and
+        (given the built `target`) whose embedding it uses."""
         import torch
         from vllm.config import set_current_vllm_config
         from vllm.model_executor.model_loader.utils import process_weights_after_loading
 
+        embedding = self.draft_embedding(vllm_config, target) if target is not None else "unknown"
         draft = self.build_draft(vllm_config)
         with set_current_vllm_config(vllm_config):
             process_weights_after_loading(draft, vllm_config.speculative_config.draft_model_config,
@@ -226,7 +244,8 @@ class Adapter:
         mapping = getattr(draft, "draft_id_to_target_id", None)
         if mapping is None:
             vocab.update(d2t="absent", t2d="absent", mapping="draft index = target id (same vocabulary)")
-            return {"graph": graph, "vocab": vocab, "class": f"{type(draft).__module__}.{type(draft).__name__}"}
+            return {"graph": graph, "vocab": vocab, "embedding": embedding,
+                    "class": f"{type(draft).__module__}.{type(draft).__name__}"}
         shift = 1  # d2t = 1 everywhere: offsets put draft index i at target id i + 1, absolute at 1
         with torch.no_grad():
             mapping.fill_(shift)
@@ -242,7 +261,8 @@ class Adapter:
         t2d = "ignored" if all(same(before[k], v) for k, v in draft.state_dict().items()) else "present"
         vocab.update(d2t=d2t, t2d=t2d, mapping=f"target id = draft index + d2t[draft index] (compute_logits; "
                      f"ran it: d2t = {shift} put draft index 0 at target id {finite[0] if finite else None})")
-        return {"graph": graph, "vocab": vocab, "class": f"{type(draft).__module__}.{type(draft).__name__}"}
+        return {"graph": graph, "vocab": vocab, "embedding": embedding,
+                "class": f"{type(draft).__module__}.{type(draft).__name__}"}
 
     def dump_stack(self, aux):
         """What the extract_hidden_states proposer writes per token: the aux states stacked in
