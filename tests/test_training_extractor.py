@@ -34,8 +34,8 @@ LLAMA = TargetModel(architecture="LlamaForCausalLM", model_type="llama", num_hid
 BORN_FROM = parse_taps("h0,h3,h31,h59")
 
 
-PROBES = [(4, "0.9.0", PROBE_MODULE), (4, "0.7.0.2", PROBE_MODULE), (4, "0.9.0", DRIFTED),
-          (1, "0.9.0", PROBE_MODULE)]
+PROBES = [(4, "0.9.0", PROBE_MODULE), (4, "0.7.0.2", PROBE_MODULE), (4, "0.6.0.2", PROBE_MODULE),
+          (4, "0.9.0", DRIFTED), (1, "0.9.0", PROBE_MODULE)]
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -61,6 +61,7 @@ def kinds(contract) -> list[str]:
 
 @pytest.mark.parametrize("version,data_path", [
     ("0.9.0", None), ("0.7.0.2", "standardize_data_v1"), ("0.7.0.2", "ArrowDataset"),
+    ("0.6.0.2", "standardize_data_v1"), ("0.6.0.2", "ArrowDataset"),  # its dataset reads the file itself
 ])
 def test_born_from_case(version, data_path):
     """4-slot dump [h0, h3, h31, h59] of a 61-layer DeepSeek-V3: fc [h0, h3, h31], target h59."""
@@ -319,7 +320,7 @@ def test_each_built_release_is_verified_by_exactly_one_family():
     from parity.extract.trainers.speculators.families import family_for
 
     built = {env.packages["speculators"] for env in environments() if "speculators" in env.packages}
-    assert built == {"0.9.0", "0.8.1", "0.7.0.2"}
+    assert built == {"0.9.0", "0.8.1", "0.7.0.2", "0.6.0.2"}
     for version in built:
         assert version in family_for(version).VERIFIED
     for module in families("parity.extract.trainers.speculators.families"):

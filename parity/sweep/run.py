@@ -41,7 +41,7 @@ def first_line(exc: BaseException | str) -> str:
 
     text = " ".join(str(exc).split()) or type(exc).__name__
     text = text.replace(f"{SHIPPED}/", "").replace(tempfile.gettempdir() + "/", "$TMPDIR/")
-    return text if len(text) <= 700 else text[:700] + " ..."
+    return text if len(text) <= 2000 else text[:2000] + " ..."
 
 
 @contextmanager

@@ -170,7 +170,10 @@ class ProbeRun:
         return torch.arange(self.seq_len) + TOKEN0
 
     def collate(self, sample: dict) -> dict[str, torch.Tensor]:
-        """What the trainer receives: CollateFn(preprocess=shift_batch) over one sample, real rows only."""
+        """What the trainer receives: CollateFn(preprocess=shift_batch) over one sample, real rows only
+        (a family with a collate of its own: that one)."""
+        if hasattr(self.family, "collate"):
+            return self.family.collate(self, sample)
         from speculators.train.data import CollateFn
 
         collate = CollateFn(max_len=self.seq_len + 2, hidden_size=self.hidden,
@@ -188,6 +191,8 @@ class ProbeRun:
         except (ImportError, AttributeError):
             return [(path, lambda: _absent(self, path))]
         self.data_mod = resolve("speculators.train.data")
+        if self.family.HS_CONNECTORS is None:  # the dataset reads hidden_states/hs_{i}.safetensors itself
+            return [(path, lambda: direct_arrow_runner(self))]
         registry = resolve(f"{self.family.HS_CONNECTORS}.transfer.HiddenStatesBackend").registry
         return [(path, lambda b=name, c=backend: arrow_runner(self, b, c)) for name, backend in registry.items()]
 
@@ -316,16 +321,12 @@ class NeedsStore(ProbeError):
     """A backend that reads through a running store, not a file: skipped, not failed."""
 
 
-def arrow_runner(run: ProbeRun, name: str, backend: Any) -> tuple[Callable, dict]:
-    """The arrow directory + hidden_states/hs_0.safetensors through ArrowDataset and one transfer."""
+def _arrow_dir(run: ProbeRun, name: str) -> Path:
+    """The preprocessed arrow directory speculators' training reads (one sample), with an empty
+    hidden_states/ beside it."""
     import datasets
 
-    data_mod = run.data_mod
     data_path = run.tmp / f"arrow-{name}"
-    transfer, connector = backend_transfer(run, backend, data_path)
-    if not isinstance(transfer, data_mod.FileTransfer):
-        raise NeedsStore(f"backend {name!r} reads through {type(transfer).__name__}, not a file: "
-                         "needs its store running")
     ids = run.token_ids()
     rows = {"input_ids": [ids.tolist()], "loss_mask": [[1] * run.seq_len], "seq_len": [run.seq_len]}
     getattr(datasets, "disable_progress_bars", lambda: None)()
@@ -333,6 +334,39 @@ def arrow_runner(run: ProbeRun, name: str, backend: Any) -> tuple[Callable, dict
     ds.set_format(type="torch")  # as speculators' preprocessing saves it
     ds.save_to_disk(str(data_path))
     (data_path / "hidden_states").mkdir()
+    return data_path
+
+
+def direct_arrow_runner(run: ProbeRun) -> tuple[Callable, dict]:
+    """The arrow directory + hidden_states/hs_0.safetensors through an ArrowDataset that loads the
+    file itself (no hidden-states transfer: the 0.5-0.6 releases)."""
+    data_path = _arrow_dir(run, "file")
+    ids = run.token_ids()
+
+    def go(dump: torch.Tensor, transform: Any) -> dict:  # dump: [T, L, H]
+        write_hs_file(run, data_path / "hidden_states" / "hs_0.safetensors", dump, ids,
+                      "ExampleHiddenStatesConnector")
+        dataset = run.family.arrow_dataset(run.data_mod, run.seq_len + 2, str(data_path), None, transform)
+        torch.manual_seed(0)
+        item = dataset[0]
+        if item is None:
+            raise ProbeError("ArrowDataset returned no sample")
+        return run.collate(item)
+
+    return go, {"transfer": "none: ArrowDataset loads hidden_states/hs_{i}.safetensors itself", "backend": "file",
+                "writer": "a safetensors file {hidden_states [T, L, H], token_ids}, as vLLM's example connector writes"}
+
+
+def arrow_runner(run: ProbeRun, name: str, backend: Any) -> tuple[Callable, dict]:
+    """The arrow directory + hidden_states/hs_0.safetensors through ArrowDataset and one transfer."""
+    data_mod = run.data_mod
+    data_path = run.tmp / f"arrow-{name}"
+    transfer, connector = backend_transfer(run, backend, data_path)
+    if not isinstance(transfer, data_mod.FileTransfer):
+        raise NeedsStore(f"backend {name!r} reads through {type(transfer).__name__}, not a file: "
+                         "needs its store running")
+    ids = run.token_ids()
+    _arrow_dir(run, name)
 
     def go(dump: torch.Tensor, transform: Any) -> dict:  # dump: [T, L, H]
         write_hs_file(run, data_path / "hidden_states" / "hs_0.safetensors", dump, ids, connector)

@@ -34,7 +34,8 @@ DRAFT_CONFIG = "speculators.models.eagle3.config.Eagle3SpeculatorConfig"
 HS_CONNECTORS = "speculators._vendor.hs_connectors"
 NOISE = "speculators.train.noise_transforms.AddUniformNoise"
 # What must be in a release outside every range for this family to run it (families.place).
-REQUIRES = (V1_PATH, "speculators.train.data.SampleFileDataset", SHIFT_BATCH)
+REQUIRES = (V1_PATH, "speculators.train.data.SampleFileDataset", SHIFT_BATCH,
+            f"{HS_CONNECTORS}.transfer.HiddenStatesBackend")
 
 
 def train_transform(run: "ProbeRun") -> tuple[Any, str | None]:
