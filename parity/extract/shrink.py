@@ -15,6 +15,7 @@ state passes through, keeps its widths and gets a single block (`VISION_DEPTH_KE
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 # Width-like keys and their tiny values. Only keys already present are overridden.
@@ -101,3 +102,34 @@ def _shrink_text(config: dict[str, Any]) -> dict[str, Any]:
     tiny["dtype"] = "float32"
     tiny["tie_word_embeddings"] = bool(config.get("tie_word_embeddings", False))
     return tiny
+
+
+def shrink_draft_config(config: dict[str, Any]) -> dict[str, Any]:
+    """A draft config with tiny widths (same flags, keys and layer layout), for building the
+    engine's draft class at any draft size: the top level and a speculators-format
+    `transformer_layer_config` are shrunk like a target; a target width that differs from the
+    draft's stays different (96), and the draft vocabulary at most 32."""
+    tiny = shrink_config(config)
+    layer = tiny.get("transformer_layer_config")
+    if isinstance(layer, dict):
+        tiny["transformer_layer_config"] = shrink_config(layer)
+    width = config.get("hidden_size") or (config.get("transformer_layer_config") or {}).get("hidden_size")
+    real_target_h = config.get("target_hidden_size")
+    if real_target_h is not None:  # keep "target width differs from draft width" as it is
+        tiny["target_hidden_size"] = TINY["hidden_size"] if real_target_h == width else 96
+    if config.get("draft_vocab_size") is not None:
+        tiny["draft_vocab_size"] = min(config["draft_vocab_size"], 32)
+    return tiny
+
+
+def shrunk_draft_dir(draft_dir) -> "tuple[Path, dict]":
+    """A new temporary directory holding the shrunk copy of the draft's config.json (no weights),
+    and the real config."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    config = json.loads((Path(draft_dir) / "config.json").read_text())
+    out = Path(tempfile.mkdtemp(prefix="parity-draft-"))
+    (out / "config.json").write_text(json.dumps(shrink_draft_config(config)))
+    return out, config

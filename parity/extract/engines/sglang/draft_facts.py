@@ -11,33 +11,18 @@ real forward with hooks.
 
 from __future__ import annotations
 
-import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from ...shrink import shrink_config
+from ...shrink import shrunk_draft_dir
 
 FLAG_KEYS = ("norm_before_fc", "fc_norm", "norm_output", "norm_before_residual")
 
 
 def _finding(kind: str, message: str, severity: str = "warning") -> dict:
     return {"kind": kind, "message": message, "severity": severity, "slot": None}
-
-
-def shrunk_draft_dir(draft_dir: str) -> tuple[Path, dict]:
-    config = json.loads((Path(draft_dir) / "config.json").read_text())
-    tiny = shrink_config(config)
-    real_target_h = config.get("target_hidden_size")
-    if real_target_h is not None:  # keep "target width differs from draft width" as it is
-        tiny["target_hidden_size"] = tiny["hidden_size"] if real_target_h == config.get("hidden_size") else 96
-    if config.get("draft_vocab_size") is not None:
-        tiny["draft_vocab_size"] = min(config["draft_vocab_size"], 32)
-    out = Path(tempfile.mkdtemp(prefix="parity-draft-"))
-    (out / "config.json").write_text(json.dumps(tiny))
-    return out, config
 
 
 def draft_tensors(draft_dir: str) -> dict[str, torch.Tensor | None]:

@@ -52,6 +52,22 @@ def warm() -> None:
     import transformers  # noqa: F401 - the reference model
 
 
+def built_draft_dir(draft_dir: str) -> tuple[str, str | None]:
+    """The draft directory vLLM builds its draft class from, and the real one whose checkpoint
+    names decide the embedding when they differ. A draft made for the tiny target is used as it
+    is (its weights load); a real-size one as a shrunk copy of its config (same keys, ids and
+    flags, tiny widths: its class at full width would take gigabytes for nothing the contract
+    reads), its checkpoint's tensor names kept."""
+    from ...shrink import TINY, shrunk_draft_dir
+
+    config = json.loads((Path(draft_dir) / "config.json").read_text())
+    width = config.get("hidden_size") or (config.get("transformer_layer_config") or {}).get("hidden_size")
+    if width == TINY["hidden_size"]:
+        return draft_dir, None
+    tiny_dir, _ = shrunk_draft_dir(draft_dir)
+    return str(tiny_dir), draft_dir
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -134,7 +150,8 @@ def extract(request: dict) -> dict[str, Any]:
                        "draft_model_config": {"hf_config": {
                            "eagle_aux_hidden_state_layer_ids": list(request["launch_ids"])}}}
     else:
-        speculative = {"method": "eagle3", "model": request["draft_dir"], "num_speculative_tokens": 1}
+        served, checkpoint = built_draft_dir(request["draft_dir"])
+        speculative = {"method": "eagle3", "model": served, "num_speculative_tokens": 1}
     torch.manual_seed(seed)
     try:
         vllm_config = adapter.config(str(target_dir), speculative, free_port())
@@ -182,7 +199,7 @@ def extract(request: dict) -> dict[str, Any]:
     reply["candidates"] = candidates
     if request["mode"] == "serving":
         try:
-            reply["draft"] = adapter.draft_facts(vllm_config, model)
+            reply["draft"] = adapter.draft_facts(vllm_config, model, checkpoint)
         except Exception as exc:  # noqa: BLE001 - the contract says what could not be read
             reply["draft_error"] = f"vllm {version}'s draft class could not be built: {one_line(exc)}"
     return reply

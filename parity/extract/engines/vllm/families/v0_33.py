@@ -209,22 +209,33 @@ class Adapter:
                 "norm_before_residual": getattr(layer, "_residual_norm", None) is not None and
                 getattr(layer._residual_norm, "__func__", None) is getattr(type(layer), "_norm_before_residual", 0)}
 
-    def draft_embedding(self, vllm_config, target) -> str:
+    def draft_embedding(self, vllm_config, target, checkpoint: str | None = None) -> str:
         """Whose token embedding the served draft uses: its checkpoint loaded by its own
-        `load_weights`, then the proposer's own sharing with `target` ("target" or "draft")."""
+        `load_weights`, then the proposer's own sharing with `target` ("target" or "draft").
+        `checkpoint`: the real draft of a draft built at tiny widths; its tensor names decide
+        (an embed_tokens tensor is fed at the tiny width, distinct from the target's)."""
         from pathlib import Path
 
+        import torch
+        from safetensors import safe_open
         from safetensors.torch import load_file
 
         draft = self.build_draft(vllm_config, prefix="draft_embedding")
         weights = {}
-        for f in sorted(Path(vllm_config.speculative_config.draft_model_config.model).glob("*.safetensors")):
-            weights.update(load_file(str(f)))
+        if checkpoint is None:
+            for f in sorted(Path(vllm_config.speculative_config.draft_model_config.model).glob("*.safetensors")):
+                weights.update(load_file(str(f)))
+        else:
+            for f in sorted(Path(checkpoint).glob("*.safetensors")):
+                with safe_open(str(f), framework="pt") as fh:
+                    for name in fh.keys():
+                        if "embed_tokens" in name:
+                            weights[name] = torch.randn(draft.model.embed_tokens.weight.shape)
         self.load_draft_weights(draft, vllm_config, list(weights.items()))
         self.share_with_target(draft, target, vllm_config)
         return "target" if draft.model.embed_tokens is target.model.embed_tokens else "draft"
 
-    def draft_facts(self, vllm_config, target=None) -> dict:
+    def draft_facts(self, vllm_config, target=None, checkpoint: str | None = None) -> dict:
         """What vLLM's own draft class (built from the draft's config, as the proposer builds it)
         applies: the graph flags it stores and, run on probes, how a draft token index becomes a
         target id (`compute_logits` with a known d2t), whether `load_weights` takes a t2d and
@@ -233,7 +244,7 @@ class Adapter:
         from vllm.config import set_current_vllm_config
         from vllm.model_executor.model_loader.utils import process_weights_after_loading
 
-        embedding = self.draft_embedding(vllm_config, target) if target is not None else "unknown"
+        embedding = self.draft_embedding(vllm_config, target, checkpoint) if target is not None else "unknown"
         draft = self.build_draft(vllm_config)
         with set_current_vllm_config(vllm_config):
             process_weights_after_loading(draft, vllm_config.speculative_config.draft_model_config,
