@@ -234,7 +234,8 @@ def locked() -> Matrix:
     return matrix({"0.7.0.2": training("0.7.0.2"), "0.9.0": training("0.9.0")},
                   {"0.5.12.post1": served(("h1", "h4", "h32"), ids=(0, 3, 31), version="0.5.12.post1",
                                           unfixable=LOCK_NO_FIX),
-                   "0.5.14": served(("h0", "h3", "h31"), ids=(0, 3, 31), version="0.5.14"),
+                   **{v: served(("h0", "h3", "h31"), ids=(0, 3, 31), version=v)
+                      for v in ("0.5.14", "0.5.18", "0.5.21", "0.5.22")},
                    "0.5.23": served(("h0", "h3", "h31"), ids=(0, 3, 31))},
                   locked=training(), contract=LOCK, draft="fixtures/drafts/kimi-k2.5-eagle3-fixed")
 

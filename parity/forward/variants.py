@@ -9,6 +9,20 @@ from typing import Any, Callable
 import torch
 
 
+def serve_variants(req: dict, package: str, make_serving: Callable, run_one: Callable) -> dict[str, Any]:
+    """An engine's serving side: `make_serving(req, timings)` builds what every variant shares
+    (it has `version` and the target `model`), then `run_one(serving, variant, req, out)` per
+    variant (run_variants)."""
+    import sys
+
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    sv = make_serving(req, timings)
+    reply: dict[str, Any] = {f"{package}_version": sv.version, "python": sys.executable,
+                             "model_class": f"{type(sv.model).__module__}.{type(sv.model).__name__}"}
+    return run_variants(req, reply, lambda variant, out: run_one(sv, variant, req, out), timings, started)
+
+
 def run_variants(req: dict, reply: dict[str, Any], run_one: Callable[[dict, dict], dict],
                  timings: dict[str, float], started: float) -> dict[str, Any]:
     """`run_one(variant, out)` per variant into reply["variants"]; one failing is reported,

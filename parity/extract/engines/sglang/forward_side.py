@@ -51,7 +51,6 @@ states are, numerically, those taps of the transformers reference.
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -61,7 +60,7 @@ import torch
 
 from ....contract.tap import Tap
 from ....envs import reply_over_stdio
-from ....forward.variants import run_variants
+from ....forward.variants import serve_variants
 from ... import standins
 from .draft_facts import built_flags
 
@@ -355,12 +354,7 @@ def warm() -> None:
 
 
 def run(req: dict) -> dict[str, Any]:
-    t0 = time.perf_counter()
-    timings: dict[str, float] = {}
-    sv = Serving(req, timings)
-    reply: dict[str, Any] = {"sglang_version": sv.version, "python": sys.executable,
-                             "model_class": f"{type(sv.model).__module__}.{type(sv.model).__name__}"}
-    return run_variants(req, reply, lambda variant, out: run_variant(sv, variant, req, out), timings, t0)
+    return serve_variants(req, "sglang", Serving, run_variant)
 
 
 def main() -> None:

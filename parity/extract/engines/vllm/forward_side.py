@@ -33,7 +33,6 @@ into the served config where vLLM reads them (the top-level key).
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -43,7 +42,7 @@ import torch
 
 from ....contract.tap import Tap
 from ....envs import reply_over_stdio
-from ....forward.variants import run_variants
+from ....forward.variants import serve_variants
 
 
 def warm() -> None:
@@ -249,12 +248,7 @@ def run_variant(sv: Serving, variant: dict, req: dict, out: dict[str, torch.Tens
 
 
 def run(req: dict) -> dict[str, Any]:
-    t0 = time.perf_counter()
-    timings: dict[str, float] = {}
-    sv = Serving(req, timings)
-    reply: dict[str, Any] = {"vllm_version": sv.version, "python": sys.executable,
-                             "model_class": f"{type(sv.model).__module__}.{type(sv.model).__name__}"}
-    return run_variants(req, reply, lambda variant, out: run_variant(sv, variant, req, out), timings, t0)
+    return serve_variants(req, "vllm", Serving, run_variant)
 
 
 def main() -> None:
