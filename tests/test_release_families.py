@@ -33,6 +33,16 @@ def _fits_only(*names: str):
     return fits
 
 
+def test_vllm_releases_are_placed_the_same_way():
+    vllm = "parity.extract.engines.vllm.families"
+    assert place("vllm", "0.11.0", vllm, _fits_only()).family == "0.11"
+    newer = place("vllm", "0.34.0", vllm, _fits_only("v0_33", "v0_11"))
+    assert newer.family == "0.33" and newer.note == ("vllm 0.34.0 is newer than any release parity has verified; "
+                                                     "extracted with the 0.33-family adapter")
+    with pytest.raises(UnsupportedRelease, match="0.33-family adapter: looked for"):
+        place("vllm", "0.34.0", vllm, _fits_only())
+
+
 def test_a_verified_release_gets_its_family_and_no_note():
     p = place("sglang", "0.5.14", SGLANG, _fits_only())  # in range: fits is never asked
     assert p.family == "0.5.14" and p.note is None

@@ -269,3 +269,64 @@ def test_export_for_vllm_writes_the_top_level_ids_vllm_serves_as_trained(tmp_pat
     rc, said, err = run(capsys, "check", "--engine", "vllm", "--target-config", LLAMA_32, "--draft", out,
                         "--dump-layout", "h2,h16,h29,h32")
     assert rc == 0, said + err  # both runners feed what it was trained on
+
+
+# -- vLLM 0.11: the older family (no config key, id N dropped, its own sharing) -------------------
+
+def test_a_dump_made_by_0_11_drops_the_last_layer_that_0_33_dumps(dump, capsys):
+    """The same launch ids [2, 16, 29, 32]: 0.33 dumps h32, 0.11's capture never reaches id 32, so
+    speculators trains that draft to predict h29 from [h2, h16]; the contract says why."""
+    old = extract_dump(LLAMA_32, [2, 16, 29], "0.11.0")
+    assert [t.name for t in old.layout] == ["h2", "h16", "h29"]
+    assert [t.name for t in dump.layout] == ["h2", "h16", "h29", "h32"]
+    assert old.method.startswith("the model's own capture") and dump.method == "extract_hidden_states"
+    assert any("[32] captured nothing" in f.message for f in old.findings)
+    rc, out, err = run(capsys, "contract", "training", "--target-config", LLAMA_32, "--datagen-ids", "2,16,29",
+                       "--vllm", "0.11.0", "--json")
+    c = json.loads(out)
+    assert rc == 0 and c["fc_input"] == ["h2", "h16"] and c["target"] == "h29", err
+    assert c["provenance"]["details"]["dump_engine"] == "vllm 0.11.0"
+
+
+def test_0_11_serves_every_draft_its_default_layers(nested, tmp_path, capsys):
+    """No config key: nested ids and top-level ids alike are ignored; a draft trained on
+    [h1, h15, h28] drifts, and no id list fixes it on 0.11."""
+    rc, out, err = run(capsys, "contract", "serving", "--engine", "vllm", "--vllm", "0.11.0", "--target-config",
+                       LLAMA_32, "--draft", nested, "--json")
+    c = json.loads(out)
+    assert c["fc_input"] == ["h2", "h16", "h29"] and c["provenance"]["family"] == "0.11", err
+    assert any("found no ids it reads" in f["message"] for f in c["findings"])
+    top = _llama_draft(tmp_path / "top", eagle_aux_hidden_state_layer_ids=[1, 15, 28])
+    rc, out, err = run(capsys, "check", "--engine", "vllm", "--vllm", "0.11.0", "--target-config", LLAMA_32,
+                       "--draft", top, "--dump-layout", "h1,h15,h28,h32", "--json")
+    r = json.loads(out)
+    assert rc == 1 and r["verdict"] == "drift" and r["serving"]["fc_input"] == ["h2", "h16", "h29"], err
+    assert r["suggestion"] is None and r["unfixable"]
+
+
+def test_0_11_binds_the_targets_embedding_over_a_drafts_own(capsys):
+    """0.11's proposer shares the target's embedding whenever the shapes match (0.33 keeps a
+    draft's own): the same checkpoint is served with another embedding after the bump."""
+    from parity.fixtures import DraftRecipe, speculators_draft
+
+    draft = speculators_draft(DraftRecipe(seed=1))
+    capsys.readouterr()
+    seen = {}
+    for version in ("0.11.0", "0.33.0"):
+        rc, out, err = run(capsys, "contract", "serving", "--engine", "vllm", "--vllm", version, "--target-config",
+                           LLAMA_32, "--draft", draft, "--json")
+        seen[version] = json.loads(out)["embedding"]
+    assert seen == {"0.11.0": "target", "0.33.0": "draft"}
+
+
+def test_the_born_from_case_with_a_vllm_made_dump(capsys):
+    """Kimi-K2.5 trained on vLLM 0.33's dump of launch ids [3, 31, 59] (+ the last layer): fc
+    [h3, h31, h59]; SGLang 0.5.23 serves the draft's ids [2, 30, 58] as [h2, h30, h58]: DRIFT,
+    fix [3, 31, 59] verified on SGLang."""
+    rc, out, err = run(capsys, "check", "--target-config", ROOT / "fixtures" / "targets" / "kimi-k2.5" / "config.json",
+                       "--draft", ROOT / "fixtures" / "drafts" / "kimi-k2.5-eagle3", "--datagen-ids", "3,31,59",
+                       "--json")
+    r = json.loads(out)
+    assert rc == 1 and r["training"]["fc_input"] == ["h3", "h31", "h59"] and r["training"]["target"] == "h61", err
+    assert r["serving"]["fc_input"] == ["h2", "h30", "h58"]
+    assert r["suggestion"]["eagle_aux_hidden_state_layer_ids"] == [3, 31, 59] and r["suggestion"]["verified"]

@@ -22,6 +22,9 @@ class DatagenDump(_Frozen):
         "given ids plus the last layer, or the default [2, N//2, N-3, N].")
     layout: tuple[TapName, ...] = Field(description="The state each dumped slot holds, in slot order.")
     runner: str = Field(description="The engine's model runner whose capture the layout is (the GPU default).")
+    method: str = Field(default="extract_hidden_states",
+                        description="How the release dumps: its speculative method, or (a release without one) "
+                                    "the model's own capture set to the launch ids.")
     code_path: str = Field(description="The engine functions that were run.")
     python: str | None = Field(default=None, description="The interpreter the engine ran under.")
     findings: tuple[Finding, ...] = Field(default=(), description="What was noticed on the way.")
@@ -29,5 +32,5 @@ class DatagenDump(_Frozen):
     def describe(self) -> str:
         """One line for provenance: which engine made the dump, from which ids."""
         given = "the launch default" if self.ids_given is None else f"--datagen-ids {list(self.ids_given)}"
-        return (f"{self.engine} {self.version} extract_hidden_states, launch ids {list(self.launch_ids)} "
+        return (f"{self.engine} {self.version} {self.method}, launch ids {list(self.launch_ids)} "
                 f"({given}), {self.runner} runner: [{', '.join(t.name for t in self.layout)}]")

@@ -91,7 +91,8 @@ def extract_dump(target_config_path: Path | str, datagen_ids: list[int] | None,
     runner = reply["gpu_default_runner"]
     runs = reply["runners"]
     chosen = runs[runner]
-    where = f"vllm {version} extract_hidden_states ({runner} runner) with ids {ids}"
+    method = reply.get("dump_method", "extract_hidden_states")
+    where = f"vllm {version} {method} ({runner} runner) with ids {ids}"
     if chosen.get("error"):
         raise DatagenError(f"{where}: {chosen['error']}")
     bad = [f"slot {k} {s['why']}" for k, s in enumerate(chosen["slots"]) if s["tap"] is None]
@@ -106,13 +107,26 @@ def extract_dump(target_config_path: Path | str, datagen_ids: list[int] | None,
                 f"vllm {version}'s {other} runner dumps {run.get('error') or taps}, the {runner} runner "
                 f"(the GPU default) {[t.name for t in layout]}")))
     if len(layout) != len(ids):
-        findings.append(Finding(kind="dump_slots_differ", message=(
-            f"the launch ids {ids} give a {len(layout)}-slot dump: vLLM captures each layer once, in "
-            f"layer order ({chosen['capture_ids']})")))
+        findings.append(Finding(kind="dump_slots_differ", message=dump_slots_message(ids, layout, n, version,
+                                                                                   chosen["capture_ids"])))
     return DatagenDump(engine=NAME, version=version, ids_given=tuple(datagen_ids) if datagen_ids is not None else None,
-                       launch_ids=tuple(ids), layout=layout, runner=runner,
+                       launch_ids=tuple(ids), layout=layout, runner=runner, method=method,
                        code_path="; ".join(reply["code_paths"].values()),
                        python=display_python(reply.get("python")), findings=tuple(findings))
+
+
+def dump_slots_message(ids: list[int], layout, n: int, version: str, capture_ids) -> str:
+    """Why the launch ids gave fewer slots than ids: repeats are captured once, and an id the
+    model's loop over its n layers never reaches is dropped (said only when the slot count shows it)."""
+    why = []
+    if len(set(ids)) != len(ids):
+        why.append("each layer is captured once, in layer order")
+    beyond = sorted(i for i in set(ids) if i >= n)
+    if beyond and len(layout) == len(set(ids)) - len(beyond):
+        why.append(f"id(s) {beyond} captured nothing: vllm {version}'s capture runs before each of its {n} "
+                   f"layers, so an id of {n} or more is never reached (dropped, silently)")
+    return (f"the launch ids {ids} give a {len(layout)}-slot dump ({'; '.join(why) or 'capture ' + str(capture_ids)}), "
+            f"so the last slot, which speculators trains the draft to predict, is {layout[-1].name}")
 
 
 # -- serving ----------------------------------------------------------------------------------
@@ -186,7 +200,8 @@ def to_contract(reply: dict[str, Any], target_config: dict, draft_config: dict) 
         details["draft_class"] = draft["class"]
     slots = tuple(Tap.parse(s) if s else None for s in _names(chosen)) or (None,)
     provenance = Provenance(package="vllm", version=version, code_path=reply["code_paths"][runner],
-                            python=display_python(reply.get("python")), details=details)
+                            python=display_python(reply.get("python")), details=details,
+                            family=reply.get("family"), release_note=reply.get("release_note"))
     ids = chosen.get("config_ids")
     return ServingContract(
         target_model=TargetModel.from_hf_config(target_config), fc_input=slots,

@@ -60,12 +60,12 @@ class Serving:
 
         from ...datagen_target import data_generation_target
         from ...shrink import shrink_config
-        from .families import family_for
+        from .families import place
         from .probe import free_port
 
         t0 = time.perf_counter()
         self.version = metadata.version("vllm")
-        self.family = family_for(self.version)
+        self.family = place(self.version).module
         self.adapter = self.family.Adapter()
         self.adapter.platform()
         self.adapter.replace_kernels()

@@ -30,9 +30,11 @@ class KernelStandInError(RuntimeError):
 def _one_sequence(what: str) -> None:
     """The stand-ins compute one prefill sequence with no KV cache: a scheduled batch (the
     forward context carries attention metadata) would need the real kernel."""
-    from vllm.forward_context import get_forward_context, is_forward_context_available
+    from vllm import forward_context as fc
 
-    if is_forward_context_available() and get_forward_context().attn_metadata is not None:
+    available = getattr(fc, "is_forward_context_available", None)  # vLLM 0.11 has no such check
+    context = fc.get_forward_context() if (available() if available else fc._forward_context is not None) else None
+    if context is not None and context.attn_metadata is not None:
         raise KernelStandInError(f"{what}: parity's stand-in computes one prefill sequence without a "
                                  "KV cache, but the forward context carries attention metadata (a "
                                  "scheduled batch): the real kernel is needed here")
@@ -58,7 +60,7 @@ def attention_forward(self, query, key, value, output_shape=None, output_dtype=N
     tokens = query.shape[0]
     q = query.view(tokens, self.num_heads, self.head_size)
     k = key.view(tokens, self.num_kv_heads, self.head_size)
-    v = value.view(tokens, self.num_kv_heads, self.head_size_v)
+    v = value.view(tokens, self.num_kv_heads, getattr(self, "head_size_v", self.head_size))  # 0.11: one size
     out = _causal(q, k, v, self.impl.scale)
     return out.to(output_dtype or query.dtype)
 

@@ -31,7 +31,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from .families import family_for
+from .families import place
 from ....envs import reply_over_stdio
 from ....errors import CannotExtract
 
@@ -43,7 +43,7 @@ def warm() -> None:
     import importlib
 
     try:
-        family = family_for(metadata.version("vllm"))
+        family = place(metadata.version("vllm")).module
     except LookupError:
         return  # the run itself reports it
     family.Adapter().platform()
@@ -124,10 +124,14 @@ def extract(request: dict) -> dict[str, Any]:
     version = metadata.version("vllm")
     reply: dict[str, Any] = {"vllm_version": version, "python": sys.executable}
     try:
-        family = family_for(version)
+        placement = place(version)
     except LookupError as exc:
         reply.update(CannotExtract.entry("vllm", version, str(exc)))
         return reply
+    family = placement.module
+    reply["family"] = placement.family
+    if placement.note:
+        reply["release_note"] = placement.note
     adapter = family.Adapter()
     reply["code_paths"] = family.CODE_PATHS
     reply["gpu_default_runner"] = family.GPU_DEFAULT_RUNNER
@@ -146,9 +150,8 @@ def extract(request: dict) -> dict[str, Any]:
     hf.save_pretrained(str(target_dir), safe_serialization=True)  # the checkpoint vLLM loads
 
     if request["mode"] == "dump":
-        speculative = {"method": "extract_hidden_states", "num_speculative_tokens": 1,
-                       "draft_model_config": {"hf_config": {
-                           "eagle_aux_hidden_state_layer_ids": list(request["launch_ids"])}}}
+        speculative = adapter.dump_config(request["launch_ids"])  # None: the family sets them on the model
+        reply["dump_method"] = family.DUMP_METHOD
     else:
         served, checkpoint = built_draft_dir(request["draft_dir"])
         speculative = {"method": "eagle3", "model": served, "num_speculative_tokens": 1}
@@ -171,9 +174,14 @@ def extract(request: dict) -> dict[str, Any]:
 
     runners = {}
     for runner in family.RUNNERS:
-        entry: dict[str, Any] = {"config_ids": adapter.config_ids(vllm_config, runner)}
+        dump_on_model = request["mode"] == "dump" and speculative is None
+        entry: dict[str, Any] = {"config_ids": (list(request["launch_ids"]) if dump_on_model
+                                                else adapter.config_ids(vllm_config, runner))}
         try:
-            adapter.set_capture(model, vllm_config, runner)
+            if dump_on_model:
+                adapter.set_dump(model, request["launch_ids"])
+            else:
+                adapter.set_capture(model, vllm_config, runner)
         except Exception as exc:  # noqa: BLE001
             entry["error"] = f"setting the capture raised {one_line(exc)}"
             runners[runner] = entry

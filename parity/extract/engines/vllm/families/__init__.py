@@ -4,14 +4,31 @@ A family module defines `RELEASES` (a packaging SpecifierSet), `VERIFIED` (the r
 test suite runs), `CODE_PATHS` (the vLLM functions the extraction runs, recorded in every
 contract) and `Adapter`, whose methods hold every release-specific line: platform set-up,
 config classes, building and loading the model, the kernel stand-ins' import paths, and
-each model runner's id resolution. A release outside every family's range is refused.
+each model runner's id resolution. A release outside every family's range runs with the
+newest family whose code paths (its `IMPORTS`, every vLLM module its calls import) are all in
+the installed source, and every report says so (parity.extract.families.place); when none
+fits it is refused, naming what each family looked for.
 """
 
 from __future__ import annotations
 
 from types import ModuleType
 
+from ....families import Placement
 from ....families import family_for as _family_for
+from ....families import place as _place
+
+
+def _fits(module: ModuleType) -> None:
+    from ....run_until import require
+
+    module.Adapter().platform()
+    require(*module.IMPORTS)
+
+
+def place(version: str) -> Placement:
+    """The family vllm `version` runs with, and the note reports print when it is not verified."""
+    return _place("vllm", version, __name__, _fits)
 
 
 def family_for(version: str) -> ModuleType:

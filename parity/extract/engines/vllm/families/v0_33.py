@@ -31,6 +31,7 @@ CODE_PATHS = {
     "capture": "<model>.set_aux_hidden_state_layers + forward (aux hidden states)",
 }
 
+DUMP_METHOD = "extract_hidden_states"  # speculators' launch script's speculative method
 RUNNERS = ("v1", "v2")
 GPU_DEFAULT_RUNNER = "v2"  # vLLM's default model runner on a GPU with Triton; the CPU platform uses V1
 
@@ -78,9 +79,8 @@ class Adapter:
     def config(self, target_dir: str, speculative: dict | None, port: int):
         """The VllmConfig `LLM(model=target_dir, speculative_config=speculative)` would build
         (eager, fp32, no compilation), with a world-size-1 gloo process group."""
-        from vllm.config import CompilationConfig, ModelConfig, ParallelConfig, SpeculativeConfig, VllmConfig
+        from vllm.config import ModelConfig, ParallelConfig, SpeculativeConfig, VllmConfig
         from vllm.config import set_current_vllm_config
-        from vllm.config.compilation import CompilationMode
         from vllm.distributed import init_distributed_environment, initialize_model_parallel
 
         model_config = ModelConfig(model=target_dir, skip_tokenizer_init=True, dtype="float32",
@@ -91,8 +91,7 @@ class Adapter:
             spec = SpeculativeConfig(**speculative, target_model_config=model_config,
                                      target_parallel_config=parallel)
         vllm_config = VllmConfig(model_config=model_config, parallel_config=parallel, speculative_config=spec,
-                                 compilation_config=CompilationConfig(mode=CompilationMode.NONE,
-                                                                      custom_ops=["none"]))
+                                 compilation_config=self.compilation_config())
         from vllm.distributed.parallel_state import model_parallel_is_initialized
 
         if not model_parallel_is_initialized():  # once per process (the forward builds one config per draft)
@@ -101,6 +100,23 @@ class Adapter:
                                              distributed_init_method=f"tcp://127.0.0.1:{port}")
                 initialize_model_parallel(1, 1, backend="gloo")
         return vllm_config
+
+    def compilation_config(self):
+        """Eager: no compilation, no custom ops (the CPU wheel has none)."""
+        from vllm.config import CompilationConfig
+        from vllm.config.compilation import CompilationMode
+
+        return CompilationConfig(mode=CompilationMode.NONE, custom_ops=["none"])
+
+    def dump_config(self, launch_ids: list[int]) -> dict | None:
+        """The speculative config of speculators' data generation (scripts/launch_vllm.py): the
+        `extract_hidden_states` method with the launch ids; both runners then set them."""
+        return {"method": "extract_hidden_states", "num_speculative_tokens": 1,
+                "draft_model_config": {"hf_config": {"eagle_aux_hidden_state_layer_ids": list(launch_ids)}}}
+
+    def set_dump(self, model, launch_ids: list[int]) -> None:
+        """Only for a family without a dump method (dump_config None)."""
+        raise NotImplementedError("vLLM 0.33 sets the dump's ids through its speculative config")
 
     def num_layers(self, vllm_config) -> int:
         return vllm_config.model_config.hf_text_config.num_hidden_layers
@@ -167,7 +183,7 @@ class Adapter:
 
     def build_draft(self, vllm_config, prefix: str = "draft"):
         """The draft class the proposer builds from the speculative config's draft model config
-        (`prefix`: its layers' names in the config's layer registry, one per built draft)."""
+        (once per config: its layers register in the config's layer registry)."""
         from vllm.config import set_current_vllm_config
         from vllm.model_executor.model_loader.utils import initialize_model
 
@@ -209,9 +225,9 @@ class Adapter:
                 "norm_before_residual": getattr(layer, "_residual_norm", None) is not None and
                 getattr(layer._residual_norm, "__func__", None) is getattr(type(layer), "_norm_before_residual", 0)}
 
-    def draft_embedding(self, vllm_config, target, checkpoint: str | None = None) -> str:
-        """Whose token embedding the served draft uses: its checkpoint loaded by its own
-        `load_weights`, then the proposer's own sharing with `target` ("target" or "draft").
+    def draft_embedding(self, draft, vllm_config, target, checkpoint: str | None = None) -> str:
+        """Whose token embedding the served `draft` (just built) uses: its checkpoint loaded by
+        its own `load_weights`, then the proposer's own sharing with `target` ("target" or "draft").
         `checkpoint`: the real draft of a draft built at tiny widths; its tensor names decide
         (an embed_tokens tensor is fed at the tiny width, distinct from the target's)."""
         from pathlib import Path
@@ -220,7 +236,6 @@ class Adapter:
         from safetensors import safe_open
         from safetensors.torch import load_file
 
-        draft = self.build_draft(vllm_config, prefix="draft_embedding")
         weights = {}
         if checkpoint is None:
             for f in sorted(Path(vllm_config.speculative_config.draft_model_config.model).glob("*.safetensors")):
@@ -244,11 +259,14 @@ class Adapter:
         from vllm.config import set_current_vllm_config
         from vllm.model_executor.model_loader.utils import process_weights_after_loading
 
-        embedding = self.draft_embedding(vllm_config, target, checkpoint) if target is not None else "unknown"
-        draft = self.build_draft(vllm_config)
-        with set_current_vllm_config(vllm_config):
-            process_weights_after_loading(draft, vllm_config.speculative_config.draft_model_config,
-                                          torch.device("cpu"))
+        draft = self.build_draft(vllm_config)  # once: a release may name its layers whatever the prefix
+        if target is not None:  # loads the checkpoint (and processes the weights), then shares
+            embedding = self.draft_embedding(draft, vllm_config, target, checkpoint)
+        else:
+            embedding = "unknown"
+            with set_current_vllm_config(vllm_config):
+                process_weights_after_loading(draft, vllm_config.speculative_config.draft_model_config,
+                                              torch.device("cpu"))
         graph = self.draft_graph(draft)
         draft_vocab, target_vocab = draft.config.draft_vocab_size, vllm_config.model_config.get_vocab_size()
         vocab = {"draft_vocab_size": draft_vocab, "target_vocab_size": target_vocab}
@@ -257,7 +275,9 @@ class Adapter:
             vocab.update(d2t="absent", t2d="absent", mapping="draft index = target id (same vocabulary)")
             return {"graph": graph, "vocab": vocab, "embedding": embedding,
                     "class": f"{type(draft).__module__}.{type(draft).__name__}"}
-        shift = 1  # d2t = 1 everywhere: offsets put draft index i at target id i + 1, absolute at 1
+        # d2t = shift everywhere: offsets put draft index i at target id i + shift, absolute all at
+        # shift (0 when the draft vocabulary is the target's: i + 1 would leave it)
+        shift = 1 if draft_vocab < target_vocab else 0
         with torch.no_grad():
             mapping.fill_(shift)
             for p in draft.lm_head.parameters():
@@ -289,7 +309,7 @@ class _Proposer:
     def __init__(self, model, vllm_config):
         self.model, self.vllm_config = model, vllm_config
         # set from the speculative config by the proposer's __init__; the sharing code checks it
-        self.use_local_argmax_reduction = vllm_config.speculative_config.use_local_argmax_reduction
+        self.use_local_argmax_reduction = getattr(vllm_config.speculative_config, "use_local_argmax_reduction", False)
 
     def __getattr__(self, name):
         raise AttributeError(f"parity's proposer holder has no {name!r}: vLLM's sharing code reads more "

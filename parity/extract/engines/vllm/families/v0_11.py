@@ -1,0 +1,108 @@
+"""vLLM 0.11: the family adapter (an older release: no config key for the aux ids).
+
+What differs from the 0.33 family (v0_33.py), found by running 0.11.0's code:
+- the CPU platform is not detected for the official (CUDA) wheel, so it is set by hand
+  (`vllm.platforms._current_platform = CpuPlatform()`), before any model code runs;
+- compilation is switched off with `CompilationConfig(level=0)` (no `mode` yet);
+- one model runner: the V1 `GPUModelRunner`, whose `load_model` ends with
+  `if self.use_aux_hidden_state_outputs: self.model.set_aux_hidden_state_layers(
+  self.model.get_eagle3_aux_hidden_state_layers())`: the draft's config is never read, every
+  EAGLE-3 draft gets the model's default layers. parity runs exactly that statement of the
+  installed `load_model` (run_until.run_statement) on a holder of the model;
+- the capture appends `hidden_states + residual` before layer i for each id i in the loop over
+  the layers: id N is never reached (dropped, silently), id 0 has no residual yet (TypeError);
+- no `extract_hidden_states` speculative method: a data-generation dump of 0.11 is what the
+  model's own capture returns for the launch ids set with its own setter
+  (`set_aux_hidden_state_layers`), in the order it captures them;
+- DeepSeek-V3 is not an EAGLE-3 target (`supports_eagle3` is False), so no MLA or fused-MoE
+  stand-in is installed; only the attention body is replaced.
+"""
+
+from __future__ import annotations
+
+from packaging.specifiers import SpecifierSet
+
+from . import v0_33
+
+RELEASES = SpecifierSet(">=0.11,<0.12")
+VERIFIED = ("0.11.0",)
+
+CODE_PATHS = {
+    "config": "vllm.config.VllmConfig / ModelConfig / SpeculativeConfig",
+    "load": "vllm.model_executor.model_loader.get_model (load_weights + process_weights_after_loading)",
+    "v1": "vllm.v1.worker.gpu_model_runner.GPUModelRunner.load_model "
+          "(its `if self.use_aux_hidden_state_outputs:` statement: the model's default layers)",
+    "capture": "<model>.set_aux_hidden_state_layers + forward (aux hidden states)",
+}
+
+DUMP_METHOD = "the model's own capture set to the launch ids (0.11 has no extract_hidden_states)"
+RUNNERS = ("v1",)
+GPU_DEFAULT_RUNNER = "v1"  # 0.11 has one model runner
+
+IMPORTS = (
+    "vllm.config", "vllm.distributed", "vllm.forward_context", "vllm.model_executor.model_loader",
+    "vllm.model_executor.model_loader.utils", "vllm.attention.layer", "vllm.v1.worker.gpu_model_runner",
+    "vllm.v1.spec_decode.eagle",
+)
+
+
+class Adapter(v0_33.Adapter):
+    """vLLM 0.11's calls: the 0.33 adapter's, but where 0.11 differs."""
+
+    def platform(self) -> None:
+        import vllm.platforms as platforms
+        from vllm.platforms.cpu import CpuPlatform
+
+        platforms._current_platform = CpuPlatform()  # the CUDA wheel detects no CPU platform
+
+    def replace_kernels(self) -> list[str]:
+        from vllm.attention import layer
+
+        from .. import kernels
+
+        layer.Attention.forward = kernels.attention_forward
+        return ["vllm.attention.layer.Attention.forward -> causal SDPA, one prefill sequence"]
+
+    def compilation_config(self):
+        from vllm.config import CompilationConfig
+
+        return CompilationConfig(level=0, custom_ops=["none"])
+
+    def default_ids(self, model) -> list[int]:
+        return list(model.get_eagle3_aux_hidden_state_layers())  # 0.33: get_eagle3_default_...
+
+    def config_ids(self, vllm_config, runner: str) -> list[int] | None:
+        """0.11 reads no ids from any config: None (the runner sets the model's default)."""
+        return None
+
+    def set_capture(self, model, vllm_config, runner: str) -> None:
+        """The statement of the installed `GPUModelRunner.load_model` that sets the aux layers."""
+        from vllm.config import set_current_vllm_config
+        from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+
+        from ....run_until import run_statement
+
+        holder = v0_33._V1Runner(model, vllm_config.speculative_config)
+        with set_current_vllm_config(vllm_config):
+            run_statement(GPUModelRunner.load_model, "self.use_aux_hidden_state_outputs", holder)
+
+    def share_with_target(self, draft, target, vllm_config) -> None:
+        """0.11's proposer shares inside `EagleProposer.load_model`: the target's embedding
+        whenever the shapes match (a draft's own embedding is dropped), the LM head for EAGLE-3
+        when its shape matches. Those two statements of the installed method run on a holder."""
+        from vllm.config import set_current_vllm_config
+        from vllm.v1.spec_decode.eagle import EagleProposer
+
+        from ....run_until import run_statement
+
+        holder = v0_33._Proposer(draft, vllm_config)
+        with set_current_vllm_config(vllm_config):
+            for test in ("get_pp_group().world_size == 1", "self.vllm_config.speculative_config.method != 'eagle3'"):
+                run_statement(EagleProposer.load_model, test, holder, target_language_model=target)
+
+    def dump_config(self, launch_ids: list[int]) -> dict | None:
+        """No extract_hidden_states method: the dump is set on the model itself (set_dump)."""
+        return None
+
+    def set_dump(self, model, launch_ids: list[int]) -> None:
+        model.set_aux_hidden_state_layers(tuple(launch_ids))
