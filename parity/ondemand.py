@@ -26,9 +26,9 @@ from .home import user_envs
 
 ABSENT = "none"  # a pin whose package the release does not require (envs.toml drops that dependency)
 TORCH_FAMILY = frozenset({"torch", "torchvision", "torchaudio", "torchcodec"})
-# Families whose template names every import of the code parity runs (sglang: the rest of its
-# metadata is the GPU server); for the others the wheel's own requirements are added as `extra`.
-TEMPLATE_IS_COMPLETE = frozenset({"sglang"})
+# Families whose template names every import of the code parity runs (the engines: the rest of
+# their metadata is the GPU server); for the others the wheel's own requirements are added as `extra`.
+TEMPLATE_IS_COMPLETE = frozenset({"sglang", "vllm"})
 FIELD = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*==\s*\{(\w+)\}\s*$")
 
 
@@ -132,25 +132,18 @@ def add_line(family: str, version: str, line: dict) -> Path:
 
 
 # Run in a release environment: which third-party modules the engine's code paths fail to
-# import there (each family's REQUIRES, with parity's CPU stand-ins and shims in place).
+# import there (its families' code-path checks, as each engine's extraction runs them).
 _MISSING = r"""
-import json, re
-from parity.extract import standins
-from parity.extract.families import families
-standins.install()
-missing = set()
-for module in families("parity.extract.engines.sglang.families"):
-    try:
-        module.Adapter().check_code_paths()
-    except Exception as exc:
-        missing.update(re.findall(r"No module named '([^'.]+)", str(exc)))
-print(json.dumps(sorted(missing - {"sglang"})))
+import importlib, json, sys
+engine = sys.argv[1]
+found = importlib.import_module(f"parity.extract.engines.{engine}.families").missing_modules()
+print(json.dumps(sorted(set(found) - {engine})))
 """
 ENGINE_IMPORT_ROUNDS = 4
 
 
-def missing_imports(python: Path) -> list[str]:
-    """Top-level modules the engine's code paths import but `python`'s environment lacks."""
+def missing_imports(python: Path, family: str) -> list[str]:
+    """Top-level modules `family`'s code paths import but `python`'s environment lacks."""
     import json
     import os
 
@@ -158,7 +151,7 @@ def missing_imports(python: Path) -> list[str]:
 
     env = dict(os.environ)
     with parity_on_path(env) as cwd:
-        proc = subprocess.run([str(python), "-c", _MISSING], capture_output=True, text=True, env=env, cwd=cwd)
+        proc = subprocess.run([str(python), "-c", _MISSING, family], capture_output=True, text=True, env=env, cwd=cwd)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("[")]
     return json.loads(lines[-1]) if lines else []
 
@@ -212,17 +205,28 @@ def _add_missing_imports(family: str, version: str, name: str) -> None:
     reqs = {_norm(r.name): r for r in wheel_requirements(family, version)}
     for _ in range(ENGINE_IMPORT_ROUNDS):
         specs = load_specs()
-        missing = missing_imports(_python(name, specs[name]))
+        missing = missing_imports(_python(name, specs[name]), family)
         wanted = [str(reqs[_norm(m)]) for m in missing if _norm(m) in reqs]
         line = dict(raw_envs()["releases"][family][version])
         new = [w for w in wanted if w not in line.get("extra", [])]
         if not new:
             return
-        line["extra"] = [*line.get("extra", []), *new]
+        before = line.get("extra", [])
+        line["extra"] = [*before, *new]
         _replace_line(family, version, line)
         log(f"{family} {version}: its code paths import {', '.join(new)} (its wheel requires them): "
             "added to its line, rebuilding")
-        _build(family, version, name, load_specs()[name])
+        try:
+            _build(family, version, name, load_specs()[name])
+        except BuildError:
+            # The wheel's pin conflicts with the template's (vllm 0.12: numba==0.61.2 needs
+            # numpy<2.3): the module unpinned, resolved with the rest.
+            bare = [_norm(reqs[_norm(m)].name) for m in missing if _norm(m) in reqs]
+            line["extra"] = [*before, *(b for b in bare if b not in before)]
+            _replace_line(family, version, line)
+            log(f"{family} {version}: its wheel's pins for {', '.join(bare)} conflict with the template's: "
+                "added unpinned, rebuilding")
+            _build(family, version, name, load_specs()[name])
 
 
 def _python(name: str, spec: dict) -> Path:

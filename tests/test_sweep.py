@@ -13,7 +13,8 @@ import pytest
 from parity import cli
 from parity.report.releases import render_releases
 from parity.sweep import SERVING_CASES
-from parity.sweep.run import drop_env, home_at
+from parity.sweep.cases import DUMP_CASES
+from parity.sweep.run import drop_env, dump_cell, home_at, serving_cell
 
 from .helpers import ROOT
 
@@ -65,7 +66,7 @@ def test_render_only_rewrites_the_markdown(tmp_path, capsys):
     assert (tmp_path / "r.md").read_text() == render_releases(DATA)
 
 
-@pytest.mark.parametrize("argv", [["--sglang", "not a range"], ["--sglang", "none", "--speculators", "none"],
+@pytest.mark.parametrize("argv", [["--sglang", "not a range"], ["--sglang", "none", "--vllm", "none", "--speculators", "none"],
                                   ["--limit", "0"], ["--render", "--results", "/nonexistent/r.json"]])
 def test_bad_sweep_input_is_one_line_exit_2(argv, capsys):
     assert cli.main(["sweep", *argv]) == 2
@@ -89,3 +90,37 @@ def test_every_case_writes_the_draft_config_it_names(tmp_path):
         top = cfg.get("eagle_aux_hidden_state_layer_ids")
         assert (nested if case.where == "nested" else top) == (list(case.ids) if case.ids else None)
         assert case.target_config.is_file()
+
+
+VLLM = {"format": 1, "cases": {"vllm": {"llama32 [1,15,28]": "llama-3.1-8b (ids [1, 15, 28] in eagle_config)",
+                                        "dump llama32 (default ids)": "llama-3.1-8b, the dump for the launch default ids"}},
+        "vllm": {"releases": [
+            {"version": "0.11.0", "build": {"seconds": 60.0}, "family": "0.11", "cases": {
+                "llama32 [1,15,28]": {"fc": ["h2", "h16", "h29"], "default": True},
+                "dump llama32 (default ids)": {"layout": ["h2", "h16", "h29"], "launch_ids": [2, 16, 29, 32]}}},
+            {"version": "0.33.0", "build": {"seconds": 60.0}, "family": "0.33", "cases": {
+                "llama32 [1,15,28]": {"fc": ["h2", "h16", "h29"], "default": True,
+                                      "runners": {"v1": ["h1", "h15", "h28"], "v2": ["h2", "h16", "h29"]}},
+                "dump llama32 (default ids)": {"layout": ["h2", "h16", "h29", "h32"], "launch_ids": [2, 16, 29, 32]}}}]}}
+
+
+def test_vllm_rows_show_both_runners_and_the_dump():
+    md = render_releases(VLLM)
+    lines = {ln.split(" | ")[0].lstrip("| "): ln for ln in md.splitlines() if ln.startswith("| 0.")}
+    assert "| h2, h16, h29 (default) | ids [2, 16, 29, 32]: [h2, h16, h29] |" in lines["0.11.0"]
+    # the GPU-default runner first, (default) said of it; both cells changed against 0.11
+    assert "| **v2: h2, h16, h29 (default) / v1: h1, h15, h28** |" in lines["0.33.0"]
+    assert "**ids [2, 16, 29, 32]: [h2, h16, h29, h32]**" in lines["0.33.0"]
+    assert "2 of 2 vllm releases extracted" in md
+
+
+def test_a_vllm_cell_is_what_both_runners_feed(tmp_path):
+    """The sweep's vLLM cells run vLLM 0.33.0's real runners and capture: nested ids are read by
+    the V1 runner only (the V2 runner, the GPU default, serves the defaults), and the launch
+    default dump holds the last layer too."""
+    cell = serving_cell(SERVING_CASES[0], "0.33.0", tmp_path, "vllm")
+    assert cell["fc"] == ["h2", "h16", "h29"] and cell["default"], cell
+    assert cell["runners"] == {"v1": ["h1", "h15", "h28"], "v2": ["h2", "h16", "h29"]}
+    assert "error" not in cell
+    dump = dump_cell(DUMP_CASES[0], "0.33.0")
+    assert dump["layout"] == ["h2", "h16", "h29", "h32"] and dump["launch_ids"] == [2, 16, 29, 32], dump

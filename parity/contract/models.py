@@ -224,6 +224,10 @@ class ServingContract(Contract):
     ids_source: str = Field(description="Where the engine took the ids from, e.g. \"eagle_config['eagle_aux_hidden_state_layer_ids']\" or 'engine default'.")
     capture_ids: tuple[int, ...] | None = Field(
         default=None, description="The layer indices the engine's model actually captures at (after its own +1 rules).")
+    runners: dict[str, tuple[TapName | None, ...]] = Field(
+        default_factory=dict, description="What each model runner feeds the fc, for an engine with several "
+        "(vLLM 0.33: 'v1' and 'v2'); fc_input is the GPU-default runner's. Empty for an engine with one. "
+        "A slot is None where that runner's capture failed or named nothing.")
 
 
 def contract_json_schema() -> dict[str, Any]:

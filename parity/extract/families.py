@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Callable
@@ -66,6 +67,18 @@ def families(where: str) -> list[ModuleType]:
         if not isinstance(getattr(module, "RELEASES", None), SpecifierSet):
             raise TypeError(f"{module.__name__} declares no RELEASES SpecifierSet")
     return modules
+
+
+def missing_modules(where: str, fits: Callable[[ModuleType], None]) -> set[str]:
+    """Top-level modules that some family of `where` fails to import here (`fits(module)`, its
+    code-path check, raising "No module named X"): what a release's environment still lacks."""
+    missing: set[str] = set()
+    for module in families(where):
+        try:
+            fits(module)
+        except Exception as exc:  # noqa: BLE001 - any failure may name a missing module
+            missing.update(re.findall(r"No module named '([^'.]+)", str(exc)))
+    return missing
 
 
 def family_name(module: ModuleType) -> str:

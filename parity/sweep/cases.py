@@ -2,8 +2,10 @@
 
 Each SGLang case is a bundled target config and a draft config written the way a user writes
 it (ids nested in `eagle_config`, at the top level, or absent); what the release feeds the fc
-for it is extracted exactly as `parity contract serving --sglang X` extracts it. The speculators
-case is the training contract of the born-from case's 4-slot dump. Changing a case changes
+for it is extracted exactly as `parity contract serving --sglang X` (or `--engine vllm --vllm X`)
+extracts it. Each vLLM release also runs the dump cases: what speculators' data generation
+gets from that release's capture for the launch script's default ids. The speculators case is
+the training contract of the born-from case's 4-slot dump. Changing a case changes
 every row of the published table: they are named, and the table says which is which.
 """
 
@@ -72,4 +74,27 @@ class TrainingCase:
 
 TRAINING_CASES: tuple[TrainingCase, ...] = (
     TrainingCase("4-slot dump [h0,h3,h31,h59]", "deepseek-v3-61l", ("h0", "h3", "h31", "h59")),
+)
+
+
+@dataclass(frozen=True)
+class DumpCase:
+    """A data-generation dump made by a vLLM release: speculators' launch script's ids (None:
+    its default [2, N//2, N-3, N]) on a bundled target, each dumped slot named."""
+    name: str
+    target: str
+    datagen_ids: tuple[int, ...] | None = None
+
+    @property
+    def target_config(self) -> Path:
+        return shipped("fixtures", "targets", self.target, "config.json")
+
+    def describe(self) -> str:
+        given = "the launch default ids" if self.datagen_ids is None else f"--datagen-ids {list(self.datagen_ids)}"
+        return f"{self.target}, the dump for {given}"
+
+
+DUMP_CASES: tuple[DumpCase, ...] = (
+    DumpCase("dump llama32 (default ids)", "llama-3.1-8b"),
+    DumpCase("dump deepseek61 (default ids)", "deepseek-v3-61l"),
 )

@@ -15,11 +15,14 @@ def _where(name: str) -> Path:
 
 
 def add_sweep_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("sweep", help="every published SGLang and speculators release over a fixed case set: "
+    p = sub.add_parser("sweep", help="every published SGLang, vLLM and speculators release over a fixed case set: "
                        "what each feeds (writes releases.json and docs/releases.md; resumable)")
     p.add_argument("--sglang", default="all", metavar="RANGE",
                    help="the SGLang releases: 'all' (from 0.4.4, the first with EAGLE-3), 'none', or a "
                         "version range such as '>=0.5.11,<0.5.20'")
+    p.add_argument("--vllm", default="all", metavar="RANGE",
+                   help="the vLLM releases: 'all' (from 0.11.0, the oldest parity has a family for), 'none', "
+                        "or a version range (which may reach older releases)")
     p.add_argument("--speculators", default="all", metavar="RANGE",
                    help="the speculators releases: 'all' (from 0.3.0), 'none', or a version range")
     p.add_argument("--results", type=Path, default=_where("releases.json"), help="the results file (read to resume)")
@@ -34,18 +37,16 @@ def add_sweep_parser(sub) -> argparse.ArgumentParser:
 
 
 def _wanted(text: str, flag: str):
+    """`flag`'s releases: "all" (every one from the package's first the sweep covers), None (none),
+    or the version range given."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    from packaging.version import Version
 
-    if text == "all":
-        return lambda v: True
-    if text == "none":
-        return None
+    if text in ("all", "none"):
+        return {"all": "all", "none": None}[text]
     try:
-        spec = SpecifierSet(text)
+        return SpecifierSet(text)
     except InvalidSpecifier:
         raise UserError(f"{flag} {text!r}: not 'all', 'none' or a version range such as '>=0.5.11'") from None
-    return lambda v: spec.contains(Version(v), prereleases=True)
 
 
 def run_sweep(args) -> int:
@@ -60,9 +61,10 @@ def run_sweep(args) -> int:
         data = load(args.results)
     else:
         wanted = {k: w for k, w in (("sglang", _wanted(args.sglang, "--sglang")),
-                                    ("speculators", _wanted(args.speculators, "--speculators"))) if w}
+                                    ("vllm", _wanted(args.vllm, "--vllm")),
+                                    ("speculators", _wanted(args.speculators, "--speculators"))) if w is not None}
         if not wanted:
-            raise UserError("--sglang none --speculators none: nothing to sweep")
+            raise UserError("--sglang none --vllm none --speculators none: nothing to sweep")
         args.results.parent.mkdir(parents=True, exist_ok=True)
         data = sweep(args.results, (args.home or home() / "sweep").absolute(), wanted=wanted, redo=args.redo,
                      keep_envs=args.keep_envs, limit=args.limit)

@@ -1,12 +1,12 @@
-"""`parity sweep`: every published release of SGLang and speculators over the fixed case set.
+"""`parity sweep`: every published release of SGLang, vLLM and speculators over the fixed case set.
 
 For each release, oldest first: its environment is built into the sweep's own home (from its
 wheel's metadata, as `--build` does), every case is extracted by running that release's own
-code (`docs/releases.md` says how), the row is saved, and the environment is deleted (the
-shared package cache stays, so the next release costs only what differs). While one release
-runs its cases the next one's environment is built beside it. The results file is rewritten
-after every release, so an interrupted sweep resumes where it stopped; a release already in it
-is not run again unless asked (`redo`).
+code (`docs/releases.md` says how), the row is saved, and the environment is deleted with the
+release's own wheel in the package cache (the shared dependencies stay, so the next release
+costs only what differs). While one release runs its cases the next one's environment is
+built beside it. The results file is rewritten after every release, so an interrupted sweep
+resumes where it stopped; a release already in it is not run again unless asked (`redo`).
 
 A release that cannot be built or run is a row with the one line saying why, never a gap.
 """
@@ -23,12 +23,18 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator, Literal
 
-from .cases import SERVING_CASES, TRAINING_CASES, ServingCase, TrainingCase
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
+
+from .cases import DUMP_CASES, SERVING_CASES, TRAINING_CASES, DumpCase, ServingCase, TrainingCase
 
 FORMAT = 1
-PACKAGES = {"sglang": "0.4.4", "speculators": "0.3.0"}  # the first release of each with EAGLE-3 / a data path
+# Where 'all' starts: SGLang's first release with EAGLE-3; vLLM's oldest release parity has a
+# family for (EAGLE-3 is older there; a range reaches earlier ones); speculators' first with a data path.
+PACKAGES = {"sglang": "0.4.4", "vllm": "0.11.0", "speculators": "0.3.0"}
+ENGINES = ("sglang", "vllm")
 
 
 def log(msg: str) -> None:
@@ -60,21 +66,26 @@ def home_at(path: Path) -> Iterator[None]:
 
 # -- one release ---------------------------------------------------------------------------------
 
-def serving_cell(case: ServingCase, version: str, work: Path) -> dict:
-    """What sglang `version` feeds the fc for `case`, or the one line saying why nothing."""
+def serving_cell(case: ServingCase, version: str, work: Path, engine_name: str = "sglang") -> dict:
+    """What `engine_name` `version` feeds the fc for `case` (the GPU-default runner's, and every
+    runner's where the engine has several that disagree), or the one line saying why nothing."""
     from ..contract import names
     from ..errors import UserError
     from ..extract.engines import engine
 
     draft = case.write_draft(work / case.name.replace(" ", "_").replace("/", "_"))
     try:
-        contract, _ = engine("sglang").probe_serving(case.target_config, draft, version)
+        contract, _ = engine(engine_name).probe_serving(case.target_config, draft, version)
     except UserError as exc:
         return {"error": first_line(exc)}
     fc = names(contract.fc_input)
-    errors = [f.message for f in contract.findings if f.severity == "error"]
+    # Runners that disagree are a result of the case (a drift for one of them), not a failure.
+    errors = [f.message for f in contract.findings if f.severity == "error" and f.kind != "runners_differ"]
     out = {"fc": fc, "ids_source": contract.ids_source, "family": contract.provenance.family,
            "note": contract.provenance.release_note}
+    runners = {name: names(fed) for name, fed in contract.runners.items()}
+    if len({tuple(v) for v in runners.values()}) > 1:
+        out["runners"] = runners
     if contract.requested_ids is not None:
         out["ids"] = list(contract.requested_ids)
     if any(f.kind == "default_layers_fallback" for f in contract.findings):
@@ -82,6 +93,18 @@ def serving_cell(case: ServingCase, version: str, work: Path) -> dict:
     if errors:
         out["error"] = first_line(errors[0])
     return out
+
+
+def dump_cell(case: DumpCase, version: str) -> dict:
+    """What vLLM `version`'s capture dumps for the launch ids of `case`, or why not."""
+    from ..errors import UserError
+    from ..extract.engines import engine
+
+    try:
+        dump = engine("vllm").extract_dump(case.target_config, case.datagen_ids, version)
+    except UserError as exc:
+        return {"error": first_line(exc)}
+    return {"layout": [t.name for t in dump.layout], "launch_ids": list(dump.launch_ids), "method": dump.method}
 
 
 def training_cell(case: TrainingCase, version: str) -> dict:
@@ -151,6 +174,23 @@ def drop_env(package: str, version: str, home: Path) -> None:
     path = env.path.resolve()
     if not env.current and path != home.resolve() and path.is_relative_to(home.resolve()):
         shutil.rmtree(path, ignore_errors=True)
+        drop_cached_wheel(package, version, home)
+
+
+def drop_cached_wheel(package: str, version: str, home: Path) -> None:
+    """The release's own unpacked wheel in the sweep home's package cache (uv's layout: an entry
+    `wheels-v*/INDEX/NAME/VERSION-TAGS` linking to its archive). The shared dependencies stay;
+    a vLLM wheel alone unpacks to about 1 GB, so 35 releases' would fill the disk."""
+    from packaging.utils import canonicalize_name
+
+    cache = (home / ".uv-cache").resolve()
+    for entry in cache.glob(f"wheels-v*/*/{canonicalize_name(package)}/{version}-*"):
+        if entry.is_symlink():
+            archive = entry.resolve()
+            if archive.is_relative_to(cache) and archive != cache:
+                shutil.rmtree(archive, ignore_errors=True)
+        if entry.is_symlink() or entry.is_file():
+            entry.unlink()
 
 
 def run_release(package: str, version: str, built: dict) -> dict:
@@ -162,8 +202,10 @@ def run_release(package: str, version: str, built: dict) -> dict:
         return row
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="parity-sweep-") as tmp:
-        if package == "sglang":
-            row["cases"] = {c.name: serving_cell(c, version, Path(tmp)) for c in SERVING_CASES}
+        if package in ENGINES:
+            row["cases"] = {c.name: serving_cell(c, version, Path(tmp), package) for c in SERVING_CASES}
+            if package == "vllm":
+                row["cases"].update({c.name: dump_cell(c, version) for c in DUMP_CASES})
         else:
             row["cases"] = {c.name: training_cell(c, version) for c in TRAINING_CASES}
     forkserver.forget()  # this release's warmed server goes before its environment does
@@ -192,13 +234,17 @@ def save(path: Path, data: dict) -> None:
 
 def describe_cases() -> dict:
     return {"sglang": {c.name: c.describe() for c in SERVING_CASES},
+            "vllm": {**{c.name: c.describe() for c in SERVING_CASES}, **{c.name: c.describe() for c in DUMP_CASES}},
             "speculators": {c.name: f"{c.target}, dump layout [{', '.join(c.dump)}]" for c in TRAINING_CASES}}
 
 
-def sweep(results: Path, home: Path, *, wanted: dict[str, Callable[[str], bool]], redo: bool = False,
+def sweep(results: Path, home: Path, *, wanted: "dict[str, SpecifierSet | Literal['all']]", redo: bool = False,
           keep_envs: bool = False, limit: int | None = None, on_row: Callable[[dict], None] | None = None) -> dict:
-    """Run every release `wanted[package](version)` admits that `results` does not hold yet
-    (all of them with `redo`); returns the results, saved after every release."""
+    """Run every release of each package in `wanted` ("all": from the package's first the sweep
+    covers, PACKAGES; else the releases in the range) that `results` does not hold yet (all of
+    them with `redo`); returns the results, saved after every release."""
+    from packaging.version import Version
+
     from .registry import published
 
     data = load(results)
@@ -209,8 +255,10 @@ def sweep(results: Path, home: Path, *, wanted: dict[str, Callable[[str], bool]]
             if package not in wanted:
                 continue
             done = {r["version"] for r in data.get(package, {}).get("releases", [])}
-            for v in published(package, since):
-                if wanted[package](v) and (redo or v not in done):
+            spec = wanted[package]
+            every = isinstance(spec, str)  # "all"
+            for v in published(package, since if every else None):
+                if (every or spec.contains(Version(v), prereleases=True)) and (redo or v not in done):
                     todo.append((package, v))
         todo = todo[:limit] if limit is not None else todo
         log(f"{len(todo)} release(s) to run; results in {results}, environments in {home}")

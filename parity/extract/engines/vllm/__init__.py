@@ -209,7 +209,9 @@ def to_contract(reply: dict[str, Any], target_config: dict, draft_config: dict) 
         vocab=VocabMapping(**{k: v for k, v in draft.get("vocab", {}).items() if v is not None}), embedding=draft.get("embedding", "unknown"), provenance=provenance, findings=tuple(findings),
         engine=NAME, requested_ids=tuple(ids) if ids else None,
         ids_source=f"{runner} runner: " + ("the draft config" if ids else "engine default"),
-        capture_ids=tuple(chosen["capture_ids"]) if chosen.get("capture_ids") is not None else None)
+        capture_ids=tuple(chosen["capture_ids"]) if chosen.get("capture_ids") is not None else None,
+        runners={name: tuple(Tap.parse(s) if s else None for s in _names(run)) or (None,)
+                 for name, run in runs.items()} if len(runs) > 1 else {})
 
 
 def probe_serving(target_config_path: Path | str, draft_dir: Path | str, vllm_version: str | None = None,

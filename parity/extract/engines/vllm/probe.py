@@ -119,10 +119,22 @@ def capture(adapter, model, vllm_config, input_ids, refs) -> dict:
 
 
 def extract(request: dict) -> dict[str, Any]:
-    import torch
-
+    """The reply to one request; whatever the engine raises on the way is its one-line error,
+    with the release it came from."""
     version = metadata.version("vllm")
     reply: dict[str, Any] = {"vllm_version": version, "python": sys.executable}
+    try:
+        return _extract(request, version, reply)
+    except Exception as exc:  # noqa: BLE001 - reported by the caller, never a bare traceback
+        import traceback
+
+        reply.update(error=one_line(exc), traceback=traceback.format_exc().strip().splitlines()[-8:])
+        return reply
+
+
+def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
     try:
         placement = place(version)
     except LookupError as exc:
@@ -187,6 +199,11 @@ def extract(request: dict) -> dict[str, Any]:
             runners[runner] = entry
             continue
         entry.update(capture(adapter, model, vllm_config, input_ids, refs))
+        if (not dump_on_model and entry["config_ids"] is None and entry.get("capture_ids") is not None
+                and list(entry["capture_ids"]) != list(reply["default_ids"])):
+            # A family that knows no config key (0.11), run on a release whose runner statement
+            # reads one: the runner set other layers than the model's default, from the config.
+            entry["config_ids"] = list(entry["capture_ids"])
         aux = entry.pop("aux", None)
         if request["mode"] == "dump" and aux is not None:
             entry["dump_shape"] = list(adapter.dump_stack(aux).shape)

@@ -23,6 +23,7 @@ from types import ModuleType
 
 from ....families import Placement
 from ....families import family_for as _family_for
+from ....families import missing_modules as _missing_modules
 from ....families import place as _place
 
 
@@ -37,3 +38,12 @@ def place(version: str) -> Placement:
     verified release (parity.extract.families.place). Imports engine modules to check code
     paths: call it with parity's CPU stand-ins installed."""
     return _place("sglang", version, __name__, lambda module: module.Adapter().check_code_paths())
+
+
+def missing_modules() -> set[str]:
+    """Top-level modules some family's code paths import but this environment lacks (with
+    parity's CPU stand-ins installed, as every extraction runs)."""
+    from .... import standins
+
+    standins.install()
+    return _missing_modules(__name__, lambda module: module.Adapter().check_code_paths())

@@ -16,6 +16,7 @@ from types import ModuleType
 
 from ....families import Placement
 from ....families import family_for as _family_for
+from ....families import missing_modules as _missing_modules
 from ....families import place as _place
 
 
@@ -34,3 +35,8 @@ def place(version: str) -> Placement:
 def family_for(version: str) -> ModuleType:
     """The family module whose range holds vllm `version`; UnsupportedRelease otherwise."""
     return _family_for("vllm", version, __name__)
+
+
+def missing_modules() -> set[str]:
+    """Top-level modules some family's code paths import but this environment lacks."""
+    return _missing_modules(__name__, _fits)
