@@ -220,6 +220,22 @@ def test_cli_forward_under_an_older_release_gives_the_same_verdicts(version, cap
         assert all(s["ok"] for s in r["stages"][:cut]) and not r["stages"][cut]["ok"], drift
 
 
+def test_under_0_5_10_a_speculators_draft_runs_with_its_decoder_layer_unloaded(capsys):
+    """SGLang 0.5.10's draft class names its decoder layer `midlayer` and skips the speculators
+    checkpoint's `layers.0.*` tensors: the matched pair agrees on the fc input, fc output and
+    embeddings, and diverges first at the decoder layer's output (its weights never loaded)."""
+    if not _release_built("0.5.10"):
+        pytest.skip("sglang 0.5.10's environment is not built (./dev setup sglang-0.5.10)")
+    rc = cli.main(["forward", "--fixture", "llama-8l", "--steps", "1", "--json", "--sglang", "0.5.10"])
+    out = json.loads(capsys.readouterr().out)
+    matched = next(r for r in out["results"] if r["name"] == "matched")
+    assert rc == 1 and matched["verdict"] == "drift", matched["error"]
+    first = matched["first_divergence"]
+    assert (first["step"], first["stage"]) == (0, "layer_output"), first
+    before = {s["stage"]: s["ok"] for s in matched["stages"] if s["step"] == 0}
+    assert before["fc_input"] and before["fc_output"] and before["embeddings"], before
+
+
 def test_cli_forward_under_a_release_without_an_environment_exits_2(capsys):
     assert cli.main(["forward", "--fixture", "llama-8l", "--sglang", "0.4.0"]) == 2
     err = capsys.readouterr().err

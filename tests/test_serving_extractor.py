@@ -13,7 +13,7 @@ from parity.contract import diff, names
 from parity.extract.engines.sglang import extract_serving
 from parity.inputs import InputError
 
-from .helpers import DEEPSEEK, GPT_OSS, LLAMA, QWEN2, QWEN3, QWEN3_MOE, sglang_draft
+from .helpers import DEEPSEEK, GPT_OSS, LLAMA, QWEN2, QWEN3, QWEN3_MOE, ROOT, sglang_draft
 
 pytestmark = pytest.mark.slow
 
@@ -147,7 +147,8 @@ def test_engines_are_reached_by_name_and_an_unknown_one_is_one_line():
 @pytest.mark.parametrize("version, family", [
     ("0.5.23", "0.5.23"), ("0.5.23.post1", "0.5.23"), ("0.5.22", "0.5.22"), ("0.5.21", "0.5.21"),
     ("0.5.20", "0.5.16"), ("0.5.18", "0.5.16"), ("0.5.16", "0.5.16"), ("0.5.15.post1", "0.5.14"),
-    ("0.5.14", "0.5.14"), ("0.5.13", "0.5.14"), ("0.5.12.post1", "0.5.12"), ("0.5.11", "0.5.12")])
+    ("0.5.14", "0.5.14"), ("0.5.13", "0.5.14"), ("0.5.12.post1", "0.5.12"), ("0.5.11", "0.5.12"),
+    ("0.5.10.post1", "0.5.10"), ("0.5.10", "0.5.10"), ("0.5.8", "0.5.10")])
 def test_a_release_gets_the_family_whose_range_holds_it(version, family):
     from parity.extract.engines.sglang.probe import adapter_for
 
@@ -156,7 +157,7 @@ def test_a_release_gets_the_family_whose_range_holds_it(version, family):
     assert (placement.note is None) == (version in placement.module.VERIFIED)
 
 
-@pytest.mark.parametrize("version", ["0.5.10", "0.5.24"])
+@pytest.mark.parametrize("version", ["0.5.7", "0.5.24"])
 def test_a_release_outside_every_range_runs_with_a_family_whose_code_paths_fit(version):
     """Placed by the installed source (0.5.23's here), with the note every report prints
     (tests/test_release_families.py runs one end to end)."""
@@ -187,3 +188,35 @@ def test_each_family_declares_a_range_holding_its_verified_releases():
         assert module.VERIFIED and all(Version(v) in module.RELEASES for v in module.VERIFIED), module
         others = [m for m in modules if m is not module]
         assert not any(Version(v) in m.RELEASES for v in module.VERIFIED for m in others), module
+
+
+def _built(version: str) -> bool:
+    from parity.envs import EnvError, find_env
+
+    try:
+        find_env("sglang", version)
+        return True
+    except EnvError:
+        return False
+
+
+@pytest.mark.parametrize("version, dropped", [("0.5.10", True), ("0.5.12.post1", False)])
+def test_a_speculators_checkpoint_loses_its_decoder_layer_before_0_5_11(tmp_path, version, dropped):
+    """SGLang 0.5.10's draft class names its one decoder layer `midlayer` and its load_weights
+    skips names it does not know: a speculators-format checkpoint's `layers.0.*` tensors are
+    never loaded (the layer keeps its uninitialised weights). 0.5.11 on map them."""
+    if not _built(version):
+        pytest.skip(f"sglang {version}'s environment is not built (./dev setup sglang-{version})")
+    import torch
+    from safetensors.torch import save_file
+
+    draft = tmp_path / "draft"
+    draft.mkdir()
+    (draft / "config.json").write_text((ROOT / "fixtures" / "drafts" / "llama-3.1-8b-eagle3" / "config.json").read_text())
+    layer = ["layers.0.self_attn.q_proj.weight", "layers.0.mlp.gate_proj.weight", "layers.0.input_layernorm.weight"]
+    save_file({n: torch.zeros(2) for n in [*layer, "fc.weight", "norm.weight", "d2t"]}, str(draft / "model.safetensors"))
+    c = extract_serving(LLAMA, draft, version)
+    found = [f for f in c.findings if f.kind == "tensors_dropped"]
+    assert bool(found) == dropped, c.findings
+    if dropped:
+        assert found[0].severity == "error" and all(n in found[0].message for n in layer)

@@ -14,7 +14,7 @@ from parity import cli
 from parity.report.releases import render_releases
 from parity.sweep import SERVING_CASES
 from parity.sweep.cases import DUMP_CASES
-from parity.sweep.run import drop_env, dump_cell, home_at, serving_cell
+from parity.sweep.run import drop_cached_wheel, drop_env, dump_cell, home_at, serving_cell
 
 from .helpers import ROOT
 
@@ -81,6 +81,23 @@ def test_the_sweep_never_deletes_an_environment_it_did_not_build(tmp_path):
         drop_env("sglang", "0.5.23", home)  # the environment this test runs in
         drop_env("speculators", "0.9.0", home)
     assert Path(sys.executable).exists()
+
+
+def test_only_the_releases_own_wheel_leaves_the_cache(tmp_path):
+    """uv's layout: wheels-v*/INDEX/NAME/VERSION-TAGS links to its unpacked archive."""
+    cache = tmp_path / ".uv-cache"
+    wheels, archive = cache / "wheels-v7" / "pypi" / "vllm", cache / "archive-v0"
+    for version, key in (("0.12.0", "a"), ("0.12.0.post1", "b"), ("0.13.0", "c")):
+        (archive / key / "vllm").mkdir(parents=True)
+        wheels.mkdir(parents=True, exist_ok=True)
+        (wheels / f"{version}-cp38-abi3-manylinux1_x86_64").symlink_to(archive / key)
+        (wheels / f"{version}-cp38-abi3-manylinux1_x86_64.http").write_text("")
+    shared = cache / "archive-v0" / "numpy"
+    shared.mkdir()
+    drop_cached_wheel("vllm", "0.12.0", tmp_path)
+    assert sorted(p.name for p in archive.iterdir()) == ["b", "c", "numpy"]
+    assert sorted(p.name for p in wheels.iterdir()) == [f"{v}-cp38-abi3-manylinux1_x86_64{e}" for v in
+                                                        ("0.12.0.post1", "0.13.0") for e in ("", ".http")]
 
 
 def test_every_case_writes_the_draft_config_it_names(tmp_path):

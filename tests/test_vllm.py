@@ -330,3 +330,26 @@ def test_the_born_from_case_with_a_vllm_made_dump(capsys):
     assert rc == 1 and r["training"]["fc_input"] == ["h3", "h31", "h59"] and r["training"]["target"] == "h61", err
     assert r["serving"]["fc_input"] == ["h2", "h30", "h58"]
     assert r["suggestion"]["eagle_aux_hidden_state_layer_ids"] == [3, 31, 59] and r["suggestion"]["verified"]
+
+
+@pytest.mark.parametrize("version", ["0.33.0", "0.11.0"])
+def test_each_family_fits_its_verified_release(version):
+    """A family's code paths (IMPORTS, and REQUIRES: the names its kernel stand-ins replace) are
+    all found in the release it was verified on, so an unseen release is judged by the same list."""
+    import subprocess
+
+    from parity.envs import EnvError, parity_on_path
+    from parity.extract.engines.vllm import python
+
+    try:
+        interpreter = python(version)
+    except EnvError:
+        pytest.skip(f"vllm {version}'s environment is not built")
+    import os
+
+    env = dict(os.environ)
+    code = ("from parity.extract.engines.vllm.families import _fits, family_for\n"
+            f"module = family_for({version!r}); _fits(module); assert {version!r} in module.VERIFIED; print('fits')")
+    with parity_on_path(env) as cwd:
+        out = subprocess.run([str(interpreter), "-c", code], capture_output=True, text=True, env=env, cwd=cwd)
+    assert out.stdout.strip().endswith("fits"), out.stderr[-2000:]

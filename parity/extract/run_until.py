@@ -161,13 +161,8 @@ def run_until_after(func: Callable, attr: str, obj: Any, **kwargs) -> Any:
     raise CodePathMoved(f"{func.__qualname__} returned without reaching line {line} (after self.{attr})")
 
 
-def run_statement(func: Callable, test: str, obj: Any, **names: Any) -> Any:
-    """Run only the `if <test>:` statement of `func` (the real method's source, found in the
-    installed code; `test` as `ast.unparse` writes it, e.g. "self.use_aux_hidden_state_outputs")
-    with `self` bound to `obj` and the method's locals it reads given as `names`, in the
-    method's own module namespace; return `obj`. For a release whose start-up does one thing
-    parity needs inside a method that otherwise allocates a GPU (vLLM 0.11's runner sets the
-    aux layers at the end of `load_model`). CodePathMoved when no such statement is there."""
+def find_statement(func: Callable, test: str) -> ast.If:
+    """The first `if <test>:` statement of `func`'s installed source; CodePathMoved when none."""
     where = f"{func.__module__}.{func.__qualname__}"
     try:
         source = textwrap.dedent(inspect.getsource(func))
@@ -176,7 +171,18 @@ def run_statement(func: Callable, test: str, obj: Any, **names: Any) -> Any:
     found = [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.If) and ast.unparse(node.test) == test]
     if not found:
         raise CodePathMoved(f"looked for a statement `if {test}:` in {where}; there is none")
-    statement = ast.Module(body=[found[0]], type_ignores=[])
+    return found[0]
+
+
+def run_statement(func: Callable, test: str, obj: Any, **names: Any) -> Any:
+    """Run only the `if <test>:` statement of `func` (the real method's source, found in the
+    installed code; `test` as `ast.unparse` writes it, e.g. "self.use_aux_hidden_state_outputs")
+    with `self` bound to `obj` and the method's locals it reads given as `names`, in the
+    method's own module namespace; return `obj`. For a release whose start-up does one thing
+    parity needs inside a method that otherwise allocates a GPU (vLLM 0.11's runner sets the
+    aux layers at the end of `load_model`). CodePathMoved when no such statement is there."""
+    where = f"{func.__module__}.{func.__qualname__}"
+    statement = ast.Module(body=[find_statement(func, test)], type_ignores=[])
     ast.increment_lineno(statement, func.__code__.co_firstlineno - 1)  # tracebacks name the installed lines
     code = compile(statement, inspect.getsourcefile(func) or where, "exec")
     exec(code, dict(func.__globals__), {"self": obj, **names})  # noqa: S102 - the engine's own statement

@@ -1,4 +1,6 @@
-"""Import-time stand-ins for `torchvision` and `vllm`, and nothing else.
+"""Import-time stand-ins for `torchvision` and `vllm` (and, for the one release family whose
+CPU import path needs it, one module of SGLang's kernel package, `sgl_kernel.kvcacheio`), and
+nothing else.
 
 Neither can be installed beside the CPU build of torch. SGLang imports them on
 the model-code path parity runs (torchvision from an unrelated multimodal config,
@@ -55,6 +57,12 @@ class _StandInName:
     def __bool__(self):
         raise _used(self._qualname)
 
+    def __instancecheck__(self, obj) -> bool:
+        return False  # `isinstance(x, VideoReader)`: no object is an instance of a class that is not installed
+
+    def __subclasscheck__(self, cls) -> bool:
+        return False
+
     def __repr__(self) -> str:
         return f"<parity stand-in {self._qualname}>"
 
@@ -70,7 +78,7 @@ class _StandInModule(types.ModuleType):
 
 class _StandInFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, fullname, path=None, target=None):
-        if fullname.split(".")[0] not in _active or not _called_by_import_statement():
+        if (fullname.split(".")[0] not in _active and fullname not in _exact) or not _called_by_import_statement():
             return None
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
@@ -95,20 +103,32 @@ def _called_by_import_statement() -> bool:
     return False
 
 
-_active: set[str] = set()
+_active: set[str] = set()  # whole packages
+_exact: set[str] = set()  # single modules (and their parents) of a package otherwise absent
 _finder = _StandInFinder()
 
 
-def install() -> list[str]:
-    """Put stand-ins in place for whichever of the packages is missing; returns their names."""
+def install(*modules: str) -> list[str]:
+    """Put stand-ins in place for whichever of STANDIN_PACKAGES is missing (each whole
+    package), and for exactly the dotted `modules` a release family names (the SGLang 0.5.10
+    family: `sgl_kernel.kvcacheio`, which that release imports unconditionally on a CPU) when
+    their package is missing: that module and its parents only, so the package's other
+    modules still fail to import and code that falls back on ImportError still does.
+    Returns the names in place."""
     for name in STANDIN_PACKAGES:
         if name in _active or name in sys.modules:
             continue
         if importlib.util.find_spec(name) is None:
             _active.add(name)
-    if _active and _finder not in sys.meta_path:
+    for dotted in modules:
+        top = dotted.split(".")[0]
+        if top in _active or (top not in _exact and (top in sys.modules or importlib.util.find_spec(top) is not None)):
+            continue
+        parts = dotted.split(".")
+        _exact.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+    if (_active or _exact) and _finder not in sys.meta_path:
         sys.meta_path.append(_finder)
-    return sorted(_active)
+    return sorted(_active | _exact)
 
 
 def is_standin(module: types.ModuleType) -> bool:

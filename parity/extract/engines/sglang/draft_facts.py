@@ -53,7 +53,7 @@ def loaded_names(draft, tensors: dict[str, torch.Tensor | None]) -> dict[str, li
 @torch.no_grad()
 def residual_wiring(adapter, draft, n_aux: int, target_h: int) -> bool | None:
     """Run the draft once; True if layer 0's residual is the normed fc output, False if raw."""
-    layer0 = draft.model.layers[0]
+    layer0 = adapter.draft_layers(draft)[0]
     seen: dict[str, torch.Tensor] = {}
     hooks = [
         layer0.hidden_norm.register_forward_hook(

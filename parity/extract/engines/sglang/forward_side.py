@@ -114,9 +114,9 @@ class Runtime:
 class Recorder:
     """Hooks on the draft's decoder layers: what layer 0 receives and what the last returns."""
 
-    def __init__(self, draft):
+    def __init__(self, adapter, draft):
         self.cur: dict[str, torch.Tensor] = {}
-        layers = draft.model.layers
+        layers = adapter.draft_layers(draft)
         self.hooks = [layers[0].register_forward_pre_hook(self._layer_in, with_kwargs=True),
                       layers[-1].register_forward_hook(self._layer_out)]
 
@@ -320,7 +320,7 @@ def run_variant(sv: Serving, variant: dict, req: dict, out: dict[str, torch.Tens
     shifted = torch.cat([sv.tokens[1:], torch.tensor([next_token])])  # x_1..x_T
     runtime = sv.runtime_for(sv.adapter.model_config(served, is_draft=True), draft.config, steps,
                              is_draft=True)
-    recorder = None if req.get("bare") else Recorder(draft)
+    recorder = None if req.get("bare") else Recorder(sv.adapter, draft)
     started = time.perf_counter()
     result = runtime.prefill(draft, shifted, aux.to(sv.dtype))
     records = [(recorder.take() if recorder else {}, result)]

@@ -71,9 +71,7 @@ class Adapter(v0_5_23.Adapter):
         from sglang.srt.distributed import parallel_state as ps
 
         if not device.startswith("cuda"):
-            import sglang.srt.layers.rotary_embedding.rope_variant as rope_variant
-
-            rope_variant.get_device = lambda device_id=None: "cpu"
+            self.rope_on_cpu()
         if not torch.cuda.is_available():
             # The draft's set_embed ends with torch.cuda.synchronize() (0.5.23 asks the platform
             # layer instead); with no CUDA device there is nothing to wait for.
@@ -85,6 +83,12 @@ class Adapter(v0_5_23.Adapter):
         ps.initialize_model_parallel(backend="gloo")
         self._dp_ready = False
         self.check_code_paths()
+
+    def rope_on_cpu(self) -> None:
+        """The rotary-embedding module's device lookup answers "cpu"."""
+        import sglang.srt.layers.rotary_embedding.rope_variant as rope_variant
+
+        rope_variant.get_device = lambda device_id=None: "cpu"
 
     def check_code_paths(self) -> None:
         """Fail the whole extraction (a loud "cannot extract") when the code this adapter runs

@@ -355,6 +355,10 @@ class Adapter:
         return cls(config=config.hf_config, quant_config=None).eval()
 
 
+    def draft_layers(self, draft) -> list:
+        """The draft's decoder layers, in order (its `model.layers`)."""
+        return list(draft.model.layers)
+
     def target_embed_and_head(self, target, draft) -> tuple[Any, Any]:
         """The target's embedding and head as the EAGLE-3 worker fetches them for the draft."""
         from sglang.srt.speculative.pp_draft_embedding import resolve_target_embed_and_head

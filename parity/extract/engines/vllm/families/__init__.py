@@ -5,8 +5,9 @@ test suite runs), `CODE_PATHS` (the vLLM functions the extraction runs, recorded
 contract) and `Adapter`, whose methods hold every release-specific line: platform set-up,
 config classes, building and loading the model, the kernel stand-ins' import paths, and
 each model runner's id resolution. A release outside every family's range runs with the
-newest family whose code paths (its `IMPORTS`, every vLLM module its calls import) are all in
-the installed source, and every report says so (parity.extract.families.place); when none
+newest family whose code paths (its `IMPORTS`, every vLLM module its calls import, and its
+`REQUIRES`, the names its kernel stand-ins replace) are all in the installed source, and
+every report says so (parity.extract.families.place); when none
 fits it is refused, naming what each family looked for.
 """
 
@@ -24,7 +25,7 @@ def _fits(module: ModuleType) -> None:
     from ....run_until import require
 
     module.Adapter().platform()
-    require(*module.IMPORTS)
+    require(*module.IMPORTS, *module.REQUIRES)
 
 
 def place(version: str) -> Placement:

@@ -44,6 +44,7 @@ IMPORTS = (
     "vllm.model_executor.model_loader.utils", "vllm.attention.layer", "vllm.v1.worker.gpu_model_runner",
     "vllm.v1.spec_decode.eagle",
 )
+REQUIRES = ("vllm.attention.layer.Attention.forward",)  # what the kernel stand-in replaces
 
 
 class Adapter(v0_33.Adapter):

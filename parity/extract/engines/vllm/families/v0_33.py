@@ -44,6 +44,13 @@ IMPORTS = (
     "vllm.model_executor.layers.fused_moe.experts.cpu_moe", "vllm.v1.worker.gpu_model_runner",
     "vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils", "vllm.v1.spec_decode.eagle",
 )
+# The names the kernel stand-ins replace: a release where one moved is not run by this family.
+REQUIRES = (
+    "vllm.model_executor.layers.attention.attention.Attention.forward",
+    "vllm.model_executor.layers.attention.mla_attention.MLAAttention.forward",
+    "vllm.model_executor.layers.fused_moe.experts.cpu_moe.CPUUnquantizedExperts.apply",
+    "vllm.model_executor.layers.fused_moe.experts.cpu_moe.CPUUnquantizedExperts.process_weights_after_loading",
+)
 
 
 class Adapter:

@@ -1,0 +1,86 @@
+"""The SGLang 0.5.10 family (0.5.8 - 0.5.10.post1): its adapter.
+
+As the 0.5.12 family (v0_5_12.py: no forward context, the attention backend and KV pool on
+the ForwardBatch; the aux ids read by the real `ModelRunner.__init__` under its bare
+`except:`; the target's embedding from its own `get_embed_and_head()`), except where
+docs/engines-on-cpu.md, 'Runtime set-up per release family', says it differs:
+- there is no `ModelRunner.init_aux_hidden_state_capture`: the capture is set by one
+  statement near the end of the real `ModelRunner.initialize`
+  (`if self.eagle_use_aux_hidden_state: self.model.set_eagle3_layers_to_capture(ids)`), the
+  rest of which is the GPU start-up. parity runs exactly that statement of the installed
+  method (run_until.run_statement) on a bare runner holding the model and the resolved ids;
+- the host KV-cache module (`mem_cache.memory_pool_host`, on the model runner's import path)
+  imports `sgl_kernel.kvcacheio` unconditionally on a CPU, so that one module gets parity's
+  import-time stand-in (standins.py: any use raises; the package's other modules stay absent,
+  so SGLang's own ImportError fallbacks still run);
+- the EAGLE-3 draft's one decoder layer is `model.midlayer` (a `layers` list from 0.5.11);
+- the rotary embedding's device lookup lives in `rotary_embedding/rope_variant.py` (0.5.10),
+  in `layers/rotary_embedding.py` (0.5.9) or nowhere (0.5.8): it answers "cpu" where it is.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from packaging.specifiers import SpecifierSet
+
+from . import v0_5_12, v0_5_14
+from .... import standins
+from ....run_until import find_statement, run_statement
+
+RELEASES = SpecifierSet(">=0.5.8,<0.5.11")  # the releases this family's adapter serves
+VERIFIED = ("0.5.10",)  # releases whose capture and forward were verified against transformers
+
+CAPTURE_TEST = "self.eagle_use_aux_hidden_state"  # the `if` of ModelRunner.initialize that sets the capture
+KERNEL_STANDINS = ("sgl_kernel.kvcacheio",)
+ROPE_DEVICE = ("sglang.srt.layers.rotary_embedding.rope_variant", "sglang.srt.layers.rotary_embedding")
+
+CODE_PATHS = {
+    **v0_5_14.CODE_PATHS,
+    "capture": f"sglang.srt.model_executor.model_runner.ModelRunner.initialize (its `if {CAPTURE_TEST}:` "
+               "statement) -> <Model>.set_eagle3_layers_to_capture",
+}
+
+
+class Adapter(v0_5_12.Adapter):
+    family = "0.5.10"
+    REQUIRES = tuple(name for name in v0_5_12.Adapter.REQUIRES
+                     if not name.endswith(("ModelRunner.init_aux_hidden_state_capture", "rope_variant.get_device"))) + (
+        "sglang.srt.model_executor.model_runner.ModelRunner.initialize",
+    )
+
+    def setup(self, port: int, draft_dir: str | None, device: str = "cpu") -> None:
+        standins.install(*KERNEL_STANDINS)  # before anything imports the model runner
+        super().setup(port, draft_dir, device)
+
+    def check_code_paths(self) -> None:
+        standins.install(*KERNEL_STANDINS)
+        super().check_code_paths()
+        from sglang.srt.model_executor.model_runner import ModelRunner
+
+        find_statement(ModelRunner.initialize, CAPTURE_TEST)
+
+    def rope_on_cpu(self) -> None:
+        for name in ROPE_DEVICE:
+            try:
+                module = importlib.import_module(name)
+            except ModuleNotFoundError:  # 0.5.8/0.5.9: no rope_variant module
+                continue
+            if hasattr(module, "get_device"):
+                module.get_device = lambda device_id=None: "cpu"
+                return
+
+    def draft_layers(self, draft) -> list:
+        """This family's EAGLE-3 draft has one decoder layer, `model.midlayer`."""
+        return [draft.model.midlayer]
+
+    def configure_capture(self, model, use_aux: bool, ids) -> None:
+        """The capture statement of the real `ModelRunner.initialize`, on a runner holding the model."""
+        from sglang.srt.model_executor.model_runner import ModelRunner
+
+        runner = ModelRunner.__new__(ModelRunner)
+        runner.model = model
+        runner.eagle_use_aux_hidden_state = use_aux
+        runner.eagle_aux_hidden_state_layer_ids = ids
+        run_statement(ModelRunner.initialize, CAPTURE_TEST, runner)
+
