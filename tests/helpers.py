@@ -50,3 +50,14 @@ def sglang_draft(tmp: Path, *, ids=None, top_level_ids=None, hidden_size=4096, v
     tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "config.json").write_text(json.dumps(cfg))
     return tmp
+
+
+def built(package: str, version: str) -> bool:
+    """Whether an environment of `package` `version` is built (a test of that release skips otherwise)."""
+    from parity.envs import EnvError, find_env
+
+    try:
+        find_env(package, version)
+        return True
+    except EnvError:
+        return False

@@ -23,7 +23,7 @@ from parity.forward.run import forward_parity
 from parity.forward.tolerances import BF16, FP32, for_dtype
 from parity.fixtures import DraftRecipe, speculators_draft
 
-from .helpers import ROOT
+from .helpers import ROOT, built
 
 pytestmark = [pytest.mark.parity, pytest.mark.slow]
 
@@ -184,22 +184,12 @@ def test_cli_forward_bad_input_exits_2(tmp_path, capsys):
 # -- older SGLang releases: the same verdicts, stage by stage ---------------------------------------
 
 
-def _release_built(version: str) -> bool:
-    from parity.envs import EnvError, find_env
-
-    try:
-        find_env("sglang", version)
-        return True
-    except EnvError:
-        return False
-
-
 @pytest.mark.parametrize("version", ["0.5.22", "0.5.21", "0.5.18", "0.5.14", "0.5.12.post1"])
 def test_cli_forward_under_an_older_release_gives_the_same_verdicts(version, capsys):
     """`parity forward --sglang VERSION`: the serving path runs in that release's environment
     (its family adapter), and gives what 0.5.23 gives: the matched pair at parity at every
     stage, each injected drift first at its stage with everything upstream agreeing."""
-    if not _release_built(version):
+    if not built("sglang", version):
         pytest.skip(f"sglang {version}'s environment is not built (./dev setup sglang-{version})")
     rc = cli.main(["forward", "--fixture", "llama-8l", "--drift", "all", "--steps", "2", "--json",
                    "--sglang", version])
@@ -224,7 +214,7 @@ def test_under_0_5_10_a_speculators_draft_runs_with_its_decoder_layer_unloaded(c
     """SGLang 0.5.10's draft class names its decoder layer `midlayer` and skips the speculators
     checkpoint's `layers.0.*` tensors: the matched pair agrees on the fc input, fc output and
     embeddings, and diverges first at the decoder layer's output (its weights never loaded)."""
-    if not _release_built("0.5.10"):
+    if not built("sglang", "0.5.10"):
         pytest.skip("sglang 0.5.10's environment is not built (./dev setup sglang-0.5.10)")
     rc = cli.main(["forward", "--fixture", "llama-8l", "--steps", "1", "--json", "--sglang", "0.5.10"])
     out = json.loads(capsys.readouterr().out)

@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from parity import cli
-from parity.envs import PROBE_OVERRIDES, EnvError, find_env
+from parity.envs import PROBE_OVERRIDES
 from parity.extract.run_until import CodePathMoved, run_until_after, stop_line
 from parity.matrix import CANNOT, build_matrix
 from parity.releases import releases
 from parity.report.matrix import render_markdown, render_text
 
-from .helpers import ROOT, drift_overrides
+from .helpers import ROOT, built, drift_overrides
 
 TARGET = ROOT / "fixtures" / "targets" / "deepseek-v3-61l" / "config.json"
 DRAFT = ROOT / "fixtures" / "drafts" / "kimi-k2.5-eagle3"
@@ -34,14 +34,6 @@ SERVED = {"0.5.10": ["h3", "h31", "h59"], "0.5.12.post1": ["h3", "h31", "h59"], 
           "0.5.21": ["h2", "h30", "h58"], "0.5.22": ["h2", "h30", "h58"], "0.5.23": ["h2", "h30", "h58"]}
 FIX = {"0.5.10": None, "0.5.12.post1": None, "0.5.14": [0, 3, 31], "0.5.18": [0, 3, 31], "0.5.21": [0, 3, 31],
        "0.5.22": [0, 3, 31], "0.5.23": [0, 3, 31]}
-
-
-def built(package: str, version: str) -> bool:
-    try:
-        find_env(package, version)
-        return True
-    except EnvError:
-        return False
 
 
 def _minus_one_draft(tmp: Path) -> Path:

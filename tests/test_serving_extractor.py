@@ -13,7 +13,7 @@ from parity.contract import diff, names
 from parity.extract.engines.sglang import extract_serving
 from parity.inputs import InputError
 
-from .helpers import DEEPSEEK, GPT_OSS, LLAMA, QWEN2, QWEN3, QWEN3_MOE, ROOT, sglang_draft
+from .helpers import DEEPSEEK, GPT_OSS, LLAMA, QWEN2, QWEN3, QWEN3_MOE, ROOT, built, sglang_draft
 
 pytestmark = pytest.mark.slow
 
@@ -190,22 +190,12 @@ def test_each_family_declares_a_range_holding_its_verified_releases():
         assert not any(Version(v) in m.RELEASES for v in module.VERIFIED for m in others), module
 
 
-def _built(version: str) -> bool:
-    from parity.envs import EnvError, find_env
-
-    try:
-        find_env("sglang", version)
-        return True
-    except EnvError:
-        return False
-
-
 @pytest.mark.parametrize("version, dropped", [("0.5.10", True), ("0.5.12.post1", False)])
 def test_a_speculators_checkpoint_loses_its_decoder_layer_before_0_5_11(tmp_path, version, dropped):
     """SGLang 0.5.10's draft class names its one decoder layer `midlayer` and its load_weights
     skips names it does not know: a speculators-format checkpoint's `layers.0.*` tensors are
     never loaded (the layer keeps its uninitialised weights). 0.5.11 on map them."""
-    if not _built(version):
+    if not built("sglang", version):
         pytest.skip(f"sglang {version}'s environment is not built (./dev setup sglang-{version})")
     import torch
     from safetensors.torch import save_file
