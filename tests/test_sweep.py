@@ -141,3 +141,12 @@ def test_a_vllm_cell_is_what_both_runners_feed(tmp_path):
     assert "error" not in cell
     dump = dump_cell(DUMP_CASES[0], "0.33.0")
     assert dump["layout"] == ["h2", "h16", "h29", "h32"] and dump["launch_ids"] == [2, 16, 29, 32], dump
+
+
+def test_an_error_names_no_machines_paths_and_not_its_release():
+    from parity.report.releases import general
+
+    said = general("cannot import name 'f' from 'm' (/tmp/home/vllm-0.28.0/lib/python3.11/site-packages/m.py); "
+                   "target config /work/x/fixtures/targets/t/config.json: vllm 0.28.0 refused", "0.28.0")
+    assert said == ("cannot import name 'f' from 'm' ($PARITY_HOME/vllm-X/lib/python3.11/site-packages/m.py); "
+                    "target config fixtures/targets/t/config.json: vllm X refused")

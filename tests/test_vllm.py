@@ -353,3 +353,38 @@ def test_each_family_fits_its_verified_release(version):
     with parity_on_path(env) as cwd:
         out = subprocess.run([str(interpreter), "-c", code], capture_output=True, text=True, env=env, cwd=cwd)
     assert out.stdout.strip().endswith("fits"), out.stderr[-2000:]
+
+
+def test_gpt_oss_is_captured_with_its_sliding_window_sinks_and_swiglu_experts(tmp_path):
+    """gpt-oss runs vLLM's own model code with the stand-ins honouring what it uses (a sliding
+    window on every other layer, attention sinks, biased SwiGLU-OAI experts): every slot of
+    both runners is named against transformers, and the proposer shares the target's
+    `embedding` (gpt-oss's name for it)."""
+    from parity.extract.engines import engine
+    from parity.sweep.cases import SERVING_CASES
+
+    case = next(c for c in SERVING_CASES if c.target == "gpt-oss-20b")
+    contract, _ = engine("vllm").probe_serving(case.target_config, case.write_draft(tmp_path / "d"), "0.33.0")
+    assert [t.name for t in contract.fc_input] == ["h2", "h12", "h21"]  # v2: the defaults
+    assert {k: [t.name for t in v] for k, v in contract.runners.items()} == {
+        "v1": ["h1", "h11", "h20"], "v2": ["h2", "h12", "h21"]}
+    assert contract.embedding == "target"
+    assert not [f for f in contract.findings if f.severity == "error" and f.kind != "runners_differ"], contract.findings
+
+
+def test_the_attention_stand_in_honours_windows_and_sinks():
+    import torch
+
+    from parity.extract.engines.vllm.kernels import _causal, _windowed_with_sinks
+
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(5, 4, 8, generator=gen) for _ in range(3))
+    k, v = k[:, :2], v[:, :2]  # grouped-query: 2 kv heads for 4 query heads
+    plain = _causal(q, k, v, 0.3)
+    torch.testing.assert_close(_windowed_with_sinks(q, k, v, 0.3, None, None), plain)
+    torch.testing.assert_close(_windowed_with_sinks(q, k, v, 0.3, 99, torch.full((4,), -1e9)), plain)
+    alone = v.repeat_interleave(2, dim=1).reshape(5, -1)  # a window of 1: each token sees itself only
+    torch.testing.assert_close(_windowed_with_sinks(q, k, v, 0.3, 1, None), alone)
+    sunk = _windowed_with_sinks(q, k, v, 0.3, 1, torch.zeros(4))  # one sink logit 0 beside one score
+    weight = torch.sigmoid(torch.einsum("thd,thd->ht", q, k.repeat_interleave(2, dim=1)) * 0.3).t()  # e^s/(e^s+1)
+    torch.testing.assert_close(sunk, (alone.view(5, 4, 8) * weight[..., None]).reshape(5, -1))

@@ -40,7 +40,8 @@ def general(message: str, version: str) -> str:
     import re
 
     message = re.sub(r"(?<!\S)/\S*?/(fixtures/)", r"\1", message)  # no machine's checkout path
-    return re.sub(rf"(?<![\w.]){re.escape(version)}(?![\w])", "X", message)
+    message = re.sub(rf"(?<![\w.]){re.escape(version)}(?![\w])", "X", message)
+    return re.sub(r"(?<![\w$])/\S*?/((?:sglang|vllm|speculators|specforge)-X/)", r"$PARITY_HOME/\1", message)  # nor its home
 
 
 def number(message: str, errors: list[str]) -> int:

@@ -218,7 +218,7 @@ def run_variant(sv: Serving, variant: dict, req: dict, out: dict[str, torch.Tens
     meta["next_token"] = next_token
 
     draft = sv.draft(vllm_config)
-    meta["embedding"] = "target" if draft.model.embed_tokens is sv.model.model.embed_tokens else "draft"
+    meta["embedding"] = "target" if draft.model.embed_tokens is sv.adapter.target_embedding(sv.model) else "draft"
     meta["graph"] = sv.adapter.draft_graph(draft)
     meta["engine"], meta["draft_class"] = "vllm", type(draft).__name__
     shifted = torch.cat([sv.tokens[1:], torch.tensor([next_token])])  # x_1..x_T

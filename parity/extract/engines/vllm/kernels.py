@@ -6,14 +6,16 @@ stand-in nothing raises: the CPU attention path returns uninitialised memory (va
 else (every projection, norm, rotary embedding, residual add, the MoE router, weight loading
 and the capture stay vLLM's own):
 
-- `Attention.forward`: causal scaled-dot-product attention over the one prefill sequence;
+- `Attention.forward`: causal scaled-dot-product attention over the one prefill sequence (a
+  layer's sliding window and attention sinks honoured, gpt-oss);
 - `MLAAttention.forward`: the latent decompression vLLM's MLA prefill does (`kv_b_proj`, rope
   part shared across heads), then the same causal attention;
-- `CPUUnquantizedExperts.apply` (+ its weight prepacking): each routed expert's gated MLP,
+- `CPUUnquantizedExperts.apply` (+ its weight prepacking): each routed expert's gated MLP
+  (SiLU, or gpt-oss's SwiGLU-OAI by vLLM's own native implementation; expert biases added),
   weighted by the router's own top-k weights and ids.
 
 Each stand-in covers only the case parity runs (one sequence, no KV cache, no expert
-parallelism, SiLU experts, no biases) and raises `KernelStandInError` for anything else, so
+parallelism, SiLU or SwiGLU-OAI experts) and raises `KernelStandInError` for anything else, so
 a path that relies on more than it computes fails loudly instead of reading a wrong value.
 """
 
@@ -50,18 +52,44 @@ def _causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> 
     return out.transpose(0, 1).reshape(tokens, heads * v.shape[-1])
 
 
+def _windowed_with_sinks(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float,
+                         window: int | None, sinks: torch.Tensor | None) -> torch.Tensor:
+    """Causal attention where a query sees only the last `window` keys (itself included) and,
+    with `sinks` (one logit per head, gpt-oss), each query's softmax has one more term that
+    carries no value. [T, heads, d] each -> [T, heads * d_v]."""
+    tokens, heads = q.shape[0], q.shape[1]
+    groups = heads // k.shape[1]
+    k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    scores = torch.einsum("thd,shd->hts", q.float(), k.float()) * scale  # [heads, T, T]
+    i, j = torch.arange(tokens)[:, None], torch.arange(tokens)[None, :]
+    seen = j <= i
+    if window is not None:
+        seen = seen & (i - j < window)
+    scores = scores.masked_fill(~seen, float("-inf"))
+    if sinks is not None:
+        sink = sinks.float().view(heads, 1, 1).expand(heads, tokens, 1)
+        probs = torch.softmax(torch.cat([scores, sink], dim=-1), dim=-1)[..., :-1]
+    else:
+        probs = torch.softmax(scores, dim=-1)
+    out = torch.einsum("hts,shd->thd", probs, v.float())
+    return out.reshape(tokens, heads * v.shape[-1]).to(q.dtype)
+
+
 def attention_forward(self, query, key, value, output_shape=None, output_dtype=None):
-    """`Attention.forward` for one causal prefill sequence."""
+    """`Attention.forward` for one causal prefill sequence (a layer's sliding window and
+    attention sinks honoured)."""
     _one_sequence("Attention.forward")
-    if getattr(self, "sliding_window", None) is not None:
-        raise KernelStandInError("Attention.forward: parity's stand-in has no sliding window")
     if getattr(self.impl, "logits_soft_cap", None):
         raise KernelStandInError("Attention.forward: parity's stand-in has no logits soft cap")
     tokens = query.shape[0]
     q = query.view(tokens, self.num_heads, self.head_size)
     k = key.view(tokens, self.num_kv_heads, self.head_size)
     v = value.view(tokens, self.num_kv_heads, getattr(self, "head_size_v", self.head_size))  # 0.11: one size
-    out = _causal(q, k, v, self.impl.scale)
+    window, sinks = getattr(self, "sliding_window", None), getattr(self.impl, "sinks", None)
+    if window is None and sinks is None:
+        out = _causal(q, k, v, self.impl.scale)
+    else:
+        out = _windowed_with_sinks(q, k, v, self.impl.scale, window, sinks)
     return out.to(output_dtype or query.dtype)
 
 
@@ -90,20 +118,38 @@ def experts_apply(self, output, hidden_states, w1, w2, topk_weights, topk_ids, a
     router's weights (already applied to the input when `apply_router_weight_on_input`)."""
     if expert_map is not None:
         raise KernelStandInError("fused MoE: parity's stand-in has no expert parallelism (expert_map)")
-    if getattr(self, "w1_bias", None) is not None or getattr(self, "w2_bias", None) is not None:
-        raise KernelStandInError("fused MoE: parity's stand-in has no expert biases")
-    if str(getattr(activation, "value", activation)).lower() != "silu":
-        raise KernelStandInError(f"fused MoE: parity's stand-in computes SiLU experts, not {activation}")
     if a1q_scale is not None or a2_scale is not None:
         raise KernelStandInError("fused MoE: parity's stand-in has no quantised activations")
+    act = _expert_activation(activation)
+    b1, b2 = getattr(self, "w1_bias", None), getattr(self, "w2_bias", None)
     total = torch.zeros(hidden_states.shape, dtype=torch.float32)
     for expert in range(w1.shape[0]):
         token, slot = (topk_ids == expert).nonzero(as_tuple=True)
         if token.numel() == 0:
             continue
-        gate, up = (hidden_states[token] @ w1[expert].t()).chunk(2, dim=-1)
-        y = (F.silu(gate) * up) @ w2[expert].t()
+        gate_up = hidden_states[token] @ w1[expert].t()  # [n, 2 * intermediate]
+        if b1 is not None:
+            gate_up = gate_up + b1[expert]
+        y = act(gate_up) @ w2[expert].t()
+        if b2 is not None:
+            y = y + b2[expert]
         if not apply_router_weight_on_input:
             y = y * topk_weights[token, slot, None]
         total.index_add_(0, token, y.float())
     output.copy_(total.to(output.dtype))
+
+
+def _expert_activation(activation):
+    """The experts' gated activation on [n, 2 * intermediate]: SiLU on the halves
+    (gate | up), or vLLM's own native SwiGLU-OAI (gpt-oss: interleaved gate/up, clamped)."""
+    name = str(getattr(activation, "value", activation)).lower()
+    if name == "silu":
+        def silu_and_mul(x):
+            gate, up = x.chunk(2, dim=-1)
+            return F.silu(gate) * up
+        return silu_and_mul
+    if name == "swigluoai":
+        from vllm.model_executor.layers.activation import SwigluOAIAndMul
+
+        return SwigluOAIAndMul().forward_native  # vLLM's reference implementation of its kernel
+    raise KernelStandInError(f"fused MoE: parity's stand-in computes SiLU and SwiGLU-OAI experts, not {activation}")

@@ -255,7 +255,14 @@ class Adapter:
                             weights[name] = torch.randn(draft.model.embed_tokens.weight.shape)
         self.load_draft_weights(draft, vllm_config, list(weights.items()))
         self.share_with_target(draft, target, vllm_config)
-        return "target" if draft.model.embed_tokens is target.model.embed_tokens else "draft"
+        return "target" if draft.model.embed_tokens is self.target_embedding(target) else "draft"
+
+    @staticmethod
+    def target_embedding(target):
+        """The target's token embedding, where the proposer's sharing looks for it: its inner
+        model's `embed_tokens`, or `embedding` (gpt-oss)."""
+        inner = target.model
+        return inner.embed_tokens if hasattr(inner, "embed_tokens") else inner.embedding
 
     def draft_facts(self, vllm_config, target=None, checkpoint: str | None = None) -> dict:
         """What vLLM's own draft class (built from the draft's config, as the proposer builds it)
