@@ -388,3 +388,16 @@ def test_the_attention_stand_in_honours_windows_and_sinks():
     sunk = _windowed_with_sinks(q, k, v, 0.3, 1, torch.zeros(4))  # one sink logit 0 beside one score
     weight = torch.sigmoid(torch.einsum("thd,thd->ht", q, k.repeat_interleave(2, dim=1)) * 0.3).t()  # e^s/(e^s+1)
     torch.testing.assert_close(sunk, (alone.view(5, 4, 8) * weight[..., None]).reshape(5, -1))
+
+
+def test_a_looked_up_absent_kernel_raises_when_called():
+    """vLLM 0.28-0.30 fetch `torch.ops._C.silu_and_mul` when building a layer (then run the
+    native version on a CPU): parity registers the absent op, and a call to it is loud."""
+    import torch
+
+    from parity.extract.engines.vllm.kernels import KernelStandInError, absent_custom_ops
+
+    assert absent_custom_ops("parity_test_absent_op") == ["parity_test_absent_op"]
+    assert absent_custom_ops("parity_test_absent_op") == []  # once
+    with pytest.raises(KernelStandInError, match="parity_test_absent_op was called"):
+        torch.ops._C.parity_test_absent_op(torch.empty(2), torch.ones(4))

@@ -153,3 +153,28 @@ def _expert_activation(activation):
 
         return SwigluOAIAndMul().forward_native  # vLLM's reference implementation of its kernel
     raise KernelStandInError(f"fused MoE: parity's stand-in computes SiLU and SwiGLU-OAI experts, not {activation}")
+
+
+_ABSENT_OPS: list = []  # the torch.library fragments below, kept alive
+
+
+def absent_custom_ops(*names: str) -> list[str]:
+    """Register each `torch.ops._C.NAME` the wheel's (unloadable) `_C` extension would define
+    and that vLLM looks up when it builds a layer but, on this CPU path, never calls (vLLM
+    0.28-0.30's `SiluAndMul.__init__` fetches `silu_and_mul`, then `forward_cpu` runs the native
+    version). Calling one raises KernelStandInError. Returns the names registered."""
+    done = []
+    for name in names:
+        if hasattr(torch.ops._C, name):
+            continue
+        if not _ABSENT_OPS:
+            _ABSENT_OPS.append(torch.library.Library("_C", "FRAGMENT"))
+        lib = _ABSENT_OPS[0]
+        lib.define(f"{name}(Tensor(a!) out, Tensor input) -> ()")
+
+        def absent(out, x, _name=name):
+            raise KernelStandInError(f"torch.ops._C.{_name} was called: the wheel's kernel is absent on a "
+                                     "CPU, and parity registered it only because vLLM looks it up")
+        lib.impl(name, absent, "CompositeExplicitAutograd")
+        done.append(name)
+    return done

@@ -78,10 +78,12 @@ class Adapter:
         mla_attention.MLAAttention.forward = kernels.mla_forward
         cpu_moe.CPUUnquantizedExperts.process_weights_after_loading = kernels.experts_prepare
         cpu_moe.CPUUnquantizedExperts.apply = kernels.experts_apply
-        return ["vllm.model_executor.layers.attention.Attention.forward -> causal SDPA, one prefill sequence",
+        looked_up = [f"torch.ops._C.{name} -> raises if called (looked up, never called, on this path)"
+                     for name in kernels.absent_custom_ops("silu_and_mul")]
+        return [*looked_up, "vllm.model_executor.layers.attention.Attention.forward -> causal SDPA, one prefill sequence",
                 "vllm.model_executor.layers.attention.MLAAttention.forward -> kv_b_proj decompression + causal SDPA",
                 "vllm.model_executor.layers.fused_moe.experts.cpu_moe.CPUUnquantizedExperts.apply -> "
-                "per-expert SiLU MLP (router real)"]
+                "per-expert SiLU or SwiGLU-OAI MLP, biases added (router real)"]
 
     def config(self, target_dir: str, speculative: dict | None, port: int):
         """The VllmConfig `LLM(model=target_dir, speculative_config=speculative)` would build
