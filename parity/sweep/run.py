@@ -46,6 +46,8 @@ def first_line(exc: BaseException | str) -> str:
     from ..home import SHIPPED
 
     text = " ".join(str(exc).split()) or type(exc).__name__
+    if os.environ.get("PARITY_HOME"):  # the sweep's home (home_at)
+        text = text.replace(os.environ["PARITY_HOME"].rstrip("/") + "/", "$PARITY_HOME/")
     text = text.replace(f"{SHIPPED}/", "").replace(tempfile.gettempdir() + "/", "$TMPDIR/")
     return text if len(text) <= 2000 else text[:2000] + " ..."
 
