@@ -232,7 +232,9 @@ LOCK_NO_FIX = ("no id list makes sglang 0.5.12.post1 feed ['h0', 'h3', 'h31'] (t
 def locked() -> Matrix:
     """The README's `parity matrix --contract contracts/kimi-k2.5-eagle3.json`: the fixed draft."""
     return matrix({"0.7.0.2": training("0.7.0.2"), "0.9.0": training("0.9.0")},
-                  {"0.5.12.post1": served(("h1", "h4", "h32"), ids=(0, 3, 31), version="0.5.12.post1",
+                  {"0.5.10": served(("h1", "h4", "h32"), ids=(0, 3, 31), version="0.5.10",
+                                    unfixable=LOCK_NO_FIX.replace("0.5.12.post1", "0.5.10")),
+                   "0.5.12.post1": served(("h1", "h4", "h32"), ids=(0, 3, 31), version="0.5.12.post1",
                                           unfixable=LOCK_NO_FIX),
                    **{v: served(("h0", "h3", "h31"), ids=(0, 3, 31), version=v)
                       for v in ("0.5.14", "0.5.18", "0.5.21", "0.5.22")},
@@ -276,7 +278,7 @@ def test_the_matrix_cells_are_the_cases():
     born = born_from()
     assert [r.fc_input for r in born.serving] == [["h3", "h31", "h59"], ["h2", "h30", "h58"], ["h2", "h30", "h58"]]
     assert "slot 0: h3 -> h2" in born.serving[1].changed and not born.serving[2].changed
-    assert not born.ok and locked().serving[1].verdicts[0].verdict == "parity"
+    assert not born.ok and locked().serving[2].verdicts[0].verdict == "parity"  # 0.5.14, after 0.5.10 and 0.5.12.post1
     bad = cannot()
     assert [bool(r.error) for r in bad.serving] == [True, True, False, False]
     assert [v.verdict for v in bad.serving[3].verdicts] == ["error", "unservable"]
