@@ -50,6 +50,11 @@ def number(message: str, errors: list[str]) -> int:
     return errors.index(message) + 1
 
 
+def _named(cell: dict) -> bool:
+    """The case named at least one state (fc slots or dump slots), whatever else went wrong."""
+    return bool((cell.get("fc") and any(cell["fc"])) or cell.get("layout"))
+
+
 def _states(states: list) -> str:
     return ", ".join(s or "?" for s in states)
 
@@ -98,8 +103,7 @@ def table(package: str, section: dict, cases: dict[str, str]) -> list[str]:
             previous = None
             continue
         alike = {general(c.get("error") or "", version) for c in row["cases"].values()}
-        if len(alike) == 1 and "" not in alike and not any((c.get("fc") and any(c["fc"])) or c.get("layout")
-                                                           for c in row["cases"].values()):
+        if len(alike) == 1 and "" not in alike and not any(_named(c) for c in row["cases"].values()):
             changed = previous is None or alike != {general(c.get("error") or "", previous["version"])
                                                     for c in previous["cases"].values()}
             out.append(f"| {version} | | {_bold(f'every case: ✗ {number(alike.pop(), errors)}', changed)} |"
@@ -125,8 +129,7 @@ def table(package: str, section: dict, cases: dict[str, str]) -> list[str]:
 
 def summary(package: str, section: dict) -> str:
     rows = section.get("releases", [])
-    ran = [r for r in rows if "cases" in r and any((c.get("fc") and any(c["fc"])) or c.get("layout")
-                                                   for c in r["cases"].values())]
+    ran = [r for r in rows if "cases" in r and any(_named(c) for c in r["cases"].values())]
     return (f"{len(ran)} of {len(rows)} {package} releases extracted (at least one case's states named); "
             f"every other release says why in its row.")
 

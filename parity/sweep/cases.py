@@ -19,15 +19,19 @@ from ..home import shipped
 
 
 @dataclass(frozen=True)
-class ServingCase:
+class _Case:
     name: str        # the table's column, e.g. "llama32 [1,15,28]"
     target: str      # a bundled target (fixtures/targets/NAME)
-    ids: tuple[int, ...] | None
-    where: str = "nested"  # "nested": eagle_config's list (SGLang's key); "top": the top-level key
 
     @property
     def target_config(self) -> Path:
         return shipped("fixtures", "targets", self.target, "config.json")
+
+
+@dataclass(frozen=True)
+class ServingCase(_Case):
+    ids: tuple[int, ...] | None
+    where: str = "nested"  # "nested": eagle_config's list (SGLang's key); "top": the top-level key
 
     def write_draft(self, folder: Path) -> Path:
         """The draft directory (config.json only: the serving extraction reads no weights)."""
@@ -62,14 +66,8 @@ SERVING_CASES: tuple[ServingCase, ...] = (
 
 
 @dataclass(frozen=True)
-class TrainingCase:
-    name: str
-    target: str
+class TrainingCase(_Case):
     dump: tuple[str, ...]  # the dump's layout, canonical names
-
-    @property
-    def target_config(self) -> Path:
-        return shipped("fixtures", "targets", self.target, "config.json")
 
 
 TRAINING_CASES: tuple[TrainingCase, ...] = (
@@ -78,16 +76,10 @@ TRAINING_CASES: tuple[TrainingCase, ...] = (
 
 
 @dataclass(frozen=True)
-class DumpCase:
+class DumpCase(_Case):
     """A data-generation dump made by a vLLM release: speculators' launch script's ids (None:
     its default [2, N//2, N-3, N]) on a bundled target, each dumped slot named."""
-    name: str
-    target: str
     datagen_ids: tuple[int, ...] | None = None
-
-    @property
-    def target_config(self) -> Path:
-        return shipped("fixtures", "targets", self.target, "config.json")
 
     def describe(self) -> str:
         given = "the launch default ids" if self.datagen_ids is None else f"--datagen-ids {list(self.datagen_ids)}"

@@ -42,11 +42,16 @@ def _one_sequence(what: str) -> None:
                                  "scheduled batch): the real kernel is needed here")
 
 
+def _per_query_head(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """k, v with each kv head repeated for the query heads that share it (grouped-query)."""
+    groups = q.shape[1] // k.shape[1]
+    return k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+
+
 def _causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:
     """[T, heads, d] each (k, v may have fewer heads: grouped-query) -> [T, heads * d_v]."""
     tokens, heads = q.shape[0], q.shape[1]
-    groups = heads // k.shape[1]
-    k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    k, v = _per_query_head(q, k, v)
     out = F.scaled_dot_product_attention(q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1),
                                          is_causal=True, scale=scale)
     return out.transpose(0, 1).reshape(tokens, heads * v.shape[-1])
@@ -58,8 +63,7 @@ def _windowed_with_sinks(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scal
     with `sinks` (one logit per head, gpt-oss), each query's softmax has one more term that
     carries no value. [T, heads, d] each -> [T, heads * d_v]."""
     tokens, heads = q.shape[0], q.shape[1]
-    groups = heads // k.shape[1]
-    k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    k, v = _per_query_head(q, k, v)
     scores = torch.einsum("thd,shd->hts", q.float(), k.float()) * scale  # [heads, T, T]
     i, j = torch.arange(tokens)[:, None], torch.arange(tokens)[None, :]
     seen = j <= i

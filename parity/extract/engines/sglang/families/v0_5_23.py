@@ -354,7 +354,6 @@ class Adapter:
         cls, _ = get_model_architecture(config)
         return cls(config=config.hf_config, quant_config=None).eval()
 
-
     def draft_layers(self, draft) -> list:
         """The draft's decoder layers, in order (its `model.layers`)."""
         return list(draft.model.layers)
