@@ -16,6 +16,7 @@ import ast
 import inspect
 import sys
 import textwrap
+from types import ModuleType
 from typing import Any, Callable
 
 
@@ -105,8 +106,12 @@ def _assigns(node: ast.AST, attr: str) -> bool:
     return False
 
 
-def stop_line(func: Callable, attr: str) -> tuple[int, str]:
-    """(file line of the top-level statement after the one assigning self.<attr>, that statement's text)."""
+def _calls(node: ast.AST, callee: str) -> bool:
+    return any(isinstance(sub, ast.Call) and ast.unparse(sub.func) == callee for sub in ast.walk(node))
+
+
+def _stop_after(func: Callable, matches: Callable[[ast.AST], bool], what: str) -> tuple[int, str]:
+    """(file line of the top-level statement after the last one `matches`, that statement's text)."""
     where = f"{func.__module__}.{func.__qualname__}"
     try:
         source = textwrap.dedent(inspect.getsource(func))
@@ -117,21 +122,41 @@ def stop_line(func: Callable, attr: str) -> tuple[int, str]:
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         raise CodePathMoved(f"{where} is not a plain function")
     body = fn.body
-    hits = [i for i, stmt in enumerate(body) if _assigns(stmt, attr)]
+    hits = [i for i, stmt in enumerate(body) if matches(stmt)]
     if not hits:
-        raise CodePathMoved(f"looked for a statement assigning self.{attr} in {where}; there is none")
+        raise CodePathMoved(f"looked for a statement {what} in {where}; there is none")
     i = hits[-1]
     if i + 1 >= len(body):
-        raise CodePathMoved(f"the statement assigning self.{attr} is the last of {where}: no place to stop")
+        raise CodePathMoved(f"the statement {what} is the last of {where}: no place to stop")
     nxt = body[i + 1]
     first = func.__code__.co_firstlineno
     return first + nxt.lineno - 1, ast.get_source_segment(source, nxt).splitlines()[0]
+
+
+def stop_line(func: Callable, attr: str) -> tuple[int, str]:
+    """(file line of the top-level statement after the one assigning self.<attr>, that statement's text)."""
+    return _stop_after(func, lambda stmt: _assigns(stmt, attr), f"assigning self.{attr}")
+
+
+def call_stop_line(func: Callable, callee: str) -> tuple[int, str]:
+    """(file line of the top-level statement after the one calling `callee` (as written, e.g.
+    "global_server_args_dict.update"), that statement's text)."""
+    return _stop_after(func, lambda stmt: _calls(stmt, callee), f"calling {callee}(...)")
 
 
 def run_until_after(func: Callable, attr: str, obj: Any, **kwargs) -> Any:
     """Run `func(obj, **kwargs)` (the real method) until the statement after the one that
     assigns `self.<attr>`; return `obj`. Required parameters missing from kwargs are a
     CodePathMoved (the method's signature changed)."""
+    return _run_to(func, stop_line(func, attr)[0], f"after self.{attr}", obj, kwargs)
+
+
+def run_until_after_call(func: Callable, callee: str, obj: Any, **kwargs) -> Any:
+    """As run_until_after, stopping after the top-level statement that calls `callee`."""
+    return _run_to(func, call_stop_line(func, callee)[0], f"after {callee}(...)", obj, kwargs)
+
+
+def _run_to(func: Callable, line: int, what: str, obj: Any, kwargs: dict) -> Any:
     sig = inspect.signature(func)
     params = list(sig.parameters.values())[1:]
     missing = [p.name for p in params if p.default is inspect.Parameter.empty
@@ -139,7 +164,6 @@ def run_until_after(func: Callable, attr: str, obj: Any, **kwargs) -> Any:
     if missing:
         raise CodePathMoved(f"{func.__qualname__} now requires {missing}, which this adapter does not supply")
     accepted = {k: v for k, v in kwargs.items() if k in sig.parameters}
-    line, _ = stop_line(func, attr)
     code = func.__code__
 
     def local(frame, event, arg):
@@ -158,7 +182,7 @@ def run_until_after(func: Callable, attr: str, obj: Any, **kwargs) -> Any:
         return obj
     finally:
         sys.settrace(previous)
-    raise CodePathMoved(f"{func.__qualname__} returned without reaching line {line} (after self.{attr})")
+    raise CodePathMoved(f"{func.__qualname__} returned without reaching line {line} ({what})")
 
 
 def find_statement(func: Callable, test: str) -> ast.If:
@@ -187,3 +211,77 @@ def run_statement(func: Callable, test: str, obj: Any, **names: Any) -> Any:
     code = compile(statement, inspect.getsourcefile(func) or where, "exec")
     exec(code, dict(func.__globals__), {"self": obj, **names})  # noqa: S102 - the engine's own statement
     return obj
+
+
+def run_call(func: Callable, callee: str, obj: Any, **names: Any) -> Any:
+    """Run only the statement of `func` (at any depth of its installed source) that is a call
+    of `callee` (as written, e.g. "initialize_dp_attention"), with `self` bound to `obj` and
+    the method's locals it reads given as `names`, in the method's module namespace: the
+    engine's own arguments, whatever its release's signature. CodePathMoved when there is no
+    such statement, or more than one."""
+    where = f"{func.__module__}.{func.__qualname__}"
+    try:
+        source = textwrap.dedent(inspect.getsource(func))
+    except (OSError, TypeError) as exc:
+        raise CodePathMoved(f"the source of {where} cannot be read: {exc}") from None
+    found = [node for node in ast.walk(ast.parse(source))
+             if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and ast.unparse(node.value.func) == callee]
+    if len(found) != 1:
+        raise CodePathMoved(f"looked for one statement calling {callee}(...) in {where}; found {len(found)}")
+    statement = ast.Module(body=found, type_ignores=[])
+    ast.increment_lineno(statement, func.__code__.co_firstlineno - 1)
+    code = compile(statement, inspect.getsourcefile(func) or where, "exec")
+    exec(code, dict(func.__globals__), {"self": obj, **names})  # noqa: S102 - the engine's own statement
+    return obj
+
+
+def _imports_from(node: ast.AST, package: str) -> bool:
+    return any(isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == package
+               for n in ast.walk(node))
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def import_as_on_gpu(name: str, flag: str = "_is_cuda", package: str = "vllm") -> ModuleType:
+    """Import module `name` from its installed source as it runs on a GPU: without its
+    top-level fallbacks `if not (<... flag ...>): from <package>... import ...`, the statements
+    that on a machine without `flag` re-bind the module's own classes to another engine's
+    (SGLang up to 0.5.7 takes RMSNorm and SiluAndMul from vLLM when it is not on CUDA). With
+    `flag` true the statement does nothing; leaving it out keeps the module's own classes, as
+    a GPU launch has them (their dispatch still picks the CPU-native forward here). Every
+    other statement is the installed code, compiled from its own file, so tracebacks name its
+    lines. CodePathMoved when the module has no such statement or was already imported (too
+    late to keep its classes)."""
+    import importlib.util
+
+    if name in sys.modules:
+        if getattr(sys.modules[name], "__parity_as_on_gpu__", False):
+            return sys.modules[name]
+        raise CodePathMoved(f"{name} was imported before parity could import it as on a GPU")
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        raise ModuleAbsent(name)
+    with open(spec.origin, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), spec.origin)
+    kept = [node for node in tree.body
+            if not (isinstance(node, ast.If) and isinstance(node.test, ast.UnaryOp)
+                    and isinstance(node.test.op, ast.Not) and flag in _names(node.test)
+                    and _imports_from(node, package))]
+    if len(kept) == len(tree.body):
+        raise CodePathMoved(f"looked for a top-level `if not (... {flag} ...): from {package} import ...` "
+                            f"in {name}; there is none")
+    tree.body = kept
+    module = importlib.util.module_from_spec(spec)
+    module.__parity_as_on_gpu__ = True
+    sys.modules[name] = module
+    try:
+        exec(compile(tree, spec.origin, "exec"), module.__dict__)  # noqa: S102 - the engine's own module
+    except BaseException:
+        del sys.modules[name]
+        raise
+    parent, _, child = name.rpartition(".")
+    if parent:
+        setattr(sys.modules[parent], child, module)
+    return module

@@ -19,6 +19,12 @@ import sys
 import types
 
 STANDIN_PACKAGES = ("torchvision", "vllm")
+# Modules of a stood-in package that stay absent (ModuleNotFoundError, as without the stand-in):
+# SGLang imports vLLM's quantization methods only to learn whether they exist (up to 0.5.3.post3,
+# `try: from vllm.model_executor.layers.quantization... except ImportError: VLLM_AVAILABLE =
+# False`), and the truthful answer is that they do not; a stand-in there would switch on
+# SGLang's patching of vLLM's MoE methods, which then reads them.
+ABSENT_UNDER_STANDIN = ("vllm.model_executor.layers.quantization",)
 
 
 class StandInUsed(RuntimeError):
@@ -80,6 +86,8 @@ class _StandInFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, fullname, path=None, target=None):
         if (fullname.split(".")[0] not in _active and fullname not in _exact) or not _called_by_import_statement():
             return None
+        if any(fullname == name or fullname.startswith(name + ".") for name in ABSENT_UNDER_STANDIN):
+            return None
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
     def create_module(self, spec):
@@ -133,3 +141,18 @@ def install(*modules: str) -> list[str]:
 
 def is_standin(module: types.ModuleType) -> bool:
     return getattr(module, "__parity_standin__", False) is True
+
+
+def absent_names(module_name: str, *names: str) -> list[str]:
+    """Bind each of `names` that the installed module `module_name` lacks to a stand-in name
+    (any use raises StandInUsed), so an engine release that imports a helper a newer release of
+    that library removed still imports (SGLang 0.4.9-0.4.10 import triton's cache-directory
+    helpers, gone in the triton parity installs, for a cache manager no CPU path runs).
+    Returns the names bound."""
+    import importlib
+
+    module = importlib.import_module(module_name)
+    bound = [name for name in names if not hasattr(module, name)]
+    for name in bound:
+        setattr(module, name, _StandInName(f"{module_name}.{name}"))
+    return bound
