@@ -14,6 +14,7 @@ a lock resolved for it (parity.build_env), with progress lines on stderr.
 
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 import sys
@@ -44,10 +45,9 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def wheel_requirements(package: str, version: str) -> list:
-    """The unconditional `Requires-Dist` of `package==version`'s wheel (packaging Requirements)."""
-    from packaging.requirements import Requirement
-
+@functools.lru_cache(maxsize=None)
+def _wheel_metadata(package: str, version: str) -> str:
+    """The METADATA text of `package==version`'s wheel (fetched once per process)."""
     with tempfile.TemporaryDirectory(prefix="parity-wheel-") as tmp:
         proc = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
                                "--disable-pip-version-check", "--only-binary", ":all:", "-d", tmp,
@@ -58,15 +58,27 @@ def wheel_requirements(package: str, version: str) -> list:
             raise BuildError(f"cannot fetch {package} {version}'s wheel to read its metadata: {last[0]}")
         with zipfile.ZipFile(wheels[0]) as whl:
             meta = next(n for n in whl.namelist() if n.endswith(".dist-info/METADATA"))
-            text = whl.read(meta).decode()
-    out = []
+            return whl.read(meta).decode()
+
+
+def wheel_requirements(package: str, version: str, extras: bool = False) -> list:
+    """The unconditional `Requires-Dist` of `package==version`'s wheel (packaging Requirements);
+    with `extras`, also those of its extras (sglang up to 0.5.2 requires fastapi only in `srt`,
+    the extra its install instructions name), the unconditional one first where both name a package."""
+    from packaging.requirements import Requirement
+
+    text = _wheel_metadata(package, version)
+    out, optional = [], []
     for line in text.splitlines():
         if line.startswith("Requires-Dist:"):
             req = Requirement(line.split(":", 1)[1].strip())
             if req.marker is None or req.marker.evaluate({"extra": ""}):
                 req.marker = None
                 out.append(req)
-    return out
+            elif extras and "extra" in str(req.marker):
+                req.marker = None
+                optional.append(req)
+    return out + optional
 
 
 def newest(requirement: str) -> str:
@@ -86,7 +98,9 @@ def newest(requirement: str) -> str:
 
 def release_line(family: str, version: str, template: dict) -> dict:
     """The `[releases.FAMILY]` line for `version`: its template's pins from the wheel's metadata."""
-    reqs = {_norm(r.name): r for r in wheel_requirements(family, version)}
+    reqs: dict = {}
+    for r in wheel_requirements(family, version, extras=True):  # older sglang pins transformers in `srt`
+        reqs.setdefault(_norm(r.name), r)
     line: dict = {}
     listed = set()
     for dep in template.get("deps", []):
@@ -102,7 +116,8 @@ def release_line(family: str, version: str, template: dict) -> dict:
         pinned = [s.version for s in req.specifier if s.operator == "=="]
         line[m.group(2)] = pinned[0] if pinned else newest(str(req))
     if family not in TEMPLATE_IS_COMPLETE:
-        extra = [str(r) for n, r in sorted(reqs.items()) if n not in listed and n not in TORCH_FAMILY]
+        base = {_norm(r.name): r for r in wheel_requirements(family, version)}
+        extra = [str(r) for n, r in sorted(base.items()) if n not in listed and n not in TORCH_FAMILY]
         if extra:
             line["extra"] = extra
     return line
@@ -202,7 +217,9 @@ def _add_missing_imports(family: str, version: str, name: str) -> None:
     rebuilt; decided by running the import, never by a list."""
     from .envs import load_specs, raw_envs
 
-    reqs = {_norm(r.name): r for r in wheel_requirements(family, version)}
+    reqs: dict = {}
+    for r in wheel_requirements(family, version, extras=True):
+        reqs.setdefault(_norm(r.name), r)
     for _ in range(ENGINE_IMPORT_ROUNDS):
         specs = load_specs()
         missing = missing_imports(_python(name, specs[name]), family)

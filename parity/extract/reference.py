@@ -30,10 +30,14 @@ def seeded_hf_model(config_dir: str, seed: int) -> torch.nn.Module:
     Weights are drawn wider than a real init (std 0.1, norms around 1) so that
     neighbouring residual states differ clearly and identification is unambiguous.
     """
+    import transformers
+    from packaging.version import Version
     from transformers import AutoConfig, AutoModelForCausalLM
 
     config = AutoConfig.from_pretrained(config_dir).get_text_config(decoder=True)
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
+    # transformers 4.56 renamed `torch_dtype` to `dtype` (older SGLang releases pin 4.5x)
+    dtype_kw = "dtype" if Version(transformers.__version__) >= Version("4.56") else "torch_dtype"
+    model = AutoModelForCausalLM.from_config(config, **{dtype_kw: torch.float32}).eval()
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, param in model.named_parameters():
