@@ -15,12 +15,16 @@ docs/engines-on-cpu.md, 'Runtime set-up per release family', says it differs:
   so SGLang's own ImportError fallbacks still run);
 - the EAGLE-3 draft's one decoder layer is `model.midlayer` (a `layers` list from 0.5.11);
 - the rotary embedding's device lookup lives in `rotary_embedding/rope_variant.py` (0.5.10),
-  in `layers/rotary_embedding.py` (0.5.9) or nowhere (0.5.8): it answers "cpu" where it is.
+  in `layers/rotary_embedding.py` (0.5.9) or nowhere (0.5.8): it answers "cpu" where it is; a
+  rope class that defaults its cache's device to the literal "cuda" instead of asking (DeepSeek's
+  YaRN rope up to 0.5.8) defaults to "cpu" (accelerator_default_on_cpu): on a CPU-only torch
+  that default could only raise.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 
 from packaging.specifiers import SpecifierSet
 
@@ -40,6 +44,30 @@ CODE_PATHS = {
     "capture": f"sglang.srt.model_executor.model_runner.ModelRunner.initialize (its `if {CAPTURE_TEST}:` "
                "statement) -> <Model>.set_eagle3_layers_to_capture",
 }
+
+
+def accelerator_default_on_cpu(module) -> list[str]:
+    """Every class of `module` whose `__init__` defaults `device` to the literal "cuda" (the
+    accelerator of a GPU launch) defaults it to "cpu", parity's accelerator, instead; an
+    explicit device is untouched. Returns the classes changed."""
+    changed = []
+    for obj in vars(module).values():
+        init = vars(obj).get("__init__") if isinstance(obj, type) and obj.__module__ == module.__name__ else None
+        if init is None:
+            continue
+        kw = init.__kwdefaults__ or {}
+        if kw.get("device") == "cuda":  # keyword-only (DeepSeek's YaRN rope)
+            init.__kwdefaults__ = {**kw, "device": "cpu"}
+            changed.append(obj.__name__)
+            continue
+        defaulted = [p.name for p in inspect.signature(init).parameters.values()
+                     if p.kind is p.POSITIONAL_OR_KEYWORD and p.default is not p.empty]  # __defaults__'s order
+        defaults = list(init.__defaults__ or ())
+        if "device" in defaulted and defaults[defaulted.index("device")] == "cuda":
+            defaults[defaulted.index("device")] = "cpu"
+            init.__defaults__ = tuple(defaults)
+            changed.append(obj.__name__)
+    return changed
 
 
 class Adapter(v0_5_12.Adapter):
@@ -64,11 +92,13 @@ class Adapter(v0_5_12.Adapter):
         for name in ROPE_DEVICE:
             try:
                 module = importlib.import_module(name)
-            except ModuleNotFoundError:  # 0.5.8/0.5.9: no rope_variant module
+            except ModuleNotFoundError:  # 0.5.9 and older: no rope_variant module
                 continue
             if hasattr(module, "get_device"):
                 module.get_device = lambda device_id=None: "cpu"
-                return
+            # A rope class that builds its cache on a device of its own may name the GPU
+            # launch's accelerator as its default instead of asking (DeepSeek's YaRN rope up to 0.5.8).
+            accelerator_default_on_cpu(module)
 
     def draft_layers(self, draft) -> list:
         """This family's EAGLE-3 draft has one decoder layer, `model.midlayer`."""

@@ -1,0 +1,119 @@
+"""The SGLang 0.5.3.post1 family (0.4.9 - 0.5.3.post1): its adapter.
+
+As the 0.5.3 family (v0_5_3.py: the aux ids read and the capture set by one statement of the
+real `ModelRunner.initialize`; server args with their declared defaults, unresolved; SGLang's
+own RMSNorm and SiluAndMul kept as on a GPU), except where docs/engines-on-cpu.md, 'Runtime
+set-up per release family', says it differs: there is no `set_global_server_args_for_scheduler`.
+The process-wide server args are the dict `managers.schedule_batch.global_server_args_dict`,
+filled by one statement of the real `ModelRunner.__init__`
+(`global_server_args_dict.update({k: getattr(server_args, k) for k in GLOBAL_SERVER_ARGS_KEYS}
+| {"use_mla_backend": ..., "speculative_algorithm": ...})`), which model code reads when it is
+built and run. parity runs that `__init__` on a fresh runner for the target's config and stops
+right after that statement (run_until.run_until_after_call), before a model is built.
+`dp_attention.initialize_dp_attention` takes the runner's parallel sizes up to 0.5.0rc1 and the
+server args and model config from 0.5.0rc2: parity runs the runner's own call of it (the one
+statement of `ModelRunner.init_torch_distributed`, run_until.run_call) on a runner holding
+them, whichever the release's signature.
+
+CPU shims:
+- 0.4.9-0.4.10 import `default_cache_dir`, `default_dump_dir` and `default_override_dir` from
+  `triton.runtime.cache` for a triton cache manager no CPU path runs; the triton parity
+  installs no longer has them, so each absent one is a stand-in name that raises when used
+  (standins.absent_names);
+- up to 0.5.2, `utils.cpu_has_amx_support()` (run at import) calls
+`torch._C._cpu._is_amx_tile_supported()`, which torch 2.13 no longer has; where it is absent
+it answers False. The function's answer is `... and is_intel_amx_backend_available` (SGLang's
+CPU kernels, never installed beside parity), so it is False either way: SGLang stays on its
+CPU-native forwards, as on every other release parity runs.
+"""
+
+from __future__ import annotations
+
+from packaging.specifiers import SpecifierSet
+
+from . import v0_5_3
+from .... import standins
+from ....run_until import call_stop_line, require, run_call, run_until_after_call
+
+RELEASES = SpecifierSet(">=0.4.9,<0.5.3.post2")  # the releases this family's adapter serves
+VERIFIED = ("0.5.3.post1",)  # releases whose capture and forward were verified against transformers
+
+TRITON_CACHE_HELPERS = ("default_cache_dir", "default_dump_dir", "default_override_dir")
+GLOBALS = "global_server_args_dict.update"  # the statement of ModelRunner.__init__ that publishes them
+
+CODE_PATHS = {
+    **v0_5_3.CODE_PATHS,
+    "server_args": f"sglang.srt.model_executor.model_runner.ModelRunner.__init__ (its `{GLOBALS}(...)` "
+                   "statement: managers.schedule_batch.global_server_args_dict)",
+}
+
+
+class Adapter(v0_5_3.Adapter):
+    family = "0.5.3.post1"
+    REQUIRES = tuple(name for name in v0_5_3.Adapter.REQUIRES
+                     if not name.endswith("set_global_server_args_for_scheduler")) + (
+        "sglang.srt.managers.schedule_batch.global_server_args_dict",
+        "sglang.srt.model_executor.model_runner.ModelRunner.__init__",
+    )
+
+    def before_engine_imports(self) -> None:
+        import torch
+
+        if not hasattr(torch._C._cpu, "_is_amx_tile_supported"):
+            torch._C._cpu._is_amx_tile_supported = lambda: False
+        standins.absent_names("triton.runtime.cache", *TRITON_CACHE_HELPERS)
+        super().before_engine_imports()
+
+    def check_code_paths(self) -> None:
+        super().check_code_paths()
+        from sglang.srt.model_executor.model_runner import ModelRunner
+
+        call_stop_line(ModelRunner.__init__, GLOBALS)
+        require("sglang.srt.model_executor.model_runner.ModelRunner.init_torch_distributed")
+
+    def publish(self, draft_dir: str | None, backend: str = "torch_native") -> None:
+        """The server args naming this draft; the process-wide dict is filled by `publish_globals`
+        once a model config is known (the engine fills it from its model runner)."""
+        self.server_args = self._server_args(draft_dir, backend)
+        self._globals_for = None
+
+    def publish_globals(self, model_config) -> None:
+        """The real `ModelRunner.__init__` for `model_config`, stopped after it fills
+        `global_server_args_dict`."""
+        from sglang.srt.model_executor.model_runner import ModelRunner
+
+        runner = ModelRunner.__new__(ModelRunner)
+        run_until_after_call(
+            ModelRunner.__init__, GLOBALS, runner,
+            model_config=model_config, mem_fraction_static=0.1, gpu_id=0, tp_rank=0, tp_size=1,
+            moe_ep_rank=0, moe_ep_size=1, pp_rank=0, pp_size=1, nccl_port=self.port,
+            server_args=self.server_args, is_draft_worker=False)
+        self._globals_for = model_config
+
+    def _init_dp_attention(self, model_config) -> None:
+        """The runner's own `initialize_dp_attention(...)` statement, once, its server args
+        naming the CPU (the 0.5.14 family's reason)."""
+        if self._dp_ready:
+            return
+        import copy
+
+        from sglang.srt.model_executor.model_runner import ModelRunner
+
+        on_cpu = copy.copy(self.server_args)
+        on_cpu.device = "cpu"
+        runner = ModelRunner.__new__(ModelRunner)
+        runner.__dict__.update(server_args=on_cpu, model_config=model_config, tp_rank=0, tp_size=1,
+                               pp_size=1, moe_ep_size=1, is_draft_worker=False)
+        run_call(ModelRunner.init_torch_distributed, "initialize_dp_attention", runner)
+        self._dp_ready = True
+
+    def build_target(self, target_config):
+        self.publish_globals(target_config)
+        return super().build_target(target_config)
+
+    def build_draft(self, draft_dir: str):
+        if self._globals_for is None:  # a draft built on its own: the dict still needs filling
+            self.publish_globals(self.model_config(draft_dir, is_draft=True))
+        return super().build_draft(draft_dir)
+
+
