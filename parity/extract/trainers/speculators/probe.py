@@ -411,7 +411,8 @@ def target_norm(run: ProbeRun) -> tuple[bool | None, str]:
     config = config_cls(transformer_layer_config=layer, draft_vocab_size=16, speculators_config=spec,
                         eagle_aux_hidden_state_layer_ids=[1, 2, 3])
     torch.manual_seed(0)
-    model = model_cls(config).eval()
+    build = getattr(run.family, "draft_model", None)  # a family whose constructor takes more than the config
+    model = (build(model_cls, config) if build else model_cls(config)).eval()
     head, norm = getattr(model, "verifier_lm_head", None), getattr(model, "verifier_norm", None)
     if head is None:
         return None, f"{model_name} has no verifier_lm_head to hook"
