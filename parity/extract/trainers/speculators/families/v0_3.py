@@ -1,13 +1,15 @@
 """speculators 0.3-0.4 (0.3.0, 0.4.0a0-0.4.0.1): where this family keeps what the training probe runs.
 
-One data path, read from the installed 0.4.0.1 and 0.3.0 sources (their `train/data.py`
-differs only in 0.3's extra `standardize_data_v0` and 0.4's `sample_lengths.json` lookup):
+One data path, read from the installed 0.3.0, 0.4.0a0-a2, 0.4.0 and 0.4.0.1 sources (their
+`train/data.py` differs only in `standardize_data_v0`, present up to 0.4.0a2, and the
+`sample_lengths.json` lookup, from 0.4.0a0 on):
 the v1 sample (a `.pt` file whose `hidden_states` is a list of per-layer [T, H] tensors) read
 by `Eagle3SampleFileDataset(standardize_fn=standardize_data_v1)`, as the repository's
 scripts/train.py builds it. What differs from the 0.5 family (v0_5.py):
 - no `ArrowDataset` and no `SampleFileDataset`/`BaseDataset`: the v1 sample is the only path
-  (0.3's `standardize_data_v0` reads a different, pre-concatenated format, `hidden_state`
-  [T, 3H] + `target` [T, H], which no slot dump describes, so it is not run);
+  (`standardize_data_v0` reads a different, pre-concatenated format, `hidden_state` [T, 3H] +
+  `target` [T, H], which no slot dump describes, and 0.3.0's scripts/train.py reads it only
+  with `--data-format-version 0` (default 1; 0.4.0's script has no such option), so it is not run);
 - `shift_batch` is `speculators.train.data.shift_batch` (0.5 on:
   `speculators.models.eagle3.data.shift_batch`), and the dataset applies it itself at the end
   of `__getitem__` (after the transform), not the collate;
