@@ -98,9 +98,10 @@ def collate(run: "ProbeRun", sample: dict) -> dict[str, torch.Tensor]:
 
 def draft_model(model_cls, config):
     """The tiny draft the probe runs, built as this family builds it: `Eagle3DraftModel(config, t2d, d2t)`
-    with the identity vocabulary maps (every verifier token kept, offsets 0), whose constructor loads the verifier's embedding, LM head
-    and final norm from `speculators_config.verifier.name_or_path`; that is a tiny seeded verifier
-    checkpoint written here (the transformer layer's config + those three tensors)."""
+    with the identity vocabulary maps (every verifier token kept, offsets 0), whose constructor
+    loads the verifier's embedding, LM head and final norm from
+    `speculators_config.verifier.name_or_path`; that is a tiny seeded verifier checkpoint written
+    here (the transformer layer's config + those three tensors)."""
     from safetensors.torch import save_file
 
     layer = config.transformer_layer_config
