@@ -1,4 +1,4 @@
-"""The training-side extractor, against the real installed speculators (0.9.0 and 0.7.0.2), no mocks.
+"""The training-side extractor, against the real installed speculators (0.9.0 down to 0.3.0), no mocks.
 
 Every contract here comes from running speculators' own data path on a marked sample
 in a subprocess of that release's environment. The probes are started together, up
@@ -24,6 +24,7 @@ from parity.extract.trainers.speculators.draft import classify_d2t, installed_sc
 
 ROOT = Path(__file__).resolve().parent.parent
 DRIFTED = "tests.drift.training_slice_from_one"
+V1_DRIFTED = "tests.drift.training_v1_slice_from_one"  # standardize_data_v1 feeds hidden_states[1:]
 ARROW = "speculators.train.data.ArrowDataset._get_raw_data"
 V1 = "speculators.train.data.standardize_data_v1"
 
@@ -35,7 +36,10 @@ BORN_FROM = parse_taps("h0,h3,h31,h59")
 
 
 PROBES = [(4, "0.9.0", PROBE_MODULE), (4, "0.7.0.2", PROBE_MODULE), (4, "0.6.0.2", PROBE_MODULE),
-          (4, "0.9.0", DRIFTED), (1, "0.9.0", PROBE_MODULE)]
+          (4, "0.5.0", PROBE_MODULE), (4, "0.4.0.1", PROBE_MODULE), (4, "0.3.0", PROBE_MODULE),
+          (4, "0.9.0", DRIFTED), (4, "0.5.0", V1_DRIFTED), (4, "0.4.0.1", V1_DRIFTED), (1, "0.9.0", PROBE_MODULE)]
+V1_ONLY = {"0.4.0.1", "0.3.0"}  # no arrow directory before 0.5: the v1 sample is the default, the only path
+NOT_NORMED = {"0.3.0"}  # its Eagle3DraftModel has no verifier_norm: the LM head gets the target as is
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -62,6 +66,8 @@ def kinds(contract) -> list[str]:
 @pytest.mark.parametrize("version,data_path", [
     ("0.9.0", None), ("0.7.0.2", "standardize_data_v1"), ("0.7.0.2", "ArrowDataset"),
     ("0.6.0.2", "standardize_data_v1"), ("0.6.0.2", "ArrowDataset"),  # its dataset reads the file itself
+    ("0.5.0", "standardize_data_v1"), ("0.5.0", "ArrowDataset"),  # 0.6's paths, its own collate and split
+    ("0.4.0.1", None), ("0.3.0", None),  # the v1 sample only, through Eagle3SampleFileDataset
 ])
 def test_born_from_case(version, data_path):
     """4-slot dump [h0, h3, h31, h59] of a 61-layer DeepSeek-V3: fc [h0, h3, h31], target h59."""
@@ -73,8 +79,8 @@ def test_born_from_case(version, data_path):
     assert "target_not_final_layer" in kinds(c)
     assert "h59" in next(f.message for f in c.findings if f.kind == "target_not_final_layer")
     assert c.provenance.version == version
-    assert c.provenance.code_path == (V1 if data_path == "standardize_data_v1" else ARROW)
-    assert c.target_normed_by_trainer is True
+    assert c.provenance.code_path == (V1 if data_path == "standardize_data_v1" or version in V1_ONLY else ARROW)
+    assert c.target_normed_by_trainer is (version not in NOT_NORMED)
     assert c.alignment.startswith("row t pairs input_ids[t+1] with hidden_states[t] and "
                                   "verifier_last_hidden_states[t+1]")
     assert "data_paths_disagree" not in kinds(c)
@@ -135,6 +141,22 @@ def test_drifted_data_path_changes_the_contract(inject_drift):
         "order differs: h3 is slot 1 on the other side",
         "order differs: h31 is slot 2 on the other side", "different layer (+28)"]
     assert any(f.field == "fc_slots" and f.actual == [1, 2, 3] for f in d.fields)
+
+
+@pytest.mark.parametrize("version,data_path", [("0.4.0.1", None), ("0.5.0", "standardize_data_v1")])
+def test_drifted_v1_data_path_changes_the_contract(inject_drift, version, data_path):
+    """A speculators whose standardize_data_v1 feeds hidden_states[1:] is caught by running it (0.3 and
+    0.5 families: the v1 sample is 0.4's only path, 0.5's arrow path then disagrees with it)."""
+    before = extract_training(DEEPSEEK, BORN_FROM, speculators_version=version, data_path=data_path)
+    inject_drift(V1_DRIFTED)
+    after = extract_training(DEEPSEEK, BORN_FROM, speculators_version=version, data_path=data_path)
+    assert [t.name for t in before.fc_input] == ["h0", "h3", "h31"]
+    assert [t.name for t in after.fc_input] == ["h3", "h31", "h59"]
+    assert after.provenance.code_path == V1
+    d = diff(before, after)
+    assert not d.empty
+    assert any(f.field == "fc_slots" and f.actual == [1, 2, 3] for f in d.fields)
+    assert ("data_paths_disagree" in kinds(after)) is (data_path is not None)
 
 
 # -- bad inputs ------------------------------------------------------------------------------------
@@ -320,7 +342,7 @@ def test_each_built_release_is_verified_by_exactly_one_family():
     from parity.extract.trainers.speculators.families import family_for
 
     built = {env.packages["speculators"] for env in environments() if "speculators" in env.packages}
-    assert built == {"0.9.0", "0.8.1", "0.7.0.2", "0.6.0.2"}
+    assert built == {"0.9.0", "0.8.1", "0.7.0.2", "0.6.0.2", "0.5.0", "0.4.0.1", "0.3.0"}
     for version in built:
         assert version in family_for(version).VERIFIED
     for module in families("parity.extract.trainers.speculators.families"):
@@ -331,5 +353,8 @@ def test_the_probe_names_the_family_it_ran():
     assert probe_training(4, "0.9.0")["family"] == "0.9"
     assert probe_training(4, "0.7.0.2")["family"] == "0.7"
     assert probe_training(4, "0.8.1")["family"] == "0.8"
+    assert probe_training(4, "0.5.0")["family"] == "0.5"
+    assert probe_training(4, "0.4.0.1")["family"] == "0.3"
+    assert probe_training(4, "0.3.0")["family"] == "0.3"
 
 

@@ -322,13 +322,15 @@ class NeedsStore(ProbeError):
 
 
 def _arrow_dir(run: ProbeRun, name: str) -> Path:
-    """The preprocessed arrow directory speculators' training reads (one sample), with an empty
-    hidden_states/ beside it."""
+    """The preprocessed arrow directory speculators' training reads (one sample; a family's
+    `ARROW_ROWS` copies of it where training splits the directory), with an empty hidden_states/
+    beside it."""
     import datasets
 
     data_path = run.tmp / f"arrow-{name}"
     ids = run.token_ids()
-    rows = {"input_ids": [ids.tolist()], "loss_mask": [[1] * run.seq_len], "seq_len": [run.seq_len]}
+    n = getattr(run.family, "ARROW_ROWS", 1)
+    rows = {"input_ids": [ids.tolist()] * n, "loss_mask": [[1] * run.seq_len] * n, "seq_len": [run.seq_len] * n}
     getattr(datasets, "disable_progress_bars", lambda: None)()
     ds = datasets.Dataset.from_dict(rows)
     ds.set_format(type="torch")  # as speculators' preprocessing saves it
@@ -409,7 +411,8 @@ def target_norm(run: ProbeRun) -> tuple[bool | None, str]:
     config = config_cls(transformer_layer_config=layer, draft_vocab_size=16, speculators_config=spec,
                         eagle_aux_hidden_state_layer_ids=[1, 2, 3])
     torch.manual_seed(0)
-    model = model_cls(config).eval()
+    build = getattr(run.family, "draft_model", None)  # a family whose constructor takes more than the config
+    model = (build(model_cls, config) if build else model_cls(config)).eval()
     head, norm = getattr(model, "verifier_lm_head", None), getattr(model, "verifier_norm", None)
     if head is None:
         return None, f"{model_name} has no verifier_lm_head to hook"

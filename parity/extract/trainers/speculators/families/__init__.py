@@ -6,7 +6,8 @@ A family module defines
 - where the family keeps what the training probe runs: `ARROW_PATH`, `SHIFT_BATCH`,
   `DRAFT_MODEL`, `DRAFT_CONFIG`, `HS_CONNECTORS` (qualified names);
 - `train_transform(run)`, `data_paths(run)`, `arrow_dataset(...)`, `default_path(run, ran)`:
-  the steps that differ by family (`run` is the probe's `ProbeRun`).
+  the steps that differ by family (`run` is the probe's `ProbeRun`); optionally `collate(run,
+  sample)`, `draft_model(model_cls, config)` and `ARROW_ROWS` (see the probe).
 
 - `REQUIRES`: the qualified names that must all be in a release outside every family's
   range for this family to run it, and optionally `ABSENT`: names whose presence means the
