@@ -148,7 +148,9 @@ def test_engines_are_reached_by_name_and_an_unknown_one_is_one_line():
     ("0.5.23", "0.5.23"), ("0.5.23.post1", "0.5.23"), ("0.5.22", "0.5.22"), ("0.5.21", "0.5.21"),
     ("0.5.20", "0.5.16"), ("0.5.18", "0.5.16"), ("0.5.16", "0.5.16"), ("0.5.15.post1", "0.5.14"),
     ("0.5.14", "0.5.14"), ("0.5.13", "0.5.14"), ("0.5.12.post1", "0.5.12"), ("0.5.11", "0.5.12"),
-    ("0.5.10.post1", "0.5.10"), ("0.5.10", "0.5.10"), ("0.5.8", "0.5.10")])
+    ("0.5.10.post1", "0.5.10"), ("0.5.10", "0.5.10"), ("0.5.8", "0.5.10"), ("0.5.7", "0.5.7"),
+    ("0.5.4", "0.5.7"), ("0.5.3.post3", "0.5.3"), ("0.5.3.post2", "0.5.3"), ("0.5.3.post1", "0.5.3.post1"),
+    ("0.5.0rc0", "0.5.3.post1"), ("0.4.9", "0.5.3.post1")])
 def test_a_release_gets_the_family_whose_range_holds_it(version, family):
     from parity.extract.engines.sglang.probe import adapter_for
 
@@ -157,7 +159,7 @@ def test_a_release_gets_the_family_whose_range_holds_it(version, family):
     assert (placement.note is None) == (version in placement.module.VERIFIED)
 
 
-@pytest.mark.parametrize("version", ["0.5.7", "0.5.24"])
+@pytest.mark.parametrize("version", ["0.4.8", "0.5.24"])
 def test_a_release_outside_every_range_runs_with_a_family_whose_code_paths_fit(version):
     """Placed by the installed source (0.5.23's here), with the note every report prints
     (tests/test_release_families.py runs one end to end)."""
@@ -210,3 +212,57 @@ def test_a_speculators_checkpoint_loses_its_decoder_layer_before_0_5_11(tmp_path
     assert bool(found) == dropped, c.findings
     if dropped:
         assert found[0].severity == "error" and all(n in found[0].message for n in layer)
+
+
+# SGLang 0.4.9-0.5.7: the ids read and the capture set by one statement of ModelRunner.initialize;
+# 0.5.3.post3 and older resolve no server args for a dummy model; 0.5.3.post1 and older publish
+# them as global_server_args_dict (docs/engines-on-cpu.md, 'Runtime set-up per release family').
+OLD_FAMILIES = ["0.5.7", "0.5.3.post3", "0.5.3.post1"]
+
+
+@pytest.mark.parametrize("version", OLD_FAMILIES)
+@pytest.mark.parametrize("config, ids, expected", [
+    (LLAMA, [1, 15, 28], ["h2", "h16", "h29"]),
+    (QWEN3, [1, 17, 32], ["h2", "h18", "h33"]),
+], ids=["llama", "qwen3"])
+def test_releases_that_read_the_ids_in_initialize(tmp_path, version, config, ids, expected):
+    if not built("sglang", version):
+        pytest.skip(f"sglang {version}'s environment is not built (./dev setup sglang-{version})")
+    c = extract_serving(config, sglang_draft(tmp_path, ids=ids), version)
+    assert names(c.fc_input) == expected, c.findings
+    assert c.requested_ids == tuple(ids) and c.provenance.version == version
+    assert not [f for f in c.findings if f.severity == "error"], c.findings
+
+
+@pytest.mark.parametrize("version", OLD_FAMILIES)
+def test_releases_that_read_the_ids_in_initialize_fall_back_without_them(tmp_path, version):
+    """Its bare `except:` turns a draft config without eagle_config into the default layers."""
+    if not built("sglang", version):
+        pytest.skip(f"sglang {version}'s environment is not built (./dev setup sglang-{version})")
+    c = extract_serving(LLAMA, sglang_draft(tmp_path), version)
+    assert names(c.fc_input) == ["h2", "h16", "h29"] and "default_layers_fallback" in kinds(c)
+
+
+def test_deepseek_before_0_5_8_is_the_born_from_wiring(tmp_path):
+    """Up to 0.5.12.post1, [2, 30, 58] on a 61-layer DeepSeek-V3 feeds h3, h31, h59 (its YaRN
+    rope's cache, built on the literal "cuda" up to 0.5.8, defaults to the CPU here)."""
+    if not built("sglang", "0.5.7"):
+        pytest.skip("sglang 0.5.7's environment is not built (./dev setup sglang-0.5.7)")
+    c = extract_serving(DEEPSEEK, sglang_draft(tmp_path, ids=[2, 30, 58]), "0.5.7")
+    assert names(c.fc_input) == ["h3", "h31", "h59"], c.findings
+
+
+def test_a_moved_reading_statement_is_loud(tmp_path, monkeypatch):
+    """The reading statement of ModelRunner.initialize is looked for in the installed source:
+    gone (injected), the extraction is refused naming it, never run another way."""
+    from parity.envs import PROBE_OVERRIDES
+
+    from .helpers import drift_overrides
+
+    if not built("sglang", "0.5.7"):
+        pytest.skip("sglang 0.5.7's environment is not built (./dev setup sglang-0.5.7)")
+    monkeypatch.setenv(PROBE_OVERRIDES, drift_overrides("tests.drift.serving_moved_initialize_statement"))
+    with pytest.raises(Exception) as exc:
+        extract_serving(LLAMA, sglang_draft(tmp_path, ids=[1, 15, 28]), "0.5.7")
+    msg = str(exc.value)
+    assert "looked for a statement `if self.spec_algorithm.is_eagle3() and (not self.is_draft_worker):`" in msg, msg

@@ -32,6 +32,7 @@ environment.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pkgutil
 import re
 from dataclasses import dataclass
@@ -78,7 +79,8 @@ def missing_modules(where: str, fits: Callable[[ModuleType], None]) -> set[str]:
             fits(module)
         except Exception as exc:  # noqa: BLE001 - any failure may name a missing module
             missing.update(re.findall(r"No module named '([^'.]+)", str(exc)))
-    return missing
+    # "No module named 'transformers.masking_utils'": the package is there, its release lacks a module
+    return {name for name in missing if importlib.util.find_spec(name) is None}
 
 
 def family_name(module: ModuleType) -> str:
