@@ -284,6 +284,18 @@ def test_the_matrix_cells_are_the_cases():
     assert [v.verdict for v in bad.serving[3].verdicts] == ["error", "unservable"]
 
 
+def test_the_same_refusal_under_the_next_release_is_no_change():
+    """Two releases refused for the same reason (their own numbers aside) are no change; another
+    reason is."""
+    m = matrix({"0.1.0": None, "0.2.0": None, "0.9.0": training("0.9.0")},
+               {"0.4.0": None, "0.4.1": None,
+                "0.5.13": lambda t: CannotExtract("sglang", "0.5.13", "no parity adapter for sglang 0.5.13"),
+                "0.5.23": served(("h2", "h30", "h58"))})
+    assert [r.changed for r in m.training[:2]] == [[], []]
+    assert [r.changed for r in m.serving[:3]] == [[], [], ["cannot be extracted, for another reason"]]
+    assert m.serving[3].changed == ["extractable again"]
+
+
 def test_readme_matrix_lines_are_what_the_renderer_prints():
     """The README's matrix (abridged: the serving table only, a long reason cut at '...)') shows
     lines the renderer prints for the same cells, in its order."""

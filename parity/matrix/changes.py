@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .rows import ServingRow, TrainingRow, fix_text
@@ -22,12 +23,24 @@ def _serving_cells(row: ServingRow) -> dict[str, Any]:
             "verdict": [v.verdict for v in row.verdicts], "fix": fix_text(row)}
 
 
+def _own_release_as_x(error: str | None, version: str) -> str | None:
+    """The error with the row's own release number written X: the same refusal under two
+    releases is no change."""
+    if error is None:
+        return None
+    return re.sub(rf"(?<![\w.]){re.escape(version)}(?!\w|\.\d)", "X", error)
+
+
 def _mark(rows: list, cells) -> None:
     for prev, row in zip(rows, rows[1:]):
         a, b = cells(prev), cells(row)
         changed = []
-        if a["error"] != b["error"]:
-            changed.append("now cannot be extracted" if b["error"] else "extractable again")
+        if not a["error"] and b["error"]:
+            changed.append("now cannot be extracted")
+        elif a["error"] and not b["error"]:
+            changed.append("extractable again")
+        elif _own_release_as_x(a["error"], prev.version) != _own_release_as_x(b["error"], row.version):
+            changed.append("cannot be extracted, for another reason")
         if not (a["error"] or b["error"]):
             changed += _slot_changes(a["fc"], b["fc"])
             for k in b:
