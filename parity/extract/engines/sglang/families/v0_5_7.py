@@ -29,7 +29,7 @@ from packaging.specifiers import SpecifierSet
 
 from . import v0_5_10, v0_5_14
 from .... import standins
-from ....run_until import find_statement, import_as_on_gpu, run_statement
+from ....run_until import find_statement, import_as_on_gpu, require, run_statement
 
 RELEASES = SpecifierSet(">=0.5.4,<0.5.8")  # the releases this family's adapter serves
 VERIFIED = ("0.5.7",)  # releases whose capture and forward were verified against transformers
@@ -70,7 +70,6 @@ class Adapter(v0_5_10.Adapter):
     def check_code_paths(self) -> None:
         self.before_engine_imports()
         v0_5_14.give_standin_interpolation_modes()
-        from ....run_until import require
         from sglang.srt.model_executor.model_runner import ModelRunner
 
         require(*self.REQUIRES)
@@ -94,7 +93,7 @@ class Adapter(v0_5_10.Adapter):
 
         runner = ModelRunner.__new__(ModelRunner)
         runner.model = recorder = _HandedIds()
-        runner.spec_algorithm = SpeculativeAlgorithm.from_string("EAGLE3")
+        runner.spec_algorithm = SpeculativeAlgorithm.from_string(self.server_args.speculative_algorithm)
         runner.is_draft_worker = False
         runner.server_args = self.server_args
         run_statement(ModelRunner.initialize, READ_AND_CAPTURE, runner, server_args=self.server_args)
