@@ -210,13 +210,15 @@ def test_cli_forward_under_an_older_release_gives_the_same_verdicts(version, cap
         assert all(s["ok"] for s in r["stages"][:cut]) and not r["stages"][cut]["ok"], drift
 
 
-def test_under_0_5_10_a_speculators_draft_runs_with_its_decoder_layer_unloaded(capsys):
-    """SGLang 0.5.10's draft class names its decoder layer `midlayer` and skips the speculators
-    checkpoint's `layers.0.*` tensors: the matched pair agrees on the fc input, fc output and
-    embeddings, and diverges first at the decoder layer's output (its weights never loaded)."""
-    if not built("sglang", "0.5.10"):
-        pytest.skip("sglang 0.5.10's environment is not built (./dev setup sglang-0.5.10)")
-    rc = cli.main(["forward", "--fixture", "llama-8l", "--steps", "1", "--json", "--sglang", "0.5.10"])
+@pytest.mark.parametrize("version", ["0.5.10", "0.5.7", "0.5.3.post3", "0.5.3.post1"])
+def test_up_to_0_5_10_a_speculators_draft_runs_with_its_decoder_layer_unloaded(capsys, version):
+    """SGLang's draft class up to 0.5.10 names its decoder layer `midlayer` and skips the
+    speculators checkpoint's `layers.0.*` tensors: the matched pair agrees on the fc input, fc
+    output and embeddings, and diverges first at the decoder layer's output (its weights never
+    loaded), under each family that reads the ids another way (0.5.10, 0.5.7, 0.5.3, 0.5.3.post1)."""
+    if not built("sglang", version):
+        pytest.skip(f"sglang {version}'s environment is not built (./dev setup sglang-{version})")
+    rc = cli.main(["forward", "--fixture", "llama-8l", "--steps", "1", "--json", "--sglang", version])
     out = json.loads(capsys.readouterr().out)
     matched = next(r for r in out["results"] if r["name"] == "matched")
     assert rc == 1 and matched["verdict"] == "drift", matched["error"]
