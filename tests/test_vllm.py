@@ -332,7 +332,7 @@ def test_the_born_from_case_with_a_vllm_made_dump(capsys):
     assert r["suggestion"]["eagle_aux_hidden_state_layer_ids"] == [3, 31, 59] and r["suggestion"]["verified"]
 
 
-@pytest.mark.parametrize("version", ["0.33.0", "0.11.0"])
+@pytest.mark.parametrize("version", ["0.33.0", "0.22.0", "0.17.0", "0.16.0", "0.11.0"])
 def test_each_family_fits_its_verified_release(version):
     """A family's code paths (IMPORTS, and REQUIRES: the names its kernel stand-ins replace) are
     all found in the release it was verified on, so an unseen release is judged by the same list."""
@@ -401,3 +401,53 @@ def test_a_looked_up_absent_kernel_raises_when_called():
     assert absent_custom_ops("parity_test_absent_op") == []  # once
     with pytest.raises(KernelStandInError, match="parity_test_absent_op was called"):
         torch.ops._C.parity_test_absent_op(torch.empty(2), torch.ones(4))
+
+
+# -- vLLM 0.16-0.27: three families (the CPU experts in cpu_fused_moe, no MoE stand-in) ------------
+
+@pytest.mark.parametrize("version, family, runners, default", [
+    # 0.22: V1 reads eagle_config's ids, V2 does not; a GPU runs Llama on V1 (V2's list is Qwen3's)
+    ("0.22.0", "0.22", {"v1": ["h1", "h15", "h28"], "v2": ["h2", "h16", "h29"]}, "v1"),
+    # 0.17-0.21: both runners read only the top-level key (V2 opt-in): the defaults, no drift between them
+    ("0.17.0", "0.17", {"v1": ["h2", "h16", "h29"], "v2": ["h2", "h16", "h29"]}, "v1"),
+    # 0.16: one EAGLE-3 runner
+    ("0.16.0", "0.16", {"v1": ["h2", "h16", "h29"]}, "v1"),
+])
+def test_the_0_16_to_0_27_families_serve_the_nested_ids_draft(version, family, runners, default, nested, capsys):
+    rc, out, err = run(capsys, "contract", "serving", "--engine", "vllm", "--vllm", version, "--target-config",
+                       LLAMA_32, "--draft", nested, "--json")
+    c = json.loads(out)
+    details = c["provenance"]["details"]
+    assert c["provenance"]["family"] == family and c["provenance"].get("release_note") is None, err
+    assert {r: eval(details[f"{r}_fc_input"]) for r in runners} == runners  # noqa: S307 - our own repr
+    assert details["gpu_default_runner"] == default and c["fc_input"] == runners[default]
+    assert ("v2_fc_input" in details) == ("v2" in runners)
+    assert "CPUUnquantizedExperts" not in details["kernel_standins"]  # vLLM's own CPU experts run
+
+
+@pytest.mark.parametrize("version, layout, method", [
+    ("0.22.0", ["h2", "h16", "h29", "h32"], "extract_hidden_states"),
+    ("0.17.0", ["h2", "h16", "h29"], "extract_hidden_states"),  # its capture never reaches id 32
+    ("0.16.0", ["h2", "h16", "h29"], "the model's own capture"),  # no extract_hidden_states yet
+])
+def test_the_0_16_to_0_27_dumps(version, layout, method):
+    dump = extract_dump(LLAMA_32, [2, 16, 29], version)
+    assert [t.name for t in dump.layout] == layout and dump.method.startswith(method)
+    assert dump.runner == "v1"  # 0.22: V2 does not support extract_hidden_states; before, V2 is opt-in
+    assert (len(layout) == 3) == any("[32] captured nothing" in f.message for f in dump.findings)
+
+
+def test_gpt_oss_runs_vllms_own_cpu_experts_under_0_22(tmp_path):
+    """No MoE stand-in in 0.16-0.27: the unquantised method's CPU backend (`CPUFusedMOE`) runs
+    vLLM's own pure-torch experts (SwiGLU-OAI, biases) after its own router, and every slot of
+    both runners is still named against transformers. A MoE model runs on V1 on a GPU there."""
+    from parity.extract.engines import engine
+    from parity.sweep.cases import SERVING_CASES
+
+    case = next(c for c in SERVING_CASES if c.target == "gpt-oss-20b")
+    contract, _ = engine("vllm").probe_serving(case.target_config, case.write_draft(tmp_path / "d"), "0.22.0")
+    assert {k: [t.name for t in v] for k, v in contract.runners.items()} == {
+        "v1": ["h1", "h11", "h20"], "v2": ["h2", "h12", "h21"]}
+    assert [t.name for t in contract.fc_input] == ["h1", "h11", "h20"]  # the GPU default: v1
+    assert contract.provenance.details["gpu_default_runner"] == "v1"
+    assert not [f for f in contract.findings if f.severity == "error" and f.kind != "runners_differ"], contract.findings

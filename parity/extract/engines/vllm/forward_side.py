@@ -207,7 +207,7 @@ def run_variant(sv: Serving, variant: dict, req: dict, out: dict[str, torch.Tens
         config_path.write_text(json.dumps(write_ids(json.loads(config_path.read_text()), ids), indent=2) + "\n")
         meta["solved_ids"] = ids
     vllm_config = sv.config(served)
-    runner = sv.family.GPU_DEFAULT_RUNNER
+    runner = sv.adapter.gpu_default_runner(vllm_config)
     meta["runner"] = runner
     meta["requested_ids"] = sv.adapter.config_ids(vllm_config, runner)
     sv.adapter.set_capture(sv.model, vllm_config, runner)  # the runner's own start-up function

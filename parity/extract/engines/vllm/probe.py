@@ -146,7 +146,6 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
         reply["release_note"] = placement.note
     adapter = family.Adapter()
     reply["code_paths"] = family.CODE_PATHS
-    reply["gpu_default_runner"] = family.GPU_DEFAULT_RUNNER
     adapter.platform()
     reply["kernel_standins"] = replace_kernels(adapter)
 
@@ -174,6 +173,7 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
         reply["error"] = f"vllm {version}'s config classes refused the {request['mode']} set-up: {one_line(exc)}"
         reply["config_refused"] = True
         return reply
+    reply["gpu_default_runner"] = adapter.gpu_default_runner(vllm_config)
     n = adapter.num_layers(vllm_config)
     model = adapter.build_target(vllm_config)
     reply["model_class"] = f"{type(model).__module__}.{type(model).__name__}"

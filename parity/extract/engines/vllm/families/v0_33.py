@@ -110,6 +110,13 @@ class Adapter:
                 initialize_model_parallel(1, 1, backend="gloo")
         return vllm_config
 
+    def gpu_default_runner(self, vllm_config) -> str:
+        """The runner a GPU deployment of `vllm_config` gets: the family's GPU_DEFAULT_RUNNER
+        (a family whose release decides per config overrides this)."""
+        import importlib
+
+        return importlib.import_module(type(self).__module__).GPU_DEFAULT_RUNNER
+
     def compilation_config(self):
         """Eager: no compilation, no custom ops (the CPU wheel has none)."""
         from vllm.config import CompilationConfig

@@ -1,0 +1,76 @@
+"""vLLM 0.17-0.21: the family adapter (V1 sets the aux layers inside `load_model`; V2 is opt-in).
+
+What differs from the 0.22 family (v0_22.py), found by running 0.21.0's and 0.17.0's code:
+- V1 has no `_setup_eagle3_aux_hidden_state_outputs`: `GPUModelRunner.load_model` ends with
+  `if self.use_aux_hidden_state_outputs:` (the ids of `_get_eagle3_aux_layers_from_config`,
+  which reads only the top-level `eagle_aux_hidden_state_layer_ids` (0.20 on: else
+  `dflash_config.target_layer_ids` + 1; never `eagle_config`), or the model's default). parity
+  runs exactly that statement of the installed `load_model` (run_until.run_statement) on a
+  holder of the model, as for 0.11;
+- the V2 runner is opt-in (`VLLM_USE_V2_MODEL_RUNNER`, default 0; no
+  `VllmConfig.use_v2_model_runner`): a GPU deployment gets V1. V2's own
+  `eagle3_utils.set_eagle3_aux_hidden_state_layers` is still run and reported;
+- the model's default layers are `get_eagle3_aux_hidden_state_layers()` in 0.17 and
+  `get_eagle3_default_aux_hidden_state_layers()` from 0.18 (both runners call the one their
+  release has); `default_ids` calls the one the model has, the newer name first;
+- the CPU platform, the MoE experts (vLLM's own pure-torch CPU experts; no MoE stand-in) and
+  the kernel stand-ins are the 0.22 family's.
+"""
+
+from __future__ import annotations
+
+from packaging.specifiers import SpecifierSet
+
+from . import v0_11, v0_22, v0_33
+
+RELEASES = SpecifierSet(">=0.17,<0.22")
+VERIFIED = ("0.17.0",)
+
+CODE_PATHS = {**v0_33.CODE_PATHS,
+              "v1": "vllm.v1.worker.gpu_model_runner.GPUModelRunner.load_model (its `if "
+                    "self.use_aux_hidden_state_outputs:` statement: _get_eagle3_aux_layers_from_config, "
+                    "else the model's default)"}
+DUMP_METHOD = v0_33.DUMP_METHOD
+RUNNERS = v0_33.RUNNERS
+GPU_DEFAULT_RUNNER = "v1"  # V2 only with VLLM_USE_V2_MODEL_RUNNER=1
+
+IMPORTS = tuple(m for m in v0_22.IMPORTS if m != "vllm.config.vllm")
+REQUIRES = (
+    *v0_22.REQUIRES[:4],
+    "vllm.v1.worker.gpu_model_runner.GPUModelRunner.load_model",
+    "vllm.v1.worker.gpu_model_runner.GPUModelRunner._get_eagle3_aux_layers_from_config",
+    "vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils.set_eagle3_aux_hidden_state_layers",
+)
+
+
+class Adapter(v0_22.Adapter):
+    """vLLM 0.17-0.21's calls: the 0.22 adapter's, but where these releases differ."""
+
+    def platform(self) -> None:
+        """The CPU platform set by hand (0.22's), and torch's CPU-capability queries under the
+        private names these releases call: vLLM 0.17 is built against an older torch, whose
+        `torch._C._cpu._is_avx512_supported` (called by `CpuPlatform.import_kernels`) and
+        `_is_amx_tile_supported` are `torch.cpu`'s in torch 2.13. The same functions, aliased
+        where absent; nothing is computed by parity."""
+        import torch
+
+        for name in ("_is_avx512_supported", "_is_amx_tile_supported"):
+            if not hasattr(torch._C._cpu, name):
+                setattr(torch._C._cpu, name, getattr(torch.cpu, name))
+        super().platform()
+
+    def gpu_default_runner(self, vllm_config) -> str:
+        """V1 unless VLLM_USE_V2_MODEL_RUNNER is set (vLLM's own environment reading)."""
+        import vllm.envs as envs
+
+        return "v2" if envs.VLLM_USE_V2_MODEL_RUNNER else "v1"
+
+    def default_ids(self, model) -> list[int]:
+        default = getattr(model, "get_eagle3_default_aux_hidden_state_layers", None)  # 0.18 on
+        return list(default() if default is not None else model.get_eagle3_aux_hidden_state_layers())
+
+    def set_capture(self, model, vllm_config, runner: str) -> None:
+        if runner == "v1":
+            v0_11.Adapter.set_capture(self, model, vllm_config, runner)  # the load_model statement
+        else:
+            super().set_capture(model, vllm_config, runner)

@@ -1,0 +1,81 @@
+"""vLLM 0.22-0.27: the family adapter (the CPU fused-MoE experts still in `cpu_fused_moe`).
+
+What differs from the 0.33 family (v0_33.py), found by running 0.22.0's and 0.27.1's code:
+- the CPU platform is not detected for the official (CUDA) wheel (`cpu_platform_plugin` looks
+  for a CPU build or macOS only), so it is set by hand, as for 0.11;
+- no `fused_moe.experts.cpu_moe.CPUUnquantizedExperts` (`experts/cpu_moe.py`, where present,
+  holds only the quantised CPU experts): the unquantised method's CPU backend is
+  `fused_moe.cpu_fused_moe.CPUFusedMOE`, which, when the wheel's `torch.ops._C` has no
+  `prepack_moe_weight` (it never has, on a CPU), runs vLLM's own pure-torch experts
+  (`cpu_fused_moe_torch`: SiLU or SwiGLU-OAI, biases added) after its own router
+  (`select_experts` / `grouped_topk`). Nothing absent is called, so no MoE kernel is stood in:
+  only the attention and MLA bodies are replaced;
+- which runner a GPU gets is decided per config by `VllmConfig.use_v2_model_runner`: V2 for
+  a model whose architecture is not MoE (or is on its list), V1 for the others (DeepSeek-V3,
+  gpt-oss) and for a speculative method V2 does not support (`extract_hidden_states`: the
+  dump is V1's). parity evaluates that property as a GPU with Triton would (its `HAS_TRITON`
+  True while it runs; the CPU environment has no Triton).
+"""
+
+from __future__ import annotations
+
+from packaging.specifiers import SpecifierSet
+
+from . import v0_11, v0_33
+
+RELEASES = SpecifierSet(">=0.22,<0.28")
+VERIFIED = ("0.22.0",)
+
+CODE_PATHS = v0_33.CODE_PATHS
+DUMP_METHOD = v0_33.DUMP_METHOD
+RUNNERS = v0_33.RUNNERS
+GPU_DEFAULT_RUNNER = "v2"  # for a dense model's eagle3 (gpu_default_runner decides per config)
+
+IMPORTS = (
+    "vllm.config", "vllm.config.compilation", "vllm.config.vllm", "vllm.distributed", "vllm.forward_context",
+    "vllm.model_executor.model_loader", "vllm.model_executor.model_loader.utils",
+    "vllm.model_executor.layers.attention.attention", "vllm.model_executor.layers.attention.mla_attention",
+    "vllm.model_executor.layers.fused_moe.cpu_fused_moe", "vllm.v1.worker.gpu_model_runner",
+    "vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils", "vllm.v1.spec_decode.eagle",
+)
+# The names the kernel stand-ins replace, and the code the family runs instead of a third one
+# (vLLM's own CPU experts) and to pick the GPU's runner.
+REQUIRES = (
+    "vllm.model_executor.layers.attention.attention.Attention.forward",
+    "vllm.model_executor.layers.attention.mla_attention.MLAAttention.forward",
+    "vllm.model_executor.layers.fused_moe.cpu_fused_moe.CPUFusedMOE.forward_torch",
+    "vllm.model_executor.layers.fused_moe.cpu_fused_moe.cpu_fused_moe_torch",
+    "vllm.config.vllm.VllmConfig.use_v2_model_runner",
+    "vllm.v1.worker.gpu_model_runner.GPUModelRunner._setup_eagle3_aux_hidden_state_outputs",
+)
+
+
+class Adapter(v0_33.Adapter):
+    """vLLM 0.22-0.27's calls: the 0.33 adapter's, but where these releases differ."""
+
+    def platform(self) -> None:
+        v0_11.Adapter.platform(self)  # the CUDA wheel detects no CPU platform
+
+    def replace_kernels(self) -> list[str]:
+        from vllm.model_executor.layers.attention import attention, mla_attention
+
+        from .. import kernels
+
+        attention.Attention.forward = kernels.attention_forward
+        mla_attention.MLAAttention.forward = kernels.mla_forward
+        looked_up = [f"torch.ops._C.{name} -> raises if called (looked up, never called, on this path)"
+                     for name in kernels.absent_custom_ops("silu_and_mul")]
+        return [*looked_up, "vllm.model_executor.layers.attention.Attention.forward -> causal SDPA, one prefill sequence",
+                "vllm.model_executor.layers.attention.MLAAttention.forward -> kv_b_proj decompression + causal SDPA"]
+
+    def gpu_default_runner(self, vllm_config) -> str:
+        """`VllmConfig.use_v2_model_runner` as a GPU with Triton evaluates it (the environment
+        variable VLLM_USE_V2_MODEL_RUNNER, when set, decides there as here)."""
+        import vllm.config.vllm as config_module
+
+        had = config_module.HAS_TRITON
+        config_module.HAS_TRITON = True
+        try:
+            return "v2" if vllm_config.use_v2_model_runner else "v1"
+        finally:
+            config_module.HAS_TRITON = had
