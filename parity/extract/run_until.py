@@ -46,10 +46,7 @@ def require(*qualnames: str) -> None:
         obj, i = None, len(parts)
         while i > 0:
             name = ".".join(parts[:i])
-            try:
-                found = importlib.util.find_spec(name) is not None
-            except (ImportError, ValueError):
-                found = False
+            found = _find_spec(name, qualname) is not None
             if found:
                 try:
                     obj = importlib.import_module(name)
@@ -67,6 +64,41 @@ def require(*qualnames: str) -> None:
         for keyword in filter(None, (k.strip() for k in keywords.rstrip(")").split(","))):
             if not _takes(obj, keyword):
                 raise CodePathMoved(f"looked for {written}; {qualname} takes no argument {keyword!r}")
+
+
+def _find_spec(name: str, qualname: str):
+    """importlib.util.find_spec(name), None where a prefix of it is absent or not a package;
+    CodePathMoved naming why when a parent package exists but cannot be imported here
+    (find_spec imports a dotted name's parents)."""
+    import importlib
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name)
+    except ImportError as exc:
+        _raise_if_a_parent_failed(qualname, exc)
+        return None
+    except KeyError:  # a parent package failed to import earlier in this process: import it to say why
+        top = name.split(".")[0]
+        try:
+            importlib.import_module(top)
+        except Exception as exc:  # noqa: BLE001 - why it cannot be loaded here
+            raise CodePathMoved(f"looked for {qualname}; importing {top} raised "
+                                f"{type(exc).__name__}: {exc}") from None
+        return None
+    except ValueError:
+        return None
+
+
+def _raise_if_a_parent_failed(qualname: str, exc: ImportError) -> None:
+    """find_spec imports a dotted name's parents: a module missing that is not the name or
+    one of its prefixes (fastapi, imported by sglang's package) is why the code cannot be
+    loaded here, not a moved name."""
+    missing = getattr(exc, "name", None)
+    parts = qualname.split(".")
+    if missing and missing not in {".".join(parts[:i]) for i in range(1, len(parts) + 1)}:
+        raise CodePathMoved(f"looked for {qualname}; importing its package raised "
+                            f"{type(exc).__name__}: {exc}") from None
 
 
 def _takes(func: Callable, keyword: str) -> bool:
@@ -260,7 +292,7 @@ def import_as_on_gpu(name: str, flag: str = "_is_cuda", package: str = "vllm") -
         if getattr(sys.modules[name], "__parity_as_on_gpu__", False):
             return sys.modules[name]
         raise CodePathMoved(f"{name} was imported before parity could import it as on a GPU")
-    spec = importlib.util.find_spec(name)
+    spec = _find_spec(name, name)
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
         raise ModuleAbsent(name)
     with open(spec.origin, encoding="utf-8") as f:
