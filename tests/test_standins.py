@@ -28,6 +28,12 @@ else:
     raise AssertionError("a stand-in attribute did not raise")
 from torchvision.io import VideoReader
 assert not isinstance(object(), VideoReader)  # nothing is an instance of a class not installed
+try:  # asked only whether they exist (SGLang <= 0.5.3.post3): vLLM's quantization methods do not
+    from vllm.model_executor.layers.quantization.aqlm import AQLMConfig
+except ModuleNotFoundError:
+    pass
+else:
+    raise AssertionError("vllm.model_executor.layers.quantization is stood in")
 print("ok")
 """
 
