@@ -112,6 +112,20 @@ def test_import_as_on_gpu_is_loud_where_there_is_no_fallback_or_it_is_too_late(t
         import_as_on_gpu("toy_plain.layernorm", package="toy_other")
 
 
+def test_import_as_on_gpu_names_why_a_module_cannot_be_loaded_here(toy):
+    toy("toy_old.layernorm", """
+        _is_cuda = False
+        from toy_not_installed_anywhere import helper
+
+        if not (_is_cuda or False):
+            from toy_other.layers import RMSNorm
+    """)
+    with pytest.raises(CodePathMoved, match="importing it raised ModuleNotFoundError: No module named "
+                                            "'toy_not_installed_anywhere'"):
+        import_as_on_gpu("toy_old.layernorm", package="toy_other")
+    assert "toy_old.layernorm" not in sys.modules
+
+
 def test_require_names_a_package_that_cannot_be_imported_here(toy):
     toy("toy_broken.srt.layers", "X = 1\n")
     toy("toy_broken.__init__", "import toy_not_installed_anywhere\n")  # the package's own import fails

@@ -310,6 +310,9 @@ def import_as_on_gpu(name: str, flag: str = "_is_cuda", package: str = "vllm") -
     sys.modules[name] = module
     try:
         exec(compile(tree, spec.origin, "exec"), module.__dict__)  # noqa: S102 - the engine's own module
+    except Exception as exc:  # it cannot be loaded in this environment (a missing or older dependency)
+        del sys.modules[name]
+        raise CodePathMoved(f"looked for {name}; importing it raised {type(exc).__name__}: {exc}") from None
     except BaseException:
         del sys.modules[name]
         raise
