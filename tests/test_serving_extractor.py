@@ -266,3 +266,18 @@ def test_a_moved_reading_statement_is_loud(tmp_path, monkeypatch):
         extract_serving(LLAMA, sglang_draft(tmp_path, ids=[1, 15, 28]), "0.5.7")
     msg = str(exc.value)
     assert "looked for a statement `if self.spec_algorithm.is_eagle3() and (not self.is_draft_worker):`" in msg, msg
+
+
+def test_code_that_needs_a_missing_module_is_one_refusal_line(tmp_path, monkeypatch):
+    from parity.envs import PROBE_OVERRIDES
+    from parity.errors import CannotExtract
+
+    from .helpers import drift_overrides
+
+    monkeypatch.setenv(PROBE_OVERRIDES, drift_overrides("tests.drift.serving_code_needs_a_missing_module"))
+    with pytest.raises(CannotExtract) as exc:
+        extract_serving(LLAMA, sglang_draft(tmp_path, ids=[1, 15, 28]))
+    msg = str(exc.value)
+    assert msg.startswith("cannot extract under sglang 0.5.23: its code cannot be imported here: "
+                          "ModuleNotFoundError: No module named 'parity_test_module_that_is_not_installed'"), msg
+    assert "\n" not in msg

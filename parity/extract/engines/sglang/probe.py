@@ -68,7 +68,7 @@ def warm() -> None:
     imports of its code paths. Nothing is patched, set up or computed."""
     try:
         adapter_for(metadata.version("sglang"))[0].check_code_paths()
-    except LookupError:
+    except (LookupError, ImportError):
         pass  # the run itself reports it
 
 
@@ -123,6 +123,17 @@ def engine_frame(exc: BaseException) -> str:
     return where + (f", in model code {name(model[-1])}" if model and model[-1] is not frames[-1] else "")
 
 
+def importer(exc: BaseException) -> str:
+    """The installed file whose import statement failed, from its package root
+    (`compressed_tensors/modeling/attention.py:15`)."""
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "site-packages/" in f.filename.replace("\\", "/")]
+    if not frames:
+        return "?"
+    return f"{frames[-1].filename.replace(chr(92), '/').split('site-packages/', 1)[1]}:{frames[-1].lineno}"
+
+
 def finding(kind: str, message: str, severity: str = "warning", slot: int | None = None) -> dict:
     return {"kind": kind, "message": message, "severity": severity, "slot": slot}
 
@@ -154,6 +165,10 @@ def extract(request: dict) -> dict[str, Any]:
     except LookupError as exc:  # no family can run it, or its own family's code path moved
         reply.update(CannotExtract.entry("sglang", version, str(exc) if isinstance(exc, UnsupportedRelease)
                                          else one_line(exc)))
+        return reply
+    except ImportError as exc:  # its code needs a dependency this environment lacks (or has too new)
+        reply.update(CannotExtract.entry("sglang", version, f"its code cannot be imported here: {one_line(exc)} "
+                                         f"(imported by {importer(exc)})"))
         return reply
     reply["code_paths"] = code_paths
     reply["family"] = placement.family
