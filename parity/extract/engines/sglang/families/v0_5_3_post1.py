@@ -21,10 +21,11 @@ CPU shims:
   installs no longer has them, so each absent one is a stand-in name that raises when used
   (standins.absent_names);
 - up to 0.5.2, `utils.cpu_has_amx_support()` (run at import) calls
-`torch._C._cpu._is_amx_tile_supported()`, which torch 2.13 no longer has; where it is absent
-it answers False. The function's answer is `... and is_intel_amx_backend_available` (SGLang's
-CPU kernels, never installed beside parity), so it is False either way: SGLang stays on its
-CPU-native forwards, as on every other release parity runs.
+  `torch._C._cpu._is_amx_tile_supported()`, which torch 2.13 keeps as
+  `torch.cpu._is_amx_tile_supported`: the same function is aliased under the old name where
+  absent (as the vLLM 0.17 family does). The answer is `... and is_intel_amx_backend_available`
+  (SGLang's CPU kernels, never installed beside parity), so it is False whatever the CPU: SGLang
+  stays on its CPU-native forwards, as on every other release parity runs.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ class Adapter(v0_5_3.Adapter):
         import torch
 
         if not hasattr(torch._C._cpu, "_is_amx_tile_supported"):
-            torch._C._cpu._is_amx_tile_supported = lambda: False
+            torch._C._cpu._is_amx_tile_supported = torch.cpu._is_amx_tile_supported
         standins.absent_names("triton.runtime.cache", *TRITON_CACHE_HELPERS)
         super().before_engine_imports()
 
