@@ -161,3 +161,15 @@ def test_an_unseen_speculators_release_whose_code_path_moved_is_refused(monkeypa
                                      "speculators 1.2.0")
     assert "0.9-family adapter: looked for hs_connectors.transfer.HiddenStatesBackend" in reply["error"]
     assert "0.7-family adapter: looked for speculators.train.data.standardize_data_v1" in reply["error"]
+
+
+def test_missing_modules_are_only_packages_an_environment_could_add():
+    """What an on-demand build adds: a package that is not installed. Not one that is installed but
+    lacks a module (a newer transformers' module an older one has not), nor a stood-in one."""
+    from parity.extract.families import missing_modules
+
+    def fits(module):
+        raise CodePathMoved("No module named 'transformers.masking_utils'; No module named "
+                            "'vllm.model_executor.layers.quantization'; No module named 'parity_absent_pkg'")
+
+    assert missing_modules(SGLANG, fits) == {"parity_absent_pkg"}

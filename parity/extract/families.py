@@ -79,8 +79,11 @@ def missing_modules(where: str, fits: Callable[[ModuleType], None]) -> set[str]:
             fits(module)
         except Exception as exc:  # noqa: BLE001 - any failure may name a missing module
             missing.update(re.findall(r"No module named '([^'.]+)", str(exc)))
-    # "No module named 'transformers.masking_utils'": the package is there, its release lacks a module
-    return {name for name in missing if importlib.util.find_spec(name) is None}
+    # "No module named 'transformers.masking_utils'": the package is there, its release lacks a module.
+    # A stood-in package (vllm, torchvision) cannot be installed beside CPU torch: never one to add.
+    from .standins import STANDIN_PACKAGES
+
+    return {name for name in missing if name not in STANDIN_PACKAGES and importlib.util.find_spec(name) is None}
 
 
 def family_name(module: ModuleType) -> str:
