@@ -81,6 +81,15 @@ def wheel_requirements(package: str, version: str, extras: bool = False) -> list
     return out + optional
 
 
+def requirements_by_name(package: str, version: str) -> dict:
+    """The wheel's requirements, extras included, by normalised name (an unconditional one
+    wins where an extra names the same package)."""
+    reqs: dict = {}
+    for r in wheel_requirements(package, version, extras=True):
+        reqs.setdefault(_norm(r.name), r)
+    return reqs
+
+
 def newest(requirement: str) -> str:
     """The newest release satisfying `requirement` (uv's resolver, no dependencies)."""
     from .build_env import _run, torch_source, uv, uv_env
@@ -98,9 +107,7 @@ def newest(requirement: str) -> str:
 
 def release_line(family: str, version: str, template: dict) -> dict:
     """The `[releases.FAMILY]` line for `version`: its template's pins from the wheel's metadata."""
-    reqs: dict = {}
-    for r in wheel_requirements(family, version, extras=True):  # older sglang pins transformers in `srt`
-        reqs.setdefault(_norm(r.name), r)
+    reqs = requirements_by_name(family, version)  # older sglang pins transformers in `srt`
     line: dict = {}
     listed = set()
     for dep in template.get("deps", []):
@@ -217,9 +224,7 @@ def _add_missing_imports(family: str, version: str, name: str) -> None:
     rebuilt; decided by running the import, never by a list."""
     from .envs import load_specs, raw_envs
 
-    reqs: dict = {}
-    for r in wheel_requirements(family, version, extras=True):
-        reqs.setdefault(_norm(r.name), r)
+    reqs = requirements_by_name(family, version)
     for _ in range(ENGINE_IMPORT_ROUNDS):
         specs = load_specs()
         missing = missing_imports(_python(name, specs[name]), family)

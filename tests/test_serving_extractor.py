@@ -261,8 +261,10 @@ def test_a_moved_reading_statement_is_loud(tmp_path, monkeypatch):
 
     if not built("sglang", "0.5.7"):
         pytest.skip("sglang 0.5.7's environment is not built (./dev setup sglang-0.5.7)")
+    from parity.errors import CannotExtract
+
     monkeypatch.setenv(PROBE_OVERRIDES, drift_overrides("tests.drift.serving_moved_initialize_statement"))
-    with pytest.raises(Exception) as exc:
+    with pytest.raises(CannotExtract) as exc:
         extract_serving(LLAMA, sglang_draft(tmp_path, ids=[1, 15, 28]), "0.5.7")
     msg = str(exc.value)
     assert "looked for a statement `if self.spec_algorithm.is_eagle3() and (not self.is_draft_worker):`" in msg, msg

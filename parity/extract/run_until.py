@@ -142,13 +142,28 @@ def _calls(node: ast.AST, callee: str) -> bool:
     return any(isinstance(sub, ast.Call) and ast.unparse(sub.func) == callee for sub in ast.walk(node))
 
 
-def _stop_after(func: Callable, matches: Callable[[ast.AST], bool], what: str) -> tuple[int, str]:
-    """(file line of the top-level statement after the last one `matches`, that statement's text)."""
+def _source(func: Callable) -> tuple[str, str]:
+    """(`module.qualname` of `func`, its installed source, dedented); CodePathMoved when unreadable."""
     where = f"{func.__module__}.{func.__qualname__}"
     try:
-        source = textwrap.dedent(inspect.getsource(func))
+        return where, textwrap.dedent(inspect.getsource(func))
     except (OSError, TypeError) as exc:
         raise CodePathMoved(f"cannot read the source of {where}: {exc}") from None
+
+
+def _run_alone(func: Callable, statement: ast.stmt, obj: Any, names: dict) -> Any:
+    """Run one statement of `func`'s source alone, `self` bound to `obj` and the method's locals
+    it reads given as `names`, in the method's module namespace; tracebacks name its installed lines."""
+    module = ast.Module(body=[statement], type_ignores=[])
+    ast.increment_lineno(module, func.__code__.co_firstlineno - 1)
+    code = compile(module, inspect.getsourcefile(func) or func.__qualname__, "exec")
+    exec(code, dict(func.__globals__), {"self": obj, **names})  # noqa: S102 - the engine's own statement
+    return obj
+
+
+def _stop_after(func: Callable, matches: Callable[[ast.AST], bool], what: str) -> tuple[int, str]:
+    """(file line of the top-level statement after the last one `matches`, that statement's text)."""
+    where, source = _source(func)
     tree = ast.parse(source)
     fn = tree.body[0]
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -219,11 +234,7 @@ def _run_to(func: Callable, line: int, what: str, obj: Any, kwargs: dict) -> Any
 
 def find_statement(func: Callable, test: str) -> ast.If:
     """The first `if <test>:` statement of `func`'s installed source; CodePathMoved when none."""
-    where = f"{func.__module__}.{func.__qualname__}"
-    try:
-        source = textwrap.dedent(inspect.getsource(func))
-    except (OSError, TypeError) as exc:
-        raise CodePathMoved(f"the source of {where} cannot be read: {exc}") from None
+    where, source = _source(func)
     found = [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.If) and ast.unparse(node.test) == test]
     if not found:
         raise CodePathMoved(f"looked for a statement `if {test}:` in {where}; there is none")
@@ -237,12 +248,7 @@ def run_statement(func: Callable, test: str, obj: Any, **names: Any) -> Any:
     method's own module namespace; return `obj`. For a release whose start-up does one thing
     parity needs inside a method that otherwise allocates a GPU (vLLM 0.11's runner sets the
     aux layers at the end of `load_model`). CodePathMoved when no such statement is there."""
-    where = f"{func.__module__}.{func.__qualname__}"
-    statement = ast.Module(body=[find_statement(func, test)], type_ignores=[])
-    ast.increment_lineno(statement, func.__code__.co_firstlineno - 1)  # tracebacks name the installed lines
-    code = compile(statement, inspect.getsourcefile(func) or where, "exec")
-    exec(code, dict(func.__globals__), {"self": obj, **names})  # noqa: S102 - the engine's own statement
-    return obj
+    return _run_alone(func, find_statement(func, test), obj, names)
 
 
 def run_call(func: Callable, callee: str, obj: Any, **names: Any) -> Any:
@@ -251,20 +257,12 @@ def run_call(func: Callable, callee: str, obj: Any, **names: Any) -> Any:
     the method's locals it reads given as `names`, in the method's module namespace: the
     engine's own arguments, whatever its release's signature. CodePathMoved when there is no
     such statement, or more than one."""
-    where = f"{func.__module__}.{func.__qualname__}"
-    try:
-        source = textwrap.dedent(inspect.getsource(func))
-    except (OSError, TypeError) as exc:
-        raise CodePathMoved(f"the source of {where} cannot be read: {exc}") from None
+    where, source = _source(func)
     found = [node for node in ast.walk(ast.parse(source))
              if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and ast.unparse(node.value.func) == callee]
     if len(found) != 1:
         raise CodePathMoved(f"looked for one statement calling {callee}(...) in {where}; found {len(found)}")
-    statement = ast.Module(body=found, type_ignores=[])
-    ast.increment_lineno(statement, func.__code__.co_firstlineno - 1)
-    code = compile(statement, inspect.getsourcefile(func) or where, "exec")
-    exec(code, dict(func.__globals__), {"self": obj, **names})  # noqa: S102 - the engine's own statement
-    return obj
+    return _run_alone(func, found[0], obj, names)
 
 
 def _imports_from(node: ast.AST, package: str) -> bool:

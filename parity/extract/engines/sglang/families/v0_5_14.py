@@ -129,15 +129,19 @@ class Adapter(v0_5_23.Adapter):
         if not self._dp_ready:
             import copy
 
-            from sglang.srt.layers import dp_attention
-
             # It sizes a gathered-buffer on torch.device(server_args.device); the published
             # args keep device=None (device="cpu" breaks DeepSeek rope), so this call alone
             # sees a copy that names the CPU.
             on_cpu = copy.copy(self.server_args)
             on_cpu.device = "cpu"
-            dp_attention.initialize_dp_attention(on_cpu, model_config)
+            self.initialize_dp_attention(on_cpu, model_config)
             self._dp_ready = True
+
+    def initialize_dp_attention(self, server_args, model_config) -> None:
+        """`dp_attention.initialize_dp_attention(server_args, model_config)`, this family's signature."""
+        from sglang.srt.layers import dp_attention
+
+        dp_attention.initialize_dp_attention(server_args, model_config)
 
     def build_target(self, target_config) -> torch.nn.Module:
         self._init_dp_attention(target_config)

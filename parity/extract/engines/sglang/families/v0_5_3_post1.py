@@ -91,22 +91,14 @@ class Adapter(v0_5_3.Adapter):
             server_args=self.server_args, is_draft_worker=False)
         self._globals_for = model_config
 
-    def _init_dp_attention(self, model_config) -> None:
-        """The runner's own `initialize_dp_attention(...)` statement, once, its server args
-        naming the CPU (the 0.5.14 family's reason)."""
-        if self._dp_ready:
-            return
-        import copy
-
+    def initialize_dp_attention(self, server_args, model_config) -> None:
+        """The runner's own `initialize_dp_attention(...)` statement, whichever its signature."""
         from sglang.srt.model_executor.model_runner import ModelRunner
 
-        on_cpu = copy.copy(self.server_args)
-        on_cpu.device = "cpu"
         runner = ModelRunner.__new__(ModelRunner)
-        runner.__dict__.update(server_args=on_cpu, model_config=model_config, tp_rank=0, tp_size=1,
+        runner.__dict__.update(server_args=server_args, model_config=model_config, tp_rank=0, tp_size=1,
                                pp_size=1, moe_ep_size=1, is_draft_worker=False)
         run_call(ModelRunner.init_torch_distributed, "initialize_dp_attention", runner)
-        self._dp_ready = True
 
     def build_target(self, target_config):
         self.publish_globals(target_config)
