@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from parity.envs import environments  # noqa: E402
 from parity.extract.engines.sglang import extract_serving  # noqa: E402
+from parity.inputs import read_inputs  # noqa: E402
 from parity.lock import extract_for_lock  # noqa: E402
 from parity.matrix import build_matrix  # noqa: E402
 from parity.releases import releases  # noqa: E402
@@ -68,10 +69,10 @@ def main(argv: list[str]) -> None:
     singles = {}
     for r in trels:
         _, singles[f"training  speculators {r.version}"] = timed(
-            lambda r=r: extract_for_lock(TARGET, DRAFT, LAYOUT, speculators_version=r.version))
+            lambda r=r: extract_for_lock(*read_inputs(TARGET, DRAFT), LAYOUT, speculators_version=r.version))
     for r in srels:
         _, singles[f"serving   sglang {r.version}"] = timed(
-            lambda r=r: extract_serving(TARGET, DRAFT, sglang_version=r.version))
+            lambda r=r: extract_serving(*read_inputs(TARGET, DRAFT), sglang_version=r.version))
     total = sum(singles.values())
     print("\nsingle extractions, each alone:")
     for k, v in singles.items():

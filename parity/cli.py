@@ -13,9 +13,14 @@ import os
 import sys
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import __version__
 from .errors import ExitCode, UserError
+
+if TYPE_CHECKING:
+    from .contract import TrainingContract
+    from .inputs import Draft, Target
 
 
 def _installed(name: str) -> str:
@@ -300,11 +305,17 @@ def _dump(args):
                       getattr(args, "datagen_convention", None))
 
 
-def _training(args) -> "object":
-    from .extract.trainers import trainer
-    from .inputs import target_model
+def _given(args) -> "tuple[Target, Draft | None]":
+    """The target and (when the command names one) the draft, each read and checked once: every
+    step below gets these objects, never the paths."""
+    from .inputs import Draft, Target
 
-    target = target_model(args.target_config)
+    return Target.read(args.target_config), (Draft.read(args.draft) if getattr(args, "draft", None) else None)
+
+
+def _training(args, target: "Target", draft: "Draft | None") -> "TrainingContract":
+    from .extract.trainers import trainer
+
     name = getattr(args, "trainer", "speculators")
     if name == "specforge":
         if args.dump_layout or args.datagen_ids:
@@ -313,18 +324,17 @@ def _training(args) -> "object":
         from .inputs import parse_ids
         return trainer(name).training_contract(
             target, None, datagen_ids=parse_ids(args.specforge_ids, "--specforge-ids"),
-            draft_dir=args.draft, release=args.specforge, target_config=args.target_config)
+            draft=draft, release=args.specforge)
     if getattr(args, "specforge_ids", None) or getattr(args, "specforge", None):
         raise _usage("--specforge-ids/--specforge need --trainer specforge")
     dump = _dump(args)
     run = {}
     if dump.runs_datagen:  # the dump speculators' data generation makes, found by running vLLM
         from .extract.engines.vllm import extract_dump
-        run["datagen_dump"] = extract_dump(args.target_config, dump.datagen_ids, getattr(args, "vllm", None))
+        run["datagen_dump"] = extract_dump(target, dump.datagen_ids, getattr(args, "vllm", None))
     return trainer(name).training_contract(target, dump.layout, datagen_ids=dump.datagen_ids,
-                                           datagen_convention=dump.convention, draft_dir=args.draft,
-                                           release=getattr(args, "speculators", None),
-                                           target_config=args.target_config, **run)
+                                           datagen_convention=dump.convention, draft=draft,
+                                           release=getattr(args, "speculators", None), **run)
 
 
 def _engines() -> list[str]:
@@ -342,15 +352,15 @@ def _engine_version(args) -> str | None:
     return getattr(args, name, None)
 
 
-def _serving(args):
+def _serving(args, target: "Target", draft: "Draft"):
     from .extract.engines import engine
 
-    return engine(args.engine).extract_serving(args.target_config, args.draft, _engine_version(args))
+    return engine(args.engine).extract_serving(target, draft, _engine_version(args))
 
 
 def _check(args) -> int:
     from .gate import check
-    from .inputs import check_inputs
+    from .inputs import check_fit, check_ids
     from .report import render_check
 
     if args.contract:
@@ -375,12 +385,13 @@ def _check(args) -> int:
             raise _usage("--specforge-ids/--specforge need --trainer specforge")
         if not (args.dump_layout or args.datagen_ids) and args.trainer != "specforge":
             raise _usage("check needs the dump description: --dump-layout h0,h3,... or --datagen-ids")
-        check_inputs(args.target_config, args.draft)  # fails fast, before any extraction
+        target, draft = _given(args)  # fails fast, before any extraction
+        check_ids(target, draft)
         from .extract.engines import engine
-        engine(args.engine).preflight(args.target_config, _engine_version(args))
-        training = _training(args)
-        check_inputs(args.target_config, args.draft, training)
-        result = check(training, args.target_config, args.draft, sglang_version=_engine_version(args),
+        engine(args.engine).preflight(target, _engine_version(args))
+        training = _training(args, target, draft)
+        check_fit(target, draft, training)
+        result = check(training, target, draft, sglang_version=_engine_version(args),
                        verify=not args.no_verify, engine_name=args.engine)
     if args.json:
         print(json.dumps(result.to_json_dict(), indent=2))
@@ -407,7 +418,7 @@ def _lock(args) -> int:
         if args.specforge_ids:
             raise _usage("--specforge-ids needs --trainer specforge")
         layout, ids = _dump(args).layout_names, None
-    lock = write_lock(args.out, args.name or args.out.stem, args.target_config, args.draft, layout,
+    lock = write_lock(args.out, args.name or args.out.stem, *_given(args), layout,
                       trainer_name=args.trainer, trainer_ids=ids,
                       release=args.specforge if args.trainer == "specforge" else None)
     print(f"parity: locked {lock.name}: fc {[t.name for t in lock.training.fc_input]}, "
@@ -421,10 +432,11 @@ def _export(args) -> int:
     if not (args.dump_layout or args.datagen_ids):
         raise _usage("export needs the dump description: --dump-layout h0,h3,... or --datagen-ids")
     check_output(args.out, args.draft, args.target_config, args.force)  # before any extraction
+    target, draft = _given(args)
     from .extract.engines import engine
-    engine(args.engine).preflight(args.target_config, _engine_version(args))
-    training = _training(args)
-    report = export_draft(args.draft, args.out, training, args.target_config, force=args.force,
+    engine(args.engine).preflight(target, _engine_version(args))
+    training = _training(args, target, draft)
+    report = export_draft(draft, args.out, training, target, force=args.force,
                           engine_name=args.engine, version=_engine_version(args))
     print(report)
     return ExitCode.OK
@@ -435,7 +447,8 @@ def _no_side() -> int:
 
 
 def _contract(args) -> int:
-    contract = _training(args) if args.side == "training" else _serving(args)
+    given = _given(args)
+    contract = _training(args, *given) if args.side == "training" else _serving(args, *given)
     if args.json:
         print(contract.to_json())
     else:

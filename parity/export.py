@@ -23,7 +23,8 @@ from pathlib import Path
 from .contract import TrainingContract
 from .extract.trainers import trainer
 from .extract.engines import engine
-from .inputs import InputError, read_config
+from .inputs import Draft, InputError, Target
+
 
 class ExportRefused(InputError):
     """The installed engine cannot serve this draft as it was trained (exit 2, one line)."""
@@ -33,19 +34,18 @@ class ExportRefused(InputError):
         super().__init__(f"refusing to export {draft}: {engine_name} {version} cannot serve it as trained: {reason}")
 
 
-def is_exportable(draft: Path) -> bool:
-    """A speculators-format draft: the input `parity export` takes."""
-    try:
-        _speculators_spec(Path(draft))
-    except InputError:
-        return False
-    return True
+def is_exportable(config: dict) -> bool:
+    """A speculators-format draft config (as trained): the input `parity export` takes."""
+    return trainer().is_trained_draft(config)
 
 
-def _write(tmp: Path, draft: Path, spec: dict, ids: list[int], engine_name: str) -> None:
-    (tmp / "config.json").write_text(json.dumps(engine(engine_name).served_config(spec, ids), indent=2) + "\n")
-    for f in draft.glob("*.safetensors"):
+def _write(tmp: Path, draft: Draft, ids: list[int], engine_name: str) -> Draft:
+    """The served form of `draft` with `ids`, written into `tmp` (config and tensors)."""
+    served = Draft(path=tmp, config=engine(engine_name).served_config(draft.config, ids))
+    served.config_file.write_text(json.dumps(served.config, indent=2) + "\n")
+    for f in draft.path.glob("*.safetensors"):
         shutil.copy2(f, tmp / f.name)
+    return served
 
 
 def _overlap(out: Path, path: Path) -> str | None:
@@ -111,51 +111,50 @@ def _writing(out: Path):
                          f"{exc.strerror or exc}") from None
 
 
-def _solve(tmp: Path, draft: Path, spec: dict, training: TrainingContract, target_config: Path,
-           version: str | None, engine_name: str, writing=nullcontext):
+def _solve(tmp: Path, draft: Draft, training: TrainingContract, target: Target, version: str | None,
+           engine_name: str, writing=nullcontext):
     """Write the engine's served form of the draft into `tmp` with the ids the gate solves on
     the installed engine, and check it like any served draft: (ids, the final CheckResult) or
     ExportRefused. `writing` wraps each write (export turns OSError into one line naming its output)."""
     from .gate import check
 
-    ids = spec.get("eagle_aux_hidden_state_layer_ids") or [t.layer for t in training.fc_input]
+    ids = draft.config.get("eagle_aux_hidden_state_layer_ids") or [t.layer for t in training.fc_input]
     with writing():
-        _write(tmp, draft, spec, ids, engine_name)
-    result = check(training, target_config, tmp, sglang_version=version, verify=True, engine_name=engine_name)
+        served = _write(tmp, draft, ids, engine_name)
+    result = check(training, target, served, sglang_version=version, verify=True, engine_name=engine_name)
     if result.verdict == "drift" and result.suggestion is not None:
         ids = result.suggestion.eagle_aux_hidden_state_layer_ids
         with writing():
-            _write(tmp, draft, spec, ids, engine_name)
-        result = check(training, target_config, tmp, sglang_version=version, verify=False, engine_name=engine_name)
+            served = _write(tmp, draft, ids, engine_name)
+        result = check(training, target, served, sglang_version=version, verify=False, engine_name=engine_name)
     if result.verdict != "parity":
         why = result.unservable or result.unfixable or "; ".join(d.message for d in result.differences)
-        raise ExportRefused(draft, engine_name, result.serving.provenance.version,
-                            why.replace(str(tmp), f"the export of {draft}"))
+        raise ExportRefused(draft.path, engine_name, result.serving.provenance.version,
+                            why.replace(str(tmp), f"the export of {draft.path}"))
     return ids, result
 
 
-def _speculators_spec(draft: Path) -> dict:
-    spec = read_config(draft / "config.json", "draft config")
-    if not trainer().is_trained_draft(spec):
-        raise InputError(f"draft config {draft / 'config.json'}: not a speculators-format draft "
+def _trained(draft: Draft) -> Draft:
+    """`draft`, refused (one line) unless it is in speculators' as-trained format."""
+    if not is_exportable(draft.config):
+        raise InputError(f"draft config {draft.config_file}: not a speculators-format draft "
                          "(no speculators_model_type / transformer_layer_config)")
-    return spec
+    return draft
 
 
-def plan_export(draft: Path, training: TrainingContract, target_config: Path,
+def plan_export(draft: Draft, training: TrainingContract, target: Target,
                 sglang_version: str | None = None, engine_name: str = "sglang"):
     """What `parity export` would write, decided by its own gate, writing nothing that stays:
     (ids, CheckResult) or ExportRefused. `sglang_version`: the engine's release (None: installed)."""
-    draft = Path(draft)
-    spec = _speculators_spec(draft)
+    _trained(draft)
     tmp = Path(tempfile.mkdtemp(prefix="parity-export-"))
     try:
-        return _solve(tmp, draft, spec, training, Path(target_config), sglang_version, engine_name)
+        return _solve(tmp, draft, training, target, sglang_version, engine_name)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def export_draft(draft: Path, out: Path, training: TrainingContract, target_config: Path,
+def export_draft(draft: Draft, out: Path, training: TrainingContract, target: Target,
                  force: bool = False, engine_name: str = "sglang", version: str | None = None) -> str:
     """Write the served form of `draft` for `engine_name` (its `version`; None: the installed
     or newest one) to `out`, checked by the gate first.
@@ -164,9 +163,9 @@ def export_draft(draft: Path, out: Path, training: TrainingContract, target_conf
     checked there, then put in place whole: an interruption leaves the old `out` or the new
     one, never a mix (no shards of an older checkpoint beside the new file). Inputs are only
     read. A failure to write (read-only place, full disk) is an InputError naming the path."""
-    draft, out = Path(draft), Path(out)
-    spec = _speculators_spec(draft)
-    real = check_output(out, draft, Path(target_config), force)
+    out = Path(out)
+    _trained(draft)
+    real = check_output(out, draft.path, target.path, force)
     created = [p for p in real.parents if not p.exists()]  # deepest first
     staged = None
     try:
@@ -174,7 +173,7 @@ def export_draft(draft: Path, out: Path, training: TrainingContract, target_conf
             real.parent.mkdir(parents=True, exist_ok=True)
             staged = Path(tempfile.mkdtemp(prefix=f".{real.name}.parity-new-", dir=real.parent))
             staged.chmod(_dir_mode(real))  # mkdtemp's 0700 would hide the export from others
-        ids, result = _solve(staged, draft, spec, training, Path(target_config), version, engine_name,
+        ids, result = _solve(staged, draft, training, target, version, engine_name,
                              writing=lambda: _writing(out))
         with _writing(out):
             _replace_dir(staged, real)
@@ -187,6 +186,6 @@ def export_draft(draft: Path, out: Path, training: TrainingContract, target_conf
                 p.rmdir()
             except OSError:
                 pass
-    return (f"parity: exported {draft} -> {out} for {engine_name} {result.serving.provenance.version}: "
+    return (f"parity: exported {draft.path} -> {out} for {engine_name} {result.serving.provenance.version}: "
             f"{engine(engine_name).IDS_KEY} {list(ids)} feed "
             f"[{', '.join(t.name for t in result.serving.fc_input)}], as trained")

@@ -49,7 +49,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 import traceback
 from collections import OrderedDict
 from dataclasses import dataclass

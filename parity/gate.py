@@ -1,6 +1,6 @@
 """The gate: compare the training contract with the serving contract, decide, and find the fix.
 
-`check(training, target_config, draft_dir)` extracts the serving contract (asking the
+`check(training, target, draft)` (both read once, parity.inputs) extracts the serving contract (asking the
 engine, in the same process, what each candidate id list would capture), diffs the
 two slot by slot, and returns a `CheckResult` whose verdict is 'parity' or 'drift'.
 The fix is never computed from a rule we typed: a candidate is kept only if the
@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .contract import ContractDiff, ServingContract, Tap, TrainingContract, diff
 from .extract.engines import DEFAULT as DEFAULT_ENGINE, engine
+from .inputs import Draft, Target
 
 Verdict = Literal["parity", "drift", "unservable", "error"]
 
@@ -155,65 +156,63 @@ def _lock_differences(locked: TrainingContract, fresh: TrainingContract) -> list
     return out
 
 
-def _verify(target_config: Path, draft_dir: Path, ids: list[int], version: str | None,
+def _verify(target: Target, draft: Draft, ids: list[int], version: str | None,
             engine_name: str = DEFAULT_ENGINE) -> ServingContract:
     """Extract again with `ids` written where the engine reads them, in a copy of the draft."""
     tmp = Path(tempfile.mkdtemp(prefix="parity-fix-"))
     try:
-        config = json.loads((draft_dir / "config.json").read_text())
-        (tmp / "config.json").write_text(json.dumps(engine(engine_name).write_ids(config, ids)))
-        return engine(engine_name).probe_serving(target_config, tmp, version)[0]
+        fixed = Draft(path=tmp, config=engine(engine_name).write_ids(draft.config, ids))
+        fixed.config_file.write_text(json.dumps(fixed.config))
+        return engine(engine_name).probe_serving(target, fixed, version)[0]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def check(training: TrainingContract, target_config: Path, draft_dir: Path,
+def check(training: TrainingContract, target: Target, draft: Draft,
           sglang_version: str | None = None, verify: bool = True, *, engine_name: str = DEFAULT_ENGINE,
           retrained: TrainingContract | None = None) -> CheckResult:
     """`retrained`: checking a lock, the training contract extracted today (see `decide`)."""
-    target_config, draft_dir = Path(target_config), Path(draft_dir)
     candidates = candidate_id_lists(training.fc_input)
-    serving, tried = engine(engine_name).probe_serving(target_config, draft_dir, sglang_version,
-                                                       candidates=candidates)
+    serving, tried = engine(engine_name).probe_serving(target, draft, sglang_version, candidates=candidates)
     verdict, d, differences, unservable = decide(training, serving, retrained)
     notes = [f"{c.side}: {f.message}" for c in (training, serving) for f in c.findings
              if f.severity == "warning" or f.kind == "not_captured"]
 
     suggestion, unfixable, export = None, None, None
     if verdict == "drift" and any(x.kind != "lock" for x in differences):  # the lock alone: no id fixes it
-        suggestion, unfixable = _solve(training, serving, tried, target_config, draft_dir,
-                                       sglang_version, verify, engine_name)
+        suggestion, unfixable = _solve(training, serving, tried, target, draft, sglang_version, verify,
+                                       engine_name)
     elif verdict == "unservable":
         differences = [x for x in differences if x.kind in UNSERVABLE_KINDS + ("lock",)]  # slots never fed
         if any(f.kind == "draft_unloadable" for f in serving.findings):
-            export = _export_advice(training, target_config, draft_dir, sglang_version, verify, engine_name)
+            export = _export_advice(training, target, draft, sglang_version, verify, engine_name)
         else:  # the draft loads but the engine raised on its ids: other ids may be the fix
-            suggestion, unfixable = _solve(training, serving, tried, target_config, draft_dir,
-                                           sglang_version, verify, engine_name)
+            suggestion, unfixable = _solve(training, serving, tried, target, draft, sglang_version, verify,
+                                           engine_name)
     return CheckResult(verdict=verdict, training=training, serving=serving, diff=d,
                        differences=differences, notes=notes, suggestion=suggestion,
                        unfixable=unfixable, unservable=unservable, export=export,
                        candidates_tried=tried)
 
 
-def _export_advice(training, target_config, draft_dir, version, verify,
+def _export_advice(training: TrainingContract, target: Target, draft: Draft, version: str | None, verify: bool,
                    engine_name: str = DEFAULT_ENGINE) -> ExportAdvice | None:
     """What `parity export` would make of an unloadable draft, by running export's own gate
     (nothing is written). None when the draft is not one export takes, or without --verify."""
     from .export import ExportRefused, is_exportable, plan_export
 
-    if not verify or not is_exportable(draft_dir):
+    if not verify or not is_exportable(draft.config):
         return None
     try:
-        ids, result = plan_export(draft_dir, training, target_config, sglang_version=version,
-                                  engine_name=engine_name)
+        ids, result = plan_export(draft, training, target, sglang_version=version, engine_name=engine_name)
     except ExportRefused as exc:
         return ExportAdvice(exportable=False, reason=exc.reason)
     return ExportAdvice(exportable=True, eagle_aux_hidden_state_layer_ids=list(ids),
                         serving_fc_input=[t.name if t else None for t in result.serving.fc_input])
 
 
-def _solve(training, serving, tried, target_config, draft_dir, version, verify, engine_name=DEFAULT_ENGINE):
+def _solve(training: TrainingContract, serving: ServingContract, tried: list[dict], target: Target, draft: Draft,
+           version: str | None, verify: bool, engine_name: str = DEFAULT_ENGINE):
     want = [t.name for t in training.fc_input]
     if not tried:
         bad = [t.name for t in training.fc_input if t is None or not t.is_plain_stream()]
@@ -227,7 +226,7 @@ def _solve(training, serving, tried, target_config, draft_dir, version, verify, 
     ids = list(match["ids"])
     verified = False
     if verify:
-        fixed = _verify(target_config, draft_dir, ids, version, engine_name)
+        fixed = _verify(target, draft, ids, version, engine_name)
         verified = [t.name if t else None for t in fixed.fc_input] == want and not fixed.has_errors
         if not verified:
             errors = "; ".join(f.message for f in fixed.findings if f.severity == "error")

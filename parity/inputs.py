@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import UserError
+
+if TYPE_CHECKING:
+    from .contract import TargetModel
 
 
 class InputError(UserError, ValueError):
@@ -140,25 +143,108 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def read_target(path: Path):
-    """(the config dict, its TargetModel), every field checked: one-line InputError otherwise."""
-    from pydantic import ValidationError
+@dataclass(frozen=True)
+class Target:
+    """A target config.json, read and checked once where the user named it (the CLI, the pytest
+    plugin, a lock, the matrix) and passed down as is: nothing below that boundary reads it again."""
 
-    from .contract import TargetModel
+    path: Path                # the file, as given (messages name it)
+    config: dict[str, Any]    # its JSON object as published (a wrapper keeps its text_config)
+    model: "TargetModel"      # what parity reads of it: architecture, depth, widths
 
-    path = Path(path)
-    cfg = read_config(path, "target config")
-    target_layers(cfg, path)
-    target_architecture(cfg, path)
-    try:
-        return cfg, TargetModel.from_hf_config(cfg)
-    except ValidationError as exc:
-        raise InputError(f"target config {path}: {one_line(exc)}") from None
+    @property
+    def layers(self) -> int:
+        """N, the decoder-layer count of the model whose states the draft reads."""
+        return self.model.num_hidden_layers
+
+    @classmethod
+    def read(cls, path: Path | str) -> "Target":
+        """The target config at `path`, every field parity reads checked: one-line InputError otherwise."""
+        from pydantic import ValidationError
+
+        from .contract import TargetModel
+
+        path = Path(path)
+        cfg = read_config(path, "target config")
+        target_layers(cfg, path)
+        target_architecture(cfg, path)
+        try:
+            return cls(path=path, config=cfg, model=TargetModel.from_hf_config(cfg))
+        except ValidationError as exc:
+            raise InputError(f"target config {path}: {one_line(exc)}") from None
 
 
-def target_model(path: Path):
-    """The TargetModel a target config.json describes (one-line InputError when it cannot)."""
-    return read_target(path)[1]
+@dataclass(frozen=True)
+class Draft:
+    """A draft directory whose config.json was read once. The engines and trainers serve or
+    train the directory itself (`path`): they read it the way they would in production, in
+    their own process. Reading checks only that it is a directory with a JSON config: what the
+    engine makes of odd ids is for the engine's contract to show (`check_ids` is the gate's policy)."""
+
+    path: Path                # the directory
+    config: dict[str, Any]    # its config.json
+
+    @property
+    def config_file(self) -> Path:
+        return self.path / "config.json"
+
+    @property
+    def written_ids(self) -> Any:
+        """The aux ids as written: eagle_config's, else the top-level ones (None: neither)."""
+        eagle = self.config.get("eagle_config") if isinstance(self.config.get("eagle_config"), dict) else {}
+        return eagle.get("eagle_aux_hidden_state_layer_ids", self.config.get("eagle_aux_hidden_state_layer_ids"))
+
+    @classmethod
+    def read(cls, path: Path | str) -> "Draft":
+        """The draft directory at `path` and its config.json (one-line InputError otherwise)."""
+        path = Path(path)
+        if not path.is_dir():
+            raise InputError(f"draft {path}: not a directory")
+        return cls(path=path, config=read_config(path / "config.json", "draft config"))
+
+
+def read_inputs(target_config: Path | str, draft_dir: Path | str) -> tuple[Target, Draft]:
+    """The target and the draft a command names, each read once."""
+    return Target.read(target_config), Draft.read(draft_dir)
+
+
+def check_ids(target: Target, draft: Draft) -> None:
+    """What `parity check` refuses before any extraction: aux ids no engine could capture in
+    that order for `target` (not integers, out of range, repeated, descending)."""
+    ids, dfile, n = draft.written_ids, draft.config_file, target.layers
+    if ids is None:
+        return
+    if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+        raise InputError(f"draft config {dfile}: eagle_aux_hidden_state_layer_ids is {ids!r}, "
+                         "expected a list of integers")
+    out = [i for i in ids if not -1 <= i <= n]
+    if out:
+        raise InputError(f"draft config {dfile}: layer ids {out} are out of range for a {n}-layer "
+                         f"target (-1..{n})")
+    if len(set(ids)) != len(ids):
+        raise InputError(f"draft config {dfile}: duplicate layer ids in {ids}")
+    if ids != sorted(ids):
+        raise InputError(f"draft config {dfile}: layer ids {ids} are not ascending; engines "
+                         "capture in layer order, so the fc chunks would not follow this order")
+
+
+def check_fit(target: Target, draft: Draft, training) -> None:
+    """What `parity check` refuses once the TrainingContract is known: a dump layout naming a
+    state twice, and an fc input or widths the draft cannot take."""
+    layout = [t.name for t in training.dump_layout]
+    if len(set(layout)) != len(layout):
+        raise InputError(f"dump layout {layout}: a state appears twice")
+    ids = draft.written_ids
+    n_aux = draft.config.get("num_aux_hidden_states") or (len(ids) if isinstance(ids, list) else None)
+    if n_aux is not None and n_aux != len(training.fc_input):
+        raise InputError(f"dump layout {layout}: the training data path builds a {len(training.fc_input)}"
+                         f"-state fc input, but draft config {draft.config_file} expects {n_aux} aux states")
+    tgt_h = text_part(target.config).get("hidden_size")
+    draft_h = draft.config.get("target_hidden_size") or draft.config.get("hidden_size")
+    if isinstance(tgt_h, int) and isinstance(draft_h, int) and tgt_h != draft_h:
+        where = "text_config.hidden_size" if is_wrapper(target.config) else "hidden_size"
+        raise InputError(f"draft config {draft.config_file}: expects target hidden states of width {draft_h}, "
+                         f"but target config {target.path} has {where} {tgt_h}")
 
 
 def one_line(exc) -> str:
@@ -166,47 +252,6 @@ def one_line(exc) -> str:
     first = exc.errors()[0]
     where = ".".join(str(x) for x in first.get("loc", ())) or "value"
     return f"{where}: {first.get('msg', 'invalid')} (got {_short(first.get('input'))})"
-
-
-def check_inputs(target_config: Path, draft_dir: Path, training=None) -> None:
-    """What `parity check` refuses: impossible ids, and (given the TrainingContract) widths
-    that cannot fit. The draft config is read as the engine will read it."""
-    cfg, target = read_target(target_config)
-    n = target.num_hidden_layers
-    draft_dir = Path(draft_dir)
-    if not draft_dir.is_dir():
-        raise InputError(f"draft {draft_dir}: not a directory")
-    dfile = draft_dir / "config.json"
-    draft = read_config(dfile, "draft config")
-    eagle = draft.get("eagle_config") if isinstance(draft.get("eagle_config"), dict) else {}
-    ids = eagle.get("eagle_aux_hidden_state_layer_ids", draft.get("eagle_aux_hidden_state_layer_ids"))
-    if ids is not None:
-        if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
-            raise InputError(f"draft config {dfile}: eagle_aux_hidden_state_layer_ids is {ids!r}, "
-                             "expected a list of integers")
-        out = [i for i in ids if not -1 <= i <= n]
-        if out:
-            raise InputError(f"draft config {dfile}: layer ids {out} are out of range for a {n}-layer "
-                             f"target (-1..{n})")
-        if len(set(ids)) != len(ids):
-            raise InputError(f"draft config {dfile}: duplicate layer ids in {ids}")
-        if ids != sorted(ids):
-            raise InputError(f"draft config {dfile}: layer ids {ids} are not ascending; engines "
-                             "capture in layer order, so the fc chunks would not follow this order")
-    if training is None:
-        return
-    layout = [t.name for t in training.dump_layout]
-    if len(set(layout)) != len(layout):
-        raise InputError(f"dump layout {layout}: a state appears twice")
-    n_aux = draft.get("num_aux_hidden_states") or (len(ids) if isinstance(ids, list) else None)
-    if n_aux is not None and n_aux != len(training.fc_input):
-        raise InputError(f"dump layout {layout}: the training data path builds a {len(training.fc_input)}"
-                         f"-state fc input, but draft config {dfile} expects {n_aux} aux states")
-    tgt_h, draft_h = text_part(cfg).get("hidden_size"), draft.get("target_hidden_size") or draft.get("hidden_size")
-    if isinstance(tgt_h, int) and isinstance(draft_h, int) and tgt_h != draft_h:
-        where = "text_config.hidden_size" if is_wrapper(cfg) else "hidden_size"
-        raise InputError(f"draft config {dfile}: expects target hidden states of width {draft_h}, "
-                         f"but target config {target_config} has {where} {tgt_h}")
 
 
 @dataclass(frozen=True)

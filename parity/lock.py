@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .contract import TrainingContract, parse_taps
 from .gate import CheckResult, check
-from .inputs import InputError, one_line, read_config, target_model
+from .inputs import Draft, InputError, Target, one_line, read_config, read_inputs
 
 LOCK_VERSION = 1
 
@@ -76,11 +76,13 @@ class Lock(BaseModel):
             raise ValueError(f"unknown trainer {v!r}: this parity has {', '.join(names())}")
         return v
 
-    def resolve(self, base: Path, rel: str) -> Path:
-        return (base / rel).resolve()
+    def inputs(self, lock_path: Path) -> tuple[Target, Draft]:
+        """The target and draft this lock names (relative to its own directory), read and checked."""
+        base = Path(lock_path).parent.resolve()
+        return read_inputs((base / self.target_config).resolve(), (base / self.draft).resolve())
 
 
-def extract_for_lock(target_config: Path, draft: Path, layout: list[str] | None,
+def extract_for_lock(target: Target, draft: Draft, layout: list[str] | None,
                      speculators_version: str | None = None, *, trainer_name: str = "speculators",
                      trainer_ids: list[int] | None = None) -> TrainingContract:
     """The training contract a lock holds, from the named trainer (`speculators_version`: the
@@ -89,10 +91,8 @@ def extract_for_lock(target_config: Path, draft: Path, layout: list[str] | None,
 
     t = trainer(trainer_name)
     if trainer_name == "specforge":
-        return t.training_contract(target_model(target_config), None, datagen_ids=trainer_ids, draft_dir=draft,
-                                   release=speculators_version, target_config=target_config)
-    return t.training_contract(target_model(target_config), parse_taps(",".join(layout)),
-                               draft_dir=draft, release=speculators_version)
+        return t.training_contract(target, None, datagen_ids=trainer_ids, draft=draft, release=speculators_version)
+    return t.training_contract(target, parse_taps(",".join(layout)), draft=draft, release=speculators_version)
 
 
 def lock_destination(path: Path, target_config: Path, draft: Path) -> Path:
@@ -114,14 +114,14 @@ def lock_destination(path: Path, target_config: Path, draft: Path) -> Path:
     return path
 
 
-def write_lock(path: Path, name: str, target_config: Path, draft: Path, layout: list[str] | None, *,
+def write_lock(path: Path, name: str, target: Target, draft: Draft, layout: list[str] | None, *,
                trainer_name: str = "speculators", trainer_ids: list[int] | None = None,
                release: str | None = None) -> Lock:
-    path = lock_destination(path, target_config, draft)
+    path = lock_destination(path, target.path, draft.path)
     base = path.parent.resolve()
-    training = extract_for_lock(target_config, draft, layout, release, trainer_name=trainer_name,
+    training = extract_for_lock(target, draft, layout, release, trainer_name=trainer_name,
                                 trainer_ids=trainer_ids)
-    lock = Lock(name=name, target_config=_rel(target_config, base), draft=_rel(draft, base),
+    lock = Lock(name=name, target_config=_rel(target.path, base), draft=_rel(draft.path, base),
                 dump_layout=layout or [t.name for t in training.dump_layout], training=training,
                 trainer=trainer_name, trainer_release=training.provenance.version, trainer_ids=trainer_ids)
     write_atomically(path, lock.model_dump_json(indent=2) + "\n")
@@ -166,11 +166,8 @@ def check_lock(path: Path, sglang_version: str | None = None,
     `sglang_version` is that engine's release."""
     path = Path(path)
     lock = read_lock(path)
-    base = path.parent.resolve()
-    target, draft = lock.resolve(base, lock.target_config), lock.resolve(base, lock.draft)
-    from .extract.engines import engine
-
-    from .extract.engines import DEFAULT
+    target, draft = lock.inputs(path)
+    from .extract.engines import DEFAULT, engine
 
     engine_name = engine_name or DEFAULT
     engine(engine_name).preflight(target, sglang_version)  # an architecture the engine lacks: refused first

@@ -181,7 +181,6 @@ def missing_imports(python: Path, family: str) -> list[str]:
 def ensure_release(family: str, version: str) -> None:
     """Make `family==version` runnable: nothing when an environment pins it and is built; build
     it when it is declared; otherwise derive its line, add it to the user's envs.toml, build it."""
-    from .build_env import build
     from .envs import EnvError, environments, load_specs, raw_envs
 
     env = next((e for e in environments() if e.packages.get(family) == version), None)

@@ -98,11 +98,11 @@ def pytest_collection_modifyitems(session, config, items):
         from .contract import parse_taps
         from .extract.trainers import trainer
         from .gate import check
-        from .inputs import target_model
+        from .inputs import check_fit, read_inputs
 
-        training = trainer().training_contract(target_model(Path(target)), parse_taps(layout),
-                                               draft_dir=Path(draft))
-        return check(training, Path(target), Path(draft),
-                     verify=not config.getoption("parity_no_verify"))
+        given = read_inputs(target, draft)  # read once, here at the boundary
+        training = trainer().training_contract(given[0], parse_taps(layout), draft=given[1])
+        check_fit(*given, training)
+        return check(training, *given, verify=not config.getoption("parity_no_verify"))
 
     items.append(ParityItem.from_parent(session, name=f"parity[{Path(draft).name}]", run=run))

@@ -44,7 +44,6 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import threading
 from contextlib import contextmanager

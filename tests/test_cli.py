@@ -133,3 +133,32 @@ def test_bad_tap_name_names_the_accepted_forms(tmp_path, capsys, command):
         assert form in err, err
     assert "h0 (the embedding) has no layer update" in err
     assert not (tmp_path / "x.json").exists()
+
+
+def test_one_check_reads_each_input_file_once(capsys, monkeypatch):
+    """The target config and the draft config are read once, at the CLI, and handed down as
+    `Target` and `Draft`: the preflight, the training side, the gate, its verified fix and the
+    export advice never open them again. Opens in this process are counted (the engine's own
+    process reads the draft directory it serves, as production does; the reply cache hashes
+    the served bytes to key the engine's reply, which is not a read of the input)."""
+    import builtins
+    import io
+    import traceback
+    from pathlib import Path
+
+    target, draft_config = DEEPSEEK.resolve(), (Path(KIMI) / "config.json").resolve()
+    opened: list[Path] = []
+    real = io.open
+
+    def counting(file, *args, **kwargs):
+        if isinstance(file, (str, Path)) and not any(f.name == "path_digest" for f in traceback.extract_stack()):
+            opened.append(Path(file).resolve())
+        return real(file, *args, **kwargs)
+
+    monkeypatch.setattr(io, "open", counting)
+    monkeypatch.setattr(builtins, "open", counting)
+    rc, out, err = run(capsys, "check", "--target-config", str(DEEPSEEK), "--draft", KIMI,
+                       "--dump-layout", "h0,h3,h31,h59")
+    assert rc == 1 and "verified" in out, out + err  # the drift, and its fix verified by a second run
+    assert opened.count(target) == 1 and opened.count(draft_config) == 1, (
+        f"target config opened {opened.count(target)}x, draft config {opened.count(draft_config)}x")

@@ -22,6 +22,7 @@ from parity.extract.engines.sglang import served_config
 from parity.extract.trainers.speculators import extract_training
 from parity.fixtures import DraftRecipe, speculators_draft
 from parity.gate import check
+from parity.inputs import read_inputs
 from parity.lock import check_lock
 
 from .helpers import LLAMA, ROOT, sglang_draft
@@ -66,7 +67,7 @@ def slot_whys(result) -> list[str]:
 
 def test_correct_served_draft_with_weights_passes(tmp_path):
     draft = served(tmp_path, [1, 15, 28])
-    result = check(training("h2,h16,h29,h32", draft, TINY_TARGET), TINY, draft)
+    result = check(training("h2,h16,h29,h32", draft, TINY_TARGET), *read_inputs(TINY, draft))
     assert result.verdict == "parity", [d.message for d in result.differences]
     assert result.serving.vocab.d2t == "offsets" and result.training.vocab.d2t == "offsets"
     assert result.suggestion is None
@@ -77,7 +78,7 @@ def test_correct_served_draft_with_weights_passes(tmp_path):
 def test_off_by_one_ids_are_caught_and_fixed(tmp_path):
     # vLLM-convention ids [2, 16, 29] written in a draft served by SGLang, which adds 1.
     draft = sglang_draft(tmp_path, ids=[2, 16, 29])
-    result = check(training("h2,h16,h29,h32", draft), LLAMA, draft)
+    result = check(training("h2,h16,h29,h32", draft), *read_inputs(LLAMA, draft))
     assert result.verdict == "drift"
     assert slot_whys(result) == ["off by one layer (+1)"] * 3
     assert result.suggestion.eagle_aux_hidden_state_layer_ids == [1, 15, 28]
@@ -99,7 +100,7 @@ def test_born_from_case_embedding_vs_layer(capsys):
 
 def test_order_swap_cannot_be_served(tmp_path):
     draft = sglang_draft(tmp_path, ids=[1, 15, 28])
-    result = check(training("h16,h2,h29,h32", draft), LLAMA, draft, verify=False)
+    result = check(training("h16,h2,h29,h32", draft), *read_inputs(LLAMA, draft), verify=False)
     assert result.verdict == "drift"
     assert slot_whys(result)[:2] == ["order differs: h2 is slot 1 on the other side",
                                      "order differs: h16 is slot 0 on the other side"]
@@ -109,7 +110,7 @@ def test_order_swap_cannot_be_served(tmp_path):
 def test_post_norm_state_in_training_is_not_capturable(tmp_path):
     # An HF-style dump whose third slot is output_hidden_states[N]: post-final-norm.
     draft = sglang_draft(tmp_path, ids=[1, 15, 31])
-    result = check(training("h2,h16,final,h32", draft), LLAMA, draft, verify=False)
+    result = check(training("h2,h16,final,h32", draft), *read_inputs(LLAMA, draft), verify=False)
     assert result.verdict == "drift"
     assert result.diff.slots[2].verdict == "missing"
     assert result.suggestion is None and "final" in result.unfixable
@@ -119,7 +120,7 @@ def test_post_norm_state_in_training_is_not_capturable(tmp_path):
 def test_silent_default_fallback_is_caught(tmp_path, where):
     ids = {"top_level_ids": [2, 16, 29]} if where == "top_level" else {}
     draft = sglang_draft(tmp_path, **ids)
-    result = check(training("h3,h17,h30,h32", draft), LLAMA, draft, verify=False)
+    result = check(training("h3,h17,h30,h32", draft), *read_inputs(LLAMA, draft), verify=False)
     assert result.verdict == "drift"
     assert any("fell back to its default layers" in n for n in result.notes)
     assert result.suggestion.eagle_aux_hidden_state_layer_ids == [2, 16, 29]
@@ -127,7 +128,7 @@ def test_silent_default_fallback_is_caught(tmp_path, where):
 
 def test_graph_flag_dropped_by_the_engine(tmp_path):
     draft = served(tmp_path, [1, 15, 28], norm_before_residual=True)
-    result = check(training("h2,h16,h29,h32", draft, TINY_TARGET), TINY, draft, verify=False)
+    result = check(training("h2,h16,h29,h32", draft, TINY_TARGET), *read_inputs(TINY, draft), verify=False)
     assert result.verdict == "drift"
     fields = {d.where: (d.training, d.serving) for d in result.differences if d.kind == "field"}
     assert fields["graph.norm_before_residual"] == (True, False)
@@ -136,7 +137,7 @@ def test_graph_flag_dropped_by_the_engine(tmp_path):
 @pytest.mark.parametrize("d2t", ["absolute", "missing"])
 def test_d2t_absolute_or_missing(tmp_path, d2t):
     draft = served(tmp_path, [1, 15, 28], d2t=d2t)
-    result = check(training("h2,h16,h29,h32", draft, TINY_TARGET), TINY, draft, verify=False)
+    result = check(training("h2,h16,h29,h32", draft, TINY_TARGET), *read_inputs(TINY, draft), verify=False)
     assert result.verdict == "drift"
     kinds = {d.kind: d for d in result.differences}
     if d2t == "absolute":

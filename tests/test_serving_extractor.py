@@ -11,7 +11,7 @@ import pytest
 
 from parity.contract import diff, names
 from parity.extract.engines.sglang import extract_serving
-from parity.inputs import InputError
+from parity.inputs import InputError, read_inputs
 
 from .helpers import DEEPSEEK, GPT_OSS, LLAMA, QWEN2, QWEN3, QWEN3_MOE, ROOT, built, sglang_draft
 
@@ -34,7 +34,7 @@ def kinds(contract) -> list[str]:
 ], ids=["llama", "llama-embedding", "qwen3", "deepseek-2-30-58", "deepseek-1-30-58", "qwen2",
         "qwen3-moe", "gpt-oss"])
 def test_captures_what_sglang_really_captures(tmp_path, config, ids, expected):
-    c = extract_serving(config, sglang_draft(tmp_path, ids=ids))
+    c = extract_serving(*read_inputs(config, sglang_draft(tmp_path, ids=ids)))
     assert names(c.fc_input) == expected
     assert c.requested_ids == tuple(ids)
     assert not [f for f in c.findings if f.severity == "error"], c.findings
@@ -49,14 +49,14 @@ def test_torch_compile_changes_no_identified_state(tmp_path, monkeypatch):
     runs = {}
     for compile_off in ("1", "0"):
         monkeypatch.setenv("TORCH_COMPILE_DISABLE", compile_off)
-        runs[compile_off] = extract_serving(DEEPSEEK, draft)
+        runs[compile_off] = extract_serving(*read_inputs(DEEPSEEK, draft))
     off, on = runs["1"], runs["0"]
     assert names(off.fc_input) == names(on.fc_input) == ["h2", "h30", "h58"]
     assert not [f for f in on.findings + off.findings if f.severity == "error"]
 
 
 def test_missing_ids_fall_back_to_defaults_loudly(tmp_path):
-    c = extract_serving(LLAMA, sglang_draft(tmp_path))
+    c = extract_serving(*read_inputs(LLAMA, sglang_draft(tmp_path)))
     assert names(c.fc_input) == ["h2", "h16", "h29"]  # [2, N//2, N-3] without the +1
     assert c.requested_ids is None and c.ids_source == "engine default"
     assert kinds(c) == ["default_layers_fallback"]
@@ -64,21 +64,21 @@ def test_missing_ids_fall_back_to_defaults_loudly(tmp_path):
 
 
 def test_top_level_ids_are_ignored_and_say_so(tmp_path):
-    c = extract_serving(LLAMA, sglang_draft(tmp_path, top_level_ids=[-1, 2, 30]))
+    c = extract_serving(*read_inputs(LLAMA, sglang_draft(tmp_path, top_level_ids=[-1, 2, 30])))
     assert names(c.fc_input) == ["h2", "h16", "h29"]  # not the [h0, h3, h31] the ids meant
     assert kinds(c) == ["default_layers_fallback"]
     assert "top level" in c.findings[0].message
 
 
 def test_last_layer_id_is_silently_dropped(tmp_path):
-    c = extract_serving(LLAMA, sglang_draft(tmp_path, ids=[1, 15, 31]))
+    c = extract_serving(*read_inputs(LLAMA, sglang_draft(tmp_path, ids=[1, 15, 31])))
     assert names(c.fc_input) == ["h2", "h16", None]
     missing = [f for f in c.findings if f.kind == "not_captured"]
     assert missing and missing[0].slot == 2 and "only 2 of 3" in missing[0].message
 
 
 def test_deepseek_embedding_id_raises_and_names_slot_0(tmp_path):
-    c = extract_serving(DEEPSEEK, sglang_draft(tmp_path, ids=[-1, 2, 30], hidden_size=7168))
+    c = extract_serving(*read_inputs(DEEPSEEK, sglang_draft(tmp_path, ids=[-1, 2, 30], hidden_size=7168)))
     assert names(c.fc_input) == [None, None, None]
     assert "engine_error" in kinds(c)
     assert any("captured 2 of 3" in f.message for f in c.findings)
@@ -86,7 +86,7 @@ def test_deepseek_embedding_id_raises_and_names_slot_0(tmp_path):
 
 
 def test_draft_side_facts(tmp_path):
-    c = extract_serving(LLAMA, sglang_draft(tmp_path, ids=[1, 15, 28], norm_before_residual=True))
+    c = extract_serving(*read_inputs(LLAMA, sglang_draft(tmp_path, ids=[1, 15, 28], norm_before_residual=True)))
     assert c.graph.norm_before_fc is False and c.graph.fc_norm is False
     assert c.graph.norm_before_residual is False  # 0.5.23 never reads the flag
     assert "flag_dropped" in kinds(c)
@@ -98,7 +98,7 @@ def test_speculators_format_config_is_a_finding_not_a_crash(tmp_path):
     d.mkdir()
     (d / "config.json").write_text('{"speculators_model_type": "eagle3", '
                                    '"eagle_aux_hidden_state_layer_ids": [2, 16, 29]}')
-    c = extract_serving(LLAMA, d)
+    c = extract_serving(*read_inputs(LLAMA, d))
     assert names(c.fc_input) == [None, None, None]
     assert kinds(c)[-1] == "draft_unloadable"
 
@@ -109,9 +109,9 @@ def test_speculators_format_config_is_a_finding_not_a_crash(tmp_path):
 ])
 def test_a_broken_capture_changes_the_contract(tmp_path, inject_drift, probe, why):
     draft = sglang_draft(tmp_path, ids=[1, 15, 28])
-    good = extract_serving(LLAMA, draft)
+    good = extract_serving(*read_inputs(LLAMA, draft))
     inject_drift(probe)
-    bad = extract_serving(LLAMA, draft)
+    bad = extract_serving(*read_inputs(LLAMA, draft))
     d = diff(good, bad)
     assert not d.empty
     if why:
@@ -122,12 +122,13 @@ def test_a_broken_capture_changes_the_contract(tmp_path, inject_drift, probe, wh
 
 
 def test_bad_input_is_one_line(tmp_path):
+    """The inputs are read once, before any engine runs: a bad one never reaches the extractor."""
     with pytest.raises(InputError, match="file not found"):
-        extract_serving(tmp_path / "nope.json", sglang_draft(tmp_path / "d", ids=[1, 2, 3]))
+        read_inputs(tmp_path / "nope.json", sglang_draft(tmp_path / "d", ids=[1, 2, 3]))
     bad = tmp_path / "bad.json"
     bad.write_text('{"architectures": ["LlamaForCausalLM"]}')
     with pytest.raises(InputError, match="no num_hidden_layers"):
-        extract_serving(bad, sglang_draft(tmp_path / "d", ids=[1, 2, 3]))
+        read_inputs(bad, sglang_draft(tmp_path / "d", ids=[1, 2, 3]))
 
 
 # -- the engine boundary and its release families (no engine run) ----------------------------------
@@ -207,7 +208,7 @@ def test_a_speculators_checkpoint_loses_its_decoder_layer_before_0_5_11(tmp_path
     (draft / "config.json").write_text((ROOT / "fixtures" / "drafts" / "llama-3.1-8b-eagle3" / "config.json").read_text())
     layer = ["layers.0.self_attn.q_proj.weight", "layers.0.mlp.gate_proj.weight", "layers.0.input_layernorm.weight"]
     save_file({n: torch.zeros(2) for n in [*layer, "fc.weight", "norm.weight", "d2t"]}, str(draft / "model.safetensors"))
-    c = extract_serving(LLAMA, draft, version)
+    c = extract_serving(*read_inputs(LLAMA, draft), version)
     found = [f for f in c.findings if f.kind == "tensors_dropped"]
     assert bool(found) == dropped, c.findings
     if dropped:
@@ -228,7 +229,7 @@ OLD_FAMILIES = ["0.5.7", "0.5.3.post3", "0.5.3.post1"]
 def test_releases_that_read_the_ids_in_initialize(tmp_path, version, config, ids, expected):
     if not built("sglang", version):
         pytest.skip(f"sglang {version}'s environment is not built (./dev setup sglang-{version})")
-    c = extract_serving(config, sglang_draft(tmp_path, ids=ids), version)
+    c = extract_serving(*read_inputs(config, sglang_draft(tmp_path, ids=ids)), version)
     assert names(c.fc_input) == expected, c.findings
     assert c.requested_ids == tuple(ids) and c.provenance.version == version
     assert not [f for f in c.findings if f.severity == "error"], c.findings
@@ -239,7 +240,7 @@ def test_releases_that_read_the_ids_in_initialize_fall_back_without_them(tmp_pat
     """Its bare `except:` turns a draft config without eagle_config into the default layers."""
     if not built("sglang", version):
         pytest.skip(f"sglang {version}'s environment is not built (./dev setup sglang-{version})")
-    c = extract_serving(LLAMA, sglang_draft(tmp_path), version)
+    c = extract_serving(*read_inputs(LLAMA, sglang_draft(tmp_path)), version)
     assert names(c.fc_input) == ["h2", "h16", "h29"] and "default_layers_fallback" in kinds(c)
 
 
@@ -248,7 +249,7 @@ def test_deepseek_before_0_5_8_is_the_born_from_wiring(tmp_path):
     rope's cache, built on the literal "cuda" up to 0.5.8, defaults to the CPU here)."""
     if not built("sglang", "0.5.7"):
         pytest.skip("sglang 0.5.7's environment is not built (./dev setup sglang-0.5.7)")
-    c = extract_serving(DEEPSEEK, sglang_draft(tmp_path, ids=[2, 30, 58]), "0.5.7")
+    c = extract_serving(*read_inputs(DEEPSEEK, sglang_draft(tmp_path, ids=[2, 30, 58])), "0.5.7")
     assert names(c.fc_input) == ["h3", "h31", "h59"], c.findings
 
 
@@ -265,7 +266,7 @@ def test_a_moved_reading_statement_is_loud(tmp_path, monkeypatch):
 
     monkeypatch.setenv(PROBE_OVERRIDES, drift_overrides("tests.drift.serving_moved_initialize_statement"))
     with pytest.raises(CannotExtract) as exc:
-        extract_serving(LLAMA, sglang_draft(tmp_path, ids=[1, 15, 28]), "0.5.7")
+        extract_serving(*read_inputs(LLAMA, sglang_draft(tmp_path, ids=[1, 15, 28])), "0.5.7")
     msg = str(exc.value)
     assert "looked for a statement `if self.spec_algorithm.is_eagle3() and (not self.is_draft_worker):`" in msg, msg
 
@@ -278,7 +279,7 @@ def test_code_that_needs_a_missing_module_is_one_refusal_line(tmp_path, monkeypa
 
     monkeypatch.setenv(PROBE_OVERRIDES, drift_overrides("tests.drift.serving_code_needs_a_missing_module"))
     with pytest.raises(CannotExtract) as exc:
-        extract_serving(LLAMA, sglang_draft(tmp_path, ids=[1, 15, 28]))
+        extract_serving(*read_inputs(LLAMA, sglang_draft(tmp_path, ids=[1, 15, 28])))
     msg = str(exc.value)
     assert msg.startswith("cannot extract under sglang 0.5.23: its code cannot be imported here: "
                           "ModuleNotFoundError: No module named 'parity_test_module_that_is_not_installed'"), msg

@@ -12,7 +12,7 @@ import pytest
 from parity import cli
 from parity.extract.trainers import trainer
 from parity.gate import check
-from parity.inputs import target_model
+from parity.inputs import read_inputs
 
 from .helpers import DEEPSEEK, LLAMA, ROOT, sglang_draft
 
@@ -27,14 +27,14 @@ def names(taps) -> list[str | None]:
 
 
 def training(target, draft, run_ids=None):
-    return trainer("specforge").training_contract(target_model(target), None, datagen_ids=run_ids,
-                                                  draft_dir=draft, target_config=target)
+    t, d = read_inputs(target, draft)
+    return trainer("specforge").training_contract(t, None, datagen_ids=run_ids, draft=d)
 
 
 @pytest.fixture(scope="module")
 def llama_default():
     t = training(LLAMA, LLAMA_DRAFT)
-    return t, check(t, LLAMA, LLAMA_DRAFT, verify=False)
+    return t, check(t, *read_inputs(LLAMA, LLAMA_DRAFT), verify=False)
 
 
 def test_published_style_draft_with_no_ids_is_at_parity(llama_default):
@@ -50,18 +50,18 @@ def test_published_style_draft_with_no_ids_is_at_parity(llama_default):
 def test_nested_ids_and_the_run_override(tmp_path_factory, llama_default):
     nested = sglang_draft(tmp_path_factory.mktemp("nested"), ids=[1, 15, 28])
     t = training(LLAMA, nested)
-    assert check(t, LLAMA, nested, verify=False).verdict == "parity"
+    assert check(t, *read_inputs(LLAMA, nested), verify=False).verdict == "parity"
     assert names(t.fc_input) == ["h2", "h16", "h29"]
     assert "draft config" in t.provenance.details["ids_source"]
     # the run override wins over the draft's ids: SpecForge's own order of sources
     over = training(LLAMA, nested, run_ids=[3, 15, 28])
     assert names(over.fc_input) == ["h4", "h16", "h29"] and "run override" in over.provenance.details["ids_source"]
-    assert check(over, LLAMA, nested, verify=False).verdict == "drift"
+    assert check(over, *read_inputs(LLAMA, nested), verify=False).verdict == "drift"
 
 
 def test_deepseek_ids_1_29_57_are_at_parity():
     t = training(DEEPSEEK, DEEPSEEK_DRAFT)
-    result = check(t, DEEPSEEK, DEEPSEEK_DRAFT, verify=False)
+    result = check(t, *read_inputs(DEEPSEEK, DEEPSEEK_DRAFT), verify=False)
     assert names(t.fc_input) == ["h2", "h30", "h58"] and t.target.name == "final"
     assert names(result.serving.fc_input) == ["h2", "h30", "h58"] and result.verdict == "parity"
 
@@ -70,7 +70,7 @@ def test_deepseek_ids_2_30_58_are_computed_on_both_sides(tmp_path_factory):
     draft = sglang_draft(tmp_path_factory.mktemp("ds"), ids=[2, 30, 58], hidden_size=7168, vocab_size=163840,
                          num_attention_heads=64, num_key_value_heads=64)
     t = training(DEEPSEEK, draft)
-    result = check(t, DEEPSEEK, draft, verify=False)
+    result = check(t, *read_inputs(DEEPSEEK, draft), verify=False)
     assert None not in names(t.fc_input) and None not in names(result.serving.fc_input)
     # SGLang 0.5.14's DeepSeek capture adds 1 only when the first id is 1; 0.5.23 serves the same
     assert names(t.fc_input) == names(result.serving.fc_input) == ["h2", "h30", "h58"]
@@ -82,7 +82,7 @@ def test_a_patched_default_changes_the_training_contract(inject_drift, llama_def
     inject_drift("tests.drift.specforge_moved_default")
     t = training(LLAMA, LLAMA_DRAFT)
     assert names(t.fc_input) == ["h3", "h17", "h30"] != names(llama_default[0].fc_input)
-    assert check(t, LLAMA, LLAMA_DRAFT, verify=False).verdict == "drift"
+    assert check(t, *read_inputs(LLAMA, LLAMA_DRAFT), verify=False).verdict == "drift"
 
 
 def test_cli_check_with_the_trainer_and_its_ids(capsys):
@@ -113,7 +113,7 @@ def test_a_lock_records_the_trainer_and_is_checked_with_it(tmp_path, llama_defau
     from parity.lock import check_lock, write_lock
 
     path = tmp_path / "specforge.json"
-    lock = write_lock(path, "sf", LLAMA, LLAMA_DRAFT, None, trainer_name="specforge")
+    lock = write_lock(path, "sf", *read_inputs(LLAMA, LLAMA_DRAFT), None, trainer_name="specforge")
     data = json.loads(path.read_text())
     assert (data["trainer"], data["trainer_release"], data["trainer_ids"]) == ("specforge", "0.2.0", None)
     assert data["dump_layout"] == ["h2", "h16", "h29", "final"] == [t.name for t in lock.training.dump_layout]

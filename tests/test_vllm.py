@@ -11,6 +11,7 @@ import pytest
 from parity import cli
 from parity.contract import Tap
 from parity.extract.engines.vllm import DatagenError, extract_dump, launch_ids
+from parity.inputs import Target, read_inputs
 
 from .helpers import ROOT
 
@@ -25,7 +26,7 @@ def run(capsys, *argv) -> tuple[int, str, str]:
 
 @pytest.fixture(scope="module")
 def dump():
-    return extract_dump(LLAMA_32, [2, 16, 29])
+    return extract_dump(Target.read(LLAMA_32), [2, 16, 29])
 
 
 def test_launch_ids_are_the_launch_scripts():
@@ -75,7 +76,7 @@ def test_a_typed_convention_is_labelled_not_run(capsys):
 
 def test_the_contract_follows_a_patch_of_vllms_capture(dump, inject_drift, capsys):
     inject_drift("tests.drift.vllm_capture_without_residual")
-    drifted = extract_dump(LLAMA_32, [2, 16, 29])
+    drifted = extract_dump(Target.read(LLAMA_32), [2, 16, 29])
     assert drifted.layout != dump.layout
     assert drifted.layout == tuple(Tap.parse(f"h{k}.delta") for k in (2, 16, 29, 32))
     rc, out, err = run(capsys, "contract", "training", "--target-config", LLAMA_32,
@@ -89,7 +90,7 @@ def test_without_the_kernel_stand_ins_the_run_is_a_loud_error(inject_drift, caps
     Identification must refuse every such slot; the CLI says so in one line, exit 2."""
     inject_drift("tests.drift.vllm_no_kernel_standins")
     with pytest.raises(DatagenError, match="matches no state|non-finite"):
-        extract_dump(LLAMA_32, [2, 16, 29])
+        extract_dump(Target.read(LLAMA_32), [2, 16, 29])
     rc, out, err = run(capsys, "contract", "training", "--target-config", LLAMA_32, "--datagen-ids", "2,16,29")
     assert rc == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and "vllm 0.33.0" in err
@@ -157,8 +158,8 @@ def test_deepseek_id_0_raises_in_vllms_capture(tmp_path):
     target = tmp_path / "config.json"
     target.write_text(json.dumps({**config, "num_hidden_layers": 8}))
     with pytest.raises(DatagenError, match="TypeError"):
-        extract_dump(target, [0, 3, 5])
-    assert [t.name for t in extract_dump(target, [1, 3, 5]).layout] == ["h1", "h3", "h5", "h8"]
+        extract_dump(Target.read(target), [0, 3, 5])
+    assert [t.name for t in extract_dump(Target.read(target), [1, 3, 5]).layout] == ["h1", "h3", "h5", "h8"]
 
 
 @pytest.mark.parametrize("argv, says", [
@@ -276,7 +277,7 @@ def test_export_for_vllm_writes_the_top_level_ids_vllm_serves_as_trained(tmp_pat
 def test_a_dump_made_by_0_11_drops_the_last_layer_that_0_33_dumps(dump, capsys):
     """The same launch ids [2, 16, 29, 32]: 0.33 dumps h32, 0.11's capture never reaches id 32, so
     speculators trains that draft to predict h29 from [h2, h16]; the contract says why."""
-    old = extract_dump(LLAMA_32, [2, 16, 29], "0.11.0")
+    old = extract_dump(Target.read(LLAMA_32), [2, 16, 29], "0.11.0")
     assert [t.name for t in old.layout] == ["h2", "h16", "h29"]
     assert [t.name for t in dump.layout] == ["h2", "h16", "h29", "h32"]
     assert old.method.startswith("the model's own capture") and dump.method == "extract_hidden_states"
@@ -364,7 +365,7 @@ def test_gpt_oss_is_captured_with_its_sliding_window_sinks_and_swiglu_experts(tm
     from parity.sweep.cases import SERVING_CASES
 
     case = next(c for c in SERVING_CASES if c.target == "gpt-oss-20b")
-    contract, _ = engine("vllm").probe_serving(case.target_config, case.write_draft(tmp_path / "d"), "0.33.0")
+    contract, _ = engine("vllm").probe_serving(*read_inputs(case.target_config, case.write_draft(tmp_path / "d")), "0.33.0")
     assert [t.name for t in contract.fc_input] == ["h2", "h12", "h21"]  # v2: the defaults
     assert {k: [t.name for t in v] for k, v in contract.runners.items()} == {
         "v1": ["h1", "h11", "h20"], "v2": ["h2", "h12", "h21"]}
@@ -431,7 +432,7 @@ def test_the_0_16_to_0_27_families_serve_the_nested_ids_draft(version, family, r
     ("0.16.0", ["h2", "h16", "h29"], "the model's own capture"),  # no extract_hidden_states yet
 ])
 def test_the_0_16_to_0_27_dumps(version, layout, method):
-    dump = extract_dump(LLAMA_32, [2, 16, 29], version)
+    dump = extract_dump(Target.read(LLAMA_32), [2, 16, 29], version)
     assert [t.name for t in dump.layout] == layout and dump.method.startswith(method)
     assert dump.runner == "v1"  # 0.22: V2 does not support extract_hidden_states; before, V2 is opt-in
     assert (len(layout) == 3) == any("[32] captured nothing" in f.message for f in dump.findings)
@@ -445,7 +446,7 @@ def test_gpt_oss_runs_vllms_own_cpu_experts_under_0_22(tmp_path):
     from parity.sweep.cases import SERVING_CASES
 
     case = next(c for c in SERVING_CASES if c.target == "gpt-oss-20b")
-    contract, _ = engine("vllm").probe_serving(case.target_config, case.write_draft(tmp_path / "d"), "0.22.0")
+    contract, _ = engine("vllm").probe_serving(*read_inputs(case.target_config, case.write_draft(tmp_path / "d")), "0.22.0")
     assert {k: [t.name for t in v] for k, v in contract.runners.items()} == {
         "v1": ["h1", "h11", "h20"], "v2": ["h2", "h12", "h21"]}
     assert [t.name for t in contract.fc_input] == ["h1", "h11", "h20"]  # the GPU default: v1

@@ -16,7 +16,7 @@ from parity.contract import TargetModel, names
 from parity.envs import EnvError, find_env
 from parity.extract.engines.sglang import extract_serving
 from parity.extract.shrink import shrink_config
-from parity.inputs import InputError, target_model
+from parity.inputs import InputError, Target, read_inputs
 
 from .helpers import DEEPSEEK, TARGETS
 
@@ -39,13 +39,13 @@ def test_the_kimi_fixture_has_the_published_shape():
 
 
 def test_target_model_of_a_wrapper_is_the_text_models_shape():
-    t = target_model(KIMI)
+    t = Target.read(KIMI).model
     assert t == TargetModel(architecture="KimiK25ForConditionalGeneration", model_type="kimi_k25",
                             text_architecture="DeepseekV3ForCausalLM", num_hidden_layers=61,
                             hidden_size=7168, vocab_size=163840)
-    flat = target_model(DEEPSEEK)
+    flat = Target.read(DEEPSEEK).model
     assert flat.text_architecture is None and flat.architecture == "DeepseekV3ForCausalLM"
-    l4 = target_model(LLAMA4)
+    l4 = Target.read(LLAMA4).model
     assert (l4.architecture, l4.num_hidden_layers, l4.hidden_size) == ("Llama4ForConditionalGeneration", 48, 5120)
 
 
@@ -64,8 +64,8 @@ def test_shrinking_keeps_the_wrapper_shape_and_the_depth():
 
 @pytest.mark.slow
 def test_published_kimi_config_gives_the_flat_deepseek_serving_contract():
-    wrapped = extract_serving(KIMI, KIMI_DRAFT)
-    flat = extract_serving(DEEPSEEK, KIMI_DRAFT)
+    wrapped = extract_serving(*read_inputs(KIMI, KIMI_DRAFT))
+    flat = extract_serving(*read_inputs(DEEPSEEK, KIMI_DRAFT))
     assert names(wrapped.fc_input) == names(flat.fc_input) == ["h2", "h30", "h58"]
     assert wrapped.capture_ids == flat.capture_ids == (2, 30, 58)
     assert wrapped.requested_ids == flat.requested_ids == (2, 30, 58)
@@ -98,7 +98,7 @@ def test_published_kimi_config_under_0_5_12_post1():
         find_env("sglang", "0.5.12.post1")
     except EnvError as exc:
         pytest.skip(str(exc))
-    c = extract_serving(KIMI, KIMI_DRAFT, sglang_version="0.5.12.post1")
+    c = extract_serving(*read_inputs(KIMI, KIMI_DRAFT), sglang_version="0.5.12.post1")
     assert names(c.fc_input) == ["h3", "h31", "h59"] and c.capture_ids == (3, 31, 59)
     assert c.provenance.details["model_class"].endswith("KimiK25ForConditionalGeneration")
 
@@ -132,7 +132,7 @@ def test_wrapper_without_a_text_layer_count_is_one_line(tmp_path, capsys):
     target = tmp_path / "config.json"
     target.write_text(json.dumps(cfg))
     with pytest.raises(InputError, match="text_config has no num_hidden_layers"):
-        target_model(target)
+        Target.read(target).model
     for argv in (["contract", "training", "--target-config", target, "--dump-layout", "h0,h3,h31,h59"],
                  ["contract", "serving", "--target-config", target, "--draft", KIMI_DRAFT],
                  ["check", "--target-config", target, "--draft", KIMI_DRAFT, "--dump-layout", "h0,h3,h31,h59"]):

@@ -27,14 +27,13 @@ def build_matrix(target_config: Path | str | None = None, draft: Path | str | No
     `trainer`: the training stack whose releases are the training rows (`speculators` names
     which of its releases); a lock names its own trainer."""
     from ..inputs import InputError
-    from ..lock import target_model
 
     t0 = time.monotonic()
     from ..extract.engines import engine as serving_engine
 
     serving_engine(engine)  # an unknown engine is one line
     inputs = _inputs(target_config, draft, dump_layout, contract, trainer, trainer_ids, engine)
-    model = target_model(inputs.target_config)
+    model = inputs.target.model
     srels, trels = releases(engine, serving), releases(inputs.trainer, speculators)
     if not srels or not trels:
         raise InputError(f"envs.toml declares no {engine if not srels else inputs.trainer} release")
@@ -43,7 +42,7 @@ def build_matrix(target_config: Path | str | None = None, draft: Path | str | No
                            verify=verify, t0=t0)
 
     training, serving = matrix_rows(trels, srels, done, inputs.locked)
-    return Matrix(target=model.architecture, num_layers=model.num_hidden_layers, draft=str(inputs.draft),
+    return Matrix(target=model.architecture, num_layers=model.num_hidden_layers, draft=str(inputs.draft.path),
                   dump_layout=list(inputs.dump_layout or []), trainer=inputs.trainer, engine=engine,
                   contract=str(contract) if contract else None,
                   training=training, serving=serving, wall_s=time.monotonic() - t0, timings=done.timings)
@@ -52,22 +51,22 @@ def build_matrix(target_config: Path | str | None = None, draft: Path | str | No
 def _inputs(target_config, draft, dump_layout, contract, trainer="speculators", trainer_ids=None,
             engine="sglang") -> Inputs:
     """The target, draft and dump layout given, or a lock's (then serving is judged against it)."""
-    from ..inputs import InputError, check_inputs
+    from ..inputs import InputError, check_ids, read_inputs
     from ..lock import read_lock
 
     locked = None
     if contract is not None:
         lock = read_lock(Path(contract))
-        base = Path(contract).parent.resolve()
-        target_config, draft = lock.resolve(base, lock.target_config), lock.resolve(base, lock.draft)
+        target, given = lock.inputs(Path(contract))
         dump_layout, locked = list(lock.dump_layout), lock.training
         trainer, trainer_ids = lock.trainer, lock.trainer_ids
-    if target_config is None or draft is None:
+    elif target_config is None or draft is None:
         raise InputError("the matrix needs the target config and the draft (--target-config/--draft) "
                          "or a locked contract (--contract)")
     if not dump_layout and trainer == "speculators":
         raise InputError("the matrix needs the dump layout (--dump-layout) or a locked contract (--contract)")
-    target_config, draft = Path(target_config), Path(draft)
-    check_inputs(target_config, draft)
-    return Inputs(target_config=target_config, draft=draft, dump_layout=list(dump_layout) if dump_layout else None,
+    if contract is None:
+        target, given = read_inputs(target_config, draft)
+        check_ids(target, given)
+    return Inputs(target=target, draft=given, dump_layout=list(dump_layout) if dump_layout else None,
                   locked=locked, trainer=trainer, trainer_ids=trainer_ids, engine=engine)

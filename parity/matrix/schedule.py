@@ -16,9 +16,9 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ..contract import TrainingContract
+from ..inputs import Draft, Target
 from ..releases import Release
 from ..workspace import kill_children
 from .rows import CANNOT
@@ -38,8 +38,8 @@ _TRAINING_LOCKS_GUARD = threading.Lock()
 class Inputs:
     """What every cell is extracted from."""
 
-    target_config: Path
-    draft: Path
+    target: Target  # read and checked once, by build_matrix
+    draft: Draft
     dump_layout: list[str] | None  # None: a trainer that captures its states itself (SpecForge)
     locked: TrainingContract | None  # a lock's training contract: serving is judged against it
     trainer: str = "speculators"
@@ -120,7 +120,7 @@ def _extract_training(release: Release, inputs: Inputs) -> TrainingContract | st
         return f"{CANNOT} {release.package} {release.version}: {release.problem}"
     try:
         with _training_lock(release.version), _SLOTS:  # the lock first: a waiter holds no CPU slot
-            return extract_for_lock(inputs.target_config, inputs.draft, inputs.dump_layout,
+            return extract_for_lock(inputs.target, inputs.draft, inputs.dump_layout,
                                     speculators_version=release.version, trainer_name=inputs.trainer,
                                     trainer_ids=inputs.trainer_ids)
     except CannotExtract as exc:
@@ -137,7 +137,7 @@ def _check(release: Release, inputs: Inputs, training: TrainingContract, verify:
     if release.problem:
         return None, None
     try:
-        return check(training, inputs.target_config, inputs.draft, sglang_version=release.version,
+        return check(training, inputs.target, inputs.draft, sglang_version=release.version,
                      verify=verify, engine_name=inputs.engine), None
     except UserError as exc:
         return None, exc

@@ -23,7 +23,7 @@ from pathlib import Path
 from ..contract.tap import Tap
 from ..envs import find_env, run_module
 from ..extract.trainers import trainer
-from ..inputs import InputError, check_steps, read_config, safetensors_shapes, target_model
+from ..inputs import Draft, InputError, Target, check_steps, read_config, safetensors_shapes
 from .result import AMBIGUOUS_POINTS, ReplayResult, WiringScore
 from .wiring import missing_taps, reorderings, search_space, slots_of
 
@@ -153,12 +153,11 @@ def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_conf
         raise InputError(f"--samples {samples}: must be at least 1")
     spec = read_speculators_draft(draft)
     verifier = resolve_verifier(draft, spec, verifier)
-    target_config = Path(target_config) if target_config else verifier / "config.json"
-    target = target_model(target_config)
+    target = Target.read(Path(target_config) if target_config else verifier / "config.json")
     n_files, num_slots, hidden = dump_shape(data)
-    if target.hidden_size is not None and hidden != target.hidden_size:
+    if target.model.hidden_size is not None and hidden != target.model.hidden_size:
         raise InputError(f"dump width: hs files hold states of width {hidden}, the target's hidden_size "
-                         f"is {target.hidden_size}")
+                         f"is {target.model.hidden_size}")
     k = fc_slots_of_weights(draft, hidden)
     if dump_layout is not None and len(dump_layout) != num_slots:
         raise InputError(f"dump width: the dumps hold {num_slots} states per token, the dump layout names "
@@ -167,8 +166,8 @@ def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_conf
     # 2. the training contract: which of the L slots speculators' data path feeds the fc
     t0 = time.perf_counter()
     training = trainer().training_contract(
-        target, dump_layout, datagen_ids=datagen_ids, datagen_convention=datagen_convention, draft_dir=draft,
-        release=speculators_version)
+        target, dump_layout, datagen_ids=datagen_ids, datagen_convention=datagen_convention,
+        draft=Draft(path=draft, config=spec), release=speculators_version)
     wall["training_contract_s"] = time.perf_counter() - t0
     layout = list(training.dump_layout)
     if len(layout) != num_slots:
@@ -205,9 +204,8 @@ def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_conf
             if served is None:
                 served_dir, served_form = as_written_served(spec, Path(work))
             else:
-                read_config(Path(served) / "config.json", "served draft config")
                 served_dir, served_form = Path(served), f"the served config {served}"
-            contract = engine().extract_serving(target_config, served_dir, sglang_version)
+            contract = engine().extract_serving(target, Draft.read(served_dir), sglang_version)
         wall["serving_contract_s"] = time.perf_counter() - t0
         sglang = contract.provenance.version
         served_taps = tuple(t.name if t is not None else None for t in contract.fc_input)

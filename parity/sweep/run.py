@@ -18,7 +18,6 @@ import os
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -75,9 +74,11 @@ def serving_cell(case: ServingCase, version: str, work: Path, engine_name: str =
     from ..errors import UserError
     from ..extract.engines import engine
 
+    from ..inputs import read_inputs
+
     draft = case.write_draft(work / case.name.replace(" ", "_").replace("/", "_"))
     try:
-        contract, _ = engine(engine_name).probe_serving(case.target_config, draft, version)
+        contract, _ = engine(engine_name).probe_serving(*read_inputs(case.target_config, draft), version)
     except UserError as exc:
         return {"error": first_line(exc)}
     fc = names(contract.fc_input)
@@ -102,8 +103,10 @@ def dump_cell(case: DumpCase, version: str) -> dict:
     from ..errors import UserError
     from ..extract.engines import engine
 
+    from ..inputs import Target
+
     try:
-        dump = engine("vllm").extract_dump(case.target_config, case.datagen_ids, version)
+        dump = engine("vllm").extract_dump(Target.read(case.target_config), case.datagen_ids, version)
     except UserError as exc:
         return {"error": first_line(exc)}
     return {"layout": [t.name for t in dump.layout], "launch_ids": list(dump.launch_ids), "method": dump.method}
@@ -115,10 +118,10 @@ def training_cell(case: TrainingCase, version: str) -> dict:
     from ..contract.tap import parse_taps
     from ..errors import UserError
     from ..extract.trainers import trainer
-    from ..inputs import target_model
+    from ..inputs import Target
 
     try:
-        c = trainer("speculators").training_contract(target_model(case.target_config),
+        c = trainer("speculators").training_contract(Target.read(case.target_config),
                                                      parse_taps(",".join(case.dump)), release=version)
     except UserError as exc:
         return {"error": first_line(exc)}

@@ -9,14 +9,14 @@ those names; nothing outside this folder changes.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .. import folders, side
 from ...errors import UserError
 
 if TYPE_CHECKING:
-    from ...contract import ServingContract, TargetModel
+    from ...contract import ServingContract
+    from ...inputs import Draft, Target
 
 DEFAULT = "sglang"
 
@@ -30,7 +30,9 @@ class Engine(Protocol):
     """What parity needs from a serving engine. Every release-specific line lives below this
     boundary, in the engine's release-family adapters. Arguments before `/` are passed by
     position (each engine names them in its own terms, e.g. `sglang_version`); `version`
-    None means the release installed in the running interpreter."""
+    None means the release installed in the running interpreter. The target and the draft
+    arrive read and checked (parity.inputs.read_inputs, at the CLI or plugin): an engine
+    never reads the user's files again, it serves the draft directory as production would."""
 
     NAME: str
     """The engine's name as the CLI and contracts spell it, e.g. 'sglang'."""
@@ -42,14 +44,10 @@ class Engine(Protocol):
         """The interpreter that has `version` of the engine installed (None: the running one);
         raises EnvError, with its remedy, when no environment has it."""
 
-    def preflight(self, target_config_path: Path | str, version: str | None = None, /) -> None:
+    def preflight(self, target: "Target", version: str | None = None, /) -> None:
         """Refuse (InputError) a target the engine cannot build, before any extraction starts."""
 
-    def check_architecture(self, target: "TargetModel", target_config_path, version: str | None, /) -> None:
-        """`preflight` on an already parsed target."""
-
-    def probe_serving(self, target_config_path: Path | str, draft_dir: Path | str,
-                      version: str | None = None, /, *,
+    def probe_serving(self, target: "Target", draft: "Draft", version: str | None = None, /, *,
                       candidates: list[list[int]] | None = None) -> "tuple[ServingContract, list[dict]]":
         """The serving contract, plus what the engine would capture for each candidate id list
         (each {"ids", "fc_input": [names or None], "capture_ids", "error"}), in one engine run."""
@@ -66,8 +64,7 @@ class Engine(Protocol):
         """The draft config in the engine's served format, from a speculators draft config
         `spec`, with the aux ids `ids` written where the engine reads them."""
 
-    def extract_serving(self, target_config_path: Path | str, draft_dir: Path | str,
-                        version: str | None = None, /) -> "ServingContract":
+    def extract_serving(self, target: "Target", draft: "Draft", version: str | None = None, /) -> "ServingContract":
         """The serving contract for this target and draft under the installed (or named) release."""
 
 

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from .. import folders, side
 
 if TYPE_CHECKING:
-    from ...contract import DatagenDump, TargetModel, Tap, TrainingContract
+    from ...contract import DatagenDump, Tap, TrainingContract
+    from ...inputs import Draft, Target
 
 DEFAULT = "speculators"  # the trainer a command uses when none is named
 
@@ -42,10 +43,10 @@ class Trainer(Protocol):
     FORWARD_MODULE: str
     """The module `parity forward` runs (`python -m`, JSON request on stdin) for the training path."""
 
-    def training_contract(self, target: "TargetModel", dump_layout: "list[Tap] | None" = None, *,
+    def training_contract(self, target: "Target", dump_layout: "list[Tap] | None" = None, *,
                           datagen_ids: list[int] | None = None, datagen_convention: str | None = None,
-                          draft_dir: Path | None = None, release: str | None = None,
-                          data_path: str | None = None, target_config: Path | None = None,
+                          draft: "Draft | None" = None, release: str | None = None,
+                          data_path: str | None = None,
                           datagen_dump: "DatagenDump | None" = None) -> "TrainingContract":
         """The training contract, found by running the trainer's own code on `target`.
 
@@ -54,9 +55,10 @@ class Trainer(Protocol):
         `datagen_ids` read in `datagen_convention` (a typed rule, labelled so), else the
         draft's own ids. `release` None runs this
         interpreter's installed trainer, else the environment pinning that release.
-        `data_path` picks a data path other than the release's default. `target_config`
-        is the target's config.json, for a trainer that runs the target itself (SpecForge
-        captures its states; its `datagen_ids` are the run's own ids, given to it as is)."""
+        `data_path` picks a data path other than the release's default. The target and the
+        draft come read and checked (parity.inputs); a trainer that runs the target itself
+        (SpecForge captures its states) builds it from `target.config`, and its `datagen_ids`
+        are the run's own ids, given to it as is."""
 
     def read_draft(self, draft_dir: Path) -> Any:
         """What a draft directory says (ids, graph flags, vocab mapping), read the way this trainer reads it."""

@@ -2,7 +2,7 @@
 
 This package implements `parity.extract.engines.Engine` with its module-level names.
 
-`extract_serving(target_config_path, draft_dir)` runs `probe.py` in a fresh process of
+`extract_serving(target, draft)` runs `probe.py` in a fresh process of
 the environment that has the requested SGLang release and turns its reply into a
 `ServingContract`. Nothing here knows a numbering rule: the ids are resolved by the
 engine's start-up code and every captured tensor is named by numerical identity.
@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ....contract import Finding, GraphFlags, Provenance, ServingContract, TargetModel, Tap, VocabMapping
+from ....contract import Finding, GraphFlags, Provenance, ServingContract, Tap, VocabMapping
 from ....envs import EnvError, display_python, find_env, run_module
 from ....errors import CannotExtract
-from ....inputs import InputError, read_config, read_target
+from ....inputs import Draft, InputError, Target
 from .. import ServingExtractionError
 from .served import served_config
 
@@ -45,10 +45,9 @@ def run_probe(target_config: dict, draft_dir: Path | None, sglang_version: str |
     return run_module(python(sglang_version), PROBE, request, cache=True)
 
 
-def to_contract(reply: dict[str, Any], target_config: dict) -> ServingContract:
+def to_contract(reply: dict[str, Any], target: Target) -> ServingContract:
     """Build the contract from a probe reply (an engine refusal becomes an error finding)."""
     findings = [Finding(**f) for f in reply.get("findings", [])]
-    target = TargetModel.from_hf_config(target_config)
     provenance = Provenance(
         package="sglang", version=reply.get("sglang_version", "?"),
         code_path="; ".join(reply.get("code_paths", {}).values()) or "n/a",
@@ -64,7 +63,7 @@ def to_contract(reply: dict[str, Any], target_config: dict) -> ServingContract:
         slots = [Tap.parse(s["tap"]) if s.get("tap") else None for s in reply["slots"]]
     ids = reply.get("requested_ids")
     return ServingContract(
-        target_model=target, fc_input=tuple(slots) or (None,),
+        target_model=target.model, fc_input=tuple(slots) or (None,),
         graph=GraphFlags(**draft.get("graph", {})),
         vocab=VocabMapping(**{k: v for k, v in draft.get("vocab", {}).items() if v is not None}),
         embedding=draft.get("embedding", "unknown"), provenance=provenance,
@@ -75,10 +74,9 @@ def to_contract(reply: dict[str, Any], target_config: dict) -> ServingContract:
     )
 
 
-def extract_serving(target_config_path: Path | str, draft_dir: Path | str,
-                    sglang_version: str | None = None) -> ServingContract:
+def extract_serving(target: Target, draft: Draft, sglang_version: str | None = None) -> ServingContract:
     """The serving contract for this target and draft under the installed (or named) SGLang."""
-    return probe_serving(target_config_path, draft_dir, sglang_version)[0]
+    return probe_serving(target, draft, sglang_version)[0]
 
 
 def _models_dir(sglang_version: str | None) -> Path | None:
@@ -112,46 +110,35 @@ def engine_model_classes(sglang_version: str | None = None) -> frozenset[str] | 
     return _CLASSES[folder]
 
 
-def preflight(target_config_path: Path | str, sglang_version: str | None = None) -> None:
+def preflight(target: Target, sglang_version: str | None = None) -> None:
     """Refuse, before any extraction starts, a target architecture the installed SGLang has no
     model class for (the probe would only find that out after seconds of imports)."""
-    check_architecture(read_target(Path(target_config_path))[1], target_config_path, sglang_version)
-
-
-def check_architecture(target: TargetModel, target_config_path, sglang_version: str | None) -> None:
-    """`preflight` on an already parsed target."""
     try:
         classes = engine_model_classes(sglang_version)
     except EnvError:
         return  # the missing environment is reported, with its remedy, by the extraction itself
-    if classes is not None and target.architecture not in classes:
-        raise InputError(f"target config {target_config_path}: architecture {target.architecture} is not "
+    if classes is not None and target.model.architecture not in classes:
+        raise InputError(f"target config {target.path}: architecture {target.model.architecture} is not "
                          f"supported: the installed sglang defines no model class of that name")
 
 
-def probe_serving(target_config_path: Path | str, draft_dir: Path | str,
-                  sglang_version: str | None = None,
+def probe_serving(target: Target, draft: Draft, sglang_version: str | None = None,
                   candidates: list[list[int]] | None = None) -> tuple[ServingContract, list[dict]]:
     """The serving contract, plus what the engine would capture for each candidate id list
     (each {"ids", "fc_input": [names or None], "error"}), from one engine process."""
-    target_config, target = read_target(Path(target_config_path))
-    check_architecture(target, target_config_path, sglang_version)
-    draft_dir = Path(draft_dir)
-    if not draft_dir.is_dir():
-        raise InputError(f"draft {draft_dir}: not a directory")
-    read_config(draft_dir / "config.json", "draft config")
+    preflight(target, sglang_version)
     try:
-        reply = run_probe(target_config, draft_dir.resolve(), sglang_version, candidates=candidates or [])
+        reply = run_probe(target.config, draft.path.resolve(), sglang_version, candidates=candidates or [])
     except EnvError as exc:
         raise ServingExtractionError(str(exc)) from exc
     unsupported = CannotExtract.from_reply(reply)
     if unsupported is not None:  # no family can run it: one loud line
         raise unsupported
     if "error" in reply and ("sglang_version" not in reply or reply.get("unsupported")):
-        raise ServingExtractionError(f"target config {target_config_path}: {reply['error']}"
+        raise ServingExtractionError(f"target config {target.path}: {reply['error']}"
                                      if reply.get("unsupported") else reply["error"])
-    return to_contract(reply, target_config), reply.get("candidates", [])
+    return to_contract(reply, target), reply.get("candidates", [])
 
 
-__all__ = ["FORWARD_MODULE", "IDS_KEY", "NAME", "ServingExtractionError", "check_architecture", "extract_serving", "preflight",
+__all__ = ["FORWARD_MODULE", "IDS_KEY", "NAME", "ServingExtractionError", "extract_serving", "preflight",
            "probe_serving", "python", "run_probe", "served_config", "to_contract", "write_ids"]

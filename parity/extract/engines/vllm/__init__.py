@@ -12,16 +12,14 @@ every captured state is named by numerical identity against transformers (docs/v
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from packaging.version import Version
 
-from ....contract import (DatagenDump, Finding, GraphFlags, Provenance, ServingContract, Tap, TargetModel,
-                          VocabMapping)
+from ....contract import DatagenDump, Finding, GraphFlags, Provenance, ServingContract, Tap, VocabMapping
 from ....envs import EnvError, display_python, environments, find_env, run_module
 from ....errors import CannotExtract, UserError
-from ....inputs import InputError, read_config, read_target
+from ....inputs import Draft, Target
 from .. import ServingExtractionError
 
 NAME = "vllm"
@@ -71,23 +69,21 @@ def launch_ids(datagen_ids: list[int] | None, n: int) -> list[int]:
     return list(datagen_ids) + ([] if n in datagen_ids else [n])
 
 
-def extract_dump(target_config_path: Path | str, datagen_ids: list[int] | None,
-                 vllm_version: str | None = None) -> DatagenDump:
+def extract_dump(target: Target, datagen_ids: list[int] | None, vllm_version: str | None = None) -> DatagenDump:
     """What vLLM's `extract_hidden_states` capture dumps for these data-generation ids (None:
     the launch default), every slot named against transformers. A slot vLLM fills with
     anything that is not a state of the reference is a DatagenError, never a layout."""
-    config, target = read_target(Path(target_config_path))
-    n = target.num_hidden_layers
+    n = target.layers
     ids = launch_ids(datagen_ids, n)
     try:
-        reply = run_probe({"mode": "dump", "target_config": config, "launch_ids": ids}, vllm_version)
+        reply = run_probe({"mode": "dump", "target_config": target.config, "launch_ids": ids}, vllm_version)
     except EnvError as exc:
         raise DatagenError(str(exc)) from exc
     version = reply.get("vllm_version", "?")
     if CannotExtract.from_reply(reply):
         raise CannotExtract.from_reply(reply)
     if "error" in reply:
-        raise DatagenError(f"vllm {version} data generation on {target.architecture}: {reply['error']}")
+        raise DatagenError(f"vllm {version} data generation on {target.model.architecture}: {reply['error']}")
     runner = reply["gpu_default_runner"]
     runs = reply["runners"]
     chosen = runs[runner]
@@ -132,13 +128,9 @@ def dump_slots_message(ids: list[int], layout, n: int, version: str, capture_ids
 # -- serving ----------------------------------------------------------------------------------
 
 
-def preflight(target_config_path: Path | str, vllm_version: str | None = None) -> None:
-    """Architectures are checked by vLLM's own registry in the probe (a refusal is exit 2)."""
-    read_target(Path(target_config_path))
-
-
-def check_architecture(target: TargetModel, target_config_path, vllm_version: str | None) -> None:
-    """vLLM's registry decides, in the probe."""
+def preflight(target: Target, vllm_version: str | None = None) -> None:
+    """Nothing to refuse before the probe: vLLM's own registry decides the architecture there (a
+    refusal is exit 2)."""
 
 
 def write_ids(config: dict, ids: list[int]) -> dict:
@@ -162,7 +154,7 @@ def _names(run: dict) -> list[str | None]:
     return [s["tap"] for s in run.get("slots", [])]
 
 
-def to_contract(reply: dict[str, Any], target_config: dict, draft_config: dict) -> ServingContract:
+def to_contract(reply: dict[str, Any], target: Target) -> ServingContract:
     """The contract of the GPU-default runner. Each runner's ids and fc input are kept in the
     provenance; runners feeding different states is an error finding (a drift for one of them)."""
     version = reply.get("vllm_version", "?")
@@ -204,7 +196,7 @@ def to_contract(reply: dict[str, Any], target_config: dict, draft_config: dict) 
                             family=reply.get("family"), release_note=reply.get("release_note"))
     ids = chosen.get("config_ids")
     return ServingContract(
-        target_model=TargetModel.from_hf_config(target_config), fc_input=slots,
+        target_model=target.model, fc_input=slots,
         graph=GraphFlags(**draft.get("graph", {})),
         vocab=VocabMapping(**{k: v for k, v in draft.get("vocab", {}).items() if v is not None}), embedding=draft.get("embedding", "unknown"), provenance=provenance, findings=tuple(findings),
         engine=NAME, requested_ids=tuple(ids) if ids else None,
@@ -214,16 +206,11 @@ def to_contract(reply: dict[str, Any], target_config: dict, draft_config: dict) 
                  for name, run in runs.items()} if len(runs) > 1 else {})
 
 
-def probe_serving(target_config_path: Path | str, draft_dir: Path | str, vllm_version: str | None = None,
+def probe_serving(target: Target, draft: Draft, vllm_version: str | None = None,
                   candidates: list[list[int]] | None = None) -> tuple[ServingContract, list[dict]]:
     """The serving contract, plus what vLLM would capture for each candidate id list."""
-    target_config, _ = read_target(Path(target_config_path))
-    draft_dir = Path(draft_dir)
-    if not draft_dir.is_dir():
-        raise InputError(f"draft {draft_dir}: not a directory")
-    draft_config = read_config(draft_dir / "config.json", "draft config")
     try:
-        reply = run_probe({"mode": "serving", "target_config": target_config, "draft_dir": str(draft_dir.resolve()),
+        reply = run_probe({"mode": "serving", "target_config": target.config, "draft_dir": str(draft.path.resolve()),
                            "candidates": candidates or []}, vllm_version)
     except EnvError as exc:
         raise ServingExtractionError(str(exc)) from exc
@@ -231,14 +218,13 @@ def probe_serving(target_config_path: Path | str, draft_dir: Path | str, vllm_ve
         raise CannotExtract.from_reply(reply)
     if "error" in reply:
         raise ServingExtractionError(f"vllm {reply.get('vllm_version', '?')}: {reply['error']}")
-    return to_contract(reply, target_config, draft_config), reply.get("candidates", [])
+    return to_contract(reply, target), reply.get("candidates", [])
 
 
-def extract_serving(target_config_path: Path | str, draft_dir: Path | str,
-                    vllm_version: str | None = None) -> ServingContract:
-    return probe_serving(target_config_path, draft_dir, vllm_version)[0]
+def extract_serving(target: Target, draft: Draft, vllm_version: str | None = None) -> ServingContract:
+    return probe_serving(target, draft, vllm_version)[0]
 
 
-__all__ = ["FORWARD_MODULE", "IDS_KEY", "NAME", "DatagenError", "ServingExtractionError", "check_architecture",
+__all__ = ["FORWARD_MODULE", "IDS_KEY", "NAME", "DatagenError", "ServingExtractionError",
            "extract_dump", "extract_serving", "installed_versions", "launch_ids", "preflight", "probe_serving",
            "python", "served_config", "to_contract", "write_ids"]

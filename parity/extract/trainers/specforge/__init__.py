@@ -24,7 +24,7 @@ from pathlib import Path
 from ....contract import DatagenDump, Finding, GraphFlags, Provenance, Tap, TargetModel, TrainingContract, VocabMapping
 from ....envs import EnvError, display_python, environments, find_env, run_module
 from ....errors import CannotExtract, UserError
-from ....inputs import read_target
+from ....inputs import Draft, Target
 from ..speculators.draft import DraftError, read_draft
 
 NAME = "specforge"
@@ -109,16 +109,15 @@ def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None) -
         alignment=reply["alignment"])
 
 
-def training_contract(target: TargetModel, dump_layout: list[Tap] | None = None, *,
+def training_contract(target: Target, dump_layout: list[Tap] | None = None, *,
                       datagen_ids: list[int] | None = None, datagen_convention: str | None = None,
-                      draft_dir: Path | None = None, release: str | None = None,
-                      data_path: str | None = None, target_config: Path | None = None,
-                      datagen_dump: DatagenDump | None = None) -> TrainingContract:
+                      draft: Draft | None = None, release: str | None = None,
+                      data_path: str | None = None, datagen_dump: DatagenDump | None = None) -> TrainingContract:
     """The training contract SpecForge's own code gives for this target and draft.
 
-    `datagen_ids` is SpecForge's run override (`--specforge-ids`); `target_config` (the
-    target's config.json) is required: SpecForge's capture runs a model of it. A dump
-    layout, a convention or a data path are speculators' notions and are refused."""
+    `datagen_ids` is SpecForge's run override (`--specforge-ids`); SpecForge's capture runs a
+    model of the target's config. A dump layout, a convention or a data path are speculators'
+    notions and are refused."""
     if dump_layout is not None:
         raise SpecForgeError("SpecForge captures the target's states itself: it takes no dump layout "
                              "(drop --dump-layout; --specforge-ids gives its run's ids)")
@@ -128,18 +127,16 @@ def training_contract(target: TargetModel, dump_layout: list[Tap] | None = None,
         raise SpecForgeError("SpecForge captures the target's states itself: it reads no data-generation dump")
     if data_path is not None:
         raise SpecForgeError("SpecForge has one offline data path: it takes no data_path")
-    if target_config is None:
-        raise SpecForgeError("the SpecForge trainer needs the target's config.json (target_config)")
-    config, _ = read_target(Path(target_config))
-    draft = read_draft(draft_dir) if draft_dir is not None else None
+    draft_dir = draft.path if draft is not None else None
+    facts = read_draft(draft) if draft is not None else None
     try:
-        reply = run_probe(config, draft_dir, list(datagen_ids) if datagen_ids is not None else None, release)
+        reply = run_probe(target.config, draft_dir, list(datagen_ids) if datagen_ids is not None else None, release)
     except EnvError as exc:
         raise SpecForgeError(str(exc)) from exc
     found = reply.get("specforge_version")
     if release is not None and found not in (None, release):
         raise SpecForgeError(f"asked for specforge {release}, but its environment has {found}")
-    return to_contract(reply, target, draft=draft, run_ids=datagen_ids)
+    return to_contract(reply, target.model, draft=facts, run_ids=datagen_ids)
 
 
 def is_trained_draft(config: dict) -> bool:

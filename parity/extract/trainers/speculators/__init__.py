@@ -20,6 +20,7 @@ from pathlib import Path
 from ....contract import DatagenDump, Finding, GraphFlags, Provenance, Tap, TargetModel, TrainingContract, VocabMapping
 from ....conventions import CONVENTIONS, ConventionError, datagen_refusal, to_taps
 from ....envs import display_python, find_env, run_module
+from ....inputs import Draft
 from .draft import DraftConfig, DraftError, draft_ids, read_draft
 from ....errors import CannotExtract, UserError
 from .trainer import FORWARD_MODULE, NAME, is_trained_draft, training_contract
@@ -278,9 +279,10 @@ def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, rep
 
 def extract_training(target: TargetModel, dump_layout: list[Tap] | None = None, *,
                      datagen_ids: list[int] | None = None, datagen_convention: str | None = None,
-                     draft_dir: Path | None = None, speculators_version: str | None = None,
+                     draft_dir: "Path | Draft | None" = None, speculators_version: str | None = None,
                      data_path: str | None = None, datagen_dump: DatagenDump | None = None) -> TrainingContract:
     """Derive the training contract by running the installed speculators' data path.
+    `draft_dir`: the draft directory, or the draft already read (parity.inputs.Draft).
 
     The dump layout comes from, in order of trust: `dump_layout` (a manifest), `datagen_ids`
     read in `datagen_convention` (default "speculators-datagen", with an info finding), or the

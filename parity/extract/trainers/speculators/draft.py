@@ -25,10 +25,13 @@ import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ....contract import Finding, GraphFlags, VocabMapping
 from ....errors import UserError
+
+if TYPE_CHECKING:
+    from ....inputs import Draft
 
 FLAG_KEYS = ("norm_before_fc", "fc_norm", "norm_output", "norm_before_residual")
 MAPPED_BOOL_FIELDS = frozenset(FLAG_KEYS) | {"embed_requires_grad"}
@@ -74,8 +77,13 @@ class DraftConfig:
 # -- config.json ----------------------------------------------------------------------------
 
 
-def load_config(draft_dir: Path | str) -> tuple[Path, dict[str, Any]]:
-    """(config.json path, its object); DraftError for a missing dir/file or malformed JSON."""
+def load_config(draft_dir: "Path | str | Draft") -> tuple[Path, dict[str, Any]]:
+    """(config.json path, its object); DraftError for a missing dir/file or malformed JSON. A
+    draft already read at the boundary (parity.inputs.Draft) is not read again."""
+    from ....inputs import Draft
+
+    if isinstance(draft_dir, Draft):
+        return draft_dir.config_file, draft_dir.config
     path = Path(draft_dir)
     if not path.is_dir():
         raise DraftError(f"{path}: no such draft directory")
@@ -127,7 +135,7 @@ def read_ids(file: Path, config: dict) -> tuple[tuple[int, ...] | None, str | No
     return None, None
 
 
-def draft_ids(draft_dir: Path | str) -> tuple[tuple[int, ...] | None, str | None]:
+def draft_ids(draft_dir: "Path | str | Draft") -> tuple[tuple[int, ...] | None, str | None]:
     """Just the aux layer ids of a draft directory (and the key they came from)."""
     file, config = load_config(draft_dir)
     return read_ids(file, config)
@@ -263,7 +271,7 @@ def vocab_mapping(file: Path, config: dict, layer: dict, maps: dict, has_weights
 # -- the whole directory ----------------------------------------------------------------------
 
 
-def read_draft(draft_dir: Path | str,
+def read_draft(draft_dir: "Path | str | Draft",
                schema: dict | None | Literal["installed"] = "installed") -> DraftConfig:
     """Read a draft directory. `schema`: a `probe.config_schema()` reply (e.g. from another
     speculators environment), "installed" for this interpreter's speculators, or None."""

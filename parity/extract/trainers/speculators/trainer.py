@@ -1,31 +1,33 @@
 """speculators as a `Trainer` (parity.extract.trainers): the names the package exports for it.
 
 `training_contract` is `extract_training` under the interface's names (the release is
-`release`, not `speculators_version`); `read_draft` is draft.read_draft; the errors are
+`release`, not `speculators_version`; the target and draft come read, as `Target` and `Draft`); `read_draft` is draft.read_draft; the errors are
 the package's `ERRORS`.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ....contract import DatagenDump, TargetModel, Tap, TrainingContract
+from ....contract import DatagenDump, Tap, TrainingContract
+
+if TYPE_CHECKING:
+    from ....inputs import Draft, Target
 
 NAME = "speculators"
 FORWARD_MODULE = "parity.extract.trainers.speculators.forward_side"  # parity forward's training path
 
 
-def training_contract(target: TargetModel, dump_layout: list[Tap] | None = None, *,
+def training_contract(target: "Target", dump_layout: list[Tap] | None = None, *,
                       datagen_ids: list[int] | None = None, datagen_convention: str | None = None,
-                      draft_dir: Path | None = None, release: str | None = None,
-                      data_path: str | None = None, target_config: Path | None = None,
-                      datagen_dump: DatagenDump | None = None) -> TrainingContract:
-    """`extract_training` (see there), with the release named as every trainer names it
-    (`target_config` is not needed: speculators' data path reads no target model)."""
+                      draft: "Draft | None" = None, release: str | None = None,
+                      data_path: str | None = None, datagen_dump: DatagenDump | None = None) -> TrainingContract:
+    """`extract_training` (see there), with the release named as every trainer names it. The
+    draft, already read, is interpreted the way speculators reads it (draft.read_draft)."""
     from . import extract_training
 
-    return extract_training(target, dump_layout, datagen_ids=datagen_ids, datagen_convention=datagen_convention,
-                            draft_dir=draft_dir, speculators_version=release, data_path=data_path,
+    return extract_training(target.model, dump_layout, datagen_ids=datagen_ids, datagen_convention=datagen_convention,
+                            draft_dir=draft, speculators_version=release, data_path=data_path,
                             datagen_dump=datagen_dump)
 
 

@@ -19,7 +19,6 @@ import dataclasses
 import enum
 import importlib
 import sys
-from contextlib import contextmanager
 from typing import Any
 
 import torch
