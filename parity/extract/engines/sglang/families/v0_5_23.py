@@ -154,6 +154,11 @@ class Adapter:
         self.server_args = self._server_args(draft_dir, backend)
         rc.publish(self.server_args, role="test", ranks=rc.SpawnRanks(world_rank=0))
 
+    def ids_never_read(self, version: str) -> str | None:
+        """Why this release never reads aux ids from any draft config (its reports say so where
+        the ids resolve to None), or None: this family reads them."""
+        return None
+
     # -- config reading -------------------------------------------------------------
 
     def model_config(self, model_dir: str, is_draft: bool = False):
