@@ -15,14 +15,21 @@ set by one statement of the real `ModelRunner.initialize`), except where docs/en
   engine hands none (so no id list can fix a drift on these releases);
 - only Llama's model class has `set_eagle3_layers_to_capture` (Qwen3's has none: the statement
   raises AttributeError on a Qwen3 target, as an EAGLE-3 launch of it does);
+- in 0.4.5.post1-0.4.5.post3 `ServerArgs.enable_multimodal`, which `TpModelWorker.__init__`'s
+  statement reads, is no dataclass field but set by one statement of `__post_init__` (from
+  `enable_llama4_multimodal`), which parity's unresolved server args do not run: that statement
+  alone is run (run_until.run_assignment);
+- `ForwardBatch` has no `seq_lens_cpu` field in 0.4.4.post2-0.4.4.post3 (added in 0.4.4.post4;
+  nothing on the CPU path reads it there): a batch is built without it where the dataclass
+  does not declare it;
 - the ModelConfig is built by one statement of the real `TpModelWorker.__init__` (`self.model_config
   = ...`), run alone (run_until.run_assignment) with the server args naming the model's
   directory: `ModelConfig(path, trust_remote_code=..., ...)` up to 0.4.6.post2, which have no
   `ModelConfig.from_server_args`, and `ModelConfig.from_server_args(server_args, model_path=...,
   is_draft_model=...)` from 0.4.6.post3, whichever the release has;
-- 0.4.5.post1 alone imports `decord` (a video reader) at module level on the model runner's import
-  path (`utils.py`), for multimodal inputs no text path reads: a stand-in module that raises when
-  used (standins.install);
+- 0.4.4.post4-0.4.5.post3 import `decord` (a CPU video reader) at module level in `utils.py`,
+  on the model runner's import path; it installs on a CPU, so it is the real package (the wheels
+  require it in `runtime-common`; on-demand builds add it as they add fastapi), not a stand-in;
 - the wheels declare fastapi (imported by the `sglang` package itself) and compressed-tensors
   only in their `runtime-common` extra, the latter unpinned; the compressed-tensors of parity's
   template (0.18.0) imports `transformers.masking_utils` (4.53+) while these releases pin
@@ -32,20 +39,20 @@ set by one statement of the real `ModelRunner.initialize`), except where docs/en
 
 from __future__ import annotations
 
+import ast
 import copy
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
 
 from . import v0_5_3_post1, v0_5_7
-from .... import standins
-from ....run_until import CodePathMoved, require, run_assignment, run_statement
+from ....run_until import CodePathMoved, find_statement, require, run_assignment, run_statement
 
 RELEASES = SpecifierSet(">=0.4.4.post2,<0.4.9")  # the releases this family's adapter serves
 VERIFIED = ("0.4.8.post1",)  # releases whose capture and forward were verified against transformers
 
+CAPTURE_CALL = "self.model.set_eagle3_layers_to_capture"  # the capture statement's one call
 CONFIG_STATEMENT = "model_config"  # the statement of TpModelWorker.__init__ assigning self.model_config
-MODULE_STANDINS = ("decord",)  # 0.4.5.post1's `utils.py` imports it at module level (a video reader)
 
 CODE_PATHS = {
     **v0_5_3_post1.CODE_PATHS,
@@ -79,18 +86,54 @@ class Adapter(v0_5_3_post1.Adapter):
         "sglang.srt.managers.tp_worker.TpModelWorker.__init__",
     )
 
-    def before_engine_imports(self) -> None:
-        standins.install(*MODULE_STANDINS)
-        super().before_engine_imports()
-
     def check_code_paths(self) -> None:
+        """As the 0.5.3.post1 family's, and: the capture statement's one call of
+        `self.model.set_eagle3_layers_to_capture` hands it nothing (a release whose statement
+        hands ids, as 0.4.9's does, reads them and does not fit this family)."""
         self.before_engine_imports()
         require("sglang.srt.speculative.spec_info.SpeculativeAlgorithm.EAGLE3")
         super().check_code_paths()
+        from sglang.srt.model_executor.model_runner import ModelRunner
+
+        statement = find_statement(ModelRunner.initialize, v0_5_7.READ_AND_CAPTURE)
+        calls = [node for node in ast.walk(statement)
+                 if isinstance(node, ast.Call) and ast.unparse(node.func) == CAPTURE_CALL]
+        if len(calls) != 1 or calls[0].args or calls[0].keywords:
+            raise CodePathMoved(f"the `if {v0_5_7.READ_AND_CAPTURE}:` statement of ModelRunner.initialize makes "
+                                f"{[ast.unparse(c) for c in calls]}; the 0.4.8-family adapter assumes one "
+                                f"{CAPTURE_CALL}() that hands no ids")
 
     def ids_never_read(self, version: str) -> str | None:
         return (f"sglang {version}'s ModelRunner.initialize calls set_eagle3_layers_to_capture() with no ids, "
                 "so every draft is fed the model's default layers whatever its config says")
+
+    def batch_fields(self, **fields) -> dict:
+        """`seq_lens_cpu` only where this release's ForwardBatch declares it (0.4.4.post4 on)."""
+        import dataclasses
+
+        from sglang.srt.model_executor.forward_batch_info import ForwardBatch
+
+        declared = {f.name for f in dataclasses.fields(ForwardBatch)}
+        if "seq_lens_cpu" not in declared:
+            fields.pop("seq_lens_cpu", None)
+        return fields
+
+    def _server_args(self, draft_dir: str | None, backend: str, device: str | None = None):
+        """As the 0.5.3 family's (declared defaults, `__post_init__` not run), and: where
+        `enable_multimodal` is no field but set by `__post_init__` (0.4.5.post1-0.4.5.post3:
+        `self.enable_multimodal = self.enable_llama4_multimodal`, which `TpModelWorker.__init__`
+        reads), that one statement of the real `__post_init__`, run alone."""
+        import dataclasses
+
+        from sglang.srt.server_args import ServerArgs
+
+        args = super()._server_args(draft_dir, backend, device)
+        if "enable_multimodal" not in {f.name for f in dataclasses.fields(ServerArgs)}:
+            try:
+                run_assignment(ServerArgs.__post_init__, "enable_multimodal", args)
+            except CodePathMoved:  # not set there either: nothing this release runs reads it
+                pass
+        return args
 
     # -- config reading -------------------------------------------------------------
 
