@@ -27,7 +27,7 @@ set by one statement of the real `ModelRunner.initialize`), except where docs/en
   directory: `ModelConfig(path, trust_remote_code=..., ...)` up to 0.4.6.post2, which have no
   `ModelConfig.from_server_args`, and `ModelConfig.from_server_args(server_args, model_path=...,
   is_draft_model=...)` from 0.4.6.post3, whichever the release has;
-- 0.4.4.post4-0.4.5.post3 import `decord` (a CPU video reader) at module level in `utils.py`,
+- 0.4.4.post4-0.4.5.post1 import `decord` (a CPU video reader) at module level in `utils.py`,
   on the model runner's import path; it installs on a CPU, so it is the real package (the wheels
   require it in `runtime-common`; on-demand builds add it as they add fastapi), not a stand-in;
 - the wheels declare fastapi (imported by the `sglang` package itself) and compressed-tensors
