@@ -164,10 +164,11 @@ def no_eagle3(version: str) -> str | None:
         from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
     except Exception:  # noqa: BLE001 - said by the placement below
         return None
-    if "EAGLE3" in SpeculativeAlgorithm.__members__:
+    if hasattr(SpeculativeAlgorithm, "EAGLE3"):  # an Enum up to 0.5.x, a plain class later
         return None
-    return (f"sglang {version} has no EAGLE-3: its SpeculativeAlgorithm has no EAGLE3 (it has "
-            f"{', '.join(SpeculativeAlgorithm.__members__)})")
+    has = ", ".join(getattr(SpeculativeAlgorithm, "__members__", None) or
+                    sorted(n for n in vars(SpeculativeAlgorithm) if n.isupper()))
+    return f"sglang {version} has no EAGLE-3: its SpeculativeAlgorithm has no EAGLE3 (it has {has})"
 
 
 def extract(request: dict) -> dict[str, Any]:
