@@ -111,7 +111,9 @@ def raw_envs(user: bool = True) -> dict:
 def load_specs(text: str | None = None) -> dict[str, dict]:
     """Every environment envs.toml describes, by name: the `[env.NAME]` sections as written,
     plus one per line of `[releases.FAMILY]`, filled into `[template.FAMILY]`
-    (`{version}` and the line's own pins; its `extra` list is appended to `deps`); a
+    (`{version}` and the line's own pins; its `extra` list is appended to `deps`); a field
+    the template's `defaults` table names may be left out of a line, which then gets that
+    default (a line overrides it by naming the field); a
     template's `base` names another environment whose packages it adds its own to.
     `text` replaces both files (tests); otherwise the shipped envs.toml plus the user's
     `$PARITY_HOME/envs.toml` when it exists. Stdlib only: parity.build_env uses it before
@@ -126,11 +128,13 @@ def specs_from(data: dict) -> dict[str, dict]:
         template = data.get("template", {}).get(family)
         if template is None:
             raise EnvError(f"envs.toml: [releases.{family}] has no [template.{family}]")
+        defaults = template.get("defaults", {})  # a field a release line may leave out
         for version, pins in releases.items():
-            fields = {"version": version, **{k: v for k, v in pins.items() if k != "extra"}}
+            fields = {"version": version, **defaults, **{k: v for k, v in pins.items() if k != "extra"}}
             # A pin of "none": the release does not require that package; its dependency goes.
-            absent = [f"{{{k}}}" for k, v in pins.items() if v == "none"]
-            kept = {**template, "deps": [d for d in template.get("deps", []) if not any(a in d for a in absent)]}
+            absent = [f"{{{k}}}" for k, v in fields.items() if v == "none"]
+            kept = {k: v for k, v in template.items() if k != "defaults"}
+            kept["deps"] = [d for d in template.get("deps", []) if not any(a in d for a in absent)]
             try:
                 spec = {k: _fill(v, fields) for k, v in kept.items()}
             except KeyError as exc:

@@ -90,15 +90,17 @@ def requirements_by_name(package: str, version: str) -> dict:
     return reqs
 
 
-def newest(requirement: str) -> str:
-    """The newest release satisfying `requirement` (uv's resolver, no dependencies)."""
+def newest(requirement: str, published_by: str | None = None) -> str:
+    """The newest release satisfying `requirement` (uv's resolver, no dependencies); with
+    `published_by` (an RFC 3339 time), the newest published by then."""
     from .build_env import _run, torch_source, uv, uv_env
 
+    by = ["--exclude-newer", published_by] if published_by else []
     with tempfile.TemporaryDirectory(prefix="parity-pin-") as tmp:
         src = Path(tmp) / "in.txt"
         src.write_text(requirement + "\n")
         out = _run([str(uv()), "pip", "compile", str(src), "--no-deps", "--no-header", "--no-annotate",
-                    "--python", sys.executable, *torch_source()], f"resolving {requirement}", uv_env())
+                    "--python", sys.executable, *by, *torch_source()], f"resolving {requirement}", uv_env())
     pins = [ln.split("==", 1)[1].strip() for ln in out.splitlines() if "==" in ln]
     if not pins:
         raise BuildError(f"no release satisfies {requirement}")
@@ -108,6 +110,7 @@ def newest(requirement: str) -> str:
 def release_line(family: str, version: str, template: dict) -> dict:
     """The `[releases.FAMILY]` line for `version`: its template's pins from the wheel's metadata."""
     reqs = requirements_by_name(family, version)  # older sglang pins transformers in `srt`
+    defaults = template.get("defaults", {})
     line: dict = {}
     listed = set()
     for dep in template.get("deps", []):
@@ -117,10 +120,14 @@ def release_line(family: str, version: str, template: dict) -> dict:
         if not m:
             continue
         req = reqs.get(name)
+        pinned = [s.version for s in req.specifier if s.operator == "=="] if req is not None else []
+        if m.group(2) in defaults:  # the template's default unless the wheel pins another release
+            if pinned and pinned[0] != defaults[m.group(2)]:
+                line[m.group(2)] = pinned[0]
+            continue
         if req is None:  # the release does not require it: its line says so, the dependency is dropped
             line[m.group(2)] = ABSENT
             continue
-        pinned = [s.version for s in req.specifier if s.operator == "=="]
         line[m.group(2)] = pinned[0] if pinned else newest(str(req))
     if family not in TEMPLATE_IS_COMPLETE:
         base = {_norm(r.name): r for r in wheel_requirements(family, version)}
@@ -204,7 +211,68 @@ def ensure_release(family: str, version: str) -> None:
     log(f"{family} {version}: building its environment (progress below)")
     _build(family, version, name, specs[name])
     if env is None and family in TEMPLATE_IS_COMPLETE:
+        _step_back_too_new(family, version, name)
         _add_missing_imports(family, version, name)
+
+
+# Run in a release environment: which of the given distributions cannot be imported there because
+# a module of another installed package is missing (a release of it too new for the pins beside it).
+_TOO_NEW = r"""
+import importlib, importlib.metadata as md, importlib.util, json, sys
+out = {}
+for field, dist in json.loads(sys.argv[1]).items():
+    try:
+        tops = (md.distribution(dist).read_text("top_level.txt") or "").split()
+    except md.PackageNotFoundError:
+        continue
+    tops = tops or [dist.replace("-", "_")]
+    for top in tops:
+        try:
+            importlib.import_module(top)
+        except ModuleNotFoundError as exc:
+            parent = (exc.name or "").split(".")[0]
+            if "." in (exc.name or "") and importlib.util.find_spec(parent) is not None:
+                out[field] = f"No module named {exc.name!r}"
+print(json.dumps(out))
+"""
+
+
+def too_new(python: Path, fields: dict[str, str]) -> dict[str, str]:
+    """Of `fields` ({field: distribution}), those whose distribution, installed in `python`'s
+    environment, fails to import because a module of another installed package is missing
+    there ({field: why})."""
+    import json
+
+    proc = subprocess.run([str(python), "-c", _TOO_NEW, json.dumps(fields)], capture_output=True, text=True)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    return json.loads(lines[-1]) if lines else {}
+
+
+def _step_back_too_new(family: str, version: str, name: str) -> None:
+    """A template default the release's line left in place (compressed-tensors 0.18.0) whose
+    import fails in the release's environment for want of a module of a package the release
+    pins older (transformers.masking_utils, 4.53+, under sglang 0.4.4.post4-0.4.8.post1's
+    4.51-4.52): pinned instead to the newest release of it published by the engine release's
+    own upload (what its unpinned requirement resolved to that day), and the environment
+    rebuilt; decided by running the import, never by a list."""
+    from .envs import load_specs, raw_envs
+    from .sweep.registry import uploaded
+
+    template = raw_envs()["template"][family]
+    line = dict(raw_envs()["releases"][family][version])
+    dists = {m.group(2): m.group(1) for m in map(FIELD.match, template.get("deps", []))
+             if m and m.group(2) in template.get("defaults", {}) and m.group(2) not in line}
+    failing = too_new(_python(name, load_specs()[name]), dists) if dists else {}
+    if not failing:
+        return
+    when = uploaded(family, version)
+    for field, why in failing.items():
+        line[field] = newest(dists[field], published_by=when)
+        log(f"{family} {version}: {dists[field]} {template['defaults'][field]} cannot be imported beside its "
+            f"pins ({why}): pinned to {line[field]}, the newest published by {family} {version} ({when}); "
+            "rebuilding")
+    _replace_line(family, version, line)
+    _build(family, version, name, load_specs()[name])
 
 
 def _build(family: str, version: str, name: str, spec: dict) -> None:

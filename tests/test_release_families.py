@@ -69,11 +69,11 @@ def test_a_newer_release_runs_with_the_newest_family_whose_code_paths_fit():
 
 
 def test_a_release_between_families_says_it_is_unverified():
-    p = place("sglang", "0.4.8", SGLANG, _fits_only("v0_5_12"))
+    p = place("sglang", "0.4.3", SGLANG, _fits_only("v0_5_12"))
     assert p.family == "0.5.12"
-    assert p.note == ("sglang 0.4.8 is not a release parity has verified (verified: 0.5.3.post1, 0.5.3.post3, "
-                      "0.5.7, 0.5.10, 0.5.12.post1, 0.5.14, 0.5.18, 0.5.21, 0.5.22, 0.5.23); extracted with the "
-                      "0.5.12-family adapter, whose code paths were all found in it")
+    assert p.note == ("sglang 0.4.3 is not a release parity has verified (verified: 0.4.8.post1, 0.5.3.post1, "
+                      "0.5.3.post3, 0.5.7, 0.5.10, 0.5.12.post1, 0.5.14, 0.5.18, 0.5.21, 0.5.22, 0.5.23); extracted "
+                      "with the 0.5.12-family adapter, whose code paths were all found in it")
 
 
 def test_no_family_fitting_is_refused_naming_what_each_looked_for():

@@ -151,7 +151,8 @@ def test_engines_are_reached_by_name_and_an_unknown_one_is_one_line():
     ("0.5.14", "0.5.14"), ("0.5.13", "0.5.14"), ("0.5.12.post1", "0.5.12"), ("0.5.11", "0.5.12"),
     ("0.5.10.post1", "0.5.10"), ("0.5.10", "0.5.10"), ("0.5.8", "0.5.10"), ("0.5.7", "0.5.7"),
     ("0.5.4", "0.5.7"), ("0.5.3.post3", "0.5.3"), ("0.5.3.post2", "0.5.3"), ("0.5.3.post1", "0.5.3.post1"),
-    ("0.5.0rc0", "0.5.3.post1"), ("0.4.9", "0.5.3.post1")])
+    ("0.5.0rc0", "0.5.3.post1"), ("0.4.9", "0.5.3.post1"), ("0.4.8.post1", "0.4.8"), ("0.4.8", "0.4.8"),
+    ("0.4.4.post2", "0.4.8")])
 def test_a_release_gets_the_family_whose_range_holds_it(version, family):
     from parity.extract.engines.sglang.probe import adapter_for
 
@@ -160,7 +161,7 @@ def test_a_release_gets_the_family_whose_range_holds_it(version, family):
     assert (placement.note is None) == (version in placement.module.VERIFIED)
 
 
-@pytest.mark.parametrize("version", ["0.4.8", "0.5.24"])
+@pytest.mark.parametrize("version", ["0.4.3", "0.5.24"])
 def test_a_release_outside_every_range_runs_with_a_family_whose_code_paths_fit(version):
     """Placed by the installed source (0.5.23's here), with the note every report prints
     (tests/test_release_families.py runs one end to end)."""
@@ -283,4 +284,46 @@ def test_code_that_needs_a_missing_module_is_one_refusal_line(tmp_path, monkeypa
     msg = str(exc.value)
     assert msg.startswith("cannot extract under sglang 0.5.23: its code cannot be imported here: "
                           "ModuleNotFoundError: No module named 'parity_test_module_that_is_not_installed'"), msg
+    assert "\n" not in msg
+
+
+# SGLang 0.4.4.post2-0.4.8.post1: the capture statement of ModelRunner.initialize hands
+# set_eagle3_layers_to_capture() no ids (docs/engines-on-cpu.md, 'Runtime set-up per release family').
+NEVER_READS = "0.4.8.post1"
+
+
+def test_a_release_that_never_reads_the_ids_feeds_the_default_layers(tmp_path):
+    """Ids [1, 15, 28] in eagle_config (trained on h2, h16, h29 under later releases) are never
+    read: Llama's own default layers [2, 16, 29] are captured, each slot named against
+    transformers, and the finding says the release never reads them (not that the config was
+    unusable). (The sweep's rows show a draft with no ids, or top-level ids, fed the same.)"""
+    if not built("sglang", NEVER_READS):
+        pytest.skip(f"sglang {NEVER_READS}'s environment is not built (./dev setup sglang-{NEVER_READS})")
+    c = extract_serving(LLAMA, sglang_draft(tmp_path, ids=[1, 15, 28]), NEVER_READS)
+    assert names(c.fc_input) == ["h2", "h16", "h29"], c.findings
+    assert c.requested_ids is None and c.provenance.family == "0.4.8" and c.provenance.release_note is None
+    fallback = [f.message for f in c.findings if f.kind == "default_layers_fallback"]
+    assert fallback == [f"SGLang never reads aux layer ids from the draft config: sglang {NEVER_READS}'s "
+                        "ModelRunner.initialize calls set_eagle3_layers_to_capture() with no ids, so every "
+                        "draft is fed the model's default layers whatever its config says"], c.findings
+    assert not [f for f in c.findings if f.severity == "error"], c.findings
+
+
+def test_a_capture_statement_that_hands_ids_does_not_fit_the_0_4_8_family(tmp_path, monkeypatch):
+    """The family's defining code path (the statement hands no ids) is checked in the installed
+    source: injected to hand ids, as 0.4.9's does, the extraction is refused naming the call."""
+    from parity.envs import PROBE_OVERRIDES
+    from parity.errors import CannotExtract
+
+    from .helpers import drift_overrides
+
+    if not built("sglang", NEVER_READS):
+        pytest.skip(f"sglang {NEVER_READS}'s environment is not built (./dev setup sglang-{NEVER_READS})")
+    monkeypatch.setenv(PROBE_OVERRIDES, drift_overrides("tests.drift.serving_ids_handed_before_0_4_9"))
+    with pytest.raises(CannotExtract) as exc:
+        extract_serving(LLAMA, sglang_draft(tmp_path, ids=[1, 15, 28]), NEVER_READS)
+    msg = str(exc.value)
+    assert msg.startswith(f"cannot extract under sglang {NEVER_READS}: CodePathMoved: the `if "
+                          "self.spec_algorithm.is_eagle3() and (not self.is_draft_worker):` statement of "
+                          "ModelRunner.initialize makes ['self.model.set_eagle3_layers_to_capture([1, 15, 28])']"), msg
     assert "\n" not in msg

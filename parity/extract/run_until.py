@@ -251,6 +251,21 @@ def run_statement(func: Callable, test: str, obj: Any, **names: Any) -> Any:
     return _run_alone(func, find_statement(func, test), obj, names)
 
 
+def run_assignment(func: Callable, attr: str, obj: Any, **names: Any) -> Any:
+    """Run only the top-level statement of `func` (its installed source) that assigns
+    `self.<attr>`, with `self` bound to `obj` and the method's locals it reads given as
+    `names`, in the method's module namespace; return `obj`. For an engine release whose one
+    statement parity needs sits in a constructor that otherwise starts a server (SGLang up to
+    0.4.8's `TpModelWorker.__init__` builds its ModelConfig from the server args). CodePathMoved
+    when there is no such statement, or more than one."""
+    where, source = _source(func)
+    fn = ast.parse(source).body[0]
+    found = [stmt for stmt in getattr(fn, "body", []) if _assigns(stmt, attr)]
+    if len(found) != 1:
+        raise CodePathMoved(f"looked for one statement assigning self.{attr} in {where}; found {len(found)}")
+    return _run_alone(func, found[0], obj, names)
+
+
 def run_call(func: Callable, callee: str, obj: Any, **names: Any) -> Any:
     """Run only the statement of `func` (at any depth of its installed source) that is a call
     of `callee` (as written, e.g. "initialize_dp_attention"), with `self` bound to `obj` and

@@ -18,7 +18,7 @@ def add_sweep_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("sweep", help="every published SGLang, vLLM and speculators release over a fixed case set: "
                        "what each feeds (writes releases.json and docs/releases.md; resumable)")
     p.add_argument("--sglang", default="all", metavar="RANGE",
-                   help="the SGLang releases: 'all' (from 0.4.4, the first with EAGLE-3), 'none', or a "
+                   help="the SGLang releases: 'all' (from 0.4.4; 0.4.4.post2 is the first with EAGLE-3), 'none', or a "
                         "version range such as '>=0.5.11,<0.5.20'")
     p.add_argument("--vllm", default="all", metavar="RANGE",
                    help="the vLLM releases: 'all' (from 0.11.0, the oldest parity has a family for), 'none', "

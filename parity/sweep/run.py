@@ -30,8 +30,9 @@ if TYPE_CHECKING:
 from .cases import DUMP_CASES, SERVING_CASES, TRAINING_CASES, DumpCase, ServingCase, TrainingCase
 
 FORMAT = 1
-# Where 'all' starts: SGLang's first release with EAGLE-3; vLLM's oldest release parity has a
-# family for (EAGLE-3 is older there; a range reaches earlier ones); speculators' first with a data path.
+# Where 'all' starts: SGLang 0.4.4 (its two releases before the first with EAGLE-3, 0.4.4.post2, say
+# so in one line each); vLLM's oldest release parity has a family for (EAGLE-3 is older there; a
+# range reaches earlier ones); speculators' first with a data path.
 PACKAGES = {"sglang": "0.4.4", "vllm": "0.11.0", "speculators": "0.3.0"}
 ENGINES = ("sglang", "vllm")
 

@@ -155,6 +155,22 @@ def why_fallback(draft_config: dict) -> str:
     return f"eagle_config['{key}'] is {eagle[key]!r}, which the engine could not use"
 
 
+def no_eagle3(version: str) -> str | None:
+    """Why the installed sglang has no EAGLE-3 at all (its SpeculativeAlgorithm has no EAGLE3:
+    0.4.4 and 0.4.4.post1), or None; asked only of a release no family can run, so that its
+    refusal says the one thing that matters. A package that cannot be imported here is left to
+    the family placement's reason."""
+    try:
+        from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+    except Exception:  # noqa: BLE001 - said by the placement below
+        return None
+    if hasattr(SpeculativeAlgorithm, "EAGLE3"):  # an Enum up to 0.5.x, a plain class later
+        return None
+    has = ", ".join(getattr(SpeculativeAlgorithm, "__members__", None) or
+                    sorted(n for n in vars(SpeculativeAlgorithm) if n.isupper()))
+    return f"sglang {version} has no EAGLE-3: its SpeculativeAlgorithm has no EAGLE3 (it has {has})"
+
+
 def extract(request: dict) -> dict[str, Any]:
     version = metadata.version("sglang")
     reply: dict[str, Any] = {"sglang_version": version, "findings": [], "python": sys.executable}
@@ -163,12 +179,12 @@ def extract(request: dict) -> dict[str, Any]:
         adapter, code_paths, placement = adapter_for(version)
         adapter.check_code_paths()  # its own family's too: a moved code path is never run
     except LookupError as exc:  # no family can run it, or its own family's code path moved
-        reply.update(CannotExtract.entry("sglang", version, str(exc) if isinstance(exc, UnsupportedRelease)
-                                         else one_line(exc)))
+        reply.update(CannotExtract.entry("sglang", version, no_eagle3(version) or (
+            str(exc) if isinstance(exc, UnsupportedRelease) else one_line(exc))))
         return reply
     except ImportError as exc:  # its code needs a dependency this environment lacks (or has too new)
-        reply.update(CannotExtract.entry("sglang", version, f"its code cannot be imported here: {one_line(exc)} "
-                                         f"(imported by {importer(exc)})"))
+        reply.update(CannotExtract.entry("sglang", version, no_eagle3(version) or (
+            f"its code cannot be imported here: {one_line(exc)} (imported by {importer(exc)})")))
         return reply
     reply["code_paths"] = code_paths
     reply["family"] = placement.family
@@ -220,7 +236,13 @@ def extract(request: dict) -> dict[str, Any]:
         return reply
     reply["use_aux"] = bool(use_aux)
     reply["requested_ids"] = list(ids) if isinstance(ids, (list, tuple)) else ids
-    if ids is None:
+    never = adapter.ids_never_read(version)
+    if ids is None and never:
+        reply["ids_source"] = "engine default (this release never reads the draft's ids)"
+        findings.append(finding(
+            "default_layers_fallback",
+            f"SGLang never reads aux layer ids from the draft config: {never}"))
+    elif ids is None:
         reply["ids_source"] = "engine default"
         findings.append(finding(
             "default_layers_fallback",
@@ -246,7 +268,8 @@ def extract(request: dict) -> dict[str, Any]:
     try:
         adapter.configure_capture(model, use_aux, ids)
     except Exception as exc:
-        findings.append(finding("engine_error", f"set_eagle3_layers_to_capture({ids}) raised "
+        handed = "" if never else ids  # a release that never reads the ids hands none
+        findings.append(finding("engine_error", f"set_eagle3_layers_to_capture({handed}) raised "
                                 f"{type(exc).__name__}: {exc}", "error"))
     capture = adapter.capture_indices(model)
     reply["capture_ids"] = capture

@@ -153,6 +153,11 @@ class Adapter:
         self.server_args = self._server_args(draft_dir, backend)
         rc.publish(self.server_args, role="test", ranks=rc.SpawnRanks(world_rank=0))
 
+    def ids_never_read(self, version: str) -> str | None:
+        """Why this release never reads aux ids from any draft config (its reports say so where
+        the ids resolve to None), or None: this family reads them."""
+        return None
+
     # -- config reading -------------------------------------------------------------
 
     def model_config(self, model_dir: str, is_draft: bool = False):
@@ -224,6 +229,10 @@ class Adapter:
 
     # -- batches and forwards ----------------------------------------------------------
 
+    def batch_fields(self, **fields) -> dict:
+        """The ForwardBatch constructor's arguments this release takes (all of them here)."""
+        return fields
+
     def extend_batch(self, input_ids: torch.Tensor, out_cache_loc: torch.Tensor | None = None,
                      req_pool_index: int = 0):
         """One request's EXTEND (prefill) batch with full hidden capture, on the tokens' device."""
@@ -232,12 +241,12 @@ class Adapter:
 
         t, dev = input_ids.shape[0], input_ids.device
         lens = torch.tensor([t], dtype=torch.int32, device=dev)
-        batch = ForwardBatch(
+        batch = ForwardBatch(**self.batch_fields(
             forward_mode=ForwardMode.EXTEND, batch_size=1, input_ids=input_ids,
             req_pool_indices=torch.tensor([req_pool_index], dtype=torch.int32, device=dev),
             seq_lens=lens, seq_lens_cpu=lens.cpu().clone(),
             out_cache_loc=torch.arange(t, device=dev) if out_cache_loc is None else out_cache_loc,
-            seq_lens_sum=t, positions=torch.arange(t, device=dev))
+            seq_lens_sum=t, positions=torch.arange(t, device=dev)))
         batch.extend_prefix_lens = torch.zeros(1, dtype=torch.int32, device=dev)
         batch.extend_prefix_lens_cpu = [0]
         batch.extend_seq_lens = lens.clone()
@@ -253,10 +262,10 @@ class Adapter:
         from sglang.srt.model_executor.forward_batch_info import (CaptureHiddenMode, ForwardBatch,
                                                                   ForwardMode)
 
-        batch = ForwardBatch(forward_mode=ForwardMode.DECODE, batch_size=input_ids.shape[0],
-                             input_ids=input_ids, req_pool_indices=req_pool_indices,
-                             seq_lens=seq_lens, seq_lens_cpu=seq_lens.cpu().clone(), out_cache_loc=out_cache_loc,
-                             seq_lens_sum=int(seq_lens.sum()), positions=positions)
+        batch = ForwardBatch(**self.batch_fields(
+            forward_mode=ForwardMode.DECODE, batch_size=input_ids.shape[0], input_ids=input_ids,
+            req_pool_indices=req_pool_indices, seq_lens=seq_lens, seq_lens_cpu=seq_lens.cpu().clone(),
+            out_cache_loc=out_cache_loc, seq_lens_sum=int(seq_lens.sum()), positions=positions))
         batch.capture_hidden_mode = CaptureHiddenMode.FULL
         return batch
 
