@@ -299,7 +299,7 @@ def test_a_release_that_never_reads_the_ids_feeds_the_default_layers(tmp_path):
     unusable). (The sweep's rows show a draft with no ids, or top-level ids, fed the same.)"""
     if not built("sglang", NEVER_READS):
         pytest.skip(f"sglang {NEVER_READS}'s environment is not built (./dev setup sglang-{NEVER_READS})")
-    c = extract_serving(LLAMA, sglang_draft(tmp_path, ids=[1, 15, 28]), NEVER_READS)
+    c = extract_serving(*read_inputs(LLAMA, sglang_draft(tmp_path, ids=[1, 15, 28])), NEVER_READS)
     assert names(c.fc_input) == ["h2", "h16", "h29"], c.findings
     assert c.requested_ids is None and c.provenance.family == "0.4.8" and c.provenance.release_note is None
     fallback = [f.message for f in c.findings if f.kind == "default_layers_fallback"]
@@ -321,7 +321,7 @@ def test_a_capture_statement_that_hands_ids_does_not_fit_the_0_4_8_family(tmp_pa
         pytest.skip(f"sglang {NEVER_READS}'s environment is not built (./dev setup sglang-{NEVER_READS})")
     monkeypatch.setenv(PROBE_OVERRIDES, drift_overrides("tests.drift.serving_ids_handed_before_0_4_9"))
     with pytest.raises(CannotExtract) as exc:
-        extract_serving(LLAMA, sglang_draft(tmp_path, ids=[1, 15, 28]), NEVER_READS)
+        extract_serving(*read_inputs(LLAMA, sglang_draft(tmp_path, ids=[1, 15, 28])), NEVER_READS)
     msg = str(exc.value)
     assert msg.startswith(f"cannot extract under sglang {NEVER_READS}: CodePathMoved: the `if "
                           "self.spec_algorithm.is_eagle3() and (not self.is_draft_worker):` statement of "
