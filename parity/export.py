@@ -5,9 +5,14 @@ parity/extract/engines/sglang/served.py, an SGLang-format config; for vLLM, whic
 speculators-format drafts natively, the same config with the ids at the top level, where both
 of its model runners read them) with the id list the gate solved on the installed engine.
 Tensors keep speculators' names, which the engines' `load_weights` map themselves
-(`fc.weight` -> `model.fc.weight`, ...). The result is then checked by the gate like any
-served draft: if the installed engine cannot honour the training graph (a flag it drops, a
-tensor it ignores, slots it cannot feed), nothing is written and the reason is the error.
+(`fc.weight` -> `model.fc.weight`, ...), except where the installed engine's draft class
+differs from the trained one in a way the serving extraction finds and verifies on its own
+`load_weights` (parity/checkpoint.py): a decoder layer loaded under another name (SGLang
+before 0.5.11: `layers.0.*` -> `midlayer.*`) is renamed, and a bias the trained draft does not
+have (SGLang 0.4.8.post1: `fc.bias`) is written as zeros. The result is then checked by the
+gate like any served draft: if the installed engine cannot honour the training graph (a flag
+it drops, a tensor it ignores, slots it cannot feed), nothing is written and the reason is the
+error.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ import tempfile
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
-from .contract import TrainingContract
+from .checkpoint import bias_weight, rename_tensor, served_tensors
+from .contract import ServingContract, TrainingContract
 from .extract.trainers import trainer
 from .extract.engines import engine
 from .inputs import Draft, InputError, Target
@@ -39,12 +45,25 @@ def is_exportable(config: dict) -> bool:
     return trainer().is_trained_draft(config)
 
 
-def _write(tmp: Path, draft: Draft, ids: list[int], engine_name: str) -> Draft:
-    """The served form of `draft` with `ids`, written into `tmp` (config and tensors)."""
+def _write(tmp: Path, draft: Draft, ids: list[int], engine_name: str, form: ServingContract | None) -> Draft:
+    """The served form of `draft` with `ids`, written into `tmp`: the config, and the tensors as
+    the engine's draft class loads them (`form`: a serving contract's checkpoint renames and
+    zero biases, parity/checkpoint.py; None: as trained)."""
     served = Draft(path=tmp, config=engine(engine_name).served_config(draft.config, ids))
     served.config_file.write_text(json.dumps(served.config, indent=2) + "\n")
-    for f in draft.path.glob("*.safetensors"):
-        shutil.copy2(f, tmp / f.name)
+    for f in sorted(draft.path.glob("*.safetensors")):
+        if form is None or not (form.checkpoint_renames or form.checkpoint_zero_biases):
+            shutil.copy2(f, tmp / f.name)
+            continue
+        from safetensors import safe_open
+        from safetensors.torch import save_file
+
+        with safe_open(str(f), framework="pt") as fh:
+            meta, tensors = fh.metadata(), {name: fh.get_tensor(name) for name in fh.keys()}
+        # each zero bias goes into the file holding its layer's weight
+        zero = [b for b in form.checkpoint_zero_biases
+                if bias_weight(b) in {rename_tensor(n, form.checkpoint_renames) for n in tensors}]
+        save_file(served_tensors(tensors, form.checkpoint_renames, zero), str(tmp / f.name), metadata=meta)
     return served
 
 
@@ -119,13 +138,19 @@ def _solve(tmp: Path, draft: Draft, training: TrainingContract, target: Target, 
     from .gate import check
 
     ids = draft.config.get("eagle_aux_hidden_state_layer_ids") or [t.layer for t in training.fc_input]
+    form = None
     with writing():
-        served = _write(tmp, draft, ids, engine_name)
+        served = _write(tmp, draft, ids, engine_name, form)
     result = check(training, target, served, sglang_version=version, verify=True, engine_name=engine_name)
+    if result.serving.checkpoint_renames or result.serving.checkpoint_zero_biases:
+        form = result.serving  # the engine loads these tensors under other names, or lacks these biases
+        with writing():
+            served = _write(tmp, draft, ids, engine_name, form)
+        result = check(training, target, served, sglang_version=version, verify=True, engine_name=engine_name)
     if result.verdict == "drift" and result.suggestion is not None:
         ids = result.suggestion.eagle_aux_hidden_state_layer_ids
         with writing():
-            served = _write(tmp, draft, ids, engine_name)
+            served = _write(tmp, draft, ids, engine_name, form)
         result = check(training, target, served, sglang_version=version, verify=False, engine_name=engine_name)
     if result.verdict != "parity":
         why = result.unservable or result.unfixable or "; ".join(d.message for d in result.differences)

@@ -179,7 +179,7 @@ def check(training: TrainingContract, target: Target, draft: Draft,
              if f.severity == "warning" or f.kind == "not_captured"]
 
     suggestion, unfixable, export = None, None, None
-    if verdict == "drift" and any(x.kind != "lock" for x in differences):  # the lock alone: no id fixes it
+    if verdict == "drift" and d.mismatched_slots:  # ids fix slots only (not a flag, a tensor or the lock)
         suggestion, unfixable = _solve(training, serving, tried, target, draft, sglang_version, verify,
                                        engine_name)
     elif verdict == "unservable":

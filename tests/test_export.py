@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
+import torch
 
 from parity import cli
 from parity.envs import run_module
@@ -36,3 +37,25 @@ def test_export_refuses_what_sglang_cannot_honour(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and "norm_before_residual" in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_export_for_0_4_8_renames_the_layer_and_zeroes_the_fc_bias(tmp_path, capsys):
+    """SGLang 0.4.8's draft class names its decoder layer `midlayer` (its load_weights raises
+    KeyError on speculators' `layers.0.*`) and builds its fc with a bias: the export writes the
+    layer as `midlayer.*` and a zero `fc.bias`, and its own gate then finds parity."""
+    from safetensors.torch import load_file
+
+    from .helpers import built
+
+    if not built("sglang", "0.4.8.post1"):
+        pytest.skip("sglang 0.4.8.post1's environment is not built (./dev setup sglang-0.4.8.post1)")
+    draft, out = speculators_draft(DraftRecipe()), tmp_path / "served"
+    args = ["--target-config", TINY, "--dump-layout", "h2,h16,h29,h32", "--sglang", "0.4.8.post1"]
+    assert cli.main(["export", "--engine", "sglang", str(draft), str(out), *args]) == 0, capsys.readouterr().err
+    trained, served = load_file(str(draft / "model.safetensors")), load_file(str(out / "model.safetensors"))
+    assert not [n for n in served if n.startswith("layers.")]
+    for name, tensor in trained.items():
+        assert served[name.replace("layers.0.", "midlayer.", 1)].equal(tensor), name
+    assert served["fc.bias"].equal(torch.zeros(trained["fc.weight"].shape[0], dtype=trained["fc.weight"].dtype))
+    capsys.readouterr()
+    assert cli.main(["check", "--draft", str(out), *args]) == 0, capsys.readouterr().out

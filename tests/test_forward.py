@@ -114,7 +114,7 @@ def test_missing_d2t_keeps_logits_but_not_tokens(llama_run):
     r = llama_run["no-d2t"]
     assert all(s.ok for s in r.stages if s.stage == "logits")
     v = r.stage(0, "vocab_mapping")
-    assert v.mismatched == 32 and v.top1 < 0.5
+    assert v.mismatched == 64 and v.top1 < 0.5
     assert r.serving["vocab_mapping"].startswith("none")
 
 
@@ -184,11 +184,20 @@ def test_cli_forward_bad_input_exits_2(tmp_path, capsys):
 # -- older SGLang releases: the same verdicts, stage by stage ---------------------------------------
 
 
-@pytest.mark.parametrize("version", ["0.5.22", "0.5.21", "0.5.18", "0.5.14", "0.5.12.post1"])
+# every release family parity check has (0.5.23's runs above): its oldest and newest release
+# with an environment; before 0.5.11 the served form is parity's export, `layers.0.*` renamed
+# `midlayer.*` (and in 0.4.8.post1 a zero fc.bias), found on the release's own load_weights
+OLDER = ["0.5.22", "0.5.21", "0.5.18", "0.5.14", "0.5.12.post1", "0.5.10", "0.5.7", "0.5.3.post3",
+         "0.5.3.post1", "0.4.8.post1"]
+
+
+@pytest.mark.parametrize("version", OLDER)
 def test_cli_forward_under_an_older_release_gives_the_same_verdicts(version, capsys):
     """`parity forward --sglang VERSION`: the serving path runs in that release's environment
     (its family adapter), and gives what 0.5.23 gives: the matched pair at parity at every
-    stage, each injected drift first at its stage with everything upstream agreeing."""
+    stage, each injected drift first at its stage with everything upstream agreeing. One
+    exception, the release's own behaviour: 0.4.x sets `hot_token_id` only when it loads a
+    d2t tensor, so a draft without one fails at the EAGLE worker's start-up (unservable)."""
     if not built("sglang", version):
         pytest.skip(f"sglang {version}'s environment is not built (./dev setup sglang-{version})")
     rc = cli.main(["forward", "--fixture", "llama-8l", "--drift", "all", "--steps", "2", "--json",
@@ -201,8 +210,15 @@ def test_cli_forward_under_an_older_release_gives_the_same_verdicts(version, cap
     assert matched["verdict"] == "parity", matched["error"] or matched["first_divergence"]
     assert all(s["ok"] for s in matched["stages"]) and matched["serving"]["embedding"] == "target"
     assert matched["serving"]["capture_ids"] == [2, 4, 5]  # ids [1, 3, 4]: h2, h4, h5 in every release
+    old = version.startswith("0.4.")
+    assert matched["serving"]["checkpoint_renames"] == (
+        {"layers.0.": "midlayer."} if version in OLDER[OLDER.index("0.5.10"):] else {})
+    assert matched["serving"]["checkpoint_zero_biases"] == (["fc.bias"] if old else [])
     for drift in DRIFTS:
         r = results[drift]
+        if old and drift == "no-d2t":
+            assert r["verdict"] == "unservable" and "get_hot_token_id() raises AttributeError" in r["error"], r
+            continue
         first = r["first_divergence"]
         assert r["verdict"] == "drift" and (first["step"], first["stage"]) == EXPECTED_STAGE[drift], (drift, r)
         order = [(s["step"], STAGES.index(s["stage"])) for s in r["stages"]]
@@ -210,22 +226,48 @@ def test_cli_forward_under_an_older_release_gives_the_same_verdicts(version, cap
         assert all(s["ok"] for s in r["stages"][:cut]) and not r["stages"][cut]["ok"], drift
 
 
-@pytest.mark.parametrize("version", ["0.5.10", "0.5.7", "0.5.3.post3", "0.5.3.post1"])
-def test_up_to_0_5_10_a_speculators_draft_runs_with_its_decoder_layer_unloaded(capsys, version):
-    """SGLang's draft class up to 0.5.10 names its decoder layer `midlayer` and skips the
-    speculators checkpoint's `layers.0.*` tensors: the matched pair agrees on the fc input, fc
-    output and embeddings, and diverges first at the decoder layer's output (its weights never
-    loaded), under each family that reads the ids another way (0.5.10, 0.5.7, 0.5.3, 0.5.3.post1)."""
+@pytest.mark.parametrize("version, first", [("0.5.10", "layer_output"), ("0.4.8.post1", None)])
+def test_a_speculators_checkpoint_served_as_written_before_0_5_11(tmp_path, capsys, version, first):
+    """Served with speculators' tensor names as written (not parity's export), SGLang's draft
+    class up to 0.5.10 skips the `layers.0.*` tensors it names `midlayer` (the forward diverges
+    first at the decoder layer's output: its weights never loaded), and 0.4.x raises on them
+    (unservable: what a launch hits)."""
     if not built("sglang", version):
         pytest.skip(f"sglang {version}'s environment is not built (./dev setup sglang-{version})")
-    rc = cli.main(["forward", "--fixture", "llama-8l", "--steps", "1", "--json", "--sglang", version])
-    out = json.loads(capsys.readouterr().out)
-    matched = next(r for r in out["results"] if r["name"] == "matched")
-    assert rc == 1 and matched["verdict"] == "drift", matched["error"]
-    first = matched["first_divergence"]
-    assert (first["step"], first["stage"]) == (0, "layer_output"), first
-    before = {s["stage"]: s["ok"] for s in matched["stages"] if s["step"] == 0}
+    target = tmp_path / "target" / "config.json"
+    target.parent.mkdir()
+    target.write_text(json.dumps(fixture_target("llama-8l")))
+    draft = speculators_draft(DraftRecipe(ids=(2, 4, 5), hidden_size=64, target_vocab=256, draft_vocab=64))
+    served = served_copy(draft, tmp_path / "served", ids=[1, 3, 4])
+    rc = cli.main(["forward", "--target-config", str(target), "--draft", str(draft), "--served", str(served),
+                   "--dump-layout", "h2,h4,h5,h8", "--steps", "1", "--json", "--sglang", version])
+    r = json.loads(capsys.readouterr().out)["results"][0]
+    assert rc == 1, r
+    if first is None:
+        assert r["verdict"] == "unservable" and "KeyError: 'model.layers.0." in r["error"], r
+        return
+    assert r["verdict"] == "drift" and (r["first_divergence"]["step"], r["first_divergence"]["stage"]) == (0, first)
+    before = {s["stage"]: s["ok"] for s in r["stages"] if s["step"] == 0}
     assert before["fc_input"] and before["fc_output"] and before["embeddings"], before
+
+
+def test_before_0_5_7_a_padded_draft_vocabulary_reaches_the_logits(tmp_path, capsys):
+    """SGLang pads the draft's lm_head to a multiple of 64 rows; before 0.5.7 its logits
+    processor slices at the target's vocabulary, so a 32-token draft vocabulary comes back
+    as 64 logits (32 of them padding) where training has 32: the forward says so at the logits."""
+    version = "0.5.3.post1"
+    if not built("sglang", version):
+        pytest.skip(f"sglang {version}'s environment is not built (./dev setup sglang-{version})")
+    target = tmp_path / "target" / "config.json"
+    target.parent.mkdir()
+    target.write_text(json.dumps(fixture_target("llama-8l")))
+    draft = speculators_draft(DraftRecipe(ids=(2, 4, 5), hidden_size=64, target_vocab=256, draft_vocab=32))
+    rc = cli.main(["forward", "--target-config", str(target), "--draft", str(draft), "--dump-layout",
+                   "h2,h4,h5,h8", "--steps", "1", "--json", "--sglang", version])
+    r = json.loads(capsys.readouterr().out)["results"][0]
+    assert rc == 1 and r["verdict"] == "drift", r
+    assert (r["first_divergence"]["stage"], r["first_divergence"]["message"]) == (
+        "logits", "step 0, draft logits: vocabulary sizes differ: training 32, serving 64")
 
 
 def test_cli_forward_under_a_release_without_an_environment_exits_2(capsys):

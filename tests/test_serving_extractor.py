@@ -194,11 +194,14 @@ def test_each_family_declares_a_range_holding_its_verified_releases():
         assert not any(Version(v) in m.RELEASES for v in module.VERIFIED for m in others), module
 
 
-@pytest.mark.parametrize("version, dropped", [("0.5.10", True), ("0.5.12.post1", False)])
-def test_a_speculators_checkpoint_loses_its_decoder_layer_before_0_5_11(tmp_path, version, dropped):
+@pytest.mark.parametrize("version", ["0.4.8.post1", "0.5.10", "0.5.12.post1"])
+def test_a_speculators_checkpoint_loses_its_decoder_layer_before_0_5_11(tmp_path, version):
     """SGLang 0.5.10's draft class names its one decoder layer `midlayer` and its load_weights
     skips names it does not know: a speculators-format checkpoint's `layers.0.*` tensors are
-    never loaded (the layer keeps its uninitialised weights). 0.5.11 on map them."""
+    never loaded (the layer keeps its initial weights); 0.4.x raises KeyError on the stacked
+    ones instead (unloadable), and its fc has a bias no speculators checkpoint has. Each time
+    the extraction finds, on the release's own load_weights, the rename that loads them
+    (`midlayer.*`) and the zero bias; 0.5.11 on load the names as written."""
     if not built("sglang", version):
         pytest.skip(f"sglang {version}'s environment is not built (./dev setup sglang-{version})")
     import torch
@@ -210,10 +213,15 @@ def test_a_speculators_checkpoint_loses_its_decoder_layer_before_0_5_11(tmp_path
     layer = ["layers.0.self_attn.q_proj.weight", "layers.0.mlp.gate_proj.weight", "layers.0.input_layernorm.weight"]
     save_file({n: torch.zeros(2) for n in [*layer, "fc.weight", "norm.weight", "d2t"]}, str(draft / "model.safetensors"))
     c = extract_serving(*read_inputs(LLAMA, draft), version)
-    found = [f for f in c.findings if f.kind == "tensors_dropped"]
-    assert bool(found) == dropped, c.findings
-    if dropped:
-        assert found[0].severity == "error" and all(n in found[0].message for n in layer)
+    kinds = {f.kind: f for f in c.findings if f.severity == "error"}
+    lost = kinds["draft_unloadable"].message + kinds["tensors_dropped"].message if "draft_unloadable" in kinds \
+        else kinds["tensors_dropped"].message if "tensors_dropped" in kinds else ""
+    assert all(n in lost for n in layer) == (version != "0.5.12.post1"), c.findings
+    if version == "0.4.8.post1":
+        assert "raises KeyError: 'model.layers.0." in kinds["draft_unloadable"].message
+    assert c.checkpoint_renames == ({} if version == "0.5.12.post1" else {"layers.0.": "midlayer."})
+    assert c.checkpoint_zero_biases == (("fc.bias",) if version == "0.4.8.post1" else ())
+    assert ("'model.fc.bias'" in kinds["params_unfilled"].message) == (version == "0.4.8.post1")
 
 
 # SGLang 0.4.9-0.5.7: the ids read and the capture set by one statement of ModelRunner.initialize;

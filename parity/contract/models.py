@@ -224,6 +224,15 @@ class ServingContract(Contract):
     ids_source: str = Field(description="Where the engine took the ids from, e.g. \"eagle_config['eagle_aux_hidden_state_layer_ids']\" or 'engine default'.")
     capture_ids: tuple[int, ...] | None = Field(
         default=None, description="The layer indices the engine's model actually captures at (after its own +1 rules).")
+    checkpoint_renames: dict[str, str] = Field(
+        default_factory=dict, description="Checkpoint tensor-name prefixes the engine's draft class loads under "
+        "another name (speculators' 'layers.0.' -> 'midlayer.' before SGLang 0.5.11), each verified by feeding "
+        "the renamed names through its load_weights; empty when every tensor loads as written "
+        "(parity/checkpoint.py applies them).")
+    checkpoint_zero_biases: tuple[str, ...] = Field(
+        default=(), description="Biases the engine's draft class has and no checkpoint tensor fills (its fc's "
+        "in SGLang 0.4.8.post1: served, they keep random initial values), named as its load_weights reads them; "
+        "written as zeros they are exactly the bias-free layer training ran (parity/checkpoint.py).")
     runners: dict[str, tuple[TapName | None, ...]] = Field(
         default_factory=dict, description="What each model runner feeds the fc, for an engine with several "
         "(vLLM 0.33: 'v1' and 'v2'); fc_input is the GPU-default runner's. Empty for an engine with one. "

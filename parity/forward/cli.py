@@ -22,7 +22,7 @@ def add_forward_parser(sub, parser_class) -> argparse.ArgumentParser:
     from .cases import DRIFTS
 
     fw = sub.add_parser("forward", help="prove numerically that training and serving give the same "
-                                        "draft logits; exit 0 parity, 1 drift, 2 error")
+                                        "draft logits; exit 0 parity, 1 drift or unservable, 2 error")
     fw.add_argument("--target-config", type=Path, help="the target's config.json (shrunk to tiny widths, "
                                                        "same depth, seeded weights)")
     fw.add_argument("--draft", type=Path, help="the trained draft (speculators format, with weights, "
@@ -104,7 +104,7 @@ def run_forward(args) -> int:
                          dtype=args.dtype, device=args.device, sglang_version=version, engine_name=args.engine)
     results = out["results"]
     verdicts = {r.verdict for r in results}
-    overall = "error" if "error" in verdicts else "drift" if "drift" in verdicts else "parity"
+    overall = next((v for v in ("error", "drift", "unservable") if v in verdicts), "parity")
     if args.json:
         print(json.dumps({"verdict": overall, "target": label,
                           "speculators": out["training"].get("speculators_version"),
@@ -119,4 +119,4 @@ def run_forward(args) -> int:
             print()
         if not args.brief:
             print("\n\n".join(render_forward(r, label) for r in results))
-    return {"parity": ExitCode.OK, "drift": ExitCode.DRIFT}.get(overall, ExitCode.BAD_INPUT)
+    return {"parity": ExitCode.OK, "drift": ExitCode.DRIFT, "unservable": ExitCode.DRIFT}.get(overall, ExitCode.BAD_INPUT)

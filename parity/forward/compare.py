@@ -22,7 +22,7 @@ Stages, in the order a divergence propagates (the first failing one is reported)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from pydantic import BaseModel, Field
@@ -68,7 +68,9 @@ class Divergence(BaseModel):
 
 class ForwardResult(BaseModel):
     name: str
-    verdict: str = Field(description="'parity', 'drift' or 'error'.")
+    verdict: Literal["parity", "drift", "unservable", "error"] = Field(
+        description="'parity', 'drift', 'unservable' (the engine cannot load the served draft; exit 1 as a "
+        "drift) or 'error' (the comparison could not run).")
     dtype: str
     tolerances: dict[str, Any]
     first_divergence: Divergence | None = None

@@ -84,6 +84,8 @@ def _split(tensors: dict[str, torch.Tensor], name: str) -> dict[str, torch.Tenso
 
 def _notes(case: Case, tmeta: dict, smeta: dict, extra: list[str]) -> list[str]:
     notes = list(case.notes) + list(extra)
+    if smeta.get("unsolved"):
+        notes.append(f"served with the ids as written: {smeta['unsolved']}")
     ti, si = tmeta.get("input_ids"), smeta.get("input_ids")
     if ti is not None and si is not None:
         if si[:len(ti)] == ti:
@@ -111,6 +113,10 @@ def results_for(cases: list[Case], treply: dict, sreply: dict, ttensors: dict, s
         if errors:
             out.append(ForwardResult(verdict="error", error="; ".join(errors), notes=list(case.notes),
                                      **common))
+            continue
+        if smeta.get("unservable"):  # the engine cannot load the served draft: nothing to compare
+            out.append(ForwardResult(verdict="unservable", error=f"serving: {smeta['unservable']}",
+                                     notes=list(case.notes), **common))
             continue
         stages, first = compare(case.name, _split(ttensors, case.name), _split(stensors, case.name),
                                 steps, tol)

@@ -79,17 +79,20 @@ def _unservable(result, target_path: str, draft_path: str) -> list[str]:
     draft = draft_path or "DRAFT"
     if result.suggestion or result.unfixable:  # the draft loads; the engine raised on its ids
         return lines + _fix_lines(result, draft_path)
-    if ex is None:
+    if ex is None and s.checkpoint_renames:  # an engine-format config, tensors under other names
+        lines += _rename_lines(s)
+    elif ex is None:
         lines.append(f"  The draft must be given in a form sglang {s.provenance.version} loads (an SGLang-format "
                      "config.json); then run parity check again. For a speculators-format draft, `parity "
                      "export` writes one: without --no-verify, check runs export's own gate and says what "
                      "it would write.")
     elif ex.exportable:
-        lines.append(f"  ADVICE: `parity export --engine sglang {draft} OUT --target-config "
+        release = f" --sglang {s.provenance.version}" if s.engine == "sglang" else ""
+        lines.append(f"  ADVICE: `parity export --engine {s.engine}{release} {draft} OUT --target-config "
                      f"{target_path or 'T'} --dump-layout {','.join(x.name for x in t.dump_layout)}` writes "
-                     f"it in SGLang's format with eagle_aux_hidden_state_layer_ids "
+                     f"it in the form {s.engine} {s.provenance.version} loads, with eagle_aux_hidden_state_layer_ids "
                      f"{ex.eagle_aux_hidden_state_layer_ids}")
-        lines.append(f"          (checked by export's own gate: sglang {s.provenance.version} then feeds "
+        lines.append(f"          (checked by export's own gate: {s.engine} {s.provenance.version} then feeds "
                      f"[{', '.join(x or '-' for x in ex.serving_fc_input)}], the training contract)")
     else:
         lines.append(f"  `parity export` cannot help either: {ex.reason}")
@@ -150,4 +153,14 @@ def _fix_lines(result, draft_path: str) -> list[str]:
                 f"[{', '.join(x or '-' for x in sg.serving_fc_input)}], the training contract)"]
     if result.unfixable:
         return [f"  NO FIX with the installed engine: {result.unfixable}"]
-    return []
+    return _rename_lines(result.serving)
+
+
+def _rename_lines(s) -> list[str]:
+    """The verified tensor renames, for a checkpoint whose names the engine does not load."""
+    if not s.checkpoint_renames:
+        return []
+    pairs = ", ".join(f"{o}* -> {n}*" for o, n in s.checkpoint_renames.items())
+    return [f"  ADVICE: rename the checkpoint's tensors {pairs} (verified: {s.engine} {s.provenance.version}'s "
+            "load_weights then loads them); `parity export` of the speculators-format draft writes "
+            "them so."]

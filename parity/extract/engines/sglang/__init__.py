@@ -71,6 +71,8 @@ def to_contract(reply: dict[str, Any], target: Target) -> ServingContract:
         requested_ids=tuple(ids) if isinstance(ids, list) and all(isinstance(i, int) for i in ids) else None,
         ids_source=reply.get("ids_source", "n/a"),
         capture_ids=tuple(reply["capture_ids"]) if reply.get("capture_ids") is not None else None,
+        checkpoint_renames=draft.get("checkpoint_renames") or {},
+        checkpoint_zero_biases=tuple(draft.get("checkpoint_zero_biases") or ()),
     )
 
 

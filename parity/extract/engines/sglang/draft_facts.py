@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from ...shrink import shrunk_draft_dir
+from ....checkpoint import bias_weight, rename_tensor
 
 FLAG_KEYS = ("norm_before_fc", "fc_norm", "norm_output", "norm_before_residual")
 
@@ -37,17 +38,84 @@ def draft_tensors(draft_dir: str) -> dict[str, torch.Tensor | None]:
     return names
 
 
-def loaded_names(draft, tensors: dict[str, torch.Tensor | None]) -> dict[str, list[str]]:
-    """Feed each checkpoint name through the engine's load_weights; return name -> params it reached."""
+def loaded_names(draft, tensors: dict[str, torch.Tensor | None]) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """Feed each checkpoint name through the engine's load_weights: (name -> params it reached,
+    name -> the error it raised on it)."""
     reached: dict[str, list[str]] = {}
+    refused: dict[str, str] = {}
     current = {"name": None}
     for pname, param in draft.named_parameters():
         param.weight_loader = (lambda p, w, *shard, pname=pname:
                                reached.setdefault(current["name"], []).append(pname))
     for name, value in tensors.items():
         current["name"] = name
-        draft.load_weights([(name, value if value is not None else torch.zeros(1))])
-    return reached
+        try:
+            draft.load_weights([(name, value if value is not None else torch.zeros(1))])
+        except Exception as exc:  # e.g. KeyError: a name the loader maps to no parameter
+            refused[name] = f"{type(exc).__name__}: {exc}"
+    return reached, refused
+
+
+def layer_renames(adapter, draft, lost: list[str]) -> dict[str, str]:
+    """The checkpoint-name prefixes the engine's draft class may need instead of speculators'
+    `layers.{i}.`: its decoder layer i's module path under `draft.model` (e.g. `midlayer.`),
+    for each layer whose checkpoint tensors are `lost` (refused or dropped by load_weights)."""
+    paths = {id(m): p for p, m in draft.model.named_modules()}
+    renames = {}
+    for i, layer in enumerate(adapter.draft_layers(draft)):
+        ours, theirs = f"layers.{i}.", f"{paths.get(id(layer), f'layers.{i}')}."
+        if ours != theirs and any(n.startswith(ours) for n in lost):
+            renames[ours] = theirs
+    return renames
+
+
+def _zero_bias_name(draft, param: str, names: set[str]) -> str | None:
+    """For an unfilled bias `param`: the checkpoint name load_weights routes to it (the
+    parameter's own name, or without its first component), if the checkpoint has that
+    layer's weight under the matching name; else None."""
+    for name in (param.partition(".")[2], param):
+        if (name and bias_weight(name) in names
+                and param in loaded_names(draft, {name: None})[0].get(name, [])):
+            return name
+    return None
+
+
+def served_form(adapter, draft, tensors: dict[str, torch.Tensor | None], bound: frozenset[str] = frozenset()
+                ) -> dict[str, Any]:
+    """How the engine's load_weights takes this checkpoint, found on `draft` (whose weight
+    loaders are replaced by recorders): each name's reach as written ("reached"), the names it
+    raises on ("refused") or ignores ("dropped", vocab maps aside), the verified layer renames,
+    the draft parameters no tensor fills ("unfilled", `bound` ones aside: bound from the
+    target), and the checkpoint names of those that are biases a zero tensor fills
+    ("zero_biases"). A rename is kept only if, fed renamed, every tensor it renames reaches a
+    parameter and none raises."""
+    reached, refused = loaded_names(draft, tensors)
+    maps = {n for n in tensors if n.split(".")[-1] in ("d2t", "t2d")}
+    dropped = sorted(n for n in tensors if n not in reached and n not in refused and n not in maps)
+    lost = sorted(refused) + dropped
+    renames = layer_renames(adapter, draft, lost)
+    final = reached
+    if renames:
+        again, raised = loaded_names(draft, {rename_tensor(n, renames): v for n, v in tensors.items()})
+        moved = [n for n in lost if rename_tensor(n, renames) != n]
+        if raised or any(rename_tensor(n, renames) not in again for n in moved):
+            renames = {}
+        else:
+            final = again
+    filled = {p for ps in final.values() for p in ps}
+    unfilled = [n for n, _ in draft.named_parameters() if n not in filled and n not in bound]
+    names = {rename_tensor(n, renames) for n in tensors}
+    zero = [z for z in (_zero_bias_name(draft, p, names) for p in unfilled if p.endswith(".bias")) if z]
+    return {"reached": reached, "refused": refused, "dropped": dropped, "renames": renames,
+            "unfilled": unfilled, "zero_biases": zero}
+
+
+def _advice(form: dict[str, Any]) -> str:
+    if not form["renames"]:
+        return ""
+    pairs = ", ".join(f"{o}* -> {n}*" for o, n in form["renames"].items())
+    return (f"; its draft class names the layer otherwise: renamed {pairs}, the layer's tensors load (verified "
+            "on its load_weights; `parity export` writes the checkpoint so)")
 
 
 @torch.no_grad()
@@ -129,7 +197,12 @@ def draft_facts(adapter, draft_dir: str, target_model, findings: list[dict]) -> 
     vocab: dict[str, Any] = {"draft_vocab_size": config.get("draft_vocab_size"),
                              "target_vocab_size": config.get("vocab_size")}
     if tensors:
-        reached = loaded_names(draft, tensors)
+        bound = frozenset(n for n, p in draft.named_parameters()
+                          if p is embed and facts["embedding"] == "target")
+        if facts["lm_head_from_target"]:
+            bound |= {n for n, _ in draft.named_parameters() if n.startswith("lm_head.")}
+        form = served_form(adapter, draft, tensors, bound)
+        reached, refused, dropped = form["reached"], form["refused"], form["dropped"]
         d2t = next((n for n in tensors if n.endswith("d2t")), None)
         t2d = next((n for n in tensors if n.endswith("t2d")), None)
         hot = getattr(draft, "hot_token_id", None)
@@ -137,11 +210,27 @@ def draft_facts(adapter, draft_dir: str, target_model, findings: list[dict]) -> 
         vocab["t2d"] = ("ignored" if t2d and t2d not in reached else "present" if t2d else "absent")
         vocab["mapping"] = ("target id = d + d2t[d] (hot_token_id = d2t + arange)" if hot is not None
                             else "draft index used as target id (no d2t)")
-        dropped = sorted(n for n in tensors if n not in reached and n not in (d2t, t2d))
         facts["dropped_tensors"] = dropped
+        facts["checkpoint_renames"] = form["renames"]
+        facts["checkpoint_zero_biases"] = form["zero_biases"]
+        if refused:
+            first = refused[sorted(refused)[0]]
+            findings.append(_finding("draft_unloadable", f"SGLang's load_weights raises {first} on checkpoint "
+                                     f"tensor(s) {sorted(refused)}{_advice(form)}", "error"))
         if dropped:
             findings.append(_finding("tensors_dropped", f"SGLang's load_weights ignores checkpoint "
-                                     f"tensor(s) {dropped}", "error"))
+                                     f"tensor(s) {dropped}{_advice(form)}", "error"))
+        if form["unfilled"]:
+            fix = (f"; zero tensor(s) {form['zero_biases']} in the checkpoint make them the bias-free layer(s) "
+                   "training ran (`parity export` writes them)" if form["zero_biases"] else "")
+            findings.append(_finding("params_unfilled", f"SGLang's draft class has parameter(s) "
+                                     f"{form['unfilled']} that no checkpoint tensor fills: served, they keep "
+                                     f"their random initial values{fix}", "error"))
+        try:  # what the EAGLE worker calls once the draft is loaded
+            draft.get_hot_token_id()
+        except Exception as exc:  # 0.4.x: hot_token_id exists only once a d2t tensor was loaded
+            findings.append(_finding("draft_unloadable", f"the EAGLE worker's start-up call get_hot_token_id() "
+                                     f"raises {type(exc).__name__}: {exc}", "error"))
         if t2d and t2d not in reached:
             findings.append(_finding("t2d_ignored", "SGLang ignores the checkpoint's t2d mask "
                                      "(it maps draft to target ids with d2t only)", "info"))

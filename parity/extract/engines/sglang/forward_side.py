@@ -62,7 +62,8 @@ from ....contract.tap import Tap
 from ....envs import reply_over_stdio
 from ....forward.variants import serve_variants
 from ... import standins
-from .draft_facts import built_flags
+from ....checkpoint import served_tensors
+from .draft_facts import built_flags, served_form
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -220,8 +221,8 @@ class Serving:
                     return ids
         finally:
             self.timings["solve"] = self.timings.get("solve", 0.0) + time.perf_counter() - started
-        raise RuntimeError(f"no id list makes sglang {self.version} capture {list(taps)} "
-                           f"(tried {'; '.join(tried)})")
+        raise NoIdList(f"no id list makes sglang {self.version} capture {list(taps)} "
+                       f"(tried {'; '.join(tried)})")
 
     def _name_slots(self, aux: torch.Tensor) -> list[str | None]:
         """Each H-wide slice of `aux` named by numerical identity (fp32: within identify's
@@ -282,6 +283,10 @@ class _default_dtype:
         torch.set_default_dtype(self.saved)
 
 
+class NoIdList(RuntimeError):
+    """No id list makes the engine capture the taps asked for."""
+
+
 def run_variant(sv: Serving, variant: dict, req: dict, out: dict[str, torch.Tensor]) -> dict[str, Any]:
     from safetensors.torch import load_file
 
@@ -291,11 +296,15 @@ def run_variant(sv: Serving, variant: dict, req: dict, out: dict[str, torch.Tens
         "draft": sv.backend}}
     config_path = Path(served) / "config.json"
     if variant.get("solve_taps"):
-        ids = sv.solve(variant["solve_taps"])
-        config = json.loads(config_path.read_text())
-        config.setdefault("eagle_config", {})["eagle_aux_hidden_state_layer_ids"] = ids
-        config_path.write_text(json.dumps(config, indent=2) + "\n")
-        meta["solved_ids"] = ids
+        try:
+            ids = sv.solve(variant["solve_taps"])
+        except NoIdList as exc:  # served with the ids as written: the forward shows what it is fed
+            meta["unsolved"] = str(exc)
+        else:
+            config = json.loads(config_path.read_text())
+            config.setdefault("eagle_config", {})["eagle_aux_hidden_state_layer_ids"] = ids
+            config_path.write_text(json.dumps(config, indent=2) + "\n")
+            meta["solved_ids"] = ids
     sv.adapter.publish(served, sv.backend)
     use_aux, ids = sv.adapter.resolve_aux_ids(sv.target_cfg)  # the engine's own config reading
     meta["requested_ids"] = list(ids) if isinstance(ids, (list, tuple)) else ids
@@ -307,13 +316,26 @@ def run_variant(sv: Serving, variant: dict, req: dict, out: dict[str, torch.Tens
     tensors = {}
     for f in sorted(Path(served).glob("*.safetensors")):
         tensors.update(load_file(str(f)))
-    draft.load_weights(list(tensors.items()))
+    if variant.get("solve_taps"):  # parity's export form: tensors as this release's draft class loads them
+        with _default_dtype(sv.dtype):
+            form = served_form(sv.adapter, sv.adapter.build_draft(served), dict.fromkeys(tensors))
+        tensors = served_tensors(tensors, form["renames"], form["zero_biases"])
+        meta["checkpoint_renames"], meta["checkpoint_zero_biases"] = form["renames"], form["zero_biases"]
+    try:
+        draft.load_weights(list(tensors.items()))
+    except Exception as exc:  # the engine cannot load this checkpoint: what a launch would hit
+        return {**meta, "unservable": f"sglang {sv.version} cannot load the served checkpoint: its draft "
+                f"class's load_weights raised {type(exc).__name__}: {exc}"}
     meta["embedding"] = sv.adapter.bind_target_embedding(sv.model, draft)
     draft = draft.to(device=sv.device, dtype=sv.dtype)
     sv.adapter.keep_all_rows(draft)
     meta["graph"] = built_flags(draft)
     meta["engine"], meta["draft_class"] = "sglang", type(draft).__name__
-    hot = draft.get_hot_token_id()
+    try:  # the EAGLE worker's own start-up call
+        hot = draft.get_hot_token_id()
+    except Exception as exc:  # e.g. 0.4.x without d2t: the attribute is set only by loading one
+        return {**meta, "unservable": f"sglang {sv.version} cannot serve this draft: the EAGLE worker's "
+                f"start-up call get_hot_token_id() raises {type(exc).__name__}: {exc}"}
 
     t = sv.tokens.shape[0]
     steps = int(req.get("steps", 3))
