@@ -226,22 +226,29 @@ def test_cli_forward_under_an_older_release_gives_the_same_verdicts(version, cap
         assert all(s["ok"] for s in r["stages"][:cut]) and not r["stages"][cut]["ok"], drift
 
 
+def _forward_given(tmp_path, capsys, version: str, draft_vocab: int, served: bool) -> tuple[int, dict]:
+    """`parity forward --sglang VERSION` on a seeded llama-8l draft given as a user gives one:
+    its served form as written (`served`: speculators' tensor names, ids [1, 3, 4]) or, without,
+    parity's export of it. (exit code, the one result)"""
+    if not built("sglang", version):
+        pytest.skip(f"sglang {version}'s environment is not built (./dev setup sglang-{version})")
+    target = tmp_path / "target" / "config.json"
+    target.parent.mkdir()
+    target.write_text(json.dumps(fixture_target("llama-8l")))
+    draft = speculators_draft(DraftRecipe(ids=(2, 4, 5), hidden_size=64, target_vocab=256, draft_vocab=draft_vocab))
+    as_served = ["--served", str(served_copy(draft, tmp_path / "served", ids=[1, 3, 4]))] if served else []
+    rc = cli.main(["forward", "--target-config", str(target), "--draft", str(draft), *as_served,
+                   "--dump-layout", "h2,h4,h5,h8", "--steps", "1", "--json", "--sglang", version])
+    return rc, json.loads(capsys.readouterr().out)["results"][0]
+
+
 @pytest.mark.parametrize("version, first", [("0.5.10", "layer_output"), ("0.4.8.post1", None)])
 def test_a_speculators_checkpoint_served_as_written_before_0_5_11(tmp_path, capsys, version, first):
     """Served with speculators' tensor names as written (not parity's export), SGLang's draft
     class up to 0.5.10 skips the `layers.0.*` tensors it names `midlayer` (the forward diverges
     first at the decoder layer's output: its weights never loaded), and 0.4.x raises on them
     (unservable: what a launch hits)."""
-    if not built("sglang", version):
-        pytest.skip(f"sglang {version}'s environment is not built (./dev setup sglang-{version})")
-    target = tmp_path / "target" / "config.json"
-    target.parent.mkdir()
-    target.write_text(json.dumps(fixture_target("llama-8l")))
-    draft = speculators_draft(DraftRecipe(ids=(2, 4, 5), hidden_size=64, target_vocab=256, draft_vocab=64))
-    served = served_copy(draft, tmp_path / "served", ids=[1, 3, 4])
-    rc = cli.main(["forward", "--target-config", str(target), "--draft", str(draft), "--served", str(served),
-                   "--dump-layout", "h2,h4,h5,h8", "--steps", "1", "--json", "--sglang", version])
-    r = json.loads(capsys.readouterr().out)["results"][0]
+    rc, r = _forward_given(tmp_path, capsys, version, draft_vocab=64, served=True)
     assert rc == 1, r
     if first is None:
         assert r["verdict"] == "unservable" and "KeyError: 'model.layers.0." in r["error"], r
@@ -255,16 +262,7 @@ def test_before_0_5_7_a_padded_draft_vocabulary_reaches_the_logits(tmp_path, cap
     """SGLang pads the draft's lm_head to a multiple of 64 rows; before 0.5.7 its logits
     processor slices at the target's vocabulary, so a 32-token draft vocabulary comes back
     as 64 logits (32 of them padding) where training has 32: the forward says so at the logits."""
-    version = "0.5.3.post1"
-    if not built("sglang", version):
-        pytest.skip(f"sglang {version}'s environment is not built (./dev setup sglang-{version})")
-    target = tmp_path / "target" / "config.json"
-    target.parent.mkdir()
-    target.write_text(json.dumps(fixture_target("llama-8l")))
-    draft = speculators_draft(DraftRecipe(ids=(2, 4, 5), hidden_size=64, target_vocab=256, draft_vocab=32))
-    rc = cli.main(["forward", "--target-config", str(target), "--draft", str(draft), "--dump-layout",
-                   "h2,h4,h5,h8", "--steps", "1", "--json", "--sglang", version])
-    r = json.loads(capsys.readouterr().out)["results"][0]
+    rc, r = _forward_given(tmp_path, capsys, "0.5.3.post1", draft_vocab=32, served=False)
     assert rc == 1 and r["verdict"] == "drift", r
     assert (r["first_divergence"]["stage"], r["first_divergence"]["message"]) == (
         "logits", "step 0, draft logits: vocabulary sizes differ: training 32, serving 64")
