@@ -389,6 +389,11 @@ FORWARDS = {
     "error": lambda: ForwardResult(name="as-trained", verdict="error", dtype="float32", tolerances=TOLERANCES,
                                    error="the serving side raised: RuntimeError: no CPU kernel for fused MoE",
                                    training=TRAINING_META),
+    "unservable": lambda: ForwardResult(
+        name="no-d2t", verdict="unservable", dtype="float32", tolerances=TOLERANCES, training=TRAINING_META,
+        serving=SERVING_META, error="serving: sglang 0.4.8.post1 cannot serve this draft: the EAGLE worker's "
+        "start-up call get_hot_token_id() raises AttributeError: 'LlamaForCausalLMEagle3' object has no "
+        "attribute 'hot_token_id'"),
 }
 
 

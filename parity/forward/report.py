@@ -13,7 +13,7 @@ def _g(x: float | None, spec: str = ".2e") -> str:
 def render_forward(result: ForwardResult, target: str = "", per_position: bool = True) -> str:
     head = {"parity": "PARITY: training and serving compute the same draft logits.",
             "drift": "DRIFT: the served draft computes something else than the trained one.",
-            "unservable": "UNSERVABLE: the engine cannot load the draft as served.",
+            "unservable": "UNSERVABLE: the engine cannot serve the draft in this form.",
             "error": "ERROR: the comparison could not run."}
     lines = [f"parity forward [{result.name}]: {head[result.verdict]}"]
     t, s = result.training, result.serving
