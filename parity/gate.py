@@ -179,7 +179,7 @@ def check(training: TrainingContract, target: Target, draft: Draft,
              if f.severity == "warning" or f.kind == "not_captured"]
 
     suggestion, unfixable, export = None, None, None
-    if verdict == "drift" and d.mismatched_slots:  # ids fix slots only (not a flag, a tensor or the lock)
+    if verdict == "drift" and _slots_differ(d, training, serving):  # ids fix slots only (not a flag, a tensor, the lock)
         suggestion, unfixable = _solve(training, serving, tried, target, draft, sglang_version, verify,
                                        engine_name)
     elif verdict == "unservable":
@@ -193,6 +193,14 @@ def check(training: TrainingContract, target: Target, draft: Draft,
                        differences=differences, notes=notes, suggestion=suggestion,
                        unfixable=unfixable, unservable=unservable, export=export,
                        candidates_tried=tried)
+
+
+def _slots_differ(d: ContractDiff, training: TrainingContract, serving: ServingContract) -> bool:
+    """Whether the engine feeds other states than training read, in its default model runner or
+    any other (vLLM's v1 and v2): what another id list can change."""
+    want = [t.name for t in training.fc_input]
+    return bool(d.mismatched_slots) or any([t.name if t else None for t in fed] != want
+                                           for fed in serving.runners.values())
 
 
 def _export_advice(training: TrainingContract, target: Target, draft: Draft, version: str | None, verify: bool,
