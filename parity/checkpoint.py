@@ -36,11 +36,13 @@ def bias_weight(bias: str) -> str:
 def served_tensors(tensors: dict[str, "torch.Tensor"], renames: dict[str, str],
                    zero_biases: tuple[str, ...] | list[str] = ()) -> dict[str, "torch.Tensor"]:
     """`tensors` renamed, plus a zero bias (one per output row of its layer's weight, in the
-    weight's dtype) for each name in `zero_biases` (names as the engine loads them)."""
+    weight's dtype) for each name in `zero_biases` whose layer's weight is among them (names
+    as the engine loads them; a sharded checkpoint gets each bias in its weight's shard)."""
     import torch
 
     out = {rename_tensor(n, renames): t for n, t in tensors.items()}
     for bias in zero_biases:
-        weight = out[bias_weight(bias)]
-        out[bias] = torch.zeros(weight.shape[0], dtype=weight.dtype)
+        weight = out.get(bias_weight(bias))
+        if weight is not None:
+            out[bias] = torch.zeros(weight.shape[0], dtype=weight.dtype)
     return out

@@ -25,7 +25,7 @@ import tempfile
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
-from .checkpoint import bias_weight, rename_tensor, served_tensors
+from .checkpoint import served_tensors
 from .contract import ServingContract, TrainingContract
 from .extract.trainers import trainer
 from .extract.engines import engine
@@ -60,10 +60,8 @@ def _write(tmp: Path, draft: Draft, ids: list[int], engine_name: str, form: Serv
 
         with safe_open(str(f), framework="pt") as fh:
             meta, tensors = fh.metadata(), {name: fh.get_tensor(name) for name in fh.keys()}
-        # each zero bias goes into the file holding its layer's weight
-        zero = [b for b in form.checkpoint_zero_biases
-                if bias_weight(b) in {rename_tensor(n, form.checkpoint_renames) for n in tensors}]
-        save_file(served_tensors(tensors, form.checkpoint_renames, zero), str(tmp / f.name), metadata=meta)
+        save_file(served_tensors(tensors, form.checkpoint_renames, form.checkpoint_zero_biases),
+                  str(tmp / f.name), metadata=meta)
     return served
 
 

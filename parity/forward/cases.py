@@ -90,7 +90,9 @@ def born_from_layout(n: int) -> list[str]:
 
 def served_copy(draft_dir: Path, out: Path, *, ids: list[int] | None = None, drop: tuple[str, ...] = (),
                 config_overrides: dict | None = None, engine_name: str = "sglang") -> Path:
-    """The form of a speculators draft `engine_name` loads (parity.export's config, tensors as-is)."""
+    """The form of a speculators draft `engine_name` loads: parity.export's config, tensors as
+    trained (a case with solve_taps gets export's tensor renames and zero biases on the
+    engine's side, where its release is installed: parity/checkpoint.py)."""
     spec = json.loads((Path(draft_dir) / "config.json").read_text())
     config = engine(engine_name).served_config(
         spec, ids if ids is not None else list(spec.get("eagle_aux_hidden_state_layer_ids") or []))

@@ -2,8 +2,9 @@
 
 SGLang's draft class reads `model_type`, `eagle_config`, `norm_before_fc`, `fc_norm`,
 `norm_output`, `target_hidden_size`, `draft_vocab_size` and the Llama layer keys below
-(docs/draft-graph.md, 'What SGLang 0.5.23's draft class reads'); tensors keep speculators'
-names, which SGLang's `load_weights` maps itself.
+(docs/draft-graph.md, 'What SGLang 0.5.23's draft class reads'). Tensor names are not the
+config's concern: SGLang's `load_weights` maps speculators' names itself from 0.5.11; for older
+releases the serving extraction finds the renames it needs (parity/checkpoint.py).
 """
 
 from __future__ import annotations
