@@ -102,6 +102,15 @@ def private_dir(prefix: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=prefix))
 
 
+def engine_cache(variable: str, name: str) -> None:
+    """Point an engine's cache root (`variable`, e.g. VLLM_CACHE_ROOT, which defaults to the
+    user's ~/.cache) at `name` in this process's temp dir, before the engine reads it. A probe's
+    temp dir is private and removed when it ends, so nothing an engine caches is left in the
+    user's home (docs/engines-on-cpu.md, 'Caches'). Set unconditionally: parity's runs never
+    write into a cache the user keeps."""
+    os.environ[variable] = os.path.join(tempfile.gettempdir(), name)
+
+
 def register_server(proc: subprocess.Popen, tmp: Path, control) -> None:
     """A long-lived child (a parity.forkserver server), its private directory and its control
     socket: killed, removed and closed when the workspace ends, or at exit outside any workspace."""

@@ -92,6 +92,24 @@ def test_no_temp_dirs_left_by_command(tmpdir_, command):
     assert left_in(tmpdir_) == []
 
 
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_nothing_left_in_the_users_caches(tmpdir_, tmp_path, engine):
+    """Each engine caches under the user's home by default (SGLang's ~/.cache/sglang, vLLM's
+    ~/.cache/vllm/modelinfos): a probe must point those into its private temp dir."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**_env(tmpdir_), "HOME": str(home)}
+    for variable in ("XDG_CACHE_HOME", "SGLANG_CACHE_DIR", "VLLM_CACHE_ROOT"):
+        env.pop(variable, None)
+    out = subprocess.run([sys.executable, "-m", "parity", "contract", "serving", "--engine", engine,
+                          "--target-config", str(DEEPSEEK), "--draft", str(KIMI)],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr
+    assert "layer" in out.stdout  # a contract was extracted: the engine really ran
+    assert left_in(home) == []
+    assert left_in(tmpdir_) == []
+
+
 def test_no_temp_dirs_left_by_export_and_its_inputs_are_unchanged(tmpdir_, draft, tmp_path):
     before = hashes(draft, TINY)
     out = parity(tmpdir_, "export", str(draft), str(tmp_path / "served"), *EXPORT)

@@ -29,6 +29,7 @@ from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tenso
 from ...shrink import shrink_config
 from ....envs import reply_over_stdio
 from ....errors import CannotExtract
+from ....workspace import engine_cache
 from ....inputs import is_wrapper, text_part
 
 
@@ -56,7 +57,10 @@ def adapter_for(version: str):
     (families/: the family whose range holds it; for a release outside every range, the
     newest family whose code paths are all in the installed source, with the placement's
     `note` saying so). A release no family can run is a loud LookupError naming what was
-    looked for. Installs parity's CPU stand-ins (checking code paths imports engine modules)."""
+    looked for. Installs parity's CPU stand-ins (checking code paths imports engine modules).
+    First, SGLang's cache root (`SGLANG_CACHE_DIR`, by default ~/.cache/sglang; `import sglang`
+    points inductor's and Triton's caches under it) goes into this process's private temp dir."""
+    engine_cache("SGLANG_CACHE_DIR", "sglang-cache")
     standins.install()
     placement = place(version)
     return placement.module.Adapter(), placement.module.CODE_PATHS, placement

@@ -50,7 +50,7 @@ REQUIRES = ("vllm.attention.layer.Attention.forward",)  # what the kernel stand-
 class Adapter(v0_33.Adapter):
     """vLLM 0.11's calls: the 0.33 adapter's, but where 0.11 differs."""
 
-    def platform(self) -> None:
+    def cpu_platform(self) -> None:
         import vllm.platforms as platforms
         from vllm.platforms.cpu import CpuPlatform
 

@@ -46,7 +46,7 @@ REQUIRES = (
 class Adapter(v0_22.Adapter):
     """vLLM 0.17-0.21's calls: the 0.22 adapter's, but where these releases differ."""
 
-    def platform(self) -> None:
+    def cpu_platform(self) -> None:
         """The CPU platform set by hand (0.22's), and torch's CPU-capability queries under the
         private names these releases call: vLLM 0.17 is built against an older torch, whose
         `torch._C._cpu._is_avx512_supported` (called by `CpuPlatform.import_kernels`) and
@@ -57,7 +57,7 @@ class Adapter(v0_22.Adapter):
         for name in ("_is_avx512_supported", "_is_amx_tile_supported"):
             if not hasattr(torch._C._cpu, name):
                 setattr(torch._C._cpu, name, getattr(torch.cpu, name))
-        super().platform()
+        super().cpu_platform()
 
     def gpu_default_runner(self, vllm_config) -> str:
         """V1 unless VLLM_USE_V2_MODEL_RUNNER is set (vLLM's own environment reading)."""

@@ -53,8 +53,8 @@ REQUIRES = (
 class Adapter(v0_33.Adapter):
     """vLLM 0.22-0.27's calls: the 0.33 adapter's, but where these releases differ."""
 
-    def platform(self) -> None:
-        v0_11.Adapter.platform(self)  # the CUDA wheel detects no CPU platform
+    def cpu_platform(self) -> None:
+        v0_11.Adapter.cpu_platform(self)  # the CUDA wheel detects no CPU platform
 
     def replace_kernels(self) -> list[str]:
         from vllm.model_executor.layers.attention import attention, mla_attention

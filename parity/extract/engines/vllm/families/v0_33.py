@@ -52,11 +52,50 @@ REQUIRES = (
     "vllm.model_executor.layers.fused_moe.experts.cpu_moe.CPUUnquantizedExperts.process_weights_after_loading",
 )
 
+# The registry's out-of-process model inspection (every family's; replaced by an in-process call).
+INSPECTION = "vllm.model_executor.models.registry._run_in_subprocess"
+
+
+def private_cache() -> None:
+    """vLLM's cache root (`VLLM_CACHE_ROOT`, by default ~/.cache/vllm: the registry's
+    `modelinfos/`, any compile cache) in this process's private temp dir. Its `envs` reads the
+    variable at each access (until a serving engine, never started here, freezes them)."""
+    from .....workspace import engine_cache
+
+    engine_cache("VLLM_CACHE_ROOT", "vllm-cache")
+
+
+def inspect_in_process() -> None:
+    """vLLM's registry inspects a model class it has not cached (`_LazyRegisteredModel.
+    inspect_model_cls`) by running `_ModelInfo.from_model_cls(load_model_cls())` in a fresh Python
+    process, so that a GPU process does not initialise CUDA early; that process imports vLLM again
+    (about 15 s per architecture on 2 cores). On the CPU there is no CUDA to keep uninitialised:
+    the same function is called here, in this process, and returns the same `_ModelInfo`. The
+    probe imports the model's module for `get_model` anyway. Every family (0.11-0.33) has the
+    same `registry._run_in_subprocess(fn)`; a release without it is CodePathMoved."""
+    from ....run_until import require
+
+    require(INSPECTION)
+    from vllm.model_executor.models import registry
+
+    registry._run_in_subprocess = _call
+
+
+def _call(fn):
+    return fn()
+
 
 class Adapter:
     """vLLM 0.33's calls, each named after what parity needs from it."""
 
     def platform(self) -> None:
+        """Everything before any vLLM model code runs: vLLM's cache in this process's private
+        TMPDIR, the CPU platform, and the registry's model inspection in this process."""
+        private_cache()
+        self.cpu_platform()
+        inspect_in_process()
+
+    def cpu_platform(self) -> None:
         """Select the CPU platform before vLLM is imported (0.33 reads the variable)."""
         os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
