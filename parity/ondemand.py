@@ -178,7 +178,10 @@ def missing_imports(python: Path, family: str) -> list[str]:
 
     from .envs import parity_on_path
 
+    from .envs import keep_bytecode
+
     env = dict(os.environ)
+    keep_bytecode(python, env)
     with parity_on_path(env) as cwd:
         proc = subprocess.run([str(python), "-c", _MISSING, family], capture_output=True, text=True, env=env, cwd=cwd)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("[")]
@@ -242,8 +245,14 @@ def too_new(python: Path, fields: dict[str, str]) -> dict[str, str]:
     environment, fails to import because a module of another installed package is missing
     there ({field: why})."""
     import json
+    import os
 
-    proc = subprocess.run([str(python), "-c", _TOO_NEW, json.dumps(fields)], capture_output=True, text=True)
+    from .envs import keep_bytecode
+
+    env = dict(os.environ)
+    keep_bytecode(python, env)
+    proc = subprocess.run([str(python), "-c", _TOO_NEW, json.dumps(fields)], capture_output=True, text=True,
+                          env=env)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     return json.loads(lines[-1]) if lines else {}
 
