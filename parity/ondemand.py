@@ -19,6 +19,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import zipfile
 from pathlib import Path
 
@@ -144,8 +145,18 @@ def _toml_line(version: str, line: dict) -> str:
     return f'"{version}" = {{ ' + ", ".join(f"{k} = {value(v)}" for k, v in line.items()) + " }"
 
 
+# The user's envs.toml is read, edited and replaced whole: one edit at a time in this process
+# (the sweep builds two releases at once).
+_editing = threading.Lock()
+
+
 def add_line(family: str, version: str, line: dict) -> Path:
     """Write the line under `[releases.FAMILY]` of the user's envs.toml (made if absent)."""
+    with _editing:
+        return _add_line(family, version, line)
+
+
+def _add_line(family: str, version: str, line: dict) -> Path:
     path = user_envs()
     text = path.read_text() if path.is_file() else (
         "# Releases parity built on demand (--build): one line each, read from the wheels' metadata.\n")
@@ -176,9 +187,7 @@ def missing_imports(python: Path, family: str) -> list[str]:
     import json
     import os
 
-    from .envs import parity_on_path
-
-    from .envs import keep_bytecode
+    from .envs import keep_bytecode, parity_on_path
 
     env = dict(os.environ)
     keep_bytecode(python, env)
@@ -334,11 +343,12 @@ def _python(name: str, spec: dict) -> Path:
 
 
 def _replace_line(family: str, version: str, line: dict) -> None:
-    path = user_envs()
-    lines = path.read_text().splitlines()
-    key = f'"{version}" = '
-    out = [(_toml_line(version, line) if ln.startswith(key) else ln) for ln in lines]
-    _write(path, "\n".join(out) + "\n")
+    with _editing:
+        path = user_envs()
+        lines = path.read_text().splitlines()
+        key = f'"{version}" = '
+        out = [(_toml_line(version, line) if ln.startswith(key) else ln) for ln in lines]
+        _write(path, "\n".join(out) + "\n")
 
 
 def _write(path: Path, text: str) -> None:

@@ -103,3 +103,34 @@ def test_a_checkout_keeps_its_release_environments_in_envs_dir(monkeypatch):
     monkeypatch.setenv("PARITY_HOME", "/elsewhere")
     assert {e.name: e.path for e in environments()}["sglang-0.5.14"] == Path("/elsewhere/sglang-0.5.14")
     assert home.cache_dir() == Path("/elsewhere/cache")
+
+
+def test_children_of_a_built_environment_keep_their_bytecode_inside_it(tmp_path):
+    """A child of an environment parity built writes the bytecode of what it imports under
+    ENV/.pycache (PYTHONDONTWRITEBYTECODE dropped), never beside the sources; another
+    interpreter's environment is left as it was."""
+    import os
+    import subprocess
+
+    from parity.envs import PYCACHE, keep_bytecode
+
+    main = environments()[0]
+    assert main.name == "main"
+    python = main.path / "bin" / "python"
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "parity_bytecode_probe.py").write_text("VALUE = 1\n")
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(src)}
+    keep_bytecode(python, env)
+    assert "PYTHONDONTWRITEBYTECODE" not in env
+    assert env["PYTHONPYCACHEPREFIX"] == str(main.path / PYCACHE)
+    subprocess.run([str(python), "-c", "import parity_bytecode_probe"], env=env, check=True)
+    kept = main.path / PYCACHE / str(src.resolve()).lstrip("/")
+    assert any(kept.glob("parity_bytecode_probe.*.pyc")), f"no bytecode under {kept}"
+    assert sorted(p.name for p in src.iterdir()) == ["parity_bytecode_probe.py"]  # nothing beside it
+    for pyc in kept.glob("parity_bytecode_probe.*.pyc"):
+        pyc.unlink()
+
+    other = {"PYTHONDONTWRITEBYTECODE": "1"}
+    keep_bytecode(tmp_path / "elsewhere" / "bin" / "python", other)
+    assert other == {"PYTHONDONTWRITEBYTECODE": "1"}
