@@ -42,9 +42,15 @@ def _env(tmpdir: Path) -> dict[str, str]:
     return env
 
 
-def parity(tmpdir: Path, *args: str) -> subprocess.CompletedProcess:
-    """The CLI of this checkout (cwd first on sys.path) with TMPDIR=tmpdir."""
-    return subprocess.run([sys.executable, "-m", "parity", *args], cwd=ROOT, env=_env(tmpdir),
+def parity(tmpdir: Path, *args: str, home: Path | None = None) -> subprocess.CompletedProcess:
+    """The CLI of this checkout (cwd first on sys.path) with TMPDIR=tmpdir (and, with `home`,
+    HOME=home and no cache location of its own)."""
+    env = _env(tmpdir)
+    if home is not None:
+        env["HOME"] = str(home)
+        for variable in ("XDG_CACHE_HOME", "SGLANG_CACHE_DIR", "VLLM_CACHE_ROOT"):
+            env.pop(variable, None)
+    return subprocess.run([sys.executable, "-m", "parity", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=900)
 
 
@@ -98,12 +104,8 @@ def test_nothing_left_in_the_users_caches(tmpdir_, tmp_path, engine):
     ~/.cache/vllm/modelinfos): a probe must point those into its private temp dir."""
     home = tmp_path / "home"
     home.mkdir()
-    env = {**_env(tmpdir_), "HOME": str(home)}
-    for variable in ("XDG_CACHE_HOME", "SGLANG_CACHE_DIR", "VLLM_CACHE_ROOT"):
-        env.pop(variable, None)
-    out = subprocess.run([sys.executable, "-m", "parity", "contract", "serving", "--engine", engine,
-                          "--target-config", str(DEEPSEEK), "--draft", str(KIMI)],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    out = parity(tmpdir_, "contract", "serving", "--engine", engine, "--target-config", str(DEEPSEEK),
+                 "--draft", str(KIMI), home=home)
     assert out.returncode == 0, out.stderr
     assert "layer" in out.stdout  # a contract was extracted: the engine really ran
     assert left_in(home) == []
