@@ -1,6 +1,7 @@
 """Ships the data parity needs inside its wheel (everything else is in pyproject.toml).
 
-envs.toml, locks/, fixtures/ and contracts/ live at the root of the checkout, where the README's
+envs.toml, locks/, fixtures/, contracts/ and releases.json (the published sweep, whose lines
+`--build` builds from) live at the root of the checkout, where the README's
 commands name them. A wheel carries them inside the package, as `parity/_shipped/` with the
 same layout (the bundled locks point into ../fixtures/), so an installed parity finds them
 (parity/home.py). An editable install runs from the checkout and needs no copy.
@@ -13,7 +14,7 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
-SHIPPED = ("envs.toml", "locks", "fixtures", "contracts")
+SHIPPED = ("envs.toml", "locks", "fixtures", "contracts", "releases.json")
 
 
 class BuildPyWithShippedData(build_py):

@@ -14,7 +14,9 @@ a lock resolved for it (parity.build_env), with progress lines on stderr.
 
 from __future__ import annotations
 
+import enum
 import functools
+import json
 import re
 import subprocess
 import sys
@@ -36,6 +38,30 @@ FIELD = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*==\s*\{(\w+)\}\s*$")
 
 class BuildError(UserError, RuntimeError):
     """A release whose environment could not be derived or built (one line)."""
+
+
+class LineSource(str, enum.Enum):
+    """Where the envs.toml line a release's environment was built from came from."""
+
+    DECLARED = "envs.toml"  # an envs.toml (the shipped one, or the user's) already had it
+    SWEPT = "releases.json"  # the line the published sweep derived for it (its row's build.line)
+    DERIVED = "derived"  # derived now: its wheel's metadata, then its imports run in its environment
+
+
+@functools.lru_cache(maxsize=1)
+def _swept_lines() -> dict:
+    from .home import shipped
+
+    path = shipped("releases.json")
+    data = json.loads(path.read_text()) if path.is_file() else {}
+    return {(family, row["version"]): row["build"]["line"]
+            for family, section in data.items() if isinstance(section, dict)
+            for row in section.get("releases", []) if row.get("build", {}).get("line")}
+
+
+def swept_line(family: str, version: str) -> dict | None:
+    """The line the published sweep built `family` `version` from (releases.json), if it ran it."""
+    return _swept_lines().get((family, version))
 
 
 def log(msg: str) -> None:
@@ -184,7 +210,6 @@ ENGINE_IMPORT_ROUNDS = 4
 
 def missing_imports(python: Path, family: str) -> list[str]:
     """Top-level modules `family`'s code paths import but `python`'s environment lacks."""
-    import json
     import os
 
     from .envs import keep_bytecode, parity_on_path
@@ -197,20 +222,29 @@ def missing_imports(python: Path, family: str) -> list[str]:
     return json.loads(lines[-1]) if lines else []
 
 
-def ensure_release(family: str, version: str) -> None:
+def ensure_release(family: str, version: str, *, derive: bool = False) -> LineSource:
     """Make `family==version` runnable: nothing when an environment pins it and is built; build
-    it when it is declared; otherwise derive its line, add it to the user's envs.toml, build it."""
+    it when it is declared; otherwise add its line to the user's envs.toml (the published sweep's,
+    or with `derive` or for a release no sweep has seen, derived now) and build it. Returns where
+    the line came from."""
     from .envs import EnvError, environments, load_specs, raw_envs
 
     env = next((e for e in environments() if e.packages.get(family) == version), None)
     if env is not None and env.built:
-        return
+        return LineSource.DECLARED
+    source = LineSource.DECLARED
     if env is None:
         template = raw_envs().get("template", {}).get(family)
         if template is None:
             raise BuildError(f"cannot build {family} {version}: envs.toml has no [template.{family}]")
-        log(f"{family} {version}: no environment has it; reading its wheel's metadata for the pins it imposes")
-        line = release_line(family, version, template)
+        line = None if derive else swept_line(family, version)
+        if line is not None:
+            source = LineSource.SWEPT
+            log(f"{family} {version}: no environment has it; the published sweep built it from this line")
+        else:
+            source = LineSource.DERIVED
+            log(f"{family} {version}: no environment has it; reading its wheel's metadata for the pins it imposes")
+            line = release_line(family, version, template)
         where = add_line(family, version, line)
         log(f"{family} {version}: added {_toml_line(version, line)} to {where}")
     try:
@@ -222,9 +256,10 @@ def ensure_release(family: str, version: str) -> None:
         name = env.name
     log(f"{family} {version}: building its environment (progress below)")
     _build(family, version, name, specs[name])
-    if env is None and family in TEMPLATE_IS_COMPLETE:
+    if source is LineSource.DERIVED and family in TEMPLATE_IS_COMPLETE:
         _step_back_too_new(family, version, name)
         _add_missing_imports(family, version, name)
+    return source
 
 
 # Run in a release environment: which of the given distributions cannot be imported there because
@@ -253,7 +288,6 @@ def too_new(python: Path, fields: dict[str, str]) -> dict[str, str]:
     """Of `fields` ({field: distribution}), those whose distribution, installed in `python`'s
     environment, fails to import because a module of another installed package is missing
     there ({field: why})."""
-    import json
     import os
 
     from .envs import keep_bytecode

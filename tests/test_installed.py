@@ -29,9 +29,9 @@ from .helpers import ROOT
 
 pytestmark = pytest.mark.slow
 
-# What a wheel is built from (setup.py copies the last three into parity/_shipped/).
+# What a wheel is built from (setup.py copies the last four into parity/_shipped/).
 SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "parity", "envs.toml", "locks", "fixtures",
-           "contracts")
+           "contracts", "releases.json")
 
 
 @dataclass(frozen=True)

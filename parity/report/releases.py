@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..ondemand import LineSource
+
 PACKAGES = ("sglang", "vllm", "speculators")  # the tables, in this order
 
 HEADER = """# What every release feeds the draft
@@ -134,13 +136,20 @@ def summary(package: str, section: dict) -> str:
             f"every other release says why in its row.")
 
 
+# Where each release's envs.toml line came from (parity.ondemand.LineSource), as the figures say it.
+# (A LineSource is its own value as a string: a row's "line_from" looks it up.)
+LINE_FROM = {LineSource.DECLARED: "envs.toml", LineSource.SWEPT: "published", LineSource.DERIVED: "derived"}
+
+
 def figures(data: dict) -> list[str]:
-    out = ["| package | release | build (s) | extra size (MB) | cases (s) |", "|---|---|---|---|---|"]
+    out = ["| package | release | line | build (s) | extra size (MB) | cases (s) |", "|---|---|---|---|---|---|"]
     for package in PACKAGES:
         for row in data.get(package, {}).get("releases", []):
             b = row.get("build", {})
             size = f"{b['extra_bytes'] / 1e6:.0f}" if b.get("extra_bytes") is not None else ""
-            out.append(f"| {package} | {row['version']} | {b.get('seconds', '')} | {size} | {row.get('seconds', '')} |")
+            line = LINE_FROM.get(b.get("line_from"), "")
+            out.append(f"| {package} | {row['version']} | {line} | {b.get('seconds', '')} | {size} | "
+                       f"{row.get('seconds', '')} |")
     runs = data.get("runs", [])
     if runs:
         out += ["", "Sweep runs (wall time, this machine): " +
@@ -157,7 +166,9 @@ def render_releases(data: dict) -> str:
         out += [f"## {package}", "", summary(package, data[package]), "", "Cases:", ""]
         out += [f"- `{name}`: {_md(what)}" for name, what in cases.get(package, {}).items()]
         out += [""] + table(package, data[package], cases.get(package, {})) + [""]
-    out += ["## Figures", "", "Per release: the time to build its environment (download included, the "
-            "shared package cache already holding torch), the disk it adds beyond that cache, and the "
-            "time its cases took.", ""] + figures(data)
+    out += ["## Figures", "", "Per release: where the envs.toml line its environment was built from came "
+            "from (`envs.toml`: shipped; `published`: the line this table's previous sweep derived; `derived`: "
+            "derived in this run from its wheel's metadata and imports), the time to build its environment "
+            "(download included, the shared package cache already holding torch), the disk it adds beyond "
+            "that cache, and the time its cases took.", ""] + figures(data)
     return "\n".join(out) + "\n"

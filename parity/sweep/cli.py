@@ -30,6 +30,8 @@ def add_sweep_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--home", type=Path, help="where release environments are built (default: "
                    "$PARITY_HOME/sweep); each is deleted once its cases ran")
     p.add_argument("--redo", action="store_true", help="run releases the results file already holds again")
+    p.add_argument("--derive", action="store_true", help="derive each release's envs.toml line from its wheel and "
+                   "its imports again, even where the published releases.json has the line it was built from")
     p.add_argument("--keep-envs", action="store_true", help="keep each release's environment")
     p.add_argument("--limit", type=int, metavar="N", help="run at most N releases this time")
     p.add_argument("--render", action="store_true", help="only write the markdown from the results file")
@@ -67,7 +69,7 @@ def run_sweep(args) -> int:
             raise UserError("--sglang none --vllm none --speculators none: nothing to sweep")
         args.results.parent.mkdir(parents=True, exist_ok=True)
         data = sweep(args.results, (args.home or home() / "sweep").absolute(), wanted=wanted, redo=args.redo,
-                     keep_envs=args.keep_envs, limit=args.limit)
+                     keep_envs=args.keep_envs, derive=args.derive, limit=args.limit)
     args.markdown.parent.mkdir(parents=True, exist_ok=True)
     args.markdown.write_text(render_releases(data))
     print(f"wrote {args.markdown} and {args.results}")

@@ -1,7 +1,9 @@
 """`parity sweep`: every published release of SGLang, vLLM and speculators over the fixed case set.
 
-For each release, oldest first: its environment is built into the sweep's own home (from its
-wheel's metadata, as `--build` does), every case is extracted by running that release's own
+For each release, oldest first: its environment is built into the sweep's own home, as `--build`
+does (from the line the published sweep derived for it, releases.json's `build.line`; a release
+no sweep has run, or every one with `derive`, has its line derived from its wheel's metadata and
+its imports, about a minute; each row records its line and where it came from), every case is extracted by running that release's own
 code (`docs/releases.md` says how), the row is saved, and the environment is deleted with the
 release's own wheel in the package cache (the shared dependencies stay, so the next release
 costs only what differs). While one release runs its cases the next one's environment is
@@ -161,17 +163,25 @@ def env_size(package: str, version: str) -> int | None:
     return total
 
 
-def build(package: str, version: str) -> dict:
-    """Build the release's environment into the sweep's home; {"seconds", "bytes"} or {"error"}."""
+def build(package: str, version: str, derive: bool = False) -> dict:
+    """Build the release's environment into the sweep's home: {"seconds", "extra_bytes", "line",
+    "line_from"} (the envs.toml line it was built from, and where that came from:
+    parity.ondemand.LineSource) or {"error", "seconds"}. `derive`: derive its line again even where
+    the published sweep has one."""
+    from ..envs import raw_envs
     from ..errors import UserError
     from ..ondemand import ensure_release
 
     started = time.monotonic()
     try:
-        ensure_release(package, version)
+        source = ensure_release(package, version, derive=derive)
     except UserError as exc:
         return {"error": first_line(exc), "seconds": round(time.monotonic() - started, 1)}
-    return {"seconds": round(time.monotonic() - started, 1), "extra_bytes": env_size(package, version)}
+    out = {"seconds": round(time.monotonic() - started, 1), "extra_bytes": env_size(package, version)}
+    line = raw_envs().get("releases", {}).get(package, {}).get(version)
+    if line is not None:  # None: the release parity itself runs (the main environment)
+        out.update(line=line, line_from=source.value)
+    return out
 
 
 def drop_env(package: str, version: str, home: Path) -> None:
@@ -251,10 +261,11 @@ def describe_cases() -> dict:
 
 
 def sweep(results: Path, home: Path, *, wanted: "dict[str, SpecifierSet | Literal['all']]", redo: bool = False,
-          keep_envs: bool = False, limit: int | None = None, on_row: Callable[[dict], None] | None = None) -> dict:
+          keep_envs: bool = False, derive: bool = False, limit: int | None = None, on_row: Callable[[dict], None] | None = None) -> dict:
     """Run every release of each package in `wanted` ("all": from the package's first the sweep
     covers, PACKAGES; else the releases in the range) that `results` does not hold yet (all of
-    them with `redo`); returns the results, saved after every release."""
+    them with `redo`); returns the results, saved after every release. A release the published
+    sweep ran is built from the line it derived (releases.json), unless `derive`."""
     from packaging.version import Version
 
     from .registry import published
@@ -276,12 +287,12 @@ def sweep(results: Path, home: Path, *, wanted: "dict[str, SpecifierSet | Litera
         log(f"{len(todo)} release(s) to run; results in {results}, environments in {home}")
         started = time.monotonic()
         with ThreadPoolExecutor(max_workers=BUILDS_AHEAD, thread_name_prefix="sweep-build") as builder:
-            pending: dict[int, Future] = {i: builder.submit(build, *todo[i])
+            pending: dict[int, Future] = {i: builder.submit(build, *todo[i], derive)
                                           for i in range(min(BUILDS_AHEAD, len(todo)))}
             for i, (package, version) in enumerate(todo):
                 built = pending.pop(i).result()
                 if i + BUILDS_AHEAD < len(todo):
-                    pending[i + BUILDS_AHEAD] = builder.submit(build, *todo[i + BUILDS_AHEAD])
+                    pending[i + BUILDS_AHEAD] = builder.submit(build, *todo[i + BUILDS_AHEAD], derive)
                 log(f"{package} {version}: " + (f"not built: {built['error']}" if "error" in built else
                                                  f"built in {built['seconds']} s; running its cases"))
                 row = run_release(package, version, built)
