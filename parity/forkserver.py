@@ -54,12 +54,15 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
+from .workspace import CACHE_ROOTS
+
 OFF = "PARITY_NO_FORKSERVER"
 MAX_SERVERS = 6  # per parent process: each holds an engine's imports (about 0.5 GB resident)
 
-# Environment variables that differ from run to run but are read by no import: a server
-# started under one value serves children asking with another (each child gets its own).
-VOLATILE = frozenset({"TMPDIR", "PYTEST_CURRENT_TEST", "PARITY_PROBE_OVERRIDES", "PARITY_NO_CACHE",
+# Environment variables that differ from run to run and on which no reply depends (a child's
+# private TMPDIR and cache roots, parity.workspace.private_caches): a server started under one
+# value serves children asking with another (each child gets its own).
+VOLATILE = frozenset({"TMPDIR", *CACHE_ROOTS, "PYTEST_CURRENT_TEST", "PARITY_PROBE_OVERRIDES", "PARITY_NO_CACHE",
                       "PARITY_DEBUG", OFF})
 
 
@@ -92,10 +95,10 @@ def _key(python: str, warm: str, cwd: str, env: dict[str, str]) -> tuple:
 def _start(python: str, warm: str, cwd: str, env: dict[str, str]) -> _Server:
     """A server process on a private control socket (no path on disk: nothing to leave
     behind, no other user can reach it); it exits when this end closes."""
-    from .workspace import private_dir, register_server
+    from .workspace import private_caches, private_dir, register_server
 
     tmp = private_dir("parity-forkserver-")
-    server_env = {**env, "TMPDIR": str(tmp)}
+    server_env = private_caches(env, tmp)
     server_env.pop("PARITY_PROBE_OVERRIDES", None)  # the server warms the real module only
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     try:

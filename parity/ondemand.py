@@ -213,11 +213,13 @@ def missing_imports(python: Path, family: str) -> list[str]:
     import os
 
     from .envs import keep_bytecode, parity_on_path
+    from .workspace import private_caches
 
     env = dict(os.environ)
     keep_bytecode(python, env)
-    with parity_on_path(env) as cwd:
-        proc = subprocess.run([str(python), "-c", _MISSING, family], capture_output=True, text=True, env=env, cwd=cwd)
+    with parity_on_path(env) as cwd, tempfile.TemporaryDirectory(prefix="parity-imports-") as tmp:
+        proc = subprocess.run([str(python), "-c", _MISSING, family], capture_output=True, text=True,
+                              env=private_caches(env, tmp), cwd=cwd)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("[")]
     return json.loads(lines[-1]) if lines else []
 
@@ -291,11 +293,13 @@ def too_new(python: Path, fields: dict[str, str]) -> dict[str, str]:
     import os
 
     from .envs import keep_bytecode
+    from .workspace import private_caches
 
     env = dict(os.environ)
     keep_bytecode(python, env)
-    proc = subprocess.run([str(python), "-c", _TOO_NEW, json.dumps(fields)], capture_output=True, text=True,
-                          env=env)
+    with tempfile.TemporaryDirectory(prefix="parity-imports-") as tmp:
+        proc = subprocess.run([str(python), "-c", _TOO_NEW, json.dumps(fields)], capture_output=True, text=True,
+                              env=private_caches(env, tmp))
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     return json.loads(lines[-1]) if lines else {}
 

@@ -102,6 +102,18 @@ def private_dir(prefix: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=prefix))
 
 
+# Cache roots that default to the user's ~/.cache and that code a child imports writes into
+# (transformers 4.x writes HF_HOME/hub/version.txt at import; SGLang and vLLM cache compiled
+# kernels and model inspections): a child's point into its own private directory.
+CACHE_ROOTS = {"HF_HOME": "huggingface", "SGLANG_CACHE_DIR": "sglang-cache", "VLLM_CACHE_ROOT": "vllm-cache"}
+
+
+def private_caches(env: dict[str, str], tmp: Path | str) -> dict[str, str]:
+    """`env` with TMPDIR and every cache root (CACHE_ROOTS) inside `tmp`, a directory removed
+    when the child ends: nothing the child caches is left in the user's home."""
+    return {**env, "TMPDIR": str(tmp), **{var: os.path.join(str(tmp), name) for var, name in CACHE_ROOTS.items()}}
+
+
 def engine_cache(variable: str, name: str) -> None:
     """Point an engine's cache root (`variable`, e.g. VLLM_CACHE_ROOT, which defaults to the
     user's ~/.cache) at `name` in this process's temp dir, before the engine reads it. A probe's
@@ -155,7 +167,7 @@ def run_child(cmd: list[str], input_text: str, env: dict[str, str], timeout: flo
     imported the module `warm` (MODULE before any override; parity.forkserver), falling back
     to a fresh process when no server can be reached."""
     tmp = private_dir("parity-child-")
-    env = {**env, "TMPDIR": str(tmp)}
+    env = private_caches(env, tmp)
     # Torch inductor precompiles a 150 MB header into TMPDIR before loading any C++ kernel,
     # even one SGLang has cached in its own SGLANG_CACHE_DIR: with a TMPDIR that dies with the
     # child that would be rebuilt (seconds of gcc) by every probe. Kernels compile without it.

@@ -9,6 +9,7 @@ never write into (or around) its inputs and must replace its output directory wh
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -48,7 +49,7 @@ def parity(tmpdir: Path, *args: str, home: Path | None = None) -> subprocess.Com
     env = _env(tmpdir)
     if home is not None:
         env["HOME"] = str(home)
-        for variable in ("XDG_CACHE_HOME", "SGLANG_CACHE_DIR", "VLLM_CACHE_ROOT"):
+        for variable in ("XDG_CACHE_HOME", "HF_HOME", "SGLANG_CACHE_DIR", "VLLM_CACHE_ROOT"):
             env.pop(variable, None)
     return subprocess.run([sys.executable, "-m", "parity", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=900)
@@ -98,18 +99,55 @@ def test_no_temp_dirs_left_by_command(tmpdir_, command):
     assert left_in(tmpdir_) == []
 
 
-@pytest.mark.parametrize("engine", ["sglang", "vllm"])
-def test_nothing_left_in_the_users_caches(tmpdir_, tmp_path, engine):
+@pytest.mark.parametrize("command", [
+    pytest.param(["serving", "--engine", "sglang", "--target-config", str(DEEPSEEK), "--draft", str(KIMI)], id="sglang"),
+    pytest.param(["serving", "--engine", "vllm", "--target-config", str(DEEPSEEK), "--draft", str(KIMI)], id="vllm"),
+])
+def test_nothing_left_in_the_users_caches(tmpdir_, tmp_path, command):
     """Each engine caches under the user's home by default (SGLang's ~/.cache/sglang, vLLM's
     ~/.cache/vllm/modelinfos): a probe must point those into its private temp dir."""
     home = tmp_path / "home"
     home.mkdir()
-    out = parity(tmpdir_, "contract", "serving", "--engine", engine, "--target-config", str(DEEPSEEK),
-                 "--draft", str(KIMI), home=home)
+    out = parity(tmpdir_, "contract", *command, home=home)
     assert out.returncode == 0, out.stderr
     assert "layer" in out.stdout  # a contract was extracted: the engine really ran
     assert left_in(home) == []
     assert left_in(tmpdir_) == []
+
+
+# What transformers 4.48 (SGLang 0.4.4.x's) does when imported: HF_HOME/hub/version.txt, HF_HOME
+# defaulting to ~/.cache/huggingface; and the same for every other cache root a child may write.
+_WRITES_INTO_CACHES = r"""
+import json, os, sys
+from pathlib import Path
+wrote = []
+for variable, default in json.loads(sys.argv[1]).items():
+    path = Path(os.environ.get(variable) or Path.home() / ".cache" / default) / "version.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("1")
+    wrote.append(str(path))
+print(json.dumps(wrote))
+"""
+
+
+def test_a_child_writing_into_its_cache_roots_leaves_nothing_in_the_users_home(tmp_path, monkeypatch):
+    """Every child parity starts (parity.workspace.run_child, the forkserver's servers, the
+    on-demand import checks) has its cache roots in its private directory, removed when it ends."""
+    from parity.workspace import CACHE_ROOTS, run_child
+
+    home, tmp = tmp_path / "home", tmp_path / "tmp"
+    home.mkdir(), tmp.mkdir()
+    env = {**_env(tmp), "HOME": str(home)}
+    for variable in CACHE_ROOTS:
+        env.pop(variable, None)
+    monkeypatch.setattr("tempfile.tempdir", str(tmp))
+    defaults = {"HF_HOME": "huggingface", "SGLANG_CACHE_DIR": "sglang", "VLLM_CACHE_ROOT": "vllm"}
+    assert defaults.keys() == CACHE_ROOTS.keys()
+    proc = run_child([sys.executable, "-c", _WRITES_INTO_CACHES, json.dumps(defaults)], "", env, 60)
+    assert proc.returncode == 0, proc.stderr
+    assert len(json.loads(proc.stdout)) == 3  # it did write, somewhere
+    assert left_in(home) == []
+    assert left_in(tmp) == []
 
 
 def test_no_temp_dirs_left_by_export_and_its_inputs_are_unchanged(tmpdir_, draft, tmp_path):
