@@ -167,7 +167,7 @@ def render_releases(data: dict) -> str:
         out += [f"- `{name}`: {_md(what)}" for name, what in cases.get(package, {}).items()]
         out += [""] + table(package, data[package], cases.get(package, {})) + [""]
     out += ["## Figures", "", "Per release: where the envs.toml line its environment was built from came "
-            "from (`envs.toml`: shipped; `published`: the line this table's previous sweep derived; `derived`: "
+            "from (`envs.toml`: shipped; `published`: the line a published sweep derived, as releases.json shipped it; `derived`: "
             "derived in this run from its wheel's metadata and imports), the time to build its environment "
             "(download included, the shared package cache already holding torch), the disk it adds beyond "
             "that cache, and the time its cases took.", ""] + figures(data)

@@ -31,7 +31,8 @@ def add_sweep_parser(sub) -> argparse.ArgumentParser:
                    "$PARITY_HOME/sweep); each is deleted once its cases ran")
     p.add_argument("--redo", action="store_true", help="run releases the results file already holds again")
     p.add_argument("--derive", action="store_true", help="derive each release's envs.toml line from its wheel and "
-                   "its imports again, even where the published releases.json has the line it was built from")
+                   "its imports again, even where the published releases.json has the line it was built from (a line "
+                   "already in the sweep home's envs.toml, from an earlier run, stays)")
     p.add_argument("--keep-envs", action="store_true", help="keep each release's environment")
     p.add_argument("--limit", type=int, metavar="N", help="run at most N releases this time")
     p.add_argument("--render", action="store_true", help="only write the markdown from the results file")

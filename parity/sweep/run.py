@@ -3,11 +3,11 @@
 For each release, oldest first: its environment is built into the sweep's own home, as `--build`
 does (from the line the published sweep derived for it, releases.json's `build.line`; a release
 no sweep has run, or every one with `derive`, has its line derived from its wheel's metadata and
-its imports, about a minute; each row records its line and where it came from), every case is extracted by running that release's own
-code (`docs/releases.md` says how), the row is saved, and the environment is deleted with the
-release's own wheel in the package cache (the shared dependencies stay, so the next release
-costs only what differs). While one release runs its cases the next one's environment is
-built beside it. The results file is rewritten after every release, so an interrupted sweep
+its imports, about a minute; each row records its line and where it came from), every case is
+extracted by running that release's own code (`docs/releases.md` says how), the row is saved,
+and the environment is deleted with the release's own wheel in the package cache (the shared
+dependencies stay, so the next release costs only what differs). While one release runs its
+cases the next two releases' environments are built beside it. The results file is rewritten after every release, so an interrupted sweep
 resumes where it stopped; a release already in it is not run again unless asked (`redo`).
 
 A release that cannot be built or run is a row with the one line saying why, never a gap.
@@ -261,7 +261,8 @@ def describe_cases() -> dict:
 
 
 def sweep(results: Path, home: Path, *, wanted: "dict[str, SpecifierSet | Literal['all']]", redo: bool = False,
-          keep_envs: bool = False, derive: bool = False, limit: int | None = None, on_row: Callable[[dict], None] | None = None) -> dict:
+          keep_envs: bool = False, derive: bool = False, limit: int | None = None,
+          on_row: Callable[[dict], None] | None = None) -> dict:
     """Run every release of each package in `wanted` ("all": from the package's first the sweep
     covers, PACKAGES; else the releases in the range) that `results` does not hold yet (all of
     them with `redo`); returns the results, saved after every release. A release the published
