@@ -73,5 +73,5 @@ def run_sweep(args) -> int:
                      keep_envs=args.keep_envs, derive=args.derive, limit=args.limit)
     args.markdown.parent.mkdir(parents=True, exist_ok=True)
     args.markdown.write_text(render_releases(data))
-    print(f"wrote {args.markdown} and {args.results}")
+    print(f"wrote {args.markdown}" if args.render else f"wrote {args.markdown} and {args.results}")
     return ExitCode.OK
