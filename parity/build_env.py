@@ -34,6 +34,7 @@ and nothing is built for it. Progress goes to stderr.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -81,26 +82,37 @@ def stamp_hash(name: str, lock: Path, spec: dict) -> str:
 # -- uv ------------------------------------------------------------------------------------------
 
 def uv() -> Path:
-    """The pinned uv: on PATH when it is that version, else installed once into the home."""
+    """The pinned uv: on PATH when it is that version, else installed once into the home.
+
+    Installed under a file lock, with a marker written last: the sweep's builder threads and
+    pytest's workers ask at once, and a half-installed or re-installed uv under a running build
+    fails it (the check is the marker, not a `uv --version` that a loaded machine can time out)."""
     found = shutil.which("uv")
     if found and _version(found) == UV_VERSION:
         return Path(found)
     where = home() / ".tools" / f"uv-{UV_VERSION}"
-    exe = where / "bin" / "uv"
-    if exe.exists() and _version(str(exe)) == UV_VERSION:
+    exe, done = where / "bin" / "uv", where / ".installed"
+    if exe.exists() and done.exists():
         return exe
-    log(f"installing uv {UV_VERSION} into {where} (once)")
-    with tempfile.TemporaryDirectory(prefix="parity-uv-") as tmp:
-        req = Path(tmp) / "uv.txt"
-        sha = UV_SHA256.get((platform.system(), platform.machine()))
-        req.write_text(f"uv=={UV_VERSION}" + (f" --hash=sha256:{sha}" if sha else "") + "\n")
-        staging = Path(tmp) / "uv"
-        _run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
-              "--target", str(staging), "-r", str(req)], "pip install uv")
-        if where.exists():
-            shutil.rmtree(where)
-        where.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(staging), str(where))
+    where.parent.mkdir(parents=True, exist_ok=True)
+    with open(where.parent / f".uv-{UV_VERSION}.lock", "w") as guard:
+        fcntl.flock(guard, fcntl.LOCK_EX)  # released when the file closes
+        if exe.exists() and done.exists():  # another thread or process installed it meanwhile
+            return exe
+        log(f"installing uv {UV_VERSION} into {where} (once)")
+        with tempfile.TemporaryDirectory(prefix="parity-uv-") as tmp:
+            req = Path(tmp) / "uv.txt"
+            sha = UV_SHA256.get((platform.system(), platform.machine()))
+            req.write_text(f"uv=={UV_VERSION}" + (f" --hash=sha256:{sha}" if sha else "") + "\n")
+            staging = Path(tmp) / "uv"
+            _run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
+                  "--target", str(staging), "-r", str(req)], "pip install uv")
+            if where.exists():
+                shutil.rmtree(where)
+            shutil.move(str(staging), str(where))
+        if _version(str(exe)) != UV_VERSION:
+            raise SystemExit(f"[setup] uv {UV_VERSION} installed into {where} does not run ({exe} --version)")
+        done.write_text(UV_VERSION + "\n")
     return exe
 
 
@@ -129,11 +141,23 @@ def torch_source() -> list[str]:
 
 
 def _run(cmd: list[str], what: str, env: dict | None = None, cwd: Path | None = None) -> str:
+    """Run `cmd`; on a failure write its output to stderr and exit with one line that says what
+    failed and why, in the tool's own words (uv's `error:` and what it says caused it)."""
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
     if proc.returncode != 0:
-        sys.stderr.write((proc.stderr or proc.stdout)[-6000:])
-        raise SystemExit(f"[setup] {what} failed (exit {proc.returncode}): {' '.join(cmd)}")
+        output = proc.stderr or proc.stdout
+        sys.stderr.write(f"[setup] {' '.join(cmd)}\n{output[-6000:]}")
+        raise SystemExit(f"[setup] {what} failed (exit {proc.returncode}): {_why(output)}")
     return proc.stdout
+
+
+def _why(output: str) -> str:
+    """A failed tool's reason as one line: from its last `error:` line on (uv's causes follow
+    it), else its last line; a few hundred characters at most."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    starts = [i for i, ln in enumerate(lines) if ln.lower().startswith("error")]
+    why = " ".join(lines[starts[-1]:] if starts else lines[-1:]) or "no output"
+    return why if len(why) <= 600 else why[:600] + " ..."
 
 
 # -- locks ---------------------------------------------------------------------------------------
@@ -228,8 +252,14 @@ def build(name: str, spec: dict) -> dict | None:
     path.parent.mkdir(parents=True, exist_ok=True)
     _run([exe, "venv", "--quiet", "--python", sys.executable, str(path)], f"creating {name}", env)
     py = str(path / "bin" / "python")
-    _run([exe, "pip", "sync", "--quiet", "--python", py, "--require-hashes", *torch_source(), str(lock)],
-         f"installing {name} from {_shown(lock)}", env)
+    sync = [exe, "pip", "sync", "--quiet", "--python", py, "--require-hashes", *torch_source(), str(lock)]
+    try:
+        _run(sync, f"installing {name} from {_shown(lock)}", env)
+    except SystemExit as exc:
+        # Every file is pinned by hash, so a second try installs the same thing; what fails once
+        # and not twice is the network or the shared package cache (a failure stays in the log).
+        log(f"{name}: {str(exc).removeprefix('[setup] ')}; trying once more")
+        _run(sync, f"installing {name} from {_shown(lock)}", env)
     if spec.get("editable"):
         _run([exe, "pip", "install", "--quiet", "--python", py, "--no-deps", "--no-build-isolation",
               "-e", str(CHECKOUT)], f"installing the checkout into {name}", env)

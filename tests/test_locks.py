@@ -3,7 +3,9 @@ sha256 hashes, resolved from the envs.toml entry the lock names; the CPU torch p
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 
 import pytest
 
@@ -43,3 +45,31 @@ def test_an_envs_toml_edit_makes_the_lock_stale():
     spec["deps"] = [*spec["deps"], "rich"]
     assert spec_hash("sglang-0.5.14", spec) != _lock_spec(lock_path("sglang-0.5.14"))
     assert spec_hash("x", {**spec, "path": "elsewhere"}) == spec_hash("x", spec)  # where is not what
+
+
+def test_a_failed_build_step_says_why_in_the_tools_own_words(capsys):
+    from parity.build_env import _run
+
+    failing = ("import sys; print('Resolved 80 packages', file=sys.stderr); "
+               "print('error: Failed to install: torch-2.13.0+cpu.whl', file=sys.stderr); "
+               "print('  Caused by: failed to hardlink file', file=sys.stderr); sys.exit(1)")
+    with pytest.raises(SystemExit) as exc:
+        _run([sys.executable, "-c", failing], "installing x from locks/x.txt")
+    assert str(exc.value) == ("[setup] installing x from locks/x.txt failed (exit 1): error: Failed to install: "
+                              "torch-2.13.0+cpu.whl Caused by: failed to hardlink file")
+    assert "Resolved 80 packages" in capsys.readouterr().err  # the whole output stays in the log
+
+
+def test_builders_asking_at_once_install_uv_once(tmp_path, monkeypatch, capsys):
+    """The sweep's builder threads (and pytest's workers) ask for uv together: one installs it,
+    the others wait for it, and none runs a half-installed or re-installed one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from parity import build_env
+
+    monkeypatch.setenv("PARITY_HOME", str(tmp_path))
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable))  # no uv on PATH
+    with ThreadPoolExecutor(4) as pool:
+        exes = list(pool.map(lambda _: build_env.uv(), range(4)))
+    assert len(set(exes)) == 1 and build_env._version(str(exes[0])) == build_env.UV_VERSION
+    assert capsys.readouterr().err.count("installing uv") == 1
