@@ -303,6 +303,18 @@ def run_module(python: Path | str, module: str, request: dict, timeout: float = 
     whose reply depends only on the installed code and the request: the extractions).
     """
     warm, module = module, module_to_run(module)
+    env = child_env(python)
+    with parity_on_path(env) as cwd:
+        if cache:
+            from .reply_cache import cached_reply
+
+            return cached_reply(str(python), module, request, env,
+                                lambda: _run(python, module, request, env, timeout, cwd, warm))
+        return _run(python, module, request, env, timeout, cwd, warm)
+
+
+def child_env(python: Path | str) -> dict[str, str]:
+    """The environment of a probe child of `python`: this process's, with the settings below."""
     env = dict(os.environ)
     env.setdefault("PYTHONHASHSEED", "0")
     # The probes run tiny models: one thread is faster, and keeps parallel probes
@@ -316,13 +328,41 @@ def run_module(python: Path | str, module: str, request: dict, timeout: float = 
     env.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded; fail fast instead of retrying
     env.setdefault("TRANSFORMERS_VERBOSITY", "error")
     keep_bytecode(python, env)
-    with parity_on_path(env) as cwd:
-        if cache:
-            from .reply_cache import cached_reply
+    return env
 
-            return cached_reply(str(python), module, request, env,
-                                lambda: _run(python, module, request, env, timeout, cwd, warm))
-        return _run(python, module, request, env, timeout, cwd, warm)
+
+# Run in an environment: import a probe module and its package, and run the module's warm()
+# (what a parity.forkserver server does first), so their bytecode is compiled and kept.
+_WARM = r"""
+import importlib, sys
+module = importlib.import_module(sys.argv[1])
+if callable(getattr(module, "warm", None)):
+    module.warm()
+importlib.import_module(sys.argv[2])
+"""
+
+
+def compile_ahead(python: Path | str, module: str, package: str, timeout: float = 600) -> bool:
+    """Compile the bytecode of what `module` (a probe) and `package` import into the environment
+    of `python`, a parity-built one (keep_bytecode), before its first probe runs: in a fresh
+    environment that first probe would otherwise spend about 25 s compiling torch, transformers
+    and the engine (`parity sweep` does this for the next releases while one runs its cases).
+    Whether it ran; a failure is left for the probe to meet and report."""
+    import subprocess
+    import tempfile
+
+    from .workspace import private_caches
+
+    if _built_env(python) is None:
+        return False  # an interpreter parity did not build: its bytecode is not parity's to write
+    env = child_env(python)
+    with parity_on_path(env) as cwd, tempfile.TemporaryDirectory(prefix="parity-compile-") as tmp:
+        try:
+            proc = subprocess.run([str(python), "-c", _WARM, module, package], capture_output=True, text=True,
+                                  env=private_caches(env, tmp), cwd=cwd, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return False
+    return proc.returncode == 0
 
 
 def _run(python: Path | str, module: str, request: dict, env: dict[str, str], timeout: float,

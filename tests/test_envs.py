@@ -134,3 +134,34 @@ def test_children_of_a_built_environment_keep_their_bytecode_inside_it(tmp_path)
     other = {"PYTHONDONTWRITEBYTECODE": "1"}
     keep_bytecode(tmp_path / "elsewhere" / "bin" / "python", other)
     assert other == {"PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def test_compile_ahead_keeps_the_bytecode_a_probe_would_compile(tmp_path, monkeypatch):
+    """The sweep compiles a fresh environment's bytecode in its builder (parity.envs.compile_ahead):
+    what the probe module imports, what its warm() imports and the package itself land under
+    ENV/.pycache, as the probe's own child would leave them; a failing warm() is left for the
+    probe to report; an interpreter parity did not build is not touched."""
+    from parity.envs import PYCACHE, compile_ahead
+
+    main = environments()[0]
+    python = main.path / "bin" / "python"
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "parity_ahead_probe.py").write_text("def warm():\n    import parity_ahead_warmed\n")
+    (src / "parity_ahead_warmed.py").write_text("VALUE = 1\n")
+    (src / "parity_ahead_pkg.py").write_text("VALUE = 2\n")
+    (src / "parity_ahead_broken.py").write_text("def warm():\n    raise RuntimeError('moved')\n")
+    monkeypatch.setenv("PYTHONPATH", str(src))
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    kept = main.path / PYCACHE / str(src.resolve()).lstrip("/")
+    try:
+        assert compile_ahead(python, "parity_ahead_probe", "parity_ahead_pkg")
+        assert sorted(p.name.split(".")[0] for p in kept.glob("*.pyc")) == [
+            "parity_ahead_pkg", "parity_ahead_probe", "parity_ahead_warmed"]
+        assert not compile_ahead(python, "parity_ahead_broken", "parity_ahead_pkg")
+    finally:
+        for pyc in kept.glob("*.pyc"):
+            pyc.unlink()
+    assert not compile_ahead(tmp_path / "elsewhere" / "bin" / "python", "parity_ahead_probe", "parity_ahead_pkg")
+    assert sorted(p.name for p in src.iterdir()) == sorted(
+        ["parity_ahead_probe.py", "parity_ahead_warmed.py", "parity_ahead_pkg.py", "parity_ahead_broken.py"])

@@ -22,7 +22,8 @@ from .helpers import ROOT
 def _row(version, born, family="0.5.12", build=None):
     if build is not None:
         return {"version": version, "build": build}
-    return {"version": version, "build": {"seconds": 3.0, "extra_bytes": 91_000_000, "line_from": "releases.json"},
+    return {"version": version, "build": {"seconds": 3.0, "compile_seconds": 21.5, "extra_bytes": 91_000_000,
+                                          "line_from": "releases.json"},
             "family": family,
             "seconds": 30.0, "cases": {
                 "deepseek61 [2,30,58]": {"fc": born},
@@ -50,7 +51,7 @@ def test_the_born_from_change_is_highlighted_where_it_happened():
     assert "not built: ✗ 1" in lines["0.4.4"]
     assert "1. no EAGLE-3 draft class" in md and "2. TypeError: Tensor + None" in md
     assert "3 of 4 sglang releases extracted" in md
-    assert "| sglang | 0.5.13 | published | 3.0 | 91 | 30.0 |" in md
+    assert "| sglang | 0.5.13 | published | 3.0 | 21.5 | 91 | 30.0 |" in md
 
 
 def test_the_published_table_is_the_render_of_the_published_results():

@@ -142,14 +142,15 @@ LINE_FROM = {LineSource.DECLARED: "envs.toml", LineSource.SWEPT: "published", Li
 
 
 def figures(data: dict) -> list[str]:
-    out = ["| package | release | line | build (s) | extra size (MB) | cases (s) |", "|---|---|---|---|---|---|"]
+    out = ["| package | release | line | build (s) | bytecode (s) | extra size (MB) | cases (s) |",
+           "|---|---|---|---|---|---|---|"]
     for package in PACKAGES:
         for row in data.get(package, {}).get("releases", []):
             b = row.get("build", {})
             size = f"{b['extra_bytes'] / 1e6:.0f}" if b.get("extra_bytes") is not None else ""
             line = LINE_FROM.get(b.get("line_from"), "")
-            out.append(f"| {package} | {row['version']} | {line} | {b.get('seconds', '')} | {size} | "
-                       f"{row.get('seconds', '')} |")
+            out.append(f"| {package} | {row['version']} | {line} | {b.get('seconds', '')} | "
+                       f"{b.get('compile_seconds', '')} | {size} | {row.get('seconds', '')} |")
     runs = data.get("runs", [])
     if runs:
         out += ["", "Sweep runs (wall time, this machine): " +
@@ -169,6 +170,7 @@ def render_releases(data: dict) -> str:
     out += ["## Figures", "", "Per release: where the envs.toml line its environment was built from came "
             "from (`envs.toml`: shipped; `published`: the line a published sweep derived, as releases.json shipped it; `derived`: "
             "derived in this run from its wheel's metadata and imports), the time to build its environment "
-            "(download included, the shared package cache already holding torch), the disk it adds beyond "
-            "that cache, and the time its cases took.", ""] + figures(data)
+            "(download included, the shared package cache already holding torch), the time spent compiling "
+            "the bytecode its probe imports, in the builder while the release before it ran its cases, the "
+            "disk it adds beyond that cache, and the time its cases took.", ""] + figures(data)
     return "\n".join(out) + "\n"
