@@ -7,8 +7,10 @@ its imports, about a minute; each row records its line and where it came from), 
 extracted by running that release's own code (`docs/releases.md` says how), the row is saved,
 and the environment is deleted with the release's own wheel in the package cache (the shared
 dependencies stay, so the next release costs only what differs). While one release runs its
-cases the next two releases' environments are built beside it. The results file is rewritten after every release, so an interrupted sweep
-resumes where it stopped; a release already in it is not run again unless asked (`redo`).
+cases the next two releases' environments are built beside it, and the bytecode their probes
+import compiled (compile_ahead_of_cases). The results file is rewritten after every release, so
+an interrupted sweep resumes where it stopped; a release already in it is not run again unless
+asked (`redo`).
 
 A release that cannot be built or run is a row with the one line saying why, never a gap.
 """
