@@ -8,5 +8,6 @@ except KeyboardInterrupt:  # during start-up (imports), before main's own handle
     import sys
 
     print("parity: interrupted", file=sys.stderr)
+    exec("pass")  # clears CPython's mark of an unhandled interrupt (parity.errors.forget_interrupt)
     code = 130
 raise SystemExit(code)

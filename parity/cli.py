@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import __version__
-from .errors import ExitCode, UserError
+from .errors import ExitCode, UserError, forget_interrupt
 
 if TYPE_CHECKING:
     from .contract import TrainingContract
@@ -535,6 +535,7 @@ def main(argv: list[str] | None = None) -> int:
         return _main(argv)
     except KeyboardInterrupt:
         print("parity: interrupted", file=sys.stderr)
+        forget_interrupt()
         return ExitCode.INTERRUPTED
     except _Terminated:
         print("parity: terminated", file=sys.stderr)

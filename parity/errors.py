@@ -21,6 +21,15 @@ class ExitCode(IntEnum):
     TERMINATED = 143   # 128 + SIGTERM: e.g. a CI runner cancelling the job
 
 
+def forget_interrupt() -> None:
+    """Let a handled Ctrl-C end in its exit code. CPython marks a KeyboardInterrupt that leaves
+    an exec() or eval() of a string (dataclasses and namedtuple build their methods so, and an
+    import runs hundreds of them) as unhandled, even when an `except` further out handles it,
+    and at exit ends the process by SIGINT instead of the code it was given (status -2, not 130).
+    Every exec of a string clears that mark first; one that runs nothing clears it for good."""
+    exec("pass")
+
+
 class UserError(Exception):
     """Bad input or an unsupported case: its first line is shown to the user, exit 2."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -18,6 +19,13 @@ SERVING_PROBE = "parity.extract.engines.sglang.probe"
 TRAINING_PROBE = "parity.extract.trainers.speculators.probe"
 SPECFORGE_PROBE = "parity.extract.trainers.specforge.probe"
 VLLM_PROBE = "parity.extract.engines.vllm.probe"
+
+
+def ctrl_c_reaches_it() -> None:
+    """A subprocess `preexec_fn`: SIGINT at its default, as a terminal's shell leaves it. A test
+    run started in the background (`nohup ... &`, a CI step) hands its children SIGINT ignored,
+    and Python then installs no handler: a Ctrl-C test would be killed or ignore it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def drift_overrides(*drifts: str) -> str:

@@ -24,7 +24,7 @@ import pytest
 from parity import cli
 from parity.fixtures import MANIFEST, DraftRecipe, speculators_draft
 
-from .helpers import DEEPSEEK, ROOT, sglang_draft
+from .helpers import DEEPSEEK, ROOT, ctrl_c_reaches_it, sglang_draft
 
 pytestmark = pytest.mark.slow
 
@@ -164,7 +164,7 @@ def test_no_temp_dirs_left_by_export_and_its_inputs_are_unchanged(tmpdir_, draft
 def test_sigint_leaves_nothing_behind(tmpdir_, how):
     proc = subprocess.Popen([sys.executable, "-m", "parity", *README_CHECK], cwd=ROOT, env=_env(tmpdir_),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=ctrl_c_reaches_it)
     parent = psutil.Process(proc.pid)
     started = time.monotonic()
     children: list[psutil.Process] = []
