@@ -346,7 +346,7 @@ def test_gpu_bf16_default_backend_gives_the_same_logits():
 
 # -- vLLM's draft forward (the first step) ------------------------------------------------------
 
-# What vLLM 0.33's draft class does with each injected drift at step 0 (run): the flags vLLM
+# What vLLM 0.34's draft class does with each injected drift at step 0 (run; 0.33 the same): the flags vLLM
 # reads from a speculators-format config it honours (norm_before_residual, both fc norms), it
 # keeps a draft's own embedding, norm_output only changes the state fed back (step 1 on), and a
 # config that drops fc_norm while its weights remain does not load at all.
@@ -359,7 +359,7 @@ def test_vllm_forward_gives_the_first_steps_logits_of_training(capsys):
     rc = cli.main(["forward", "--engine", "vllm", "--fixture", "llama-8l", "--drift", "all", "--flags-on",
                    "--steps", "1", "--json"])
     out = json.loads(capsys.readouterr().out)
-    assert rc == 2 and out["vllm"] == "0.33.0"  # fc_norm: vLLM cannot load it, so that case could not run
+    assert rc == 2 and out["vllm"] == "0.34.0"  # fc_norm: vLLM cannot load it, so that case could not run
     results = {r["name"]: r for r in out["results"]}
     assert set(results) == VLLM_PARITY | VLLM_DRIFT | {"fc_norm"}
     for name in VLLM_PARITY:

@@ -36,19 +36,21 @@ def _fits_only(*names: str):
 def test_vllm_releases_are_placed_the_same_way():
     vllm = "parity.extract.engines.vllm.families"
     assert place("vllm", "0.11.0", vllm, _fits_only()).family == "0.11"
-    newer = place("vllm", "0.34.0", vllm, _fits_only("v0_33", "v0_11"))
-    assert newer.family == "0.33" and newer.note == ("vllm 0.34.0 is newer than any release parity has verified; "
-                                                     "extracted with the 0.33-family adapter")
-    with pytest.raises(UnsupportedRelease, match="0.33-family adapter: looked for"):
-        place("vllm", "0.34.0", vllm, _fits_only())
+    newer = place("vllm", "0.35.0", vllm, _fits_only("v0_34", "v0_11"))
+    assert newer.family == "0.34" and newer.note == ("vllm 0.35.0 is newer than any release parity has verified; "
+                                                     "extracted with the 0.34-family adapter")
+    older_fits = place("vllm", "0.35.0", vllm, _fits_only("v0_33", "v0_11"))  # newest first: 0.34 does not fit
+    assert older_fits.family == "0.33" and older_fits.note.endswith("extracted with the 0.33-family adapter")
+    with pytest.raises(UnsupportedRelease, match="0.34-family adapter: looked for"):
+        place("vllm", "0.35.0", vllm, _fits_only())
     for version, family in (("0.16.0", "0.16"), ("0.17.0", "0.17"), ("0.21.0", "0.17"), ("0.22.0", "0.22"),
                             ("0.27.1", "0.22")):
         assert place("vllm", version, vllm, _fits_only()).family == family  # in range: fits is never asked
     assert place("vllm", "0.27.1", vllm, _fits_only()).note == (
         "vllm 0.27.1 is not a release parity has verified; it is in the 0.22 family's range (<0.28,>=0.22), "
         "whose adapter extracted it")
-    between = place("vllm", "0.15.1", vllm, _fits_only("v0_11"))  # newest first: 0.33, 0.22, 0.17, 0.16 do not fit
-    assert between.family == "0.11" and "(verified: 0.11.0, 0.16.0, 0.17.0, 0.22.0, 0.33.0)" in between.note
+    between = place("vllm", "0.15.1", vllm, _fits_only("v0_11"))  # newest first: 0.34 ... 0.16 do not fit
+    assert between.family == "0.11" and "(verified: 0.11.0, 0.16.0, 0.17.0, 0.22.0, 0.33.0, 0.34.0)" in between.note
 
 
 def test_a_verified_release_gets_its_family_and_no_note():

@@ -1,5 +1,6 @@
 """vLLM as the data-generation engine: the dump speculators' training reads is found by running
-vLLM 0.33.0's own capture on the tiny target (docs/vllm.md). One extraction is shared by the
+vLLM's own capture on the tiny target (docs/vllm.md): the newest release built (0.34.0) unless a
+test names one (0.33.0, the last with both model runners; 0.11.0, the oldest family). One extraction is shared by the
 assertions below (module scope; repeated runs come from the reply cache)."""
 
 from __future__ import annotations
@@ -37,11 +38,18 @@ def test_launch_ids_are_the_launch_scripts():
 
 def test_vllm_dumps_the_input_of_each_id_and_the_last_layer(dump):
     assert [t.name for t in dump.layout] == ["h2", "h16", "h29", "h32"]
-    assert dump.version == "0.33.0" and dump.engine == "vllm" and dump.runner == "v2"
+    assert dump.version == "0.34.0" and dump.engine == "vllm" and dump.runner == "v2"
     assert dump.launch_ids == (2, 16, 29, 32) and dump.ids_given == (2, 16, 29)
     assert "set_eagle3_aux_hidden_state_layers" in dump.code_path
-    assert "_setup_eagle3_aux_hidden_state_outputs" in dump.code_path
-    assert not dump.findings  # both runners dump the same states
+    assert "_setup_eagle3_aux_hidden_state_outputs" not in dump.code_path  # 0.34 has no V1 runner
+    assert not dump.findings
+
+
+def test_0_33_dumps_the_same_states_with_both_runners():
+    both = extract_dump(Target.read(LLAMA_32), [2, 16, 29], "0.33.0")
+    assert [t.name for t in both.layout] == ["h2", "h16", "h29", "h32"] and both.runner == "v2"
+    assert "_setup_eagle3_aux_hidden_state_outputs" in both.code_path
+    assert not both.findings  # a runner dumping other states would be a runners_differ finding
 
 
 def test_contract_training_feeds_the_run_dump_to_speculators(dump, capsys):
@@ -51,7 +59,7 @@ def test_contract_training_feeds_the_run_dump_to_speculators(dump, capsys):
     c = json.loads(out)
     assert c["fc_input"] == ["h2", "h16", "h29"] and c["target"] == "h32"
     assert c["dump_layout_source"] == "datagen_run"
-    assert c["provenance"]["details"]["dump_engine"] == "vllm 0.33.0"
+    assert c["provenance"]["details"]["dump_engine"] == "vllm 0.34.0"
     assert "extract_hidden_states" in c["provenance"]["details"]["dump"]
 
 
@@ -93,7 +101,7 @@ def test_without_the_kernel_stand_ins_the_run_is_a_loud_error(inject_drift, caps
         extract_dump(Target.read(LLAMA_32), [2, 16, 29])
     rc, out, err = run(capsys, "contract", "training", "--target-config", LLAMA_32, "--datagen-ids", "2,16,29")
     assert rc == 2 and out == ""
-    assert len(err.strip().splitlines()) == 1 and "vllm 0.33.0" in err
+    assert len(err.strip().splitlines()) == 1 and "vllm 0.34.0" in err
 
 
 # -- vLLM as the serving engine ----------------------------------------------------------------
@@ -119,8 +127,8 @@ def nested():
 
 def test_nested_ids_are_read_by_the_v1_runner_and_ignored_by_v2(nested, capsys):
     draft = nested
-    rc, out, err = run(capsys, "contract", "serving", "--engine", "vllm", "--target-config", LLAMA_32,
-                       "--draft", draft, "--json")
+    rc, out, err = run(capsys, "contract", "serving", "--engine", "vllm", "--vllm", "0.33.0", "--target-config",
+                       LLAMA_32, "--draft", draft, "--json")
     c = json.loads(out)
     details = c["provenance"]["details"]
     assert details["v1_ids"] == "[1, 15, 28]" and details["v1_fc_input"] == "['h1', 'h15', 'h28']"
@@ -130,10 +138,23 @@ def test_nested_ids_are_read_by_the_v1_runner_and_ignored_by_v2(nested, capsys):
     assert rc == 1  # an error finding: one runner is fed other states than the config's other reader
 
 
+def test_0_34_has_one_runner_which_ignores_nested_ids(nested, capsys):
+    """0.34 dropped the V1 runner: the nested ids have no reader left, the draft gets the model's
+    default layers (a warning, not a runners_differ error) and no v1 entry is reported."""
+    rc, out, err = run(capsys, "contract", "serving", "--engine", "vllm", "--target-config", LLAMA_32,
+                       "--draft", nested, "--json")
+    c = json.loads(out)
+    details = c["provenance"]["details"]
+    assert rc == 0 and c["provenance"]["version"] == "0.34.0" and c["provenance"]["family"] == "0.34", err
+    assert c["fc_input"] == ["h2", "h16", "h29"] and "v1_ids" not in details
+    assert details["v2_ids"] == "none in the config: default [2, 16, 29]"
+    assert [f["kind"] for f in c["findings"]] == ["default_layers_fallback"]
+
+
 def test_check_finds_the_v1_drift_and_a_verified_fix_in_vllms_form(nested, capsys):
     draft = nested
-    rc2, out, err = run(capsys, "check", "--engine", "vllm", "--target-config", LLAMA_32, "--draft", draft,
-                        "--dump-layout", "h2,h16,h29,h32", "--json")
+    rc2, out, err = run(capsys, "check", "--engine", "vllm", "--vllm", "0.33.0", "--target-config", LLAMA_32,
+                        "--draft", draft, "--dump-layout", "h2,h16,h29,h32", "--json")
     r = json.loads(out)
     assert rc2 == 1 and r["verdict"] == "drift"
     assert any("h1" in d["message"] and "v1 runner" in d["message"] for d in r["differences"])
@@ -176,7 +197,7 @@ def test_a_lock_is_checked_under_vllm(nested, tmp_path, capsys):
     rc, out, err = run(capsys, "lock", lock, "--target-config", LLAMA_32, "--draft", nested,
                        "--dump-layout", "h2,h16,h29,h32")
     assert rc == 0, err
-    rc, out, err = run(capsys, "check", "--lock", lock, "--engine", "vllm", "--json")
+    rc, out, err = run(capsys, "check", "--lock", lock, "--engine", "vllm", "--vllm", "0.33.0", "--json")
     r = json.loads(out)
     assert rc == 1 and r["verdict"] == "drift" and r["serving"]["engine"] == "vllm"
     assert r["suggestion"]["eagle_aux_hidden_state_layer_ids"] == [2, 16, 29]
@@ -214,8 +235,8 @@ def test_a_specforge_draft_with_nested_ids_served_by_vllm_drifts_with_a_fix_vllm
     """The cross pair: SpecForge trains this draft (nested ids [1, 15, 28]) on [h2, h16, h29] (its
     own capture by SGLang 0.5.14); vLLM's V1 runner feeds it [h1, h15, h28], the V2 runner its
     defaults. The fix is vLLM's top-level key, verified by a second vLLM extraction."""
-    rc, out, err = run(capsys, "check", "--trainer", "specforge", "--engine", "vllm", "--target-config", LLAMA_32,
-                       "--draft", nested, "--json")
+    rc, out, err = run(capsys, "check", "--trainer", "specforge", "--engine", "vllm", "--vllm", "0.33.0",
+                       "--target-config", LLAMA_32, "--draft", nested, "--json")
     r = json.loads(out)
     assert rc == 1 and r["verdict"] == "drift", err
     assert r["training"]["fc_input"] == ["h2", "h16", "h29"] and r["training"]["target"] == "final"
@@ -263,7 +284,7 @@ def test_export_for_vllm_writes_the_top_level_ids_vllm_serves_as_trained(tmp_pat
     out = tmp_path / "served"
     rc, said, err = run(capsys, "export", "--engine", "vllm", draft, out, "--target-config", LLAMA_32,
                         "--dump-layout", "h2,h16,h29,h32")
-    assert rc == 0 and "for vllm 0.33.0: eagle_aux_hidden_state_layer_ids [2, 16, 29] feed [h2, h16, h29]" in said, err
+    assert rc == 0 and "for vllm 0.34.0: eagle_aux_hidden_state_layer_ids [2, 16, 29] feed [h2, h16, h29]" in said, err
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["eagle_aux_hidden_state_layer_ids"] == [2, 16, 29]
     assert "eagle_aux_hidden_state_layer_ids" not in (cfg.get("eagle_config") or {})
@@ -306,18 +327,18 @@ def test_0_11_serves_every_draft_its_default_layers(nested, tmp_path, capsys):
 
 
 def test_0_11_binds_the_targets_embedding_over_a_drafts_own(capsys):
-    """0.11's proposer shares the target's embedding whenever the shapes match (0.33 keeps a
-    draft's own): the same checkpoint is served with another embedding after the bump."""
+    """0.11's proposer shares the target's embedding whenever the shapes match (0.33's proposer and
+    0.34's load_eagle_model keep a draft's own): the same checkpoint is served with another embedding after the bump."""
     from parity.fixtures import DraftRecipe, speculators_draft
 
     draft = speculators_draft(DraftRecipe(seed=1))
     capsys.readouterr()
     seen = {}
-    for version in ("0.11.0", "0.33.0"):
+    for version in ("0.11.0", "0.33.0", "0.34.0"):
         rc, out, err = run(capsys, "contract", "serving", "--engine", "vllm", "--vllm", version, "--target-config",
                            LLAMA_32, "--draft", draft, "--json")
         seen[version] = json.loads(out)["embedding"]
-    assert seen == {"0.11.0": "target", "0.33.0": "draft"}
+    assert seen == {"0.11.0": "target", "0.33.0": "draft", "0.34.0": "draft"}
 
 
 def test_the_born_from_case_with_a_vllm_made_dump(capsys):
@@ -333,7 +354,7 @@ def test_the_born_from_case_with_a_vllm_made_dump(capsys):
     assert r["suggestion"]["eagle_aux_hidden_state_layer_ids"] == [3, 31, 59] and r["suggestion"]["verified"]
 
 
-@pytest.mark.parametrize("version", ["0.33.0", "0.22.0", "0.17.0", "0.16.0", "0.11.0"])
+@pytest.mark.parametrize("version", ["0.34.0", "0.33.0", "0.22.0", "0.17.0", "0.16.0", "0.11.0"])
 def test_each_family_fits_its_verified_release(version):
     """A family's code paths (IMPORTS, and REQUIRES: the names its kernel stand-ins replace) are
     all found in the release it was verified on, so an unseen release is judged by the same list."""
@@ -354,6 +375,41 @@ def test_each_family_fits_its_verified_release(version):
     with parity_on_path(env) as cwd:
         out = subprocess.run([str(interpreter), "-c", code], capture_output=True, text=True, env=env, cwd=cwd)
     assert out.stdout.strip().endswith("fits"), out.stderr[-2000:]
+
+
+def test_0_34_reads_triton_as_present_only_inside_the_cpu_platforms_config_check(tmp_path):
+    """vLLM 0.34's CPU platform refuses an x86 CPU without Triton-CPU. parity's 0.34 adapter runs
+    that one check as if Triton were there: the config builds, vLLM's own check still refuses the
+    same config when run unwrapped, and `HAS_TRITON` stays False for every other reader."""
+    import os
+    import subprocess
+
+    from parity.envs import EnvError, parity_on_path
+    from parity.extract.engines.vllm import python
+
+    try:
+        interpreter = python("0.34.0")
+    except EnvError:
+        pytest.skip("vllm 0.34.0's environment is not built")
+    target = tmp_path / "target"
+    target.mkdir()
+    (target / "config.json").write_text(LLAMA_32.read_text())
+    code = ("from parity.extract.engines.vllm.families import v0_34\n"
+            "from parity.extract.engines.vllm.probe import free_port\n"
+            "adapter = v0_34.Adapter(); adapter.platform()\n"
+            f"config = adapter.config({str(target)!r}, None, free_port())\n"
+            "import vllm.triton_utils as t\n"
+            "from vllm.platforms import current_platform\n"
+            "try:\n"
+            "    current_platform.check_and_update_config.__wrapped__(config); print('unwrapped: passed')\n"
+            "except RuntimeError as exc:\n"
+            "    print('unwrapped:', exc)\n"
+            "print('HAS_TRITON', t.HAS_TRITON)\n")
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # vLLM's cache root goes there (the adapter's platform())
+    with parity_on_path(env) as cwd:
+        out = subprocess.run([str(interpreter), "-c", code], capture_output=True, text=True, env=env, cwd=cwd)
+    assert out.stdout.splitlines()[-2:] == ["unwrapped: vLLM on x86 CPUs requires Triton (triton-cpu).",
+                                            "HAS_TRITON False"], out.stdout + out.stderr[-2000:]
 
 
 def test_gpt_oss_is_captured_with_its_sliding_window_sinks_and_swiglu_experts(tmp_path):

@@ -97,12 +97,15 @@ def attention_forward(self, query, key, value, output_shape=None, output_dtype=N
     return out.to(output_dtype or query.dtype)
 
 
-def mla_forward(self, q, kv_c_normed, k_pe, output_shape=None, q_dcp_replicated=None):
+def mla_forward(self, q, kv_c_normed, k_pe, output_shape=None, q_dcp_replicated=None, mqa_q_prepared=None):
     """`MLAAttention.forward`: decompress the latent with the layer's own `kv_b_proj`, then
-    attend (the query already carries its nope and rope parts)."""
+    attend (the query already carries its nope and rope parts). `mqa_q_prepared` (0.34: a
+    query already absorbed for the decode kernel) is never passed on a prefill."""
     _one_sequence("MLAAttention.forward")
     if q_dcp_replicated is not None:
         raise KernelStandInError("MLAAttention.forward: parity's stand-in has no decode context parallelism")
+    if mqa_q_prepared is not None:
+        raise KernelStandInError("MLAAttention.forward: parity's stand-in has no pre-absorbed decode query")
     tokens, heads = q.shape[0], self.num_heads
     kv = self.kv_b_proj(kv_c_normed)[0].view(tokens, heads, self.qk_nope_head_dim + self.v_head_dim)
     k_nope, v = kv.split([self.qk_nope_head_dim, self.v_head_dim], dim=-1)

@@ -1,0 +1,108 @@
+"""vLLM 0.34: the family adapter (the V2 model runner only).
+
+What differs from the 0.33 family (v0_33.py), found by running 0.34.0's code:
+- the V1 model runner is gone (`vllm/v1/worker/gpu_model_runner.py` and
+  `vllm/v1/spec_decode/eagle.py` are not in the wheel): V2 is the one runner, for every model
+  and for the data-generation dump (`v1/worker/gpu/spec_decode/extract_hidden_states.py`:
+  `ExtractHiddenStatesSpeculator.propose` stacks the aux states as 0.33's proposer did);
+- V2 sets the aux layers with `eagle3_utils.set_eagle3_aux_hidden_state_layers`, as in 0.33
+  (it now also calls `reserve_aux_intermediate_tensor_slots`, which does nothing without
+  pipeline parallelism);
+- the target's embedding and LM head are shared with the draft by V2's
+  `spec_decode/eagle/utils.load_eagle_model`: `maybe_share_target_embed` and
+  `share_target_lm_head(get_target_lm_head(...))`, on the target's language model;
+- `MLAAttention.forward` takes a `mqa_q_prepared` (never passed on a prefill; the stand-in
+  raises if it is);
+- the CPU platform's `check_and_update_config` refuses an x86 CPU without Triton ("vLLM on
+  x86 CPUs requires Triton (triton-cpu)": its CPU deployment runs Triton-CPU kernels). parity
+  deploys nothing on the CPU and runs no Triton kernel: while that one check runs, it reads
+  Triton as present (`cpu_platform`); every other reading of `HAS_TRITON` is unchanged.
+The CPU platform, config classes, loading, MoE experts and the other kernel stand-ins are the
+0.33 family's.
+"""
+
+from __future__ import annotations
+
+from packaging.specifiers import SpecifierSet
+
+from . import v0_33
+
+RELEASES = SpecifierSet(">=0.34,<0.35")
+VERIFIED = ("0.34.0",)
+
+CODE_PATHS = {
+    **{k: v for k, v in v0_33.CODE_PATHS.items() if k != "v1"},
+    "share": "vllm.v1.worker.gpu.spec_decode.eagle.utils.maybe_share_target_embed / share_target_lm_head "
+             "(as load_eagle_model calls them)",
+}
+DUMP_METHOD = v0_33.DUMP_METHOD
+RUNNERS = ("v2",)
+GPU_DEFAULT_RUNNER = "v2"
+
+IMPORTS = (
+    *(m for m in v0_33.IMPORTS if m not in ("vllm.v1.worker.gpu_model_runner", "vllm.v1.spec_decode.eagle")),
+    "vllm.v1.worker.gpu.spec_decode.eagle.utils",
+)
+REQUIRES = (
+    *v0_33.REQUIRES,
+    "vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils.set_eagle3_aux_hidden_state_layers",
+    "vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils.get_eagle3_aux_layers_from_config",
+    "vllm.v1.worker.gpu.spec_decode.eagle.utils.maybe_share_target_embed",
+    "vllm.v1.worker.gpu.spec_decode.eagle.utils.share_target_lm_head",
+    "vllm.v1.worker.gpu.spec_decode.eagle.utils.get_target_lm_head",
+)
+
+
+class Adapter(v0_33.Adapter):
+    """vLLM 0.34's calls: the 0.33 adapter's, but where 0.34 differs."""
+
+    def cpu_platform(self) -> None:
+        """0.33's, and the CPU platform's config check run as on an x86 CPU with Triton-CPU."""
+        super().cpu_platform()
+        import vllm.triton_utils as triton_utils
+        from vllm.platforms import current_platform
+
+        check = current_platform.check_and_update_config  # a classmethod, bound to its class
+        if getattr(check, "parity_triton_present", False):
+            return
+
+        def check_with_triton(vllm_config):
+            had, triton_utils.HAS_TRITON = triton_utils.HAS_TRITON, True
+            try:
+                return check(vllm_config)
+            finally:
+                triton_utils.HAS_TRITON = had
+
+        check_with_triton.parity_triton_present = True
+        check_with_triton.__wrapped__ = check
+        type(current_platform).check_and_update_config = staticmethod(check_with_triton)
+
+    def config_ids(self, vllm_config, runner: str) -> list[int] | None:
+        return super().config_ids(vllm_config, _only_v2(runner))
+
+    def set_capture(self, model, vllm_config, runner: str) -> None:
+        super().set_capture(model, vllm_config, _only_v2(runner))
+
+    def share_with_target(self, draft, target, vllm_config) -> None:
+        """Share the target's embedding and LM head with the draft exactly as V2's
+        `load_eagle_model` does after building it: on the target's language model (a
+        multimodal target's `get_language_model()`), its embedding, then its LM head."""
+        from vllm.config import set_current_vllm_config
+        from vllm.v1.worker.gpu.spec_decode.eagle.utils import (
+            get_target_lm_head,
+            maybe_share_target_embed,
+            share_target_lm_head,
+        )
+
+        language_model = target.get_language_model() if hasattr(target, "get_language_model") else target
+        spec = vllm_config.speculative_config
+        with set_current_vllm_config(vllm_config):
+            maybe_share_target_embed(draft, draft.model, language_model.model)
+            share_target_lm_head(draft, get_target_lm_head(target, language_model),
+                                 spec.draft_lm_head_quantization)
+
+
+def _only_v2(runner: str) -> str:
+    if runner != "v2":
+        raise ValueError(f"vLLM 0.34 has one model runner (v2), not {runner!r}")
+    return runner
