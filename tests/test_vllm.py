@@ -290,7 +290,7 @@ def test_export_for_vllm_writes_the_top_level_ids_vllm_serves_as_trained(tmp_pat
     assert "eagle_aux_hidden_state_layer_ids" not in (cfg.get("eagle_config") or {})
     rc, said, err = run(capsys, "check", "--engine", "vllm", "--target-config", LLAMA_32, "--draft", out,
                         "--dump-layout", "h2,h16,h29,h32")
-    assert rc == 0, said + err  # both runners feed what it was trained on
+    assert rc == 0, said + err  # the runner(s) feed what it was trained on
 
 
 # -- vLLM 0.11: the older family (no config key, id N dropped, its own sharing) -------------------
@@ -377,10 +377,8 @@ def test_each_family_fits_its_verified_release(version):
     assert out.stdout.strip().endswith("fits"), out.stderr[-2000:]
 
 
-def test_0_34_reads_triton_as_present_only_inside_the_cpu_platforms_config_check(tmp_path):
-    """vLLM 0.34's CPU platform refuses an x86 CPU without Triton-CPU. parity's 0.34 adapter runs
-    that one check as if Triton were there: the config builds, vLLM's own check still refuses the
-    same config when run unwrapped, and `HAS_TRITON` stays False for every other reader."""
+def _run_in(version: str, code: str, tmp_path) -> str:
+    """`code` run by the interpreter of vllm `version`'s environment (parity on its path); stdout."""
     import os
     import subprocess
 
@@ -388,28 +386,48 @@ def test_0_34_reads_triton_as_present_only_inside_the_cpu_platforms_config_check
     from parity.extract.engines.vllm import python
 
     try:
-        interpreter = python("0.34.0")
+        interpreter = python(version)
     except EnvError:
-        pytest.skip("vllm 0.34.0's environment is not built")
+        pytest.skip(f"vllm {version}'s environment is not built")
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # vLLM's cache root goes there (the adapters' platform())
+    with parity_on_path(env) as cwd:
+        out = subprocess.run([str(interpreter), "-c", code], capture_output=True, text=True, env=env, cwd=cwd)
+    return out.stdout + out.stderr[-2000:]
+
+
+def test_0_34_reads_triton_as_present_only_inside_the_cpu_platforms_config_check(tmp_path):
+    """vLLM 0.34's CPU platform refuses an x86 CPU without Triton-CPU. parity's 0.34 adapter runs
+    that one check as if Triton were there while it builds a config: the config builds, and
+    afterwards vLLM's own check is back (it refuses the same config) and `HAS_TRITON` is False."""
     target = tmp_path / "target"
     target.mkdir()
     (target / "config.json").write_text(LLAMA_32.read_text())
-    code = ("from parity.extract.engines.vllm.families import v0_34\n"
-            "from parity.extract.engines.vllm.probe import free_port\n"
-            "adapter = v0_34.Adapter(); adapter.platform()\n"
-            f"config = adapter.config({str(target)!r}, None, free_port())\n"
-            "import vllm.triton_utils as t\n"
-            "from vllm.platforms import current_platform\n"
-            "try:\n"
-            "    current_platform.check_and_update_config.__wrapped__(config); print('unwrapped: passed')\n"
-            "except RuntimeError as exc:\n"
-            "    print('unwrapped:', exc)\n"
-            "print('HAS_TRITON', t.HAS_TRITON)\n")
-    env = {**os.environ, "TMPDIR": str(tmp_path)}  # vLLM's cache root goes there (the adapter's platform())
-    with parity_on_path(env) as cwd:
-        out = subprocess.run([str(interpreter), "-c", code], capture_output=True, text=True, env=env, cwd=cwd)
-    assert out.stdout.splitlines()[-2:] == ["unwrapped: vLLM on x86 CPUs requires Triton (triton-cpu).",
-                                            "HAS_TRITON False"], out.stdout + out.stderr[-2000:]
+    said = _run_in("0.34.0", (
+        "from parity.extract.engines.vllm.families import v0_34\n"
+        "from parity.extract.engines.vllm.probe import free_port\n"
+        "adapter = v0_34.Adapter(); adapter.platform()\n"
+        f"config = adapter.config({str(target)!r}, None, free_port()); print('config built')\n"
+        "import vllm.triton_utils as t\n"
+        "from vllm.platforms import current_platform\n"
+        "try:\n"
+        "    current_platform.check_and_update_config(config); print('own check: passed')\n"
+        "except RuntimeError as exc:\n"
+        "    print('own check:', exc)\n"
+        "print('HAS_TRITON', t.HAS_TRITON)\n"), tmp_path)
+    assert "config built\nown check: vLLM on x86 CPUs requires Triton (triton-cpu).\nHAS_TRITON False\n" in said, said
+
+
+def test_the_0_34_family_does_not_run_a_release_that_still_has_the_v1_runner(tmp_path):
+    """Its ABSENT: placed on 0.33.0's source (as a release outside every range would be tried),
+    the 0.34 family refuses, naming the V1 runner, instead of silently dropping its column."""
+    said = _run_in("0.33.0", (
+        "from parity.extract.engines.vllm.families import _fits, v0_34\n"
+        "try:\n"
+        "    _fits(v0_34); print('fits')\n"
+        "except LookupError as exc:\n"
+        "    print('refused:', exc)\n"), tmp_path)
+    assert ("refused: found vllm.v1.worker.gpu_model_runner, which this adapter assumes absent (a model runner "
+            "this family does not run)") in said, said
 
 
 def test_gpt_oss_is_captured_with_its_sliding_window_sinks_and_swiglu_experts(tmp_path):

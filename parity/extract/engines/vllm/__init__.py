@@ -44,8 +44,8 @@ def resolve_version(version: str | None) -> str:
         return version
     versions = installed_versions()
     if not versions:
-        raise EnvError("no vLLM environment is built: run `./dev setup vllm-0.33.0` (or `parity setup "
-                       "vllm-0.33.0`)")
+        raise EnvError("no vLLM environment is built: run `./dev setup vllm-0.34.0` (or `parity setup "
+                       "vllm-0.34.0`)")
     return versions[-1]
 
 

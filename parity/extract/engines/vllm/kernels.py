@@ -100,7 +100,8 @@ def attention_forward(self, query, key, value, output_shape=None, output_dtype=N
 def mla_forward(self, q, kv_c_normed, k_pe, output_shape=None, q_dcp_replicated=None, mqa_q_prepared=None):
     """`MLAAttention.forward`: decompress the latent with the layer's own `kv_b_proj`, then
     attend (the query already carries its nope and rope parts). `mqa_q_prepared` (0.34: a
-    query already absorbed for the decode kernel) is never passed on a prefill."""
+    query already absorbed for the MQA kernel, passed by models with a sparse-attention
+    indexer) is refused."""
     _one_sequence("MLAAttention.forward")
     if q_dcp_replicated is not None:
         raise KernelStandInError("MLAAttention.forward: parity's stand-in has no decode context parallelism")

@@ -12,7 +12,7 @@ global state). Two requests:
   start-up setting the capture, one prefill, the per-token stack the proposer writes;
 - {"mode": "serving", "target_config": {...}, "draft_dir": "...", "candidates": [[...], ...]}:
   what the `eagle3` method feeds the draft: the draft directory read by vLLM's own config
-  loader, both runners' resolution, the capture of each, and what each candidate id list
+  loader, each runner's resolution (the family's RUNNERS), the capture of each, and what each candidate id list
   would capture (the fix search).
 
 The reply (last stdout line) lists, per runner, the ids it resolved, where it took them from,

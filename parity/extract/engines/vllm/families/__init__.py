@@ -6,9 +6,10 @@ contract) and `Adapter`, whose methods hold every release-specific line: platfor
 config classes, building and loading the model, the kernel stand-ins' import paths, and
 each model runner's id resolution. A release outside every family's range runs with the
 newest family whose code paths (its `IMPORTS`, every vLLM module its calls import, and its
-`REQUIRES`, the names its kernel stand-ins replace) are all in the installed source, and
-every report says so (parity.extract.families.place); when none
-fits it is refused, naming what each family looked for.
+`REQUIRES`, the names its kernel stand-ins replace) are all in the installed source and
+none of its `ABSENT` names is (code whose presence the family would silently ignore, such as
+a model runner it does not run), and every report says so (parity.extract.families.place);
+when none fits it is refused, naming what each family looked for.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from ....families import place as _place
 
 
 def _fits(module: ModuleType) -> None:
-    from ....run_until import require
+    from ....run_until import require, require_absent
 
+    require_absent("a model runner this family does not run", *getattr(module, "ABSENT", ()))
     module.Adapter().platform()
     require(*module.IMPORTS, *module.REQUIRES)
 

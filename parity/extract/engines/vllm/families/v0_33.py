@@ -359,7 +359,8 @@ class Adapter:
 
     def dump_stack(self, aux):
         """What the extract_hidden_states proposer writes per token: the aux states stacked in
-        the order the model returned them ([T, slots, H]), as `ExtractHiddenStatesProposer.propose` does."""
+        the order the model returned them ([T, slots, H]), as `ExtractHiddenStatesProposer.propose` does
+        (0.34: `ExtractHiddenStatesSpeculator.propose`, the same stack)."""
         import torch
 
         return torch.stack(aux, dim=1)

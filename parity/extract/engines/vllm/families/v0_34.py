@@ -11,17 +11,19 @@ What differs from the 0.33 family (v0_33.py), found by running 0.34.0's code:
 - the target's embedding and LM head are shared with the draft by V2's
   `spec_decode/eagle/utils.load_eagle_model`: `maybe_share_target_embed` and
   `share_target_lm_head(get_target_lm_head(...))`, on the target's language model;
-- `MLAAttention.forward` takes a `mqa_q_prepared` (never passed on a prefill; the stand-in
-  raises if it is);
+- `MLAAttention.forward` takes a `mqa_q_prepared` (a pre-absorbed query, passed by models with a
+  sparse-attention indexer, none of the targets parity runs; the stand-in raises if given one);
 - the CPU platform's `check_and_update_config` refuses an x86 CPU without Triton ("vLLM on
   x86 CPUs requires Triton (triton-cpu)": its CPU deployment runs Triton-CPU kernels). parity
-  deploys nothing on the CPU and runs no Triton kernel: while that one check runs, it reads
-  Triton as present (`cpu_platform`); every other reading of `HAS_TRITON` is unchanged.
+  deploys nothing on the CPU and runs no Triton kernel: while that one check runs (in `config`),
+  it reads Triton as present; every other reading of `HAS_TRITON` is unchanged.
 The CPU platform, config classes, loading, MoE experts and the other kernel stand-ins are the
 0.33 family's.
 """
 
 from __future__ import annotations
+
+from contextlib import contextmanager
 
 from packaging.specifiers import SpecifierSet
 
@@ -38,6 +40,9 @@ CODE_PATHS = {
 DUMP_METHOD = v0_33.DUMP_METHOD
 RUNNERS = ("v2",)
 GPU_DEFAULT_RUNNER = "v2"
+
+# A release that still has V1 is not run by this family (its v1 column would vanish unseen).
+ABSENT = ("vllm.v1.worker.gpu_model_runner",)
 
 IMPORTS = (
     *(m for m in v0_33.IMPORTS if m not in ("vllm.v1.worker.gpu_model_runner", "vllm.v1.spec_decode.eagle")),
@@ -56,26 +61,11 @@ REQUIRES = (
 class Adapter(v0_33.Adapter):
     """vLLM 0.34's calls: the 0.33 adapter's, but where 0.34 differs."""
 
-    def cpu_platform(self) -> None:
-        """0.33's, and the CPU platform's config check run as on an x86 CPU with Triton-CPU."""
-        super().cpu_platform()
-        import vllm.triton_utils as triton_utils
-        from vllm.platforms import current_platform
-
-        check = current_platform.check_and_update_config  # a classmethod, bound to its class
-        if getattr(check, "parity_triton_present", False):
-            return
-
-        def check_with_triton(vllm_config):
-            had, triton_utils.HAS_TRITON = triton_utils.HAS_TRITON, True
-            try:
-                return check(vllm_config)
-            finally:
-                triton_utils.HAS_TRITON = had
-
-        check_with_triton.parity_triton_present = True
-        check_with_triton.__wrapped__ = check
-        type(current_platform).check_and_update_config = staticmethod(check_with_triton)
+    def config(self, target_dir: str, speculative: dict | None, port: int):
+        """0.33's, with the CPU platform's config check run as on an x86 CPU with Triton-CPU
+        (only while this config is built; afterwards the platform's own check is back)."""
+        with _triton_read_as_present_by_the_platform_check():
+            return super().config(target_dir, speculative, port)
 
     def config_ids(self, vllm_config, runner: str) -> list[int] | None:
         return super().config_ids(vllm_config, _only_v2(runner))
@@ -100,6 +90,34 @@ class Adapter(v0_33.Adapter):
             maybe_share_target_embed(draft, draft.model, language_model.model)
             share_target_lm_head(draft, get_target_lm_head(target, language_model),
                                  spec.draft_lm_head_quantization)
+
+
+@contextmanager
+def _triton_read_as_present_by_the_platform_check():
+    """The current platform's `check_and_update_config` reads `vllm.triton_utils.HAS_TRITON` as
+    True while it runs; no other code sees the flag changed, and the method is restored on exit."""
+    import vllm.triton_utils as triton_utils
+    from vllm.platforms import current_platform
+
+    platform = type(current_platform)
+    own = platform.__dict__.get("check_and_update_config")  # the classmethod object, where defined
+    bound = current_platform.check_and_update_config
+
+    def check_with_triton(*args, **kwargs):
+        had, triton_utils.HAS_TRITON = triton_utils.HAS_TRITON, True
+        try:
+            return bound(*args, **kwargs)
+        finally:
+            triton_utils.HAS_TRITON = had
+
+    platform.check_and_update_config = staticmethod(check_with_triton)
+    try:
+        yield
+    finally:
+        if own is None:
+            del platform.check_and_update_config  # inherited again
+        else:
+            platform.check_and_update_config = own
 
 
 def _only_v2(runner: str) -> str:
