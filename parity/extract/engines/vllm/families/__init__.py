@@ -25,8 +25,8 @@ from ....families import place as _place
 def _fits(module: ModuleType) -> None:
     from ....run_until import require, require_absent
 
+    module.Adapter().platform()  # before anything imports vLLM: it picks its platform on import
     require_absent("a model runner this family does not run", *getattr(module, "ABSENT", ()))
-    module.Adapter().platform()
     require(*module.IMPORTS, *module.REQUIRES)
 
 
