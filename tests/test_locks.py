@@ -73,3 +73,51 @@ def test_builders_asking_at_once_install_uv_once(tmp_path, monkeypatch, capsys):
         exes = list(pool.map(lambda _: build_env.uv(), range(4)))
     assert len(set(exes)) == 1 and build_env._version(str(exes[0])) == build_env.UV_VERSION
     assert capsys.readouterr().err.count("installing uv") == 1
+
+
+def _flaky_uv(tmp_path, fails: int):
+    """The real pinned uv behind a wrapper whose first `fails` `pip sync` calls fail as a dropped
+    download would (uv's own words); every other call, and every later sync, is uv's."""
+    from parity import build_env
+
+    real = build_env.uv()
+    wrapper = tmp_path / "uv"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1 $2" = "pip sync" ] && [ "$(ls {tmp_path}/failed.* 2>/dev/null | wc -l)" -lt {fails} ]; then\n'
+        f'  touch "{tmp_path}/failed.$$"\n'
+        '  echo "error: Failed to fetch: connection reset by peer" >&2; exit 2\n'
+        "fi\n"
+        f'exec "{real}" "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+def _build_from_an_empty_lock(tmp_path, monkeypatch, fails: int):
+    from parity import build_env
+
+    uv = _flaky_uv(tmp_path, fails)
+    lock = tmp_path / "x.txt"
+    lock.write_text("# a lock with nothing to install\n")
+    monkeypatch.setenv("PARITY_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(build_env, "uv", lambda: uv)
+    monkeypatch.setattr(build_env, "current_lock", lambda name, spec: lock)
+    return build_env.build("x", {"torch": "2.13.0", "deps": []})
+
+
+def test_a_sync_that_fails_once_is_tried_once_more_and_the_failure_logged(tmp_path, monkeypatch, capsys):
+    """Every file is pinned by hash, so the second try installs what the first would have: a
+    dropped download or a busy shared cache does not fail a build (the sweep saw one)."""
+    done = _build_from_an_empty_lock(tmp_path, monkeypatch, fails=1)
+    err = capsys.readouterr().err
+    assert done is not None and (tmp_path / "home" / "x" / "bin" / "python").exists(), err
+    assert len(list(tmp_path.glob("failed.*"))) == 1
+    assert ("x: installing x from " in err and "failed (exit 2): error: Failed to fetch: connection reset by peer; "
+            "trying once more" in err), err
+
+
+def test_a_sync_that_fails_twice_fails_the_build_in_uvs_words(tmp_path, monkeypatch, capsys):
+    with pytest.raises(SystemExit) as exc:
+        _build_from_an_empty_lock(tmp_path, monkeypatch, fails=2)
+    assert len(list(tmp_path.glob("failed.*"))) == 2
+    assert str(exc.value).endswith("failed (exit 2): error: Failed to fetch: connection reset by peer"), exc.value
