@@ -106,7 +106,8 @@ def mla_forward(self, q, kv_c_normed, k_pe, output_shape=None, q_dcp_replicated=
     if q_dcp_replicated is not None:
         raise KernelStandInError("MLAAttention.forward: parity's stand-in has no decode context parallelism")
     if mqa_q_prepared is not None:
-        raise KernelStandInError("MLAAttention.forward: parity's stand-in takes no pre-absorbed MQA query (mqa_q_prepared)")
+        raise KernelStandInError("MLAAttention.forward: parity's stand-in takes no pre-absorbed MQA query "
+                                 "(mqa_q_prepared)")
     tokens, heads = q.shape[0], self.num_heads
     kv = self.kv_b_proj(kv_c_normed)[0].view(tokens, heads, self.qk_nope_head_dim + self.v_head_dim)
     k_nope, v = kv.split([self.qk_nope_head_dim, self.v_head_dim], dim=-1)
