@@ -1,7 +1,8 @@
 """vLLM as the data-generation engine: the dump speculators' training reads is found by running
 vLLM's own capture on the tiny target (docs/vllm.md): the newest release built (0.34.0) unless a
-test names one (0.33.0, the last with both model runners; 0.11.0, the oldest family). One extraction is shared by the
-assertions below (module scope; repeated runs come from the reply cache)."""
+test names one (0.33.0, the last with both model runners; 0.11.0, the oldest family). One
+extraction is shared by the assertions below (module scope; repeated runs come from the reply
+cache)."""
 
 from __future__ import annotations
 
@@ -328,7 +329,8 @@ def test_0_11_serves_every_draft_its_default_layers(nested, tmp_path, capsys):
 
 def test_0_11_binds_the_targets_embedding_over_a_drafts_own(capsys):
     """0.11's proposer shares the target's embedding whenever the shapes match (0.33's proposer and
-    0.34's load_eagle_model keep a draft's own): the same checkpoint is served with another embedding after the bump."""
+    0.34's load_eagle_model keep a draft's own): the same checkpoint is served with another
+    embedding after the bump."""
     from parity.fixtures import DraftRecipe, speculators_draft
 
     draft = speculators_draft(DraftRecipe(seed=1))
@@ -354,45 +356,32 @@ def test_the_born_from_case_with_a_vllm_made_dump(capsys):
     assert r["suggestion"]["eagle_aux_hidden_state_layer_ids"] == [3, 31, 59] and r["suggestion"]["verified"]
 
 
+def _run_in(version: str, code: str, tmp_path):
+    """`code` run by the interpreter of vllm `version`'s environment, parity on its path and its
+    TMPDIR (where the adapters' platform() puts vLLM's cache root) in `tmp_path`."""
+    import os
+    import subprocess
+
+    from parity.envs import EnvError, parity_on_path
+    from parity.extract.engines.vllm import python
+
+    try:
+        interpreter = python(version)
+    except EnvError:
+        pytest.skip(f"vllm {version}'s environment is not built")
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    with parity_on_path(env) as cwd:
+        return subprocess.run([str(interpreter), "-c", code], capture_output=True, text=True, env=env, cwd=cwd)
+
+
 @pytest.mark.parametrize("version", ["0.34.0", "0.33.0", "0.22.0", "0.17.0", "0.16.0", "0.11.0"])
-def test_each_family_fits_its_verified_release(version):
+def test_each_family_fits_its_verified_release(version, tmp_path):
     """A family's code paths (IMPORTS, and REQUIRES: the names its kernel stand-ins replace) are
     all found in the release it was verified on, so an unseen release is judged by the same list."""
-    import subprocess
-
-    from parity.envs import EnvError, parity_on_path
-    from parity.extract.engines.vllm import python
-
-    try:
-        interpreter = python(version)
-    except EnvError:
-        pytest.skip(f"vllm {version}'s environment is not built")
-    import os
-
-    env = dict(os.environ)
-    code = ("from parity.extract.engines.vllm.families import _fits, family_for\n"
-            f"module = family_for({version!r}); _fits(module); assert {version!r} in module.VERIFIED; print('fits')")
-    with parity_on_path(env) as cwd:
-        out = subprocess.run([str(interpreter), "-c", code], capture_output=True, text=True, env=env, cwd=cwd)
+    out = _run_in(version, ("from parity.extract.engines.vllm.families import _fits, family_for\n"
+                            f"module = family_for({version!r}); _fits(module); assert {version!r} in module.VERIFIED; "
+                            "print('fits')"), tmp_path)
     assert out.stdout.strip().endswith("fits"), out.stderr[-2000:]
-
-
-def _run_in(version: str, code: str, tmp_path) -> str:
-    """`code` run by the interpreter of vllm `version`'s environment (parity on its path); stdout."""
-    import os
-    import subprocess
-
-    from parity.envs import EnvError, parity_on_path
-    from parity.extract.engines.vllm import python
-
-    try:
-        interpreter = python(version)
-    except EnvError:
-        pytest.skip(f"vllm {version}'s environment is not built")
-    env = {**os.environ, "TMPDIR": str(tmp_path)}  # vLLM's cache root goes there (the adapters' platform())
-    with parity_on_path(env) as cwd:
-        out = subprocess.run([str(interpreter), "-c", code], capture_output=True, text=True, env=env, cwd=cwd)
-    return out.stdout + out.stderr[-2000:]
 
 
 def test_0_34_reads_triton_as_present_only_inside_the_cpu_platforms_config_check(tmp_path):
@@ -414,7 +403,8 @@ def test_0_34_reads_triton_as_present_only_inside_the_cpu_platforms_config_check
         "except RuntimeError as exc:\n"
         "    print('own check:', exc)\n"
         "print('HAS_TRITON', t.HAS_TRITON)\n"), tmp_path)
-    assert "config built\nown check: vLLM on x86 CPUs requires Triton (triton-cpu).\nHAS_TRITON False\n" in said, said
+    expected = "config built\nown check: vLLM on x86 CPUs requires Triton (triton-cpu).\nHAS_TRITON False\n"
+    assert expected in said.stdout, said.stdout + said.stderr[-2000:]
 
 
 def test_the_0_34_family_does_not_run_a_release_that_still_has_the_v1_runner(tmp_path):
@@ -427,7 +417,7 @@ def test_the_0_34_family_does_not_run_a_release_that_still_has_the_v1_runner(tmp
         "except LookupError as exc:\n"
         "    print('refused:', exc)\n"), tmp_path)
     assert ("refused: found vllm.v1.worker.gpu_model_runner, which this adapter assumes absent (a model runner "
-            "this family does not run)") in said, said
+            "this family does not run)") in said.stdout, said.stdout + said.stderr[-2000:]
 
 
 def test_gpt_oss_is_captured_with_its_sliding_window_sinks_and_swiglu_experts(tmp_path):
