@@ -32,6 +32,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Iterator
 
+from . import reads
 from .home import CHECKOUT, PACKAGE, home, setup_command, shipped, user_envs
 from .workspace import run_child, workspace
 from .errors import UserError
@@ -306,8 +307,10 @@ def run_module(python: Path | str, module: str, request: dict, timeout: float = 
     env = child_env(python)
     with parity_on_path(env) as cwd:
         if cache:
-            from .reply_cache import cached_reply
+            from .reply_cache import cached_reply, enabled
 
+            if enabled():
+                env[reads.ENV] = "1"  # the child records what it reads: the cache's entry holds it
             return cached_reply(str(python), module, request, env,
                                 lambda: _run(python, module, request, env, timeout, cwd, warm))
         return _run(python, module, request, env, timeout, cwd, warm)
@@ -408,6 +411,8 @@ def reply_over_stdio(handler, hard_exit: bool = True) -> None:
     except Exception as exc:  # noqa: BLE001 - reported by the caller, never a bare traceback
         reply = {"error": f"{type(exc).__name__}: {exc}",
                  "traceback": traceback.format_exc().strip().splitlines()[-8:]}
+    if os.environ.get(reads.ENV) == "1":
+        reply[reads.REPLY_KEY] = reads.collect()  # what the reply depends on (parity.reply_cache)
     sys.stdout.write("\n" + json.dumps(reply) + "\n")
     sys.stdout.flush()
     if hard_exit:

@@ -18,7 +18,10 @@ request is read, no tensor computed), then forks one child per run. The child is
   share (os._exit), as the probes themselves already end.
 
 What the fork keeps from the server is only what `warm()` did, which a fresh run does first
-too. A module replaced through PARITY_PROBE_OVERRIDES (a test's injected drift) is never
+too, and only while what it imported is as it was: the server records every file and
+directory it read (parity.reads) and, before each fork after its first, checks them; when
+one has changed (an installed file edited, a module added on the path) it forks nothing and
+ends, the asking side runs a fresh process, and the next run starts a fresh server. A module replaced through PARITY_PROBE_OVERRIDES (a test's injected drift) is never
 imported by the server: it runs in the child, after the fork, as it would in a fresh process,
 on the warmed module it patches. The server never runs a torch op (forked OpenMP state would
 be unsafe) and is started with OMP_NUM_THREADS as the children get it.
@@ -54,6 +57,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import reads
 from .workspace import CACHE_ROOTS
 
 OFF = "PARITY_NO_FORKSERVER"
@@ -63,7 +67,7 @@ MAX_SERVERS = 6  # per parent process: each holds an engine's imports (about 0.5
 # private TMPDIR and cache roots, parity.workspace.private_caches): a server started under one
 # value serves children asking with another (each child gets its own).
 VOLATILE = frozenset({"TMPDIR", *CACHE_ROOTS, "PYTEST_CURRENT_TEST", "PARITY_PROBE_OVERRIDES", "PARITY_NO_CACHE",
-                      "PARITY_DEBUG", OFF})
+                      "PARITY_DEBUG", OFF, reads.ENV})
 
 
 def enabled() -> bool:
@@ -86,6 +90,10 @@ _lock = threading.Lock()
 
 class Unavailable(RuntimeError):
     """No server could be reached: the caller runs a fresh process instead."""
+
+
+class Stale(Unavailable):
+    """The server's imports have changed on disk since it read them: it forked nothing."""
 
 
 def _key(python: str, warm: str, cwd: str, env: dict[str, str]) -> tuple:
@@ -138,6 +146,15 @@ def _server(python: str, warm: str, cwd: str, env: dict[str, str]) -> _Server:
         return server
 
 
+def _retire(server: _Server) -> None:
+    """Stop `server` and drop it, so that the next run starts a fresh one."""
+    with _lock:
+        for key, known in list(_servers.items()):
+            if known is server:
+                del _servers[key]
+    _stop(server)
+
+
 def forget() -> None:
     """Stop every server this process started (the workspace's end does the same)."""
     with _lock:
@@ -162,7 +179,10 @@ def _ask(server: _Server, request: dict, timeout: float) -> int:
             conn.sendall((json.dumps(request) + "\n").encode())
             reader = conn.makefile("rb")
             line = reader.readline()  # the server warms the module on its first request
-            pid = json.loads(line)["pid"] if line else None
+            answer = json.loads(line) if line else {}
+            if "stale" in answer:
+                raise Stale(f"forkserver {server.proc.pid}: {answer['stale']} changed since it was imported")
+            pid = answer.get("pid")
         except (OSError, ValueError, KeyError) as exc:
             raise Unavailable(f"forkserver {server.proc.pid}: {exc}") from exc
         if pid is None:
@@ -194,7 +214,11 @@ def run(python: str, module: str, warm: str, input_text: str, env: dict[str, str
     files = {name: str(tmp / f".{name}") for name in ("stdin", "stdout", "stderr")}
     Path(files["stdin"]).write_text(input_text)
     server = _server(python, warm, cwd, env)
-    status = _ask(server, {"module": module, "warm": warm, "env": env, "cwd": cwd, **files}, timeout)
+    try:
+        status = _ask(server, {"module": module, "warm": warm, "env": env, "cwd": cwd, **files}, timeout)
+    except Stale:
+        _retire(server)
+        raise
     out, err = (Path(files[n]).read_text(errors="replace") for n in ("stdout", "stderr"))
     for path in files.values():
         Path(path).unlink(missing_ok=True)
@@ -274,8 +298,10 @@ _open: set[socket.socket] = set()  # connections of runs not yet reported (serve
 
 def serve(control_fd: int, warm: str) -> None:
     """Take runs handed over on the control socket until the parent closes it."""
+    reads.start()  # what the warm imports read: checked before every fork after the first
     control = socket.socket(fileno=control_fd)
     warmed: set[str] = set()
+    imported: dict = {}
     while True:
         try:
             message, fds, _, _ = socket.recv_fds(control, 16, 1)
@@ -292,6 +318,11 @@ def serve(control_fd: int, warm: str) -> None:
             if request["warm"] not in warmed:
                 warmed.add(request["warm"])
                 _warm(request["warm"])
+                imported = reads.baseline()
+            stale = imported.get("changed") or reads.changed_since(imported)
+            if stale:  # a fork would run code that is no longer on disk: end, the asker runs fresh
+                conn.sendall((json.dumps({"stale": stale[:3]}) + "\n").encode())
+                os._exit(0)
             for stream in (sys.stdout, sys.stderr):
                 stream.flush()
             pid = os.fork()

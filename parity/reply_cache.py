@@ -1,17 +1,15 @@
 """The on-disk cache of extraction replies: a repeated `parity check` skips every extraction
-whose inputs have not changed.
+whose inputs, and every file it read, have not changed.
 
 An extraction is a child process (`parity.envs.run_module`) whose JSON reply depends on
-nothing but what it runs and what it is asked. A reply is stored under a key that changes
-with every one of those (a stale reply is a false verdict, so when in doubt nothing is
-cached):
+nothing but what it runs and what it is asked. A stale reply is a false verdict, so a reply
+is served only while all of that is unchanged, and when in doubt nothing is cached. Two
+parts decide it:
 
+The key, known before the child runs:
 - the interpreter: its real path, `sys.version`, platform, and the `sys.path` the child sees
-  (asked of the interpreter itself, once per process);
-- every distribution installed on that path: its RECORD file, which lists each installed
-  file with its sha256 (so another version, or a reinstall with other contents, changes it),
-  and the `.pth` files. A distribution without a RECORD, or an editable install other than
-  parity's own, cannot be hashed this way: then that interpreter's replies are not cached;
+  (asked of the interpreter itself, once per process), and the `.pth` files on that path
+  (site runs them at start-up);
 - parity's own source (the child runs it first on PYTHONPATH: this checkout, or, installed,
   a fixed link to the package, `parity.envs.import_dir`): every file under `parity/`;
 - the module actually run (after `PARITY_PROBE_OVERRIDES`, see `parity.envs`) and the files
@@ -22,9 +20,23 @@ cached):
 - the environment variables that steer the child (`PARITY_*`, `SGLANG_*`, `TORCH*`,
   `TRANSFORMERS_*`, thread counts, the hash seed).
 
-Not cached: a reply of a child that raised (it carries a `traceback`), a reply naming a
-resource failure (`MemoryError`, `OSError` and kin, timeouts), and anything at all when
-`PARITY_NO_CACHE=1`.
+What the child read, recorded by the child itself while it ran (`parity.reads`): every file
+it imported (source and bytecode), opened or mapped (shared libraries), each with its stat
+and, stored with the entry, its sha256; every file it looked for and did not find; every
+directory the import system searched, with the names in it. A key holds one entry per
+distinct record (`MAX_VARIANTS`); an entry is served only when every file of its record is
+as it was: the same stat (size, mtime, ctime, inode, device), or, when the stat differs,
+the same sha256 (then the stored stats are refreshed); every file looked for still absent;
+every directory still holding the same names. So an edit of an installed file (a `.pyc`
+alone included), a module added or removed on PYTHONPATH or in a package, an editable
+install's source edited in place, or another release installed, each sends the next run to
+the child. A child that did not record what it read, or a file that changed while it ran,
+is not stored.
+
+Not cached either: a reply of a child that raised (it carries a `traceback`), a reply naming
+a resource failure (`MemoryError`, `OSError` and kin, timeouts), and anything at all when
+`PARITY_NO_CACHE=1`. Every reply says where it came from (`SOURCE_KEY`: hit, stored, or why
+not stored, with the key's digest), and the contracts' provenance carries it.
 
 Each entry is one JSON file, written to a temporary file in its own directory and moved
 into place with `os.replace`: a reader sees a whole entry or none, never a torn one, across
@@ -35,7 +47,8 @@ wait and then read its reply: that only saves work, correctness does not depend 
 The request's paths recur in replies (an error naming the draft's config.json). They are
 stored as placeholders and filled with the asking request's own paths on a hit, so a reply
 never names a file of an earlier run (the gate's verification copies live in fresh temp
-directories, with the same contents each time).
+directories, with the same contents each time). Files under those paths are keyed by their
+contents in the request, so they are left out of the record.
 """
 
 from __future__ import annotations
@@ -46,22 +59,24 @@ import os
 import subprocess
 import tempfile
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
-from urllib.parse import urlparse
-from urllib.request import url2pathname
+
+from . import reads
 
 ROOT = Path(__file__).resolve().parent.parent
 NO_CACHE = "PARITY_NO_CACHE"
-FORMAT = 1  # bump when the key or the entry format changes
+FORMAT = 2  # bump when the key or the entry format changes
+MAX_VARIANTS = 8  # entries kept per key (one per distinct record of what the child read)
+SOURCE_KEY = "reply_cache"  # where a reply says whether it came from the cache
 
 # Environment variables that reach the child and may change its reply.
 _ENV_PREFIXES = ("PARITY_", "SGLANG_", "TORCH", "TRANSFORMERS_", "SPECULATORS_")
 _ENV_NAMES = ("PYTHONHASHSEED", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
 # ...except those that only say where things go or how this cache behaves.
-_ENV_IGNORED = (NO_CACHE, "PARITY_PROBE_OVERRIDES", "PARITY_HOME", "PARITY_DEBUG")
+_ENV_IGNORED = (NO_CACHE, "PARITY_PROBE_OVERRIDES", "PARITY_HOME", "PARITY_DEBUG", reads.ENV)
 
 # A reply that names one of these failed for a reason outside its inputs: never stored.
 _TRANSIENT = ("MemoryError", "OSError", "IOError", "TimeoutError", "BlockingIOError",
@@ -165,10 +180,10 @@ def interpreter(python: str, env: dict[str, str]) -> dict:
 
 
 def _installed_file_digest(path: Path) -> str:
-    """A RECORD's or .pth file's digest, remembered while the file keeps its inode, size and
-    modification time (RECORDs of a large environment are megabytes: read once per process)."""
-    st = path.stat()
-    memo = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+    """A file's digest, remembered while the file keeps its stat (size, times, inode, device):
+    a file read by many keys (libtorch, a large .pth) is hashed once per process."""
+    state = reads.file_state(str(path))
+    memo = (str(path), tuple(state or ()))
     with _memo:
         if memo in _digests:
             return _digests[memo]
@@ -178,33 +193,17 @@ def _installed_file_digest(path: Path) -> str:
     return digest
 
 
-def _is_parity_checkout(source: Path) -> bool:
-    return (source / "parity" / "__init__.py").is_file()
-
-
-def packages_digest(sys_path: list[str]) -> str:
-    """Every distribution installed on `sys_path` (its RECORD), and the .pth files there."""
+def startup_digest(sys_path: list[str]) -> str:
+    """The `.pth` files on `sys_path`: site runs them as the interpreter starts, before the child
+    can record anything (an editable install's path hook, a path added)."""
     h = hashlib.sha256()
     for p in sys_path:
         d = Path(p or ".")
-        if not d.is_dir() or (d.resolve() == ROOT and (ROOT / "pyproject.toml").is_file()):
-            continue  # a checkout: parity's own source is hashed by source_digest (an installed
-            # parity's ROOT is site-packages, hashed like any other)
+        if not d.is_dir():
+            continue
         for entry in sorted(d.iterdir()):
             if entry.suffix == ".pth" and entry.is_file():
                 h.update(f"{entry}\0{_installed_file_digest(entry)}\n".encode())
-            elif entry.suffix in (".dist-info", ".egg-info") and entry.is_dir():
-                record = entry / "RECORD"
-                if not record.is_file():
-                    raise Uncacheable(f"{entry} has no RECORD: its files cannot be hashed")
-                direct = entry / "direct_url.json"
-                if direct.is_file():
-                    info = json.loads(direct.read_text())
-                    if info.get("dir_info", {}).get("editable"):
-                        source = Path(url2pathname(urlparse(info.get("url", "")).path))
-                        if not _is_parity_checkout(source):
-                            raise Uncacheable(f"{entry.name} is an editable install of {source}")
-                h.update(f"{entry}\0{_installed_file_digest(record)}\n".encode())
     return h.hexdigest()
 
 
@@ -233,7 +232,7 @@ def key_of(python: str, module: str, request: dict, env: dict[str, str]) -> Key:
     material = {
         "format": FORMAT,
         "interpreter": {k: info[k] for k in ("executable", "real_executable", "version", "platform", "path")},
-        "packages": packages_digest(info["path"]),
+        "startup": startup_digest(info["path"]),
         "source": source_digest(module),
         "module": module,
         "request": _normalize(request, paths),
@@ -241,6 +240,77 @@ def key_of(python: str, module: str, request: dict, env: dict[str, str]) -> Key:
                 and (k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES)},
     }
     return Key(_sha(json.dumps(material, sort_keys=True).encode()), tuple(paths))
+
+
+# -- the record of what the child read --------------------------------------------------------
+
+
+class NotStored(Exception):
+    """A reply that must not be kept (the message says why)."""
+
+
+def _under(path: str, roots: tuple[str, ...]) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def stored_reads(record: dict | None, request_paths: tuple[str, ...]) -> dict:
+    """The child's record (`parity.reads.collect`) as an entry keeps it: each file's state with
+    its sha256 appended. Files under the request's paths are left out (the key holds their
+    contents). NotStored when there is no record, or a file changed while the child ran or
+    since it ended."""
+    if not isinstance(record, dict) or not isinstance(record.get("files"), dict):
+        raise NotStored("the child did not record what it read")
+    if record.get("changed"):
+        raise NotStored(f"{record['changed'][0]} changed while the child ran")
+    roots = tuple(os.path.realpath(p) for p in request_paths) + request_paths
+    files: dict[str, list | None] = {}
+    for path, state in sorted(record["files"].items()):
+        if _under(path, roots):
+            continue
+        if reads.file_state(path) != state:
+            raise NotStored(f"{path} changed since the child read it")
+        files[path] = None if state is None else [*state, _installed_file_digest(Path(path))]
+    dirs = {p: state for p, state in sorted(record.get("dirs", {}).items()) if not _under(p, roots)}
+    return {"files": files, "dirs": dirs}
+
+
+def still_valid(stored: dict) -> tuple[bool, bool]:
+    """(valid, refreshed): whether every file and directory of an entry's record is as it was,
+    and whether a stat differed while the contents did not (the entry's stats are then updated
+    in `stored`, for the next check to be cheap again)."""
+    refreshed = False
+    for path, was in stored["files"].items():
+        now = reads.file_state(path)
+        if was is None or now is None:
+            if (was is None) != (now is None):
+                return False, False
+            continue
+        if now == was[:-1]:
+            continue
+        try:
+            if _installed_file_digest(Path(path)) != was[-1]:
+                return False, False
+        except OSError:
+            return False, False
+        stored["files"][path] = [*now, was[-1]]
+        refreshed = True
+    for path, was in stored["dirs"].items():
+        if was is None:
+            if reads.dir_state(path) is not None:
+                return False, False
+            continue
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False, False
+        if [st.st_mtime_ns, st.st_ino] == was[:2]:
+            continue
+        now = reads.dir_state(path)
+        if now is None or now[2] != was[2]:
+            return False, False
+        stored["dirs"][path] = now  # the same names, another stat (a name added and removed again)
+        refreshed = True
+    return True, refreshed
 
 
 # -- the entries -------------------------------------------------------------------------------
@@ -262,42 +332,68 @@ def cacheable(reply: dict) -> bool:
 
 
 class ReplyCache:
-    """Entries under `root`, one JSON file per key."""
+    """Entries under `root`: a directory per key, a JSON file per record of what was read."""
 
     def __init__(self, root: Path):
         self.root = Path(root)
 
-    def entry(self, key: Key) -> Path:
-        return self.root / key.digest[:2] / f"{key.digest}.json"
+    def folder(self, key: Key) -> Path:
+        return self.root / key.digest[:2] / key.digest
+
+    def _variant(self, key: Key, record: dict) -> Path:
+        return self.folder(key) / f"{_sha(json.dumps(record, sort_keys=True).encode())[:32]}.json"
 
     def get(self, key: Key) -> dict | None:
-        """The stored reply, its paths filled from `key`; None on a miss or an unreadable entry."""
+        """The stored reply whose record still holds, its paths filled from `key`; None on a miss
+        (no entry, every entry's record broken by a change, or unreadable entries)."""
         try:
-            stored = json.loads(self.entry(key).read_text())
-        except (OSError, ValueError):
+            variants = sorted(self.folder(key).glob("*.json"), key=lambda p: -p.stat().st_mtime_ns)
+        except OSError:
             return None
-        if not isinstance(stored, dict) or stored.get("key") != key.digest or not isinstance(
-                stored.get("reply"), str):
-            return None
-        text = stored["reply"]
-        for i in reversed(range(len(key.paths))):
-            text = text.replace(_placeholder(i), _escaped(key.paths[i]))
-        try:
-            return json.loads(text)
-        except ValueError:
-            return None
+        for entry in variants:
+            try:
+                stored = json.loads(entry.read_text())
+            except (OSError, ValueError):
+                continue
+            if not isinstance(stored, dict) or stored.get("key") != key.digest or not isinstance(
+                    stored.get("reply"), str) or not isinstance(stored.get("reads"), dict):
+                continue
+            valid, refreshed = still_valid(stored["reads"])
+            if not valid:
+                continue
+            if refreshed:
+                self._write(entry, stored)
+            else:
+                with suppress(OSError):
+                    os.utime(entry)  # most recently served first; the oldest are dropped first
+            text = stored["reply"]
+            for i in reversed(range(len(key.paths))):
+                text = text.replace(_placeholder(i), _escaped(key.paths[i]))
+            try:
+                return json.loads(text)
+            except ValueError:
+                continue
+        return None
 
-    def put(self, key: Key, reply: dict) -> None:
-        """Store atomically: a temp file beside the entry, then os.replace."""
+    def put(self, key: Key, reply: dict, record: dict) -> None:
+        """Store atomically (a temp file beside the entry, then os.replace), with `record`
+        (`stored_reads`); the oldest entries past MAX_VARIANTS of the key are removed."""
         text = json.dumps(reply)
         for i in sorted(range(len(key.paths)), key=lambda i: -len(key.paths[i])):
             text = text.replace(_escaped(key.paths[i]), _placeholder(i))
-        target = self.entry(key)
+        target = self._variant(key, record)
+        self._write(target, {"key": key.digest, "reads": record, "reply": text})
+        variants = sorted(self.folder(key).glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
+        for old in variants[:-MAX_VARIANTS]:
+            old.unlink(missing_ok=True)
+
+    @staticmethod
+    def _write(target: Path, content: dict) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{key.digest[:16]}.", suffix=".tmp", dir=target.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.stem[:16]}.", suffix=".tmp", dir=target.parent)
         try:
             with os.fdopen(fd, "w") as f:
-                json.dump({"key": key.digest, "reply": text}, f)
+                json.dump(content, f)
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, target)
@@ -328,32 +424,46 @@ class ReplyCache:
                 fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def _says(reply: dict, status: str, key: Key | None = None, why: str | None = None) -> dict:
+    """`reply` with where it came from (SOURCE_KEY), without the child's record."""
+    reply.pop(reads.REPLY_KEY, None)
+    reply[SOURCE_KEY] = {"status": status, **({"key": key.digest} if key else {}), **({"why": why} if why else {})}
+    return reply
+
+
 def cached_reply(python: str, module: str, request: dict, env: dict[str, str],
                  run: Callable[[], dict]) -> dict:
     """`run()`'s reply, from the cache when `python -m module` already answered this request
-    with everything it depends on unchanged; stored after a miss."""
+    with everything it depends on, and every file it read, unchanged; stored after a miss.
+    `run` must run the child with `env`, where `parity.reads.ENV` asks it to record its reads.
+    The reply says where it came from under SOURCE_KEY: "hit", "stored", "not stored" (with
+    why), or "off"."""
     if not enabled():
-        return run()
+        return _says(run(), "off", why=f"{NO_CACHE}=1")
     try:
         key = key_of(python, module, request, env)
-    except (Uncacheable, OSError, ValueError, subprocess.SubprocessError):
-        return run()
+    except (Uncacheable, OSError, ValueError, subprocess.SubprocessError) as exc:
+        return _says(run(), "not stored", why=f"the key could not be made: {exc}")
     cache = ReplyCache(cache_dir())
     hit = cache.get(key)
     if hit is not None:
-        return hit
+        return _says(hit, "hit", key)
     with cache.computing(key):
         hit = cache.get(key)  # another process may have stored it while this one waited
         if hit is not None:
-            return hit
+            return _says(hit, "hit", key)
         reply = run()
-        if cacheable(reply):
-            try:
-                cache.put(key, reply)
-            except OSError:  # a cache that cannot be written: the reply still counts
-                pass
-        return reply
+        record = reply.pop(reads.REPLY_KEY, None)
+        if not cacheable(reply):
+            return _says(reply, "not stored", key, "the child failed for a reason outside its inputs")
+        try:
+            cache.put(key, reply, stored_reads(record, key.paths))
+        except NotStored as exc:
+            return _says(reply, "not stored", key, str(exc))
+        except OSError as exc:  # a cache that cannot be written: the reply still counts
+            return _says(reply, "not stored", key, f"the cache could not be written: {exc}")
+        return _says(reply, "stored", key)
 
 
-__all__ = ["Key", "NO_CACHE", "ReplyCache", "Uncacheable", "cache_dir", "cached_reply", "enabled",
-           "key_of", "path_digest"]
+__all__ = ["Key", "MAX_VARIANTS", "NO_CACHE", "NotStored", "ReplyCache", "SOURCE_KEY", "Uncacheable", "cache_dir",
+           "cached_reply", "enabled", "key_of", "path_digest", "still_valid", "stored_reads"]

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from parity import reply_cache
+from parity import reads, reply_cache
 from parity.envs import PROBE_OVERRIDES, EnvError, module_to_run, run_module
-from parity.reply_cache import Key, ReplyCache, Uncacheable, key_of
+from parity.reply_cache import Key, ReplyCache, key_of
 
 from .helpers import ROOT
 
@@ -138,32 +138,144 @@ def test_the_key_follows_the_module_the_environment_and_the_interpreter():
         assert key(python=str(other)) != base
 
 
-def _fake_site(tmp_path: Path) -> tuple[Path, Path]:
+def test_the_key_follows_the_pth_files_site_runs_at_start_up(tmp_path):
     site = tmp_path / "site"
-    dist = site / "fakepkg-1.0.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: fakepkg\nVersion: 1.0\n")
-    (dist / "RECORD").write_text("fakepkg/__init__.py,sha256=AAAA,10\n")
-    return site, dist
-
-
-def test_the_key_follows_the_installed_files(tmp_path):
-    site, dist = _fake_site(tmp_path)
+    site.mkdir()
     path = f"{ROOT}{os.pathsep}{site}"
     base = key(PYTHONPATH=path)
     assert key(PYTHONPATH=path) == base != key()
-    (dist / "RECORD").write_text("fakepkg/__init__.py,sha256=BBBB,10\n")  # same version, other contents
-    changed = key(PYTHONPATH=path)
-    assert changed != base
     (site / "extra.pth").write_text("/somewhere\n")
-    assert key(PYTHONPATH=path) != changed
-    (dist / "direct_url.json").write_text(json.dumps({"url": f"file://{tmp_path}", "dir_info": {"editable": True}}))
-    with pytest.raises(Uncacheable, match="editable"):  # its files are not in its RECORD
-        key(PYTHONPATH=path)
-    (dist / "direct_url.json").unlink()
-    (dist / "RECORD").unlink()
-    with pytest.raises(Uncacheable, match="no RECORD"):
-        key(PYTHONPATH=path)
+    added = key(PYTHONPATH=path)
+    assert added != base
+    (site / "extra.pth").write_text("/elsewhere\n")
+    assert key(PYTHONPATH=path) not in (base, added)
+
+
+# -- what the child read: an edit of anything it imported sends the next run to the child ----------
+
+@pytest.fixture
+def site(tmp_path, monkeypatch) -> Path:
+    """A directory on the children's PYTHONPATH holding `fakemod` (VALUE = 1)."""
+    where = tmp_path / "site"
+    where.mkdir()
+    (where / "fakemod.py").write_text("VALUE = 1\n")
+    monkeypatch.setenv("PYTHONPATH", str(where))
+    return where
+
+
+def source(reply: dict) -> str:
+    return reply[reply_cache.SOURCE_KEY]["status"]
+
+
+def test_an_edited_imported_file_is_seen_and_an_unchanged_one_hits(cache, site):
+    first = ask({"import": ["fakemod"]})
+    assert first["values"] == {"fakemod": 1} and source(first) == "stored"
+    again = ask({"import": ["fakemod"]})
+    assert again["nonce"] == first["nonce"] and source(again) == "hit"
+    assert again[reply_cache.SOURCE_KEY]["key"] == first[reply_cache.SOURCE_KEY]["key"]
+    assert reads.REPLY_KEY not in again
+    # (another size: Python itself reuses bytecode whose source has the same size and second)
+    (site / "fakemod.py").write_text("VALUE = 22\n")
+    edited = ask({"import": ["fakemod"]})
+    assert edited["values"] == {"fakemod": 22} and source(edited) == "stored"
+    (site / "fakemod.py").write_text("VALUE = 1\n")  # back (its bytecode is rewritten: run again)
+    assert ask({"import": ["fakemod"]})["values"] == {"fakemod": 1}
+
+
+def test_a_touch_with_the_same_contents_still_hits(cache, site):
+    first = ask({"import": ["fakemod"]})
+    text = (site / "fakemod.py").read_text()
+    (site / "fakemod.py").unlink()
+    (site / "fakemod.py").write_text(text)  # another inode and times, the same bytes
+    assert ask({"import": ["fakemod"]})["nonce"] == first["nonce"]
+
+
+def test_a_bytecode_only_change_is_seen(cache, tmp_path, monkeypatch):
+    import py_compile
+
+    where = tmp_path / "sourceless"
+    where.mkdir()
+    for value in (1, 2):
+        (tmp_path / "fakemod.py").write_text(f"VALUE = {value}\n")
+        py_compile.compile(str(tmp_path / "fakemod.py"), cfile=str(where / "fakemod.pyc"), doraise=True)
+        if value == 1:
+            monkeypatch.setenv("PYTHONPATH", str(where))
+            first = ask({"import": ["fakemod"]})
+            assert first["values"] == {"fakemod": 1} and ask({"import": ["fakemod"]})["nonce"] == first["nonce"]
+    assert ask({"import": ["fakemod"]})["values"] == {"fakemod": 2}
+
+
+def test_a_module_added_in_front_on_the_path_or_removed_is_seen(cache, site, tmp_path, monkeypatch):
+    front = tmp_path / "front"
+    front.mkdir()
+    monkeypatch.setenv("PYTHONPATH", f"{front}{os.pathsep}{site}")
+    first = ask({"import": ["fakemod"]})
+    assert first["values"] == {"fakemod": 1}
+    (front / "fakemod.py").write_text("VALUE = 333\n")  # shadows the one behind it
+    assert ask({"import": ["fakemod"]})["values"] == {"fakemod": 333}
+    (front / "fakemod.py").unlink()
+    assert ask({"import": ["fakemod"]})["nonce"] == first["nonce"]
+    (site / "fakemod.py").unlink()
+    assert "No module named 'fakemod'" in ask({"import": ["fakemod"]})["error"]
+
+
+def test_a_module_added_to_an_imported_package_is_seen(cache, site):
+    (site / "fakepkg").mkdir()
+    (site / "fakepkg" / "__init__.py").write_text(
+        "try:\n    from .extra import VALUE\nexcept ImportError:\n    VALUE = 'no extra'\n")
+    assert ask({"import": ["fakepkg"]})["values"] == {"fakepkg": "no extra"}
+    (site / "fakepkg" / "extra.py").write_text("VALUE = 'extra'\n")
+    assert ask({"import": ["fakepkg"]})["values"] == {"fakepkg": "extra"}
+
+
+def test_an_editable_install_is_cached_and_follows_its_source(cache, tmp_path):
+    """A `pip install -e` of a source folder (what pip lays down for it: a .pth naming the folder
+    and a dist-info saying editable) in a virtual environment: served from the cache while the
+    folder is unchanged, and run again after an edit in place (it used to be never cached)."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    purelib = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    src = tmp_path / "checkout" / "src"
+    (src / "fakemod").mkdir(parents=True)
+    (src / "fakemod" / "__init__.py").write_text("VALUE = 'as cloned'\n")
+    (Path(purelib) / "__editable__.fakemod-1.0.pth").write_text(f"{src}\n")
+    dist = Path(purelib) / "fakemod-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: fakemod\nVersion: 1.0\n")
+    (dist / "RECORD").write_text("")
+    (dist / "direct_url.json").write_text(json.dumps({"url": src.parent.as_uri(), "dir_info": {"editable": True}}))
+    python = str(venv / "bin" / "python")
+    first = run_module(python, ECHO, {"import": ["fakemod"]}, cache=True)
+    assert first["values"] == {"fakemod": "as cloned"}
+    again = run_module(python, ECHO, {"import": ["fakemod"]}, cache=True)
+    assert again["nonce"] == first["nonce"] and source(again) == "hit"
+    (src / "fakemod" / "__init__.py").write_text("VALUE = 'edited in place'\n")
+    assert run_module(python, ECHO, {"import": ["fakemod"]}, cache=True)["values"] == {"fakemod": "edited in place"}
+
+
+def test_a_file_read_by_the_child_is_seen(cache, tmp_path):
+    """Not only imports: a data file the installed code opens (a kernel config, a table)."""
+    data = tmp_path / "table.txt"
+    data.write_text("one")
+    reader = tmp_path / "site"
+    reader.mkdir()
+    (reader / "fakereader.py").write_text(f"VALUE = open({str(data)!r}).read()\n")
+    os.environ["PYTHONPATH"] = str(reader)
+    try:
+        assert ask({"import": ["fakereader"]})["values"] == {"fakereader": "one"}
+        data.write_text("two")
+        assert ask({"import": ["fakereader"]})["values"] == {"fakereader": "two"}
+    finally:
+        del os.environ["PYTHONPATH"]
+
+
+def test_a_child_that_records_nothing_is_not_stored(cache, monkeypatch):
+    monkeypatch.setattr(reads, "collect", lambda: None, raising=True)  # only in this process:
+    first = reply_cache.cached_reply(sys.executable, ECHO, {"n": 9}, dict(os.environ),
+                                     lambda: {"nonce": "x"})  # a child that did not record
+    assert source(first) == "not stored" and "did not record" in first[reply_cache.SOURCE_KEY]["why"]
+    assert entries(cache) == []
 
 
 def test_the_key_follows_parity_source_and_a_drift_module(tmp_path, monkeypatch):
@@ -194,7 +306,7 @@ from pathlib import Path
 from parity.reply_cache import Key, ReplyCache
 cache, letter = ReplyCache(Path(sys.argv[1])), sys.argv[2]
 for i in range(int(sys.argv[3])):
-    cache.put(Key("ab" * 32, ()), {"fill": letter * 300_000, "i": i})
+    cache.put(Key("ab" * 32, ()), {"fill": letter * 300_000, "i": i}, {"files": {}, "dirs": {}})
 """
 
 
@@ -202,7 +314,7 @@ def test_processes_writing_one_key_at_once_never_give_a_torn_read(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), letter, "60"], env=env)
                for letter in "ab"]
-    entry = ReplyCache(tmp_path).entry(Key("ab" * 32, ()))
+    entry = ReplyCache(tmp_path)._variant(Key("ab" * 32, ()), {"files": {}, "dirs": {}})
     reads, seen = 0, set()
     while any(w.poll() is None for w in writers):
         try:
@@ -222,13 +334,13 @@ def test_processes_writing_one_key_at_once_never_give_a_torn_read(tmp_path):
 FLIGHT = """
 import json, os, sys, time
 from pathlib import Path
-from parity import reply_cache
+from parity import reads, reply_cache
 reply_cache.cache_dir = lambda: Path(sys.argv[1])
 def run():
     with open(sys.argv[2], "a") as log:
         log.write(f"{os.getpid()}\\n")
     time.sleep(2)
-    return {"by": os.getpid()}
+    return {"by": os.getpid(), "__reads__": {"files": {}, "dirs": {}, "changed": []}}
 env = {**os.environ, "PYTHONPATH": sys.argv[3]}
 print(json.dumps(reply_cache.cached_reply(sys.executable, "tests.reply_echo", {"n": 1}, env, run)))
 """
@@ -244,7 +356,8 @@ def test_concurrent_misses_of_one_key_compute_it_once(tmp_path):
     started = time.monotonic()
     replies = [json.loads(p.communicate(timeout=120)[0].strip().splitlines()[-1]) for p in procs]
     assert len(log.read_text().splitlines()) == 1, log.read_text()  # one ran, the other waited
-    assert replies[0] == replies[1]
+    assert replies[0]["by"] == replies[1]["by"]
+    assert sorted(r["reply_cache"]["status"] for r in replies) == ["hit", "stored"]
     assert time.monotonic() - started < 60
 
 
