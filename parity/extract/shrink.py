@@ -108,7 +108,9 @@ def shrink_draft_config(config: dict[str, Any]) -> dict[str, Any]:
     """A draft config with tiny widths (same flags, keys and layer layout), for building the
     engine's draft class at any draft size: the top level and a speculators-format
     `transformer_layer_config` are shrunk like a target; a target width that differs from the
-    draft's stays different (96), and the draft vocabulary at most 32."""
+    draft's stays different (96), and the draft vocabulary at most 32, or the tiny vocabulary
+    where it is the draft's full one (whether the class has a d2t to read depends on it). Only
+    the run reads these widths: a contract's sizes are the real config's (parity.contract.sources)."""
     tiny = shrink_config(config)
     layer = tiny.get("transformer_layer_config")
     if isinstance(layer, dict):
@@ -117,8 +119,10 @@ def shrink_draft_config(config: dict[str, Any]) -> dict[str, Any]:
     real_target_h = config.get("target_hidden_size")
     if real_target_h is not None:  # keep "target width differs from draft width" as it is
         tiny["target_hidden_size"] = TINY["hidden_size"] if real_target_h == width else 96
-    if config.get("draft_vocab_size") is not None:
-        tiny["draft_vocab_size"] = min(config["draft_vocab_size"], 32)
+    real_draft_vocab = config.get("draft_vocab_size")
+    if real_draft_vocab is not None:  # keep "the draft vocabulary is the full one" as it is
+        real_vocab = config.get("vocab_size") or (config.get("transformer_layer_config") or {}).get("vocab_size")
+        tiny["draft_vocab_size"] = TINY["vocab_size"] if real_draft_vocab == real_vocab else min(real_draft_vocab, 32)
     return tiny
 
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ....contract import Finding, GraphFlags, Provenance, ServingContract, Tap, VocabMapping
+from ....contract import Finding, GraphFlags, Provenance, ServingContract, Tap, sources
 from ....envs import EnvError, display_python, find_env, run_module
 from ....errors import CannotExtract
 from ....inputs import Draft, InputError, Target
@@ -65,7 +65,7 @@ def to_contract(reply: dict[str, Any], target: Target) -> ServingContract:
     return ServingContract(
         target_model=target.model, fc_input=tuple(slots) or (None,),
         graph=GraphFlags(**draft.get("graph", {})),
-        vocab=VocabMapping(**{k: v for k, v in draft.get("vocab", {}).items() if v is not None}),
+        vocab=sources.vocab(draft.get("vocab", {}), draft.get("sizes", {})),
         embedding=draft.get("embedding", "unknown"), provenance=provenance,
         findings=tuple(findings), engine="sglang",
         requested_ids=tuple(ids) if isinstance(ids, list) and all(isinstance(i, int) for i in ids) else None,

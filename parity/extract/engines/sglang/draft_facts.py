@@ -194,8 +194,9 @@ def draft_facts(adapter, draft_dir: str, target_model, findings: list[dict]) -> 
 
     tensors = draft_tensors(draft_dir)
     facts["has_weights"] = bool(tensors)
-    vocab: dict[str, Any] = {"draft_vocab_size": config.get("draft_vocab_size"),
-                             "target_vocab_size": config.get("vocab_size")}
+    # The sizes come from the real config file (parity.contract.sources), never the shrunk copy's.
+    facts["sizes"] = {"draft_vocab_size": config.get("draft_vocab_size"), "target_vocab_size": config.get("vocab_size")}
+    vocab: dict[str, Any] = {}
     if tensors:
         bound = frozenset(n for n, p in draft.named_parameters()
                           if p is embed and facts["embedding"] == "target")

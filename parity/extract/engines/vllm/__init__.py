@@ -16,7 +16,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from ....contract import DatagenDump, Finding, GraphFlags, Provenance, ServingContract, Tap, VocabMapping
+from ....contract import DatagenDump, Finding, GraphFlags, Provenance, ServingContract, Tap, sources
 from ....envs import EnvError, display_python, environments, find_env, run_module
 from ....errors import CannotExtract, UserError
 from ....inputs import Draft, Target
@@ -154,6 +154,15 @@ def _names(run: dict) -> list[str | None]:
     return [s["tap"] for s in run.get("slots", [])]
 
 
+def real_sizes(reply: dict[str, Any], target: Target) -> dict[str, int | None]:
+    """The vocabulary sizes vLLM serves with, from the real config files (parity.contract.sources):
+    the draft's as vLLM's config reader and draft class take them from the draft directory
+    (`Adapter.real_draft_sizes`, run in the probe), the target's as `ModelConfig.get_vocab_size()`
+    reads it, the vocab_size of the target's (text) config, here from the config as given."""
+    return {"draft_vocab_size": (reply.get("draft_sizes") or {}).get("draft_vocab_size"),
+            "target_vocab_size": target.model.vocab_size}
+
+
 def to_contract(reply: dict[str, Any], target: Target) -> ServingContract:
     """The contract of the GPU-default runner. Each runner's ids and fc input are kept in the
     provenance; runners feeding different states is an error finding (a drift for one of them)."""
@@ -188,6 +197,8 @@ def to_contract(reply: dict[str, Any], target: Target) -> ServingContract:
     draft = reply.get("draft") or {}
     if reply.get("draft_error"):
         findings.append(Finding(kind="draft_facts_unread", message=reply["draft_error"]))
+    if reply.get("draft_sizes_error"):
+        findings.append(Finding(kind="draft_sizes_unread", message=reply["draft_sizes_error"]))
     if draft.get("class"):
         details["draft_class"] = draft["class"]
     slots = tuple(Tap.parse(s) if s else None for s in _names(chosen)) or (None,)
@@ -198,7 +209,8 @@ def to_contract(reply: dict[str, Any], target: Target) -> ServingContract:
     return ServingContract(
         target_model=target.model, fc_input=slots,
         graph=GraphFlags(**draft.get("graph", {})),
-        vocab=VocabMapping(**{k: v for k, v in draft.get("vocab", {}).items() if v is not None}), embedding=draft.get("embedding", "unknown"), provenance=provenance, findings=tuple(findings),
+        vocab=sources.vocab(draft.get("vocab", {}), real_sizes(reply, target)),
+        embedding=draft.get("embedding", "unknown"), provenance=provenance, findings=tuple(findings),
         engine=NAME, requested_ids=tuple(ids) if ids else None,
         ids_source=f"{runner} runner: " + ("the draft config" if ids else "engine default"),
         capture_ids=tuple(chosen["capture_ids"]) if chosen.get("capture_ids") is not None else None,

@@ -227,6 +227,10 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
             reply["draft"] = adapter.draft_facts(vllm_config, model, checkpoint)
         except Exception as exc:  # noqa: BLE001 - the contract says what could not be read
             reply["draft_error"] = f"vllm {version}'s draft class could not be built: {one_line(exc)}"
+        try:  # the sizes: read from the draft's real config files, never the shrunk copy's
+            reply["draft_sizes"] = adapter.real_draft_sizes(request["draft_dir"])
+        except Exception as exc:  # noqa: BLE001
+            reply["draft_sizes_error"] = f"vllm {version}'s config reader refused the draft config: {one_line(exc)}"
     return reply
 
 

@@ -21,7 +21,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from ....contract import DatagenDump, Finding, GraphFlags, Provenance, Tap, TargetModel, TrainingContract, VocabMapping
+from ....contract import (DatagenDump, Finding, GraphFlags, Provenance, Tap, TargetModel, TrainingContract,
+                         VocabMapping, sources)
 from ....envs import EnvError, display_python, environments, find_env, run_module
 from ....errors import CannotExtract, UserError
 from ....inputs import Draft, Target
@@ -102,7 +103,8 @@ def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None) -
                             python=display_python(reply.get("python")), details=details)
     return TrainingContract(
         target_model=target, fc_input=layout[:-1], graph=draft.flags if draft else GraphFlags(),
-        vocab=draft.vocab if draft else VocabMapping(), embedding=draft.embedding if draft else "unknown",
+        vocab=sources.vocab(draft.vocab, draft.sizes) if draft else VocabMapping(),
+        embedding=draft.embedding if draft else "unknown",
         provenance=provenance, findings=tuple(findings), dump_layout=layout,
         dump_layout_source="trainer_capture", fc_slots=tuple(range(len(fc))), target=layout[-1],
         target_slot=len(fc), target_normed_by_trainer=reply.get("target_normed_by_trainer"),

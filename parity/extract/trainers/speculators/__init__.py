@@ -17,7 +17,8 @@ import json
 import sys
 from pathlib import Path
 
-from ....contract import DatagenDump, Finding, GraphFlags, Provenance, Tap, TargetModel, TrainingContract, VocabMapping
+from ....contract import (DatagenDump, Finding, GraphFlags, Provenance, Tap, TargetModel, TrainingContract,
+                         VocabMapping, sources)
 from ....conventions import CONVENTIONS, ConventionError, datagen_refusal, to_taps
 from ....envs import display_python, find_env, run_module
 from ....inputs import Draft
@@ -270,7 +271,8 @@ def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, rep
         all_findings += draft.findings
     return TrainingContract(
         target_model=target, fc_input=tuple(layout[s] for s in fc_slots),
-        graph=draft.flags if draft else GraphFlags(), vocab=draft.vocab if draft else VocabMapping(),
+        graph=draft.flags if draft else GraphFlags(),
+        vocab=sources.vocab(draft.vocab, draft.sizes) if draft else VocabMapping(),
         embedding=draft.embedding if draft else "unknown", provenance=provenance(reply, chosen, datagen_dump),
         findings=tuple(all_findings), dump_layout=tuple(layout), dump_layout_source=source,
         fc_slots=tuple(fc_slots), target=loss_target, target_slot=target_slot,

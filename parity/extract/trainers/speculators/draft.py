@@ -67,6 +67,12 @@ class DraftConfig:
         return len(self.ids) if self.ids else None
 
     @property
+    def sizes(self) -> dict[str, int | None]:
+        """The vocabulary sizes, as `vocab_mapping` read them from the draft's real config.json
+        (parity.contract.sources: the sizes a training contract reports)."""
+        return {"draft_vocab_size": self.vocab.draft_vocab_size, "target_vocab_size": self.vocab.target_vocab_size}
+
+    @property
     def embedding(self) -> Literal["draft", "target", "unknown"]:
         """Whose embedding the draft's first layer uses (see the module docstring)."""
         if self.embed_requires_grad is None:

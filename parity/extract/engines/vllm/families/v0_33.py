@@ -312,6 +312,18 @@ class Adapter:
         inner = target.model
         return inner.embed_tokens if hasattr(inner, "embed_tokens") else inner.embedding
 
+    def real_draft_sizes(self, draft_dir: str) -> dict:
+        """The draft vocabulary vLLM's draft class takes from the draft's own config files: vLLM's
+        config reader (`transformers_utils.config.get_config`, which turns a speculators-format
+        config into the draft's HF config) run on the directory as given, never on the shrunk copy
+        the class is built from; then the class's own rule (`LlamaForCausalLMEagle3.__init__`:
+        without a draft_vocab_size, the draft's vocab_size)."""
+        from vllm.transformers_utils.config import get_config
+
+        config = get_config(draft_dir, trust_remote_code=False)
+        draft_vocab = getattr(config, "draft_vocab_size", None)
+        return {"draft_vocab_size": draft_vocab if draft_vocab is not None else getattr(config, "vocab_size", None)}
+
     def draft_facts(self, vllm_config, target=None, checkpoint: str | None = None) -> dict:
         """What vLLM's own draft class (built from the draft's config, as the proposer builds it)
         applies: the graph flags it stores and, run on probes, how a draft token index becomes a
@@ -330,8 +342,10 @@ class Adapter:
                 process_weights_after_loading(draft, vllm_config.speculative_config.draft_model_config,
                                               torch.device("cpu"))
         graph = self.draft_graph(draft)
+        # the built class's sizes are the shrunk copy's: used to run it, never reported (the
+        # contract's sizes are `real_draft_sizes`', parity.contract.sources)
         draft_vocab, target_vocab = draft.config.draft_vocab_size, vllm_config.model_config.get_vocab_size()
-        vocab = {"draft_vocab_size": draft_vocab, "target_vocab_size": target_vocab}
+        vocab: dict = {}
         mapping = getattr(draft, "draft_id_to_target_id", None)
         if mapping is None:
             vocab.update(d2t="absent", t2d="absent", mapping="draft index = target id (same vocabulary)")
