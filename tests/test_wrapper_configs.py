@@ -140,6 +140,48 @@ def test_wrapper_without_a_text_layer_count_is_one_line(tmp_path, capsys):
         assert rc == 2 and len(err.strip().splitlines()) == 1 and "text_config" in err, (argv, err)
 
 
+def trimmed_kimi(tmp_path):
+    """The published Kimi-K2.5 wrapper, trimmed as a user might: no vision_config, the text
+    model's quantization block at the top, a text_config cut to a few keys (the widths it
+    leaves out are transformers' DeepSeek-V3 defaults: a reference of gigabytes)."""
+    cfg = json.loads(KIMI.read_text())
+    text = cfg["text_config"]
+    keep = ("architectures", "model_type", "num_hidden_layers", "hidden_size", "num_attention_heads",
+            "num_key_value_heads", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+            "v_head_dim", "rope_theta", "rms_norm_eps")
+    trimmed = {"architectures": cfg["architectures"], "model_type": cfg["model_type"],
+               "quantization_config": text["quantization_config"],
+               "text_config": {k: text[k] for k in keep}}
+    target = tmp_path / "trimmed" / "config.json"
+    target.parent.mkdir()
+    target.write_text(json.dumps(trimmed))
+    return target
+
+
+@pytest.mark.slow
+def test_a_key_the_engine_needs_is_named_before_any_reference_is_built(tmp_path, capsys, monkeypatch,
+                                                                        inject_drift):
+    """The engine's own class reads vision_config.vt_hidden_size, which the trimmed file lacks:
+    one line names the file, the key path and the class, from the engine's real AttributeError,
+    and the reference model is never built (the drift refuses it), so it fails in seconds."""
+    import time
+
+    target = trimmed_kimi(tmp_path)
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    monkeypatch.setenv("PARITY_NO_CACHE", "1")
+    inject_drift("tests.drift.serving_reference_refused")
+    start = time.monotonic()
+    rc, out, err = run(capsys, "contract", "serving", "--target-config", target, "--draft", KIMI_DRAFT)
+    took = time.monotonic() - start
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"parity: target config {target}: "), err
+    assert "vision_config.vt_hidden_size" in err and "it has no vision_config" in err, err
+    assert "sglang.srt.models.kimi_k25.K2VLMultiModalProjector" in err, err
+    assert "reference model" not in err and "Traceback" not in err, err
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before  # nothing written beside the input
+    assert took < 60, took  # about 12 s on a busy 2-core machine (the reference first: 100 s, or OOM)
+
+
 def test_training_contract_accepts_the_published_wrapper(capsys):
     rc, out, err = run(capsys, "contract", "training", "--target-config", KIMI,
                        "--dump-layout", "h0,h3,h31,h59", "--json")

@@ -138,6 +138,90 @@ def importer(exc: BaseException) -> str:
     return f"{frames[-1].filename.replace(chr(92), '/').split('site-packages/', 1)[1]}:{frames[-1].lineno}"
 
 
+class TargetUnbuildable(Exception):
+    """The engine's own model class could not be built from the target config (one line)."""
+
+
+def build_target(adapter, target_cfg, real: dict, version: str):
+    """The engine's model of the target, built by its own class from its own config object; a
+    failure is TargetUnbuildable naming what the engine read, where, and what the file lacks."""
+    try:
+        return adapter.build_target(target_cfg)
+    except (MemoryError, OSError):
+        raise  # a resource failure, not the config: reported (and never cached) as such
+    except Exception as exc:  # noqa: BLE001 - named below, from the exception itself
+        raise TargetUnbuildable(unbuildable(exc, getattr(target_cfg, "hf_config", None), real, version)) from None
+
+
+def unbuildable(exc: BaseException, hf_config, real: dict, version: str) -> str:
+    """One line on why sglang `version` could not build the target's model: the engine class
+    whose code raised and, when it read an attribute its config object lacks, the key path
+    (`vision_config.vt_hidden_size`, found by where that config object sits in the engine's
+    config) and what the user's file (`real`) has of it."""
+    arch = (real.get("architectures") or ["?"])[0]
+    reader = engine_reader(exc)
+    head = f"sglang {version} cannot build {arch} from it"
+    key = missing_config_key(exc, hf_config)
+    if key is None:
+        return f"{head}: {reader} raised {one_line(exc)}"
+    *parents, name = key.split(".")
+    have, node = [], real
+    for part in parents:
+        if not isinstance(node, dict) or part not in node:
+            break
+        have.append(part)
+        node = node[part]
+    if len(have) < len(parents):
+        absent = ".".join(parents[:len(have) + 1])
+        why = (f"which the file lacks: it has no {absent}, so the engine used "
+               f"{type(exc.obj).__name__}'s defaults, which have no {name}; restore {key}")
+    elif isinstance(node, dict) and name not in node:
+        why = f"which the file lacks; restore {key}"
+    else:  # in the file, yet not on the engine's config object
+        why = f"which the engine's {type(exc.obj).__name__} does not have"
+    return f"{head}: {reader} reads {key}, {why} ({one_line(exc)})"
+
+
+def missing_config_key(exc: BaseException, hf_config) -> str | None:
+    """The dotted key path of the attribute an AttributeError says a config object lacks (its
+    `obj`, found among `hf_config` and its nested configs), or None when it is no such error."""
+    obj, name = getattr(exc, "obj", None), getattr(exc, "name", None)
+    if not isinstance(exc, AttributeError) or obj is None or not name or not _is_config(obj):
+        return None
+    seen, todo = set(), [((), hf_config)]
+    while todo:
+        path, node = todo.pop(0)
+        if node is obj:
+            return ".".join((*path, name))
+        if not _is_config(node) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        todo += [((*path, k), v) for k, v in vars(node).items() if _is_config(v)]
+    return f"{type(obj).__name__}.{name}"  # a config object the engine made elsewhere
+
+
+def _is_config(obj) -> bool:
+    """A transformers config object (`PretrainedConfig`; `PreTrainedConfig` from transformers 5)."""
+    return any(c.__name__.lower() == "pretrainedconfig" for c in type(obj).__mro__)
+
+
+def engine_reader(exc: BaseException) -> str:
+    """The engine class whose code raised `exc` (the innermost engine frame with a `self`):
+    `sglang.srt.models.kimi_k25.K2VLMultiModalProjector`; else that frame's function."""
+    tb, found = exc.__traceback__, None
+    while tb is not None:
+        if str(tb.tb_frame.f_globals.get("__name__", "")).startswith("sglang."):
+            found = tb
+        tb = tb.tb_next
+    if found is None:
+        return f"the engine (at {engine_frame(exc)})"
+    self = found.tb_frame.f_locals.get("self")
+    if self is not None:
+        cls = type(self)
+        return f"{cls.__module__}.{cls.__qualname__}"
+    return f"{found.tb_frame.f_globals['__name__']}.{found.tb_frame.f_code.co_name}"
+
+
 def finding(kind: str, message: str, severity: str = "warning", slot: int | None = None) -> dict:
     return {"kind": kind, "message": message, "severity": severity, "slot": slot}
 
@@ -230,8 +314,12 @@ def extract(request: dict) -> dict[str, Any]:
         written = draft_config.get("eagle_aux_hidden_state_layer_ids")
         reply["expected_slots"] = len(written) if isinstance(written, list) else 3
         if request.get("candidates"):  # still answer which ids would work once it loads
+            try:
+                model = build_target(adapter, target_cfg, real, version)
+            except TargetUnbuildable as exc:
+                reply.update(error=str(exc), unsupported=True)
+                return reply
             hf = seeded_hf_model(str(target_dir), request.get("seed", 0))
-            model = adapter.build_target(target_cfg)
             adapter.load_weights(model, checkpoint_tensors(hf, str(work / "weights"), prefix))
             input_ids = _tokens(request, hf)
             refs = candidate_states(hf, input_ids)
@@ -255,9 +343,16 @@ def extract(request: dict) -> dict[str, Any]:
     else:
         reply["ids_source"] = "eagle_config['eagle_aux_hidden_state_layer_ids']"
 
-    # 2. The capture, by the engine's own model code, on a tiny same-depth model.
+    # 2. The capture, by the engine's own model code, on a tiny same-depth model. The engine's
+    # model is built first: its classes read the config, and a key they need that the file
+    # lacks is named in seconds, before the reference model is built (with transformers'
+    # defaults for every width the file leaves out, that can take minutes).
+    try:
+        model = build_target(adapter, target_cfg, real, version)
+    except TargetUnbuildable as exc:
+        reply.update(error=str(exc), unsupported=True)
+        return reply
     hf = seeded_hf_model(str(target_dir), request.get("seed", 0))
-    model = adapter.build_target(target_cfg)
     reply["model_class"] = f"{type(model).__module__}.{type(model).__name__}"
     adapter.load_weights(model, checkpoint_tensors(hf, str(work / "weights"), prefix))
     input_ids = _tokens(request, hf)
