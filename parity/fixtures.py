@@ -3,10 +3,14 @@
 `speculators_draft(...)` writes an EAGLE-3 draft exactly as speculators saves one
 (`Eagle3DraftModel.save_pretrained`: config.json with `speculators_model_type`,
 `transformer_layer_config`, ids and flags; model.safetensors with d2t/t2d), with seeded
-weights. Outputs are cached under `$PARITY_HOME/cache/fixtures/<hash of the recipe and the
-speculators version>` (parity.home), so a rebuild happens only when the recipe or the library changes,
-or when a cached file no longer matches the sha256 recorded at build time. Nothing is
-downloaded.
+weights. Outputs are cached under `$PARITY_HOME/cache/fixtures/draft-<hash of the recipe>-<hash
+of the builder>` (parity.home). The builder is the installed code the build ran: every file
+its modules (speculators, transformers, safetensors, torch) were loaded from, shared libraries
+included, recorded with its stat and sha256 (`parity-builder.json`, parity.reads). A cached
+copy is used only while every one of those files is as it was (its stat, else its contents:
+checked without importing anything) and every file of the copy still has the sha256 recorded
+at build time; else the draft is built again, so a patched site-packages file, like another
+release, builds another fixture. Nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -14,11 +18,12 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
-from importlib import metadata
 from pathlib import Path
 
+from . import reads
 from .home import cache_dir
 
 
@@ -39,8 +44,31 @@ class DraftRecipe:
     extra: dict = field(default_factory=dict, hash=False)
 
     def key(self) -> str:
-        blob = json.dumps({**asdict(self), "speculators": metadata.version("speculators")}, sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:16]
+
+
+BUILDER_PACKAGES = ("speculators", "transformers", "safetensors", "torch")
+BUILDER = "parity-builder.json"  # what the build ran: {"files": {path: state + [sha256]}, "dirs": {}}
+
+
+def builder_record() -> dict:
+    """The installed code a build in this process ran: every file the loaded modules of
+    BUILDER_PACKAGES come from and the shared libraries mapped from their folders (libtorch
+    draws the seeded weights), each with its state and sha256."""
+    roots = tuple(str(Path(p)) + "/" for name in BUILDER_PACKAGES
+                  for p in (getattr(sys.modules.get(name), "__path__", None) or ()))
+    files = sorted(p for p in reads.loaded_files() if p.startswith(roots))
+    return {"files": {p: [*reads.file_state(p), reads.content_digest(p)] for p in files if reads.file_state(p)},
+            "dirs": {}}
+
+
+def builder_unchanged(root: Path) -> bool:
+    """Whether the installed code that built `root` is as it was (no import needed)."""
+    try:
+        record = json.loads((root / BUILDER).read_text())
+        return bool(record["files"]) and reads.holds(record)[0]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
 
 
 MANIFEST = "parity-manifest.json"
@@ -53,14 +81,19 @@ def speculators_draft(recipe: DraftRecipe = DraftRecipe()) -> Path:
     build time: a truncated or corrupted file (an interrupted copy, a full disk, a stray
     edit) is rebuilt instead of being fed to every later run."""
     cache = cache_dir() / "fixtures"
-    out = cache / f"draft-{recipe.key()}"
-    if verified(out):
-        return out
+    for out in sorted(cache.glob(f"draft-{recipe.key()}-*")):
+        if builder_unchanged(out) and verified(out):
+            return out
     cache.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=cache))  # own name: xdist workers race
+    tmp = Path(tempfile.mkdtemp(prefix=f".draft-{recipe.key()}.", dir=cache))  # own name: xdist workers race
     try:
         _build(recipe, tmp)
+        record = builder_record()
+        (tmp / BUILDER).write_text(json.dumps(record))
         write_manifest(tmp)  # last: a directory without one is never trusted
+        builder = hashlib.sha256(json.dumps({p: s[-1] for p, s in record["files"].items()},
+                                            sort_keys=True).encode()).hexdigest()[:12]
+        out = cache / f"draft-{recipe.key()}-{builder}"
         if out.exists() and not verified(out):
             shutil.rmtree(out, ignore_errors=True)
         try:

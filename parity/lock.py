@@ -11,12 +11,12 @@ contract must equal it too (an SGLang bump that changes the capture fails here).
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from . import files
 from .contract import TrainingContract, parse_taps
 from .gate import CheckResult, check
 from .inputs import Draft, InputError, Target, one_line, read_config, read_inputs
@@ -121,6 +121,8 @@ def write_lock(path: Path, name: str, target: Target, draft: Draft, layout: list
     base = path.parent.resolve()
     training = extract_for_lock(target, draft, layout, release, trainer_name=trainer_name,
                                 trainer_ids=trainer_ids)
+    # how this run got its reply is no part of what the lock pins (a re-lock gives the same file)
+    training = training.model_copy(update={"provenance": training.provenance.model_copy(update={"reply_cache": None})})
     lock = Lock(name=name, target_config=_rel(target.path, base), draft=_rel(draft.path, base),
                 dump_layout=layout or [t.name for t in training.dump_layout], training=training,
                 trainer=trainer_name, trainer_release=training.provenance.version, trainer_ids=trainer_ids)
@@ -129,21 +131,11 @@ def write_lock(path: Path, name: str, target: Target, draft: Draft, layout: list
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Write beside `path`, then rename over it: an interruption or a full disk leaves the old
-    file (or none), never half a lock; any OSError is bad input naming the path."""
-    tmp = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-        tmp = None
-    except OSError as exc:
-        raise InputError(f"lock file {path}: cannot be written ({exc.strerror or exc})") from None
-    finally:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
+    """Write beside `path`, then rename over it (parity.files): an interruption or a full disk
+    leaves the old file (or none), never half a lock. The lock gets the umask's mode, as any
+    file the user writes (it is committed and read by CI and teammates, often as another user);
+    any OSError is bad input naming the path."""
+    files.write_atomically(path, text, lambda why: InputError(f"lock file {path}: cannot be written ({why})"))
 
 
 def _rel(p: Path, base: Path) -> str:

@@ -114,10 +114,14 @@ def start() -> None:
 def _module_files() -> set[str]:
     found: set[str] = set()
     for module in list(sys.modules.values()):
+        try:
+            names = vars(module)  # never getattr: a lazy module (transformers') imports on it
+        except TypeError:
+            continue
         for attr in ("__file__", "__cached__"):
-            where = getattr(module, attr, None)
-            if isinstance(where, str) and where:
-                found.add(os.path.abspath(where))
+            where = names.get(attr)
+            if isinstance(where, str) and where and (attr == "__file__" or os.path.isfile(where)):
+                found.add(os.path.abspath(where))  # bytecode only where it was written
     return found
 
 
@@ -157,7 +161,7 @@ def collect() -> dict:
         if then is not None and now != then and not _is_bytecode(path):
             changed.append(path)
         files[path] = now
-    for path in _module_files() | _mapped_files():
+    for path in loaded_files():
         if path not in files and _kept(path):
             files[path] = file_state(path)
     dirs = {path: dir_state(path) for path in sorted(_dirs | _searched_dirs()) if _kept(path)}
@@ -189,6 +193,65 @@ def file_digest(path: str) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+_digests: dict[tuple, str] = {}
+
+
+def content_digest(path: str) -> str:
+    """`file_digest(path)`, remembered in this process while the file keeps its state
+    (`file_state`): a file read by many (libtorch) is hashed once per process."""
+    memo = (path, tuple(file_state(path) or ()))
+    if memo not in _digests:
+        _digests[memo] = file_digest(path)
+    return _digests[memo]
+
+
+def loaded_files() -> set[str]:
+    """Every file this process has loaded code from: modules (source and bytecode) and mapped
+    shared libraries."""
+    return _module_files() | _mapped_files()
+
+
+def holds(stored: dict) -> tuple[bool, bool]:
+    """(valid, refreshed) of a stored record ({"files": {path: state + [sha256] or None}, "dirs":
+    {path: dir_state or None}}): whether every file and directory is as it was (a file by its
+    stat, else by its contents; a directory by its stat, else by its names), and whether a stat
+    differed while the contents did not (then `stored` is updated, for the next check to be
+    cheap again)."""
+    refreshed = False
+    for path, was in stored["files"].items():
+        now = file_state(path)
+        if was is None or now is None:
+            if (was is None) != (now is None):
+                return False, False
+            continue
+        if now == was[:-1]:
+            continue
+        try:
+            if content_digest(path) != was[-1]:
+                return False, False
+        except OSError:
+            return False, False
+        stored["files"][path] = [*now, was[-1]]
+        refreshed = True
+    for path, was in stored["dirs"].items():
+        if was is None:
+            if dir_state(path) is not None:
+                return False, False
+            continue
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False, False
+        if [st.st_mtime_ns, st.st_ino] == was[:2]:
+            continue
+        now = dir_state(path)
+        if now is None or now[2] != was[2]:
+            return False, False
+        stored["dirs"][path] = now  # the same names, another stat (a name added and removed again)
+        refreshed = True
+    return True, refreshed
 
 
 def baseline() -> dict:

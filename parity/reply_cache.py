@@ -155,7 +155,6 @@ def _normalize(value, paths: list[str]):
 _QUERY = ("import json, platform, sys; print(json.dumps({'executable': sys.executable, "
           "'version': sys.version, 'platform': platform.platform(), 'path': sys.path}))")
 _interpreters: dict[tuple, dict] = {}
-_digests: dict[tuple, str] = {}
 _memo = threading.Lock()
 
 
@@ -179,20 +178,6 @@ def interpreter(python: str, env: dict[str, str]) -> dict:
     return info
 
 
-def _installed_file_digest(path: Path) -> str:
-    """A file's digest, remembered while the file keeps its stat (size, times, inode, device):
-    a file read by many keys (libtorch, a large .pth) is hashed once per process."""
-    state = reads.file_state(str(path))
-    memo = (str(path), tuple(state or ()))
-    with _memo:
-        if memo in _digests:
-            return _digests[memo]
-    digest = _file_digest(path)
-    with _memo:
-        _digests[memo] = digest
-    return digest
-
-
 def startup_digest(sys_path: list[str]) -> str:
     """The `.pth` files on `sys_path`: site runs them as the interpreter starts, before the child
     can record anything (an editable install's path hook, a path added)."""
@@ -203,7 +188,7 @@ def startup_digest(sys_path: list[str]) -> str:
             continue
         for entry in sorted(d.iterdir()):
             if entry.suffix == ".pth" and entry.is_file():
-                h.update(f"{entry}\0{_installed_file_digest(entry)}\n".encode())
+                h.update(f"{entry}\0{reads.content_digest(str(entry))}\n".encode())
     return h.hexdigest()
 
 
@@ -269,48 +254,9 @@ def stored_reads(record: dict | None, request_paths: tuple[str, ...]) -> dict:
             continue
         if reads.file_state(path) != state:
             raise NotStored(f"{path} changed since the child read it")
-        files[path] = None if state is None else [*state, _installed_file_digest(Path(path))]
+        files[path] = None if state is None else [*state, reads.content_digest(path)]
     dirs = {p: state for p, state in sorted(record.get("dirs", {}).items()) if not _under(p, roots)}
     return {"files": files, "dirs": dirs}
-
-
-def still_valid(stored: dict) -> tuple[bool, bool]:
-    """(valid, refreshed): whether every file and directory of an entry's record is as it was,
-    and whether a stat differed while the contents did not (the entry's stats are then updated
-    in `stored`, for the next check to be cheap again)."""
-    refreshed = False
-    for path, was in stored["files"].items():
-        now = reads.file_state(path)
-        if was is None or now is None:
-            if (was is None) != (now is None):
-                return False, False
-            continue
-        if now == was[:-1]:
-            continue
-        try:
-            if _installed_file_digest(Path(path)) != was[-1]:
-                return False, False
-        except OSError:
-            return False, False
-        stored["files"][path] = [*now, was[-1]]
-        refreshed = True
-    for path, was in stored["dirs"].items():
-        if was is None:
-            if reads.dir_state(path) is not None:
-                return False, False
-            continue
-        try:
-            st = os.stat(path)
-        except OSError:
-            return False, False
-        if [st.st_mtime_ns, st.st_ino] == was[:2]:
-            continue
-        now = reads.dir_state(path)
-        if now is None or now[2] != was[2]:
-            return False, False
-        stored["dirs"][path] = now  # the same names, another stat (a name added and removed again)
-        refreshed = True
-    return True, refreshed
 
 
 # -- the entries -------------------------------------------------------------------------------
@@ -358,7 +304,7 @@ class ReplyCache:
             if not isinstance(stored, dict) or stored.get("key") != key.digest or not isinstance(
                     stored.get("reply"), str) or not isinstance(stored.get("reads"), dict):
                 continue
-            valid, refreshed = still_valid(stored["reads"])
+            valid, refreshed = reads.holds(stored["reads"])
             if not valid:
                 continue
             if refreshed:
@@ -466,4 +412,4 @@ def cached_reply(python: str, module: str, request: dict, env: dict[str, str],
 
 
 __all__ = ["Key", "MAX_VARIANTS", "NO_CACHE", "NotStored", "ReplyCache", "SOURCE_KEY", "Uncacheable", "cache_dir",
-           "cached_reply", "enabled", "key_of", "path_digest", "still_valid", "stored_reads"]
+           "cached_reply", "enabled", "key_of", "path_digest", "stored_reads"]

@@ -69,3 +69,52 @@ def built(package: str, version: str) -> bool:
         return True
     except EnvError:
         return False
+
+
+def shadow_env(env: Path, where: Path, edits: dict[str, tuple[str, str]]) -> Path:
+    """A virtual environment at `where` that is `env` with some installed files edited, for a
+    test that must see parity follow an edit of installed code without touching `env`, which
+    other tests use at the same time.
+
+    Every entry of `env` is a symbolic link to the original, except the folders on the way to
+    each edited file (real folders whose other entries are links) and the edited files
+    themselves (real copies, `old` replaced by `new`, which must occur in the file). Its
+    interpreter is `where/bin/python`; give its children a PYTHONPYCACHEPREFIX of their own,
+    or bytecode would be written through the links into `env`."""
+    import shutil
+
+    where.mkdir(parents=True)
+    for entry in env.iterdir():
+        if entry.name in ("bin", "lib", "lib64", ".pycache"):
+            continue
+        (where / entry.name).symlink_to(entry)
+    shutil.copytree(env / "bin", where / "bin", symlinks=True)
+    (where / "lib64").symlink_to("lib")
+    for relative, (old, new) in edits.items():
+        parts = Path(relative).parts
+        real_parent, shadow_parent = env, where
+        for depth, name in enumerate(parts):
+            real, shadow = real_parent / name, shadow_parent / name
+            if shadow.is_symlink():
+                shadow.unlink()  # a link made for an earlier edit: becomes a real copy below
+            if depth == len(parts) - 1:
+                text = real.read_text()
+                assert old in text, f"{real}: {old!r} not found: the edit no longer applies"
+                shadow.write_text(text.replace(old, new))
+            elif not shadow.exists():
+                shadow.mkdir()
+                for sibling in real.iterdir():
+                    if sibling.name != "__pycache__" and not (shadow / sibling.name).exists():
+                        (shadow / sibling.name).symlink_to(sibling)
+                (shadow / parts[depth + 1]).unlink(missing_ok=True)
+            real_parent, shadow_parent = real, shadow
+    return where
+
+
+def edit_in_shadow(shadow: Path, relative: str, old: str, new: str) -> None:
+    """Edit a file of a `shadow_env` (one of its real copies) in place, as a user patches site-packages."""
+    path = shadow / relative
+    assert not path.is_symlink(), f"{path} is a link into the original environment: name it in shadow_env's edits"
+    text = path.read_text()
+    assert old in text, f"{path}: {old!r} not found"
+    path.write_text(text.replace(old, new))

@@ -145,3 +145,38 @@ def test_an_injected_drift_runs_in_the_child_on_the_warmed_engine(monkeypatch):
     assert fed() == ["h1", "h15", "h28"]
     monkeypatch.delenv("PARITY_PROBE_OVERRIDES")
     assert fed() == ["h2", "h16", "h29"]
+
+
+WARMED_PROBE = """
+import os
+import fakedep
+from parity.envs import reply_over_stdio
+
+def warm():
+    pass
+
+if __name__ == "__main__":
+    reply_over_stdio(lambda request: {"value": fakedep.VALUE, "pid": os.getpid(), "ppid": os.getppid()})
+"""
+
+
+def test_a_server_started_before_an_edit_does_not_answer_after_it(tmp_path, monkeypatch):
+    """The server imported `fakedep` (through the module it warms); after fakedep.py is edited a
+    fork would still run the old code from memory: the server forks nothing, the run is a fresh
+    process, and the next run a fork of a fresh server that imported the edited file."""
+    (tmp_path / "fakeprobe.py").write_text(WARMED_PROBE)
+    (tmp_path / "fakedep.py").write_text("VALUE = 'before'\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    with workspace():
+        first = run_module(sys.executable, "fakeprobe", {})
+        again = run_module(sys.executable, "fakeprobe", {})
+        assert first["value"] == again["value"] == "before"
+        assert first["ppid"] == again["ppid"] != os.getpid()  # forks of one server
+        (tmp_path / "fakedep.py").write_text("VALUE = 'after the edit'\n")
+        edited = run_module(sys.executable, "fakeprobe", {})
+        assert edited["value"] == "after the edit"
+        assert edited["ppid"] != first["ppid"]  # not a fork of the server that imported the old file
+        later = run_module(sys.executable, "fakeprobe", {})
+        assert later["value"] == "after the edit" and later["ppid"] not in (first["ppid"], os.getpid())
+        (tmp_path / "fakedep2.py").write_text("VALUE = 'new module'\n")  # a name added where it searched
+        assert run_module(sys.executable, "fakeprobe", {})["ppid"] != later["ppid"]

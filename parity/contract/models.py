@@ -107,6 +107,19 @@ class VocabMapping(_Frozen):
     mapping: str | None = Field(default=None, description="How a draft index becomes a target id on this side, in words.")
 
 
+class CachedReply(_Frozen):
+    """Whether the extraction's reply was served by the reply cache (parity.reply_cache), which
+    serves one only while every file the extraction read is unchanged."""
+
+    status: Literal["hit", "stored", "not stored", "off"] = Field(
+        description="'hit': served from the cache, no extraction ran; 'stored': ran now and kept; "
+        "'not stored': ran now, not kept (see why); 'off': ran now, PARITY_NO_CACHE set.")
+    key: str | None = Field(default=None, description="The sha256 of the cache key (the request, the "
+                            "interpreter, parity's source, the environment); the entry also records "
+                            "every file the extraction read.")
+    why: str | None = Field(default=None, description="Why the reply was not stored, or why it ran.")
+
+
 class Provenance(_Frozen):
     """Where a contract came from: which installed code produced it."""
 
@@ -123,6 +136,10 @@ class Provenance(_Frozen):
         description="Set when the release is not one parity has verified: the sentence every report prints "
         "(e.g. 'sglang 0.5.24 is newer than any release parity has verified; extracted with the "
         "0.5.23-family adapter').")
+    reply_cache: CachedReply | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="Whether the extraction ran now or its reply came from the reply cache (absent: "
+        "not asked of the cache). Never written into a lock.")
 
 
 class Finding(_Frozen):

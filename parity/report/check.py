@@ -38,6 +38,17 @@ def release_notes(*contracts: Contract) -> list[str]:
     return [f"  NOTE      {c.provenance.release_note}" for c in contracts if c.provenance.release_note]
 
 
+def cached_lines(*contracts: Contract, label: str = "  cached    ") -> list[str]:
+    """One line naming the sides whose extraction was served by the reply cache (none: no line):
+    a reader of a CI log can tell a run from a replay of one."""
+    hits = [c for c in contracts if c.provenance.reply_cache and c.provenance.reply_cache.status == "hit"]
+    if not hits:
+        return []
+    sides = " and ".join(f"{c.side} (key {(c.provenance.reply_cache.key or '?')[:12]})" for c in hits)
+    return [f"{label}{sides} from the reply cache: every file the extraction read is unchanged "
+            "(PARITY_NO_CACHE=1 runs it again)"]
+
+
 def render_contract(c: Contract) -> str:
     lines = [f"{c.side} contract  ({c.provenance.package} {c.provenance.version})",
              *(f"  NOTE         {note}" for note in [c.provenance.release_note] if note),
@@ -60,6 +71,7 @@ def render_contract(c: Contract) -> str:
                  f"t2d {v.t2d}" + (f" ({v.mapping})" if v.mapping else ""))
     lines.append(f"  embedding    {c.embedding}")
     lines.append(f"  code path    {c.provenance.code_path}")
+    lines += cached_lines(c, label="  reply        ")
     for f in c.findings:
         where = f" [slot {f.slot}]" if f.slot is not None else ""
         lines.append(f"  {f.severity.upper():7s}      {f.kind}{where}: {f.message}")
@@ -117,6 +129,7 @@ def render_check(result, target_path: str = "", draft_path: str = "") -> str:
     lines.append(f"  serving   {s.engine} {s.provenance.version}: ids {ids} from {s.ids_source}"
                  + (f"; {model_class}" if model_class else ""))
     lines += release_notes(t, s)
+    lines += cached_lines(t, s)
     lines += ["", f"  The draft's fc layer reads {len(result.diff.slots)} hidden states of the target, "
                   "concatenated in this order:", ""]
     table = Table([Column("slot"), Column("trained on"), Column(f"served by {s.engine}"), Column("verdict")])

@@ -16,6 +16,7 @@ from typing import Any
 
 from ....contract import Finding, GraphFlags, Provenance, ServingContract, Tap, sources
 from ....envs import EnvError, display_python, find_env, run_module
+from ....reply_cache import SOURCE_KEY
 from ....errors import CannotExtract
 from ....inputs import Draft, InputError, Target
 from .. import ServingExtractionError
@@ -53,7 +54,8 @@ def to_contract(reply: dict[str, Any], target: Target) -> ServingContract:
         code_path="; ".join(reply.get("code_paths", {}).values()) or "n/a",
         python=display_python(reply.get("python")),
         details={k: str(reply[k]) for k in ("model_class", "capture_ids") if k in reply},
-        family=reply.get("family"), release_note=reply.get("release_note"))
+        family=reply.get("family"), release_note=reply.get("release_note"),
+        reply_cache=reply.get(SOURCE_KEY))
     draft = reply.get("draft") or {}
     if "error" in reply:
         findings.append(Finding(kind="draft_unloadable" if reply.get("draft_unloadable") else "engine_error",

@@ -18,6 +18,7 @@ from packaging.version import Version
 
 from ....contract import DatagenDump, Finding, GraphFlags, Provenance, ServingContract, Tap, sources
 from ....envs import EnvError, display_python, environments, find_env, run_module
+from ....reply_cache import SOURCE_KEY
 from ....errors import CannotExtract, UserError
 from ....inputs import Draft, Target
 from .. import ServingExtractionError
@@ -204,7 +205,8 @@ def to_contract(reply: dict[str, Any], target: Target) -> ServingContract:
     slots = tuple(Tap.parse(s) if s else None for s in _names(chosen)) or (None,)
     provenance = Provenance(package="vllm", version=version, code_path=reply["code_paths"][runner],
                             python=display_python(reply.get("python")), details=details,
-                            family=reply.get("family"), release_note=reply.get("release_note"))
+                            family=reply.get("family"), release_note=reply.get("release_note"),
+                            reply_cache=reply.get(SOURCE_KEY))
     ids = chosen.get("config_ids")
     return ServingContract(
         target_model=target.model, fc_input=slots,

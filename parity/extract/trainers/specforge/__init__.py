@@ -24,6 +24,7 @@ from pathlib import Path
 from ....contract import (DatagenDump, Finding, GraphFlags, Provenance, Tap, TargetModel, TrainingContract,
                          VocabMapping, sources)
 from ....envs import EnvError, display_python, environments, find_env, run_module
+from ....reply_cache import SOURCE_KEY
 from ....errors import CannotExtract, UserError
 from ....inputs import Draft, Target
 from ..speculators.draft import DraftError, read_draft
@@ -100,7 +101,8 @@ def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None) -
     code_path = (f"ids {reply['ids']} captured by sglang {reply['sglang_version']}; "
                  f"{reply['code_paths']['normalizer']}")
     provenance = Provenance(package=NAME, version=version, code_path=code_path,
-                            python=display_python(reply.get("python")), details=details)
+                            python=display_python(reply.get("python")), details=details,
+                            reply_cache=reply.get(SOURCE_KEY))
     return TrainingContract(
         target_model=target, fc_input=layout[:-1], graph=draft.flags if draft else GraphFlags(),
         vocab=sources.vocab(draft.vocab, draft.sizes) if draft else VocabMapping(),

@@ -21,6 +21,7 @@ from ....contract import (DatagenDump, Finding, GraphFlags, Provenance, Tap, Tar
                          VocabMapping, sources)
 from ....conventions import CONVENTIONS, ConventionError, datagen_refusal, to_taps
 from ....envs import display_python, find_env, run_module
+from ....reply_cache import SOURCE_KEY
 from ....inputs import Draft
 from .draft import DraftConfig, DraftError, draft_ids, read_draft
 from ....errors import CannotExtract, UserError
@@ -246,7 +247,8 @@ def provenance(reply: dict, chosen: dict, datagen_dump: DatagenDump | None = Non
         details["dump_python"] = str(datagen_dump.python)
     return Provenance(package="speculators", version=reply["speculators_version"],
                       code_path=chosen["code_path"], python=display_python(reply.get("python")), details=details,
-                      family=reply.get("family"), release_note=reply.get("release_note"))
+                      family=reply.get("family"), release_note=reply.get("release_note"),
+                      reply_cache=reply.get(SOURCE_KEY))
 
 
 def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, reply: dict, *,
