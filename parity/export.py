@@ -18,13 +18,13 @@ error.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import stat
 import tempfile
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
+from . import files
 from .checkpoint import served_tensors
 from .contract import ServingContract, TrainingContract
 from .extract.trainers import trainer
@@ -53,7 +53,7 @@ def _write(tmp: Path, draft: Draft, ids: list[int], engine_name: str, form: Serv
     served.config_file.write_text(json.dumps(served.config, indent=2) + "\n")
     for f in sorted(draft.path.glob("*.safetensors")):
         if form is None or not (form.checkpoint_renames or form.checkpoint_zero_biases):
-            shutil.copy2(f, tmp / f.name)
+            shutil.copyfile(f, tmp / f.name)  # a new file, the umask's mode (not the input's: copy2)
             continue
         from safetensors import safe_open
         from safetensors.torch import save_file
@@ -113,9 +113,7 @@ def _dir_mode(out: Path) -> int:
     """The replaced directory's mode, or what a plain mkdir would give (0777 less the umask)."""
     if out.is_dir():
         return stat.S_IMODE(out.stat().st_mode)
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o777 & ~umask
+    return files.dir_mode()
 
 
 @contextmanager
