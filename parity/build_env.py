@@ -47,7 +47,7 @@ import time
 from pathlib import Path
 
 from .envs import STAMP, EnvError, env_path, load_specs
-from .home import CHECKOUT, home, shipped
+from .home import CHECKOUT, HomeError, home, shipped
 
 RECIPE = 3  # bump when the way an environment is built below changes (3: uv, from a lock)
 UV_VERSION = "0.13.8"
@@ -276,7 +276,7 @@ def main(argv: list[str]) -> int:
     names = [a for a in argv if a != "--lock"]
     try:
         envs = load_specs()
-    except EnvError as exc:
+    except (EnvError, HomeError) as exc:  # a broken envs.toml, a PARITY_HOME that cannot be one
         print(f"[setup] {exc}", file=sys.stderr)
         return 2
     names = names or list(envs)

@@ -23,6 +23,8 @@ import os
 import sys
 from pathlib import Path
 
+from .errors import UserError
+
 PACKAGE = Path(__file__).resolve().parent
 _ABOVE = PACKAGE.parent
 # A source checkout: the package sits next to the project's own pyproject.toml and envs.toml
@@ -38,14 +40,38 @@ def shipped(*parts: str) -> Path:
     return SHIPPED.joinpath(*parts)
 
 
+class HomeError(UserError):
+    """PARITY_HOME names a place parity cannot keep its home in (exit 2, one line)."""
+
+
 def home() -> Path:
     """Where release environments, the fixture cache and the user's envs.toml live."""
     given = os.environ.get("PARITY_HOME")
     if given:
-        return Path(given).expanduser().absolute()
+        return usable_home(Path(given).expanduser().absolute(), given)
     if CHECKOUT is not None:
         return CHECKOUT / ".envs"
     return _platform_cache() / "parity"
+
+
+def usable_home(path: Path, given: str) -> Path:
+    """`path` when it is a directory this user can write, or one it can create (its nearest
+    existing ancestor is such a directory); else HomeError saying which, and why. Otherwise
+    every later step fails on a path inside it ('the environment ... is not built', naming
+    $PARITY_HOME/NAME under a file) and `setup` cannot build there either."""
+    where = path
+    while not os.path.lexists(where) and where.parent != where:
+        where = where.parent
+    fix = "point PARITY_HOME at a directory you can write, or unset it"
+    if not where.is_dir():
+        what = "a file" if where.is_file() else ("a broken link" if where.is_symlink() else "not a directory")
+        why = f"it is {what}" if where == path else f"and cannot be made one: {where} is {what}"
+        raise HomeError(f"PARITY_HOME={given}: not a directory ({why}); {fix}")
+    if not os.access(where, os.W_OK | os.X_OK):
+        why = "not writable" if where == path else f"cannot be created: {where} is not writable"
+        raise HomeError(f"PARITY_HOME={given}: {why} by this user (parity builds environments and keeps "
+                        f"its cache there); {fix}")
+    return path
 
 
 def cache_dir() -> Path:

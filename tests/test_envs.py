@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -94,15 +95,50 @@ def test_the_main_environment_is_the_one_parity_runs_in():
     assert main.packages["sglang"] == metadata.version("sglang")
 
 
-def test_a_checkout_keeps_its_release_environments_in_envs_dir(monkeypatch):
+def test_a_checkout_keeps_its_release_environments_in_envs_dir(monkeypatch, tmp_path):
     """No PARITY_HOME in a checkout: release environments at their envs.toml path (.envs/NAME),
     the fixture cache beside them; PARITY_HOME moves both."""
     monkeypatch.delenv("PARITY_HOME", raising=False)
     assert home.CHECKOUT == ROOT and home.home() == ROOT / ".envs"
     assert {e.name: e.path for e in environments()}["sglang-0.5.14"] == ROOT / ".envs" / "sglang-0.5.14"
-    monkeypatch.setenv("PARITY_HOME", "/elsewhere")
-    assert {e.name: e.path for e in environments()}["sglang-0.5.14"] == Path("/elsewhere/sglang-0.5.14")
-    assert home.cache_dir() == Path("/elsewhere/cache")
+    elsewhere = tmp_path / "elsewhere"  # not made yet: parity may make it
+    monkeypatch.setenv("PARITY_HOME", str(elsewhere))
+    assert {e.name: e.path for e in environments()}["sglang-0.5.14"] == elsewhere / "sglang-0.5.14"
+    assert home.cache_dir() == elsewhere / "cache" and not elsewhere.exists()
+
+
+def _unwritable_dir(tmp_path: Path) -> Path:
+    """A directory this user cannot write: a 0555 one, or (as root, who writes anyway) /proc/sys."""
+    ro = tmp_path / "read-only"
+    ro.mkdir(mode=0o555)
+    if not os.access(ro, os.W_OK):
+        return ro
+    if Path("/proc/sys").is_dir() and not os.access("/proc/sys", os.W_OK):
+        return Path("/proc/sys")
+    pytest.skip("no directory here that this user cannot write")
+
+
+@pytest.mark.parametrize("case", ["a file", "under a file", "unwritable", "not creatable"])
+def test_a_parity_home_that_cannot_be_one_is_named_exit_2(tmp_path, monkeypatch, capsys, case):
+    """PARITY_HOME set to a file (or a place it cannot be made, or one this user cannot write):
+    one line saying so about PARITY_HOME, exit 2, not 'the environment ... is not built' naming
+    a path under the file; nothing is created."""
+    from parity import cli
+
+    (tmp_path / "file").write_text("x")
+    given = {"a file": tmp_path / "file", "under a file": tmp_path / "file" / "home",
+             "unwritable": _unwritable_dir(tmp_path) if case == "unwritable" else None,
+             "not creatable": _unwritable_dir(tmp_path) / "home" if case == "not creatable" else None}[case]
+    monkeypatch.setenv("PARITY_HOME", str(given))
+    before = sorted(tmp_path.rglob("*"))
+    rc = cli.main(["check", "--target-config", str(ROOT / "fixtures" / "targets" / "kimi-k2.5" / "config.json"),
+                   "--draft", str(ROOT / "fixtures" / "drafts" / "kimi-k2.5-eagle3"),
+                   "--dump-layout", "h0,h3,h31,h59", "--sglang", "0.5.14"])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"parity: PARITY_HOME={given}: "), err
+    assert ("not a directory" if "file" in case else "not writable") in err and "not built" not in err, err
+    assert sorted(tmp_path.rglob("*")) == before
 
 
 def test_children_of_a_built_environment_keep_their_bytecode_inside_it(tmp_path):
@@ -165,3 +201,15 @@ def test_compile_ahead_keeps_the_bytecode_a_probe_would_compile(tmp_path, monkey
     assert not compile_ahead(tmp_path / "elsewhere" / "bin" / "python", "parity_ahead_probe", "parity_ahead_pkg")
     assert sorted(p.name for p in src.iterdir()) == sorted(
         ["parity_ahead_probe.py", "parity_ahead_warmed.py", "parity_ahead_pkg.py", "parity_ahead_broken.py"])
+
+
+def test_setup_into_a_parity_home_that_is_a_file_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
+    from parity.build_env import main as setup
+
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setenv("PARITY_HOME", str(tmp_path / "file"))
+    assert setup(["sglang-0.5.14"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"[setup] PARITY_HOME={tmp_path / 'file'}: not a directory (it is a file); point PARITY_HOME " \
+                  "at a directory you can write, or unset it\n", err
+    assert [p.name for p in tmp_path.iterdir()] == ["file"]
