@@ -238,7 +238,42 @@ def _under(path: str, roots: tuple[str, ...]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
-def stored_reads(record: dict | None, request_paths: tuple[str, ...]) -> dict:
+class DigestMemo:
+    """sha256s of files by path and state, kept beside the entries (`digests.json`): a new entry
+    hashes only the files no earlier entry of any key has hashed in the same state (libtorch is
+    hashed once, not once per process). A state includes the ctime, which every write of a file
+    changes and no tool can set back, so an unchanged state is unchanged contents, the same
+    rule by which an entry is served. Lost updates between processes cost time, never a
+    wrong digest."""
+
+    def __init__(self, root: Path):
+        self.path = Path(root) / "digests.json"
+        try:
+            self.known: dict[str, list] = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            self.known = {}
+        self.new: dict[str, list] = {}
+
+    def digest(self, path: str, state: list[int]) -> str:
+        known = self.known.get(path)
+        if isinstance(known, list) and known[:-1] == state:
+            return known[-1]
+        digest = reads.content_digest(path)
+        self.new[path] = [*state, digest]
+        return digest
+
+    def save(self) -> None:
+        if not self.new:
+            return
+        try:
+            current = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            current = {}
+        with suppress(OSError):
+            ReplyCache._write(self.path, {**current, **self.new})
+
+
+def stored_reads(record: dict | None, request_paths: tuple[str, ...], memo: DigestMemo | None = None) -> dict:
     """The child's record (`parity.reads.collect`) as an entry keeps it: each file's state with
     its sha256 appended. Files under the request's paths are left out (the key holds their
     contents). NotStored when there is no record, or a file changed while the child ran or
@@ -254,7 +289,8 @@ def stored_reads(record: dict | None, request_paths: tuple[str, ...]) -> dict:
             continue
         if reads.file_state(path) != state:
             raise NotStored(f"{path} changed since the child read it")
-        files[path] = None if state is None else [*state, reads.content_digest(path)]
+        files[path] = None if state is None else [*state, memo.digest(path, state) if memo
+                                                  else reads.content_digest(path)]
     dirs = {p: state for p, state in sorted(record.get("dirs", {}).items()) if not _under(p, roots)}
     return {"files": files, "dirs": dirs}
 
@@ -403,7 +439,9 @@ def cached_reply(python: str, module: str, request: dict, env: dict[str, str],
         if not cacheable(reply):
             return _says(reply, "not stored", key, "the child failed for a reason outside its inputs")
         try:
-            cache.put(key, reply, stored_reads(record, key.paths))
+            memo = DigestMemo(cache.root)
+            cache.put(key, reply, stored_reads(record, key.paths, memo))
+            memo.save()
         except NotStored as exc:
             return _says(reply, "not stored", key, str(exc))
         except OSError as exc:  # a cache that cannot be written: the reply still counts

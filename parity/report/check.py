@@ -39,14 +39,18 @@ def release_notes(*contracts: Contract) -> list[str]:
 
 
 def cached_lines(*contracts: Contract, label: str = "  cached    ") -> list[str]:
-    """One line naming the sides whose extraction was served by the reply cache (none: no line):
-    a reader of a CI log can tell a run from a replay of one."""
+    """One line naming the sides whose extraction was served by the reply cache, and one per side
+    whose reply could not be cached, with why (none: no line): a reader of a CI log can tell a
+    run from a replay of one."""
     hits = [c for c in contracts if c.provenance.reply_cache and c.provenance.reply_cache.status == "hit"]
-    if not hits:
-        return []
-    sides = " and ".join(f"{c.side} (key {(c.provenance.reply_cache.key or '?')[:12]})" for c in hits)
-    return [f"{label}{sides} from the reply cache: every file the extraction read is unchanged "
-            "(PARITY_NO_CACHE=1 runs it again)"]
+    lines = []
+    if hits:
+        sides = " and ".join(f"{c.side} (key {(c.provenance.reply_cache.key or '?')[:12]})" for c in hits)
+        lines.append(f"{label}{sides} from the reply cache: every file the extraction read is unchanged "
+                     "(PARITY_NO_CACHE=1 runs it again)")
+    lines += [f"{label}{c.side} ran now and was not cached: {c.provenance.reply_cache.why}" for c in contracts
+              if c.provenance.reply_cache and c.provenance.reply_cache.status == "not stored"]
+    return lines
 
 
 def render_contract(c: Contract) -> str:
