@@ -41,7 +41,7 @@ def ask(request: dict, module: str = ECHO) -> dict:
 
 
 def entries(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*.json")) if root.exists() else []
+    return sorted(root.glob("*/*/*.json")) if root.exists() else []  # one folder per key
 
 
 # -- hits and misses through run_module -----------------------------------------------------------
