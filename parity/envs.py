@@ -34,7 +34,8 @@ from typing import Iterator
 
 from . import reads
 from .home import CHECKOUT, PACKAGE, home, setup_command, shipped, user_envs
-from .workspace import run_child, workspace
+from .children import run_child
+from .workspace import workspace
 from .errors import UserError
 
 STAMP = "parity-env.stamp"  # written by parity.build_env when an environment is complete
@@ -299,7 +300,7 @@ def run_module(python: Path | str, module: str, request: dict, timeout: float = 
 
     The module must print exactly one JSON object on its last stdout line. The child runs
     with a private TMPDIR, removed when it ends, and is killed if this wait is interrupted
-    (parity.workspace.run_child). `module` may be replaced through `PARITY_PROBE_OVERRIDES`.
+    (parity.children.run_child). `module` may be replaced through `PARITY_PROBE_OVERRIDES`.
     `cache`: the reply may come from, and goes to, the on-disk reply cache (for children
     whose reply depends only on the installed code and the request: the extractions).
     """

@@ -30,6 +30,7 @@ from .contract import ServingContract, TrainingContract
 from .extract.trainers import trainer
 from .extract.engines import engine
 from .inputs import Draft, InputError, Target
+from .verdict import check
 
 
 class ExportRefused(InputError):
@@ -131,8 +132,6 @@ def _solve(tmp: Path, draft: Draft, training: TrainingContract, target: Target, 
     """Write the engine's served form of the draft into `tmp` with the ids the gate solves on
     the installed engine, and check it like any served draft: (ids, the final CheckResult) or
     ExportRefused. `writing` wraps each write (export turns OSError into one line naming its output)."""
-    from .gate import check
-
     ids = draft.config.get("eagle_aux_hidden_state_layer_ids") or [t.layer for t in training.fc_input]
     form = None
     with writing():

@@ -9,7 +9,7 @@ imports the module and calls its `warm()` (the import-only first steps of its ha
 request is read, no tensor computed), then forks one child per run. The child is what
 `python -m MODULE` would have been:
 
-- its own session (killed with its process group on Ctrl-C or a timeout, like run_child's);
+- its own session (killed with its process group on Ctrl-C or a timeout, like a fresh child's);
 - the asking side's exact environment, working directory and private TMPDIR;
 - stdin, stdout and stderr on files the asking side owns (fd 0-2 and sys.std*);
 - MODULE run as `__main__` by `runpy` (parent packages imported first, as `-m` does);
@@ -58,7 +58,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import reads
-from .workspace import CACHE_ROOTS
+from .workspace import (CACHE_ROOTS, kill_group, private_caches, private_dir, register_server, tracked,
+                        unregister_server)
 
 OFF = "PARITY_NO_FORKSERVER"
 MAX_SERVERS = 6  # per parent process: each holds an engine's imports (about 0.5 GB resident)
@@ -103,8 +104,6 @@ def _key(python: str, warm: str, cwd: str, env: dict[str, str]) -> tuple:
 def _start(python: str, warm: str, cwd: str, env: dict[str, str]) -> _Server:
     """A server process on a private control socket (no path on disk: nothing to leave
     behind, no other user can reach it); it exits when this end closes."""
-    from .workspace import private_caches, private_dir, register_server
-
     tmp = private_dir("parity-forkserver-")
     server_env = private_caches(env, tmp)
     server_env.pop("PARITY_PROBE_OVERRIDES", None)  # the server warms the real module only
@@ -124,8 +123,6 @@ def _start(python: str, warm: str, cwd: str, env: dict[str, str]) -> _Server:
 
 
 def _stop(server: _Server) -> None:
-    from .workspace import unregister_server
-
     unregister_server(server.proc, server.tmp)
 
 
@@ -165,8 +162,6 @@ def forget() -> None:
 
 
 def _ask(server: _Server, request: dict, timeout: float) -> int:
-    from .workspace import kill_group, tracked
-
     """Have `server` fork a child for `request`; its exit code. On a timeout or an interrupt
     the child (its whole process group) is killed and the exception propagates."""
     conn, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from pydantic import ValidationError
+
+from .contract import TargetModel, parse_taps
+from .contract.hf import is_wrapper, text_part
 from .errors import UserError
-
-if TYPE_CHECKING:
-    from .contract import TargetModel
 
 
 class InputError(UserError, ValueError):
@@ -94,19 +95,6 @@ def safetensors_shapes(path: Path, what: str) -> dict[str, list[int]]:
         raise InputError(f"{what} {path}: not a readable safetensors file ({first})") from None
 
 
-def is_wrapper(config: dict[str, Any]) -> bool:
-    """A published multimodal wrapper (`*ForConditionalGeneration` of Kimi-K2.5, Llama-4, ...):
-    the text model's config is nested under `text_config` and the top level has no layer count."""
-    return isinstance(config.get("text_config"), dict) and "num_hidden_layers" not in config
-
-
-def text_part(config: dict[str, Any]) -> dict[str, Any]:
-    """The config of the model whose hidden states the draft reads: a wrapper's nested
-    `text_config`, else the config itself. The file is never rewritten: the engine reads
-    the wrapper as published, and this only says where N, H and the vocabulary are."""
-    return config["text_config"] if is_wrapper(config) else config
-
-
 def target_layers(config: dict[str, Any], path: Path) -> int:
     """N, the target's decoder-layer count, or an InputError saying why it is missing."""
     where = "text_config.num_hidden_layers" if is_wrapper(config) else "num_hidden_layers"
@@ -160,10 +148,6 @@ class Target:
     @classmethod
     def read(cls, path: Path | str) -> "Target":
         """The target config at `path`, every field parity reads checked: one-line InputError otherwise."""
-        from pydantic import ValidationError
-
-        from .contract import TargetModel
-
         path = Path(path)
         cfg = read_config(path, "target config")
         target_layers(cfg, path)
@@ -285,8 +269,6 @@ def parse_dump(layout: str | None, datagen_ids: str | None = None,
                convention: str | None = None) -> DumpSpec:
     """`--dump-layout h0,h3,h31,h59` or `--datagen-ids 2,30,58` as typed values (InputError
     naming the flag otherwise). The layout wins when both are given, as it is the more exact."""
-    from .contract import parse_taps
-
     try:
         if layout is not None:  # an empty --dump-layout is bad input, not an absent one
             return DumpSpec(layout=parse_taps(layout))

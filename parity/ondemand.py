@@ -27,6 +27,7 @@ from pathlib import Path
 
 from .errors import UserError
 from .home import user_envs
+from .registry import uploaded
 
 ABSENT = "none"  # a pin whose package the release does not require (envs.toml drops that dependency)
 TORCH_FAMILY = frozenset({"torch", "torchvision", "torchaudio", "torchcodec"})
@@ -312,7 +313,6 @@ def _step_back_too_new(family: str, version: str, name: str) -> None:
     own upload (what its unpinned requirement resolved to that day), and the environment
     rebuilt; decided by running the import, never by a list."""
     from .envs import load_specs, raw_envs
-    from .sweep.registry import uploaded
 
     template = raw_envs()["template"][family]
     line = dict(raw_envs()["releases"][family][version])

@@ -9,7 +9,8 @@ up after itself" into one `rmtree` in a `finally`.
 
     with workspace():            # the CLI around each command, the pytest plugin around each item
         ...                      # tempfile.* in this process lands inside it
-        run_child([...], ...)    # each child gets its own TMPDIR inside it, removed when it ends
+        run_child([...], ...)    # parity.children: each child gets its own TMPDIR inside it,
+                                 # removed when it ends
 
 `run_child` works without an enclosing workspace too (library use): the child's private
 directory is then made in the user's TMPDIR and still removed when the child ends.
@@ -60,7 +61,7 @@ def workspace(prefix: str = "parity-") -> Iterator[Path]:
 
 
 def kill_children() -> None:
-    """Kill every child `run_child` started that is still running (its whole process group),
+    """Kill every child `parity.children.run_child` started that is still running (its whole process group),
     and every warmed server (parity.forkserver) with its private directory."""
     with _lock:
         running = list(_children)
@@ -145,6 +146,23 @@ def unregister_server(proc: subprocess.Popen, tmp: Path) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
 
 
+@contextmanager
+def running(proc: subprocess.Popen) -> Iterator[None]:
+    """While inside, the child `proc` is killed with the workspace; an exception out of the block
+    (Ctrl-C, a timeout, an error) kills it, with anything it started, and reaps it first."""
+    with _lock:
+        _children.add(proc)
+    try:
+        yield
+    except BaseException:
+        _kill(proc)
+        proc.communicate()
+        raise
+    finally:
+        with _lock:
+            _children.discard(proc)
+
+
 atexit.register(kill_children)  # library use, outside any workspace: no server outlives us
 
 
@@ -155,47 +173,3 @@ def _kill(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)  # the child leads its own group: helpers die with it
     except (ProcessLookupError, PermissionError):
         proc.kill()
-
-
-def run_child(cmd: list[str], input_text: str, env: dict[str, str], timeout: float,
-              cwd: Path | str | None = None, *, warm: str | None = None) -> subprocess.CompletedProcess:
-    """`subprocess.run(cmd, input=..., capture_output=True, text=True)`, but the child gets a
-    private TMPDIR that is removed when it ends, and is killed (with anything it started) if
-    the wait is interrupted: Ctrl-C, `kill -INT` of this process, a timeout, an error.
-
-    `warm`: `cmd` is `[python, "-m", MODULE]` and may run as a fork of a server that has
-    imported the module `warm` (MODULE before any override; parity.forkserver), falling back
-    to a fresh process when no server can be reached."""
-    tmp = private_dir("parity-child-")
-    env = private_caches(env, tmp)
-    # Torch inductor precompiles a 150 MB header into TMPDIR before loading any C++ kernel,
-    # even one SGLang has cached in its own SGLANG_CACHE_DIR: with a TMPDIR that dies with the
-    # child that would be rebuilt (seconds of gcc) by every probe. Kernels compile without it.
-    env.setdefault("TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS", "0")
-    try:
-        if warm is not None:
-            from . import forkserver
-
-            if forkserver.enabled():
-                try:
-                    return forkserver.run(cmd[0], cmd[-1], warm, input_text, env, timeout, str(cwd or os.getcwd()),
-                                          tmp)
-                except forkserver.Unavailable:
-                    pass  # a fresh process gives the same reply
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
-                                start_new_session=True)
-        with _lock:
-            _children.add(proc)
-        try:
-            out, err = proc.communicate(input_text, timeout=timeout)
-        except BaseException:
-            _kill(proc)
-            proc.communicate()
-            raise
-        finally:
-            with _lock:
-                _children.discard(proc)
-        return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)

@@ -131,9 +131,10 @@ print(json.dumps(wrote))
 
 
 def test_a_child_writing_into_its_cache_roots_leaves_nothing_in_the_users_home(tmp_path, monkeypatch):
-    """Every child parity starts (parity.workspace.run_child, the forkserver's servers, the
+    """Every child parity starts (parity.children.run_child, the forkserver's servers, the
     on-demand import checks) has its cache roots in its private directory, removed when it ends."""
-    from parity.workspace import CACHE_ROOTS, run_child
+    from parity.children import run_child
+    from parity.workspace import CACHE_ROOTS
 
     home, tmp = tmp_path / "home", tmp_path / "tmp"
     home.mkdir(), tmp.mkdir()

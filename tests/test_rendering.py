@@ -20,14 +20,14 @@ import pytest
 from parity.contract import Finding, GraphFlags, Provenance, ServingContract, TargetModel, TrainingContract, VocabMapping
 from parity.errors import CannotExtract
 from parity.forward.compare import Divergence, ForwardResult, StageDiff
-from parity.forward.report import render_forward, render_summary
+from parity.report.forward import render_forward, render_summary
 from parity.gate import UNSERVABLE_KINDS, CheckResult, ExportAdvice, Suggestion, decide
 from parity.matrix import CANNOT, Matrix
 from parity.matrix.cells import matrix_rows
 from parity.matrix.deploy import answer
 from parity.matrix.schedule import Extractions, training_key
 from parity.releases import Release
-from parity.replay.report import render_replay
+from parity.report.replay import render_replay
 from parity.replay.result import ReplayResult, WiringScore
 from parity.report import render_check, render_contract
 from parity.report.matrix import render_markdown, render_text

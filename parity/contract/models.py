@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer,
                       WithJsonSchema, field_validator, model_serializer, model_validator)
 
+from .hf import is_wrapper, text_part
 from .tap import Tap
 
 
@@ -67,8 +68,6 @@ class TargetModel(_Frozen):
     def from_hf_config(cls, config: dict[str, Any]) -> "TargetModel":
         """From a target's config.json (already checked to have num_hidden_layers, for a
         wrapper in its text_config): depth, width and vocabulary are the text model's."""
-        from ..inputs import is_wrapper, text_part
-
         text = text_part(config)
         text_arch = None
         if is_wrapper(config):

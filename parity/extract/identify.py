@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from ..contract.tap import Tap
+from .child import finding
 
 MATCH_RTOL = 1e-3  # fp32 engine vs transformers: seen <= 4e-5 (MoE, yarn rope); distinct states differ by > 1e-1
 AMBIGUITY_RATIO = 100.0  # the runner-up must be this much further away than the match
@@ -37,3 +38,39 @@ def identify(x: torch.Tensor, candidates: dict[Tap, torch.Tensor]) -> Identifica
     ambiguous = err <= MATCH_RTOL and runner_err <= max(err * AMBIGUITY_RATIO, MATCH_RTOL)
     tap = best if err <= MATCH_RTOL and not ambiguous else None
     return Identification(tap, err, best, runner, runner_err, ambiguous)
+
+
+def identify_slots(aux, refs, n, capture, expected, findings) -> list[dict]:
+    """Name each H-wide slice of the captured concatenation; pad missing slots with None."""
+    h = next(iter(refs.values())).shape[-1]
+    width = 0 if aux is None else aux.shape[-1]
+    got = width // h
+    slots = []
+    if got:
+        for s in range(got):
+            ident = identify(aux[:, s * h:(s + 1) * h].float(), refs)
+            slots.append({"tap": ident.tap.name if ident.tap else None, "rel_err": ident.rel_err,
+                          "best": ident.best.name, "runner_up": ident.runner_up.name if ident.runner_up else None,
+                          "runner_up_err": ident.runner_up_err})
+            if ident.tap is None:
+                why = ("ambiguous between " + f"{ident.best.name} and {ident.runner_up.name}"
+                       if ident.ambiguous else f"nearest is {ident.best.name} at relative error "
+                       f"{ident.rel_err:.2e}")
+                findings.append(finding("unidentified_state", f"captured slot {s} matches no "
+                                        f"canonical state ({why})", "error", slot=s))
+    if aux is None:  # the engine raised: name the requested slots it could never fill
+        for s, idx in enumerate((capture or [])[:expected]):
+            slots.append({"tap": None})
+            if not 0 <= idx < n:
+                findings.append(finding("not_captured", f"slot {s} asks the engine to capture at layer "
+                                        f"index {idx}, which a {n}-layer model never reaches",
+                                        "error", slot=s))
+        return slots + [{"tap": None}] * (expected - len(slots))
+    if got < expected:
+        never = [i for i in (capture or []) if not 0 <= i < n]
+        where = f"; capture index(es) {never} are never reached in a {n}-layer model" if never else ""
+        for s in range(got, expected):
+            slots.append({"tap": None})
+            findings.append(finding("not_captured", f"slot {s} was requested but the engine captured "
+                                    f"only {got} of {expected} states{where}", "error", slot=s))
+    return slots

@@ -109,3 +109,9 @@ def candidate_states(model: torch.nn.Module, input_ids: torch.Tensor) -> dict[Ta
     taps.pop(Tap(kind="stream", layer=n, norm=Norm.final))
     taps[Tap.final()] = final
     return taps
+
+
+def seeded_tokens(request: dict, hf) -> torch.Tensor:
+    """The probe's input: `seq_len` token ids of the model's vocabulary, seeded by `seed`."""
+    gen = torch.Generator().manual_seed(request.get("seed", 0) + 1)
+    return torch.randint(0, hf.config.vocab_size, (request.get("seq_len", 8),), generator=gen)

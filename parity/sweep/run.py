@@ -292,7 +292,7 @@ def sweep(results: Path, home: Path, *, wanted: "dict[str, SpecifierSet | Litera
     sweep ran is built from the line it derived (releases.json), unless `derive`."""
     from packaging.version import Version
 
-    from .registry import published
+    from ..registry import published
 
     data = load(results)
     data["cases"] = describe_cases()

@@ -60,7 +60,8 @@ import torch
 
 from ....contract.tap import Tap
 from ....envs import reply_over_stdio
-from ....forward.variants import serve_variants
+from ...forward_variants import serve_variants
+from ...candidates import candidate_id_lists
 from ... import standins
 from ....checkpoint import served_tensors
 from .draft_facts import built_flags, served_form
@@ -200,7 +201,6 @@ class Serving:
         """The id list that makes this engine capture `taps`, tried on the engine itself: the
         taps' layers shifted by -1, 0, +1 (the gate's candidates), each captured by a real
         forward and named by numerical identity against the transformers reference."""
-        from ....gate import candidate_id_lists
 
         key = tuple(taps)
         if key in self._solved:

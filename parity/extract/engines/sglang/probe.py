@@ -24,8 +24,9 @@ from ... import standins
 from ...families import UnsupportedRelease
 from .draft_facts import draft_facts
 from .families import place
-from ...identify import identify
-from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model
+from ...child import finding, one_line
+from ...identify import identify_slots
+from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model, seeded_tokens
 from ...shrink import shrink_config
 from ....envs import reply_over_stdio
 from ....errors import CannotExtract
@@ -97,14 +98,6 @@ def native_class_importable(cls: type, arch: str) -> None:
                 except Exception as exc:  # noqa: BLE001 - the reason, named
                     raise ImportError(f"sglang's model module {name}, which defines {arch}, cannot be imported "
                                       f"here ({one_line(exc)}), so SGLang would run {cls.__name__} instead") from None
-
-
-def one_line(exc: BaseException) -> str:
-    """`Type: message` on one line (a multi-line message keeps all its lines, joined)."""
-    text = " ".join(str(exc).split())
-    if len(text) > 400:  # e.g. SGLang's list of every supported architecture after the missing one
-        text = text[:400] + " ..."
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def engine_frame(exc: BaseException) -> str:
@@ -222,10 +215,6 @@ def engine_reader(exc: BaseException) -> str:
     return f"{found.tb_frame.f_globals['__name__']}.{found.tb_frame.f_code.co_name}"
 
 
-def finding(kind: str, message: str, severity: str = "warning", slot: int | None = None) -> dict:
-    return {"kind": kind, "message": message, "severity": severity, "slot": slot}
-
-
 def why_fallback(draft_config: dict) -> str:
     """Name why the engine found no ids, from the draft config the user wrote."""
     eagle = draft_config.get("eagle_config")
@@ -321,7 +310,7 @@ def extract(request: dict) -> dict[str, Any]:
                 return reply
             hf = seeded_hf_model(str(target_dir), request.get("seed", 0))
             adapter.load_weights(model, checkpoint_tensors(hf, str(work / "weights"), prefix))
-            input_ids = _tokens(request, hf)
+            input_ids = seeded_tokens(request, hf)
             refs = candidate_states(hf, input_ids)
             reply["candidates"] = [try_candidate(adapter, model, input_ids, refs, n, c)
                                    for c in request["candidates"]]
@@ -355,7 +344,7 @@ def extract(request: dict) -> dict[str, Any]:
     hf = seeded_hf_model(str(target_dir), request.get("seed", 0))
     reply["model_class"] = f"{type(model).__module__}.{type(model).__name__}"
     adapter.load_weights(model, checkpoint_tensors(hf, str(work / "weights"), prefix))
-    input_ids = _tokens(request, hf)
+    input_ids = seeded_tokens(request, hf)
     try:  # can the engine's own model code run this architecture here at all?
         adapter.forward(model, input_ids)
     except Exception as exc:
@@ -394,11 +383,6 @@ def extract(request: dict) -> dict[str, Any]:
     return reply
 
 
-def _tokens(request: dict, hf) -> torch.Tensor:
-    gen = torch.Generator().manual_seed(request.get("seed", 0) + 1)
-    return torch.randint(0, hf.config.vocab_size, (request.get("seq_len", 8),), generator=gen)
-
-
 def capture_and_identify(adapter, model, input_ids, refs, n, capture, expected, findings) -> list[dict]:
     """One real forward; name each H-wide slice of the captured concatenation."""
     aux = None
@@ -422,42 +406,6 @@ def try_candidate(adapter, model, input_ids, refs, n, ids: list[int]) -> dict:
     errors = [f["message"] for f in found if f["severity"] == "error"]
     return {"ids": ids, "fc_input": [s.get("tap") for s in slots], "capture_ids": capture,
             "error": "; ".join(errors) or None}
-
-
-def identify_slots(aux, refs, n, capture, expected, findings) -> list[dict]:
-    """Name each H-wide slice of the captured concatenation; pad missing slots with None."""
-    h = next(iter(refs.values())).shape[-1]
-    width = 0 if aux is None else aux.shape[-1]
-    got = width // h
-    slots = []
-    if got:
-        for s in range(got):
-            ident = identify(aux[:, s * h:(s + 1) * h].float(), refs)
-            slots.append({"tap": ident.tap.name if ident.tap else None, "rel_err": ident.rel_err,
-                          "best": ident.best.name, "runner_up": ident.runner_up.name if ident.runner_up else None,
-                          "runner_up_err": ident.runner_up_err})
-            if ident.tap is None:
-                why = ("ambiguous between " + f"{ident.best.name} and {ident.runner_up.name}"
-                       if ident.ambiguous else f"nearest is {ident.best.name} at relative error "
-                       f"{ident.rel_err:.2e}")
-                findings.append(finding("unidentified_state", f"captured slot {s} matches no "
-                                        f"canonical state ({why})", "error", slot=s))
-    if aux is None:  # the engine raised: name the requested slots it could never fill
-        for s, idx in enumerate((capture or [])[:expected]):
-            slots.append({"tap": None})
-            if not 0 <= idx < n:
-                findings.append(finding("not_captured", f"slot {s} asks the engine to capture at layer "
-                                        f"index {idx}, which a {n}-layer model never reaches",
-                                        "error", slot=s))
-        return slots + [{"tap": None}] * (expected - len(slots))
-    if got < expected:
-        never = [i for i in (capture or []) if not 0 <= i < n]
-        where = f"; capture index(es) {never} are never reached in a {n}-layer model" if never else ""
-        for s in range(got, expected):
-            slots.append({"tap": None})
-            findings.append(finding("not_captured", f"slot {s} was requested but the engine captured "
-                                    f"only {got} of {expected} states{where}", "error", slot=s))
-    return slots
 
 
 def main() -> None:

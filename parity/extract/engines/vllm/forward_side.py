@@ -42,7 +42,8 @@ import torch
 
 from ....contract.tap import Tap
 from ....envs import reply_over_stdio
-from ....forward.variants import serve_variants
+from ...forward_variants import serve_variants
+from ...candidates import candidate_id_lists
 
 
 def warm() -> None:
@@ -111,7 +112,6 @@ class Serving:
 
     def solve(self, taps: list[str]) -> list[int]:
         """The id list that makes this engine capture `taps`, tried on the engine itself."""
-        from ....gate import candidate_id_lists
         from .probe import name_slots
 
         key = tuple(taps)

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .families import place
+from ...child import one_line
 from ....envs import reply_over_stdio
 from ....errors import CannotExtract
 
@@ -72,11 +73,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text[:400]}" if text else type(exc).__name__
 
 
 def name_slots(states: list, refs: dict) -> list[dict]:

@@ -28,9 +28,10 @@ import torch
 
 from .families import family_for
 from ... import standins
-from ...engines.sglang.probe import _tokens, adapter_for, finding, identify_slots, one_line, setup_on_a_free_port
-from ...identify import identify
-from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model
+from ...child import finding, one_line
+from ...identify import identify, identify_slots
+from ...engines.sglang.probe import adapter_for, setup_on_a_free_port
+from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model, seeded_tokens
 from ...shrink import shrink_config
 from ....envs import reply_over_stdio
 from ....errors import CannotExtract
@@ -107,7 +108,7 @@ def extract(request: dict) -> dict[str, Any]:
     family.wrap_logits(model)
     family.set_capture(model, method, ids)
     reply["capture_ids"] = adapter.capture_indices(model)
-    input_ids = _tokens(request, hf)
+    input_ids = seeded_tokens(request, hf)
     aux, last = family.captured(adapter.forward(model, input_ids))
     if aux is None or last is None:
         reply["error"] = f"sglang {sglang_version} returned no aux or last hidden states to SpecForge's capture"

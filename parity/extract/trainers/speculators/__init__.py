@@ -22,14 +22,38 @@ from ....contract import (DatagenDump, Finding, GraphFlags, Provenance, Tap, Tar
 from ....conventions import CONVENTIONS, ConventionError, datagen_refusal, to_taps
 from ....envs import display_python, find_env, run_module
 from ....reply_cache import SOURCE_KEY
-from ....inputs import Draft
+from ....inputs import Draft, Target
 from .draft import DraftConfig, DraftError, draft_ids, read_draft
 from ....errors import CannotExtract, UserError
-from .trainer import FORWARD_MODULE, NAME, is_trained_draft, training_contract
+
+# -- as a `Trainer` (parity.extract.trainers) ---------------------------------------------------
+
+
+def training_contract(target: Target, dump_layout: list[Tap] | None = None, *,
+                      datagen_ids: list[int] | None = None, datagen_convention: str | None = None,
+                      draft: Draft | None = None, release: str | None = None,
+                      data_path: str | None = None, datagen_dump: DatagenDump | None = None) -> TrainingContract:
+    """`extract_training` under the interface's names: the release is `release`, the target and
+    draft come read (`Target`, `Draft`); the draft is interpreted as speculators reads it
+    (draft.read_draft)."""
+    return extract_training(target.model, dump_layout, datagen_ids=datagen_ids, datagen_convention=datagen_convention,
+                            draft_dir=draft, speculators_version=release, data_path=data_path,
+                            datagen_dump=datagen_dump)
+
+
+def is_trained_draft(config: dict) -> bool:
+    """A speculators-format draft config (as trained): it names its model type or its transformer layer.
+
+    Wider than draft.is_speculators_format (which decides where the reader finds the flags):
+    export and replay take a draft that names only its transformer_layer_config."""
+    return "speculators_model_type" in config or "transformer_layer_config" in config
+
 
 __all__ = ["DraftConfig", "DraftError", "PROBE_MODULE", "TrainingExtractionError",
            "contract_from_probe", "extract_training", "probe_training", "read_draft"]
 
+NAME = "speculators"
+FORWARD_MODULE = "parity.extract.trainers.speculators.forward_side"  # parity forward's training path
 PROBE_MODULE = "parity.extract.trainers.speculators.probe"
 DEFAULT_CONVENTION = "speculators-datagen"
 PROBE_SHAPE = {"hidden_size": 8, "seq_len": 6}  # small: the markers need 7^(H-1) >= slots*T

@@ -45,7 +45,7 @@ import torch
 from ....contract.tap import Tap
 from ....envs import reply_over_stdio
 from ...datagen_target import data_generation_target
-from ....forward.variants import run_variants
+from ...forward_variants import run_variants
 from ...reference import candidate_states
 from ...shrink import shrink_config
 

@@ -19,7 +19,7 @@ from ..errors import ExitCode
 
 
 def add_forward_parser(sub, parser_class) -> argparse.ArgumentParser:
-    from .cases import DRIFTS
+    from ..forward.cases import DRIFTS
 
     fw = sub.add_parser("forward", help="prove numerically that training and serving give the same "
                                         "draft logits; exit 0 parity, 1 drift or unservable, 2 error")
@@ -56,9 +56,9 @@ def add_forward_parser(sub, parser_class) -> argparse.ArgumentParser:
 
 def run_forward(args) -> int:
     from ..inputs import InputError, parse_dump, read_config, target_layers, text_part
-    from .cases import DRIFTS, fixture_cases, given_case, fixture_target
-    from .report import render_forward, render_summary
-    from .run import forward_parity
+    from ..forward.cases import DRIFTS, fixture_cases, given_case, fixture_target
+    from ..report.forward import render_forward, render_summary
+    from ..forward.run import forward_parity
 
     from ..inputs import check_steps
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..report.table import Column, Table
-from .compare import STAGE_WORDS, ForwardResult
+from ..forward.compare import STAGE_WORDS, ForwardResult
+from .table import Column, Table
 
 
 def _g(x: float | None, spec: str = ".2e") -> str:

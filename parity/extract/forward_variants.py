@@ -1,4 +1,5 @@
-"""What both forward sides do with the request's variants: run each, keep going on failure."""
+"""What the forward sides (the child processes of `parity forward`, one per engine or trainer) do
+with the request's variants: run each, keep going on failure."""
 
 from __future__ import annotations
 

@@ -15,12 +15,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import __version__
-from .errors import ExitCode, UserError, forget_interrupt
+from .. import __version__
+from ..errors import ExitCode, UserError, forget_interrupt
 
 if TYPE_CHECKING:
-    from .contract import TrainingContract
-    from .inputs import Draft, Target
+    from ..contract import TrainingContract
+    from ..inputs import Draft, Target
 
 
 def _installed(name: str) -> str:
@@ -55,7 +55,7 @@ def _add_dump_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_trainer_args(p: argparse.ArgumentParser) -> None:
-    from .extract.trainers import DEFAULT, names
+    from ..extract.trainers import DEFAULT, names
 
     p.add_argument("--trainer", default=DEFAULT, choices=names(),
                    help=f"the training stack the draft was trained with (default: {DEFAULT})")
@@ -131,11 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_matrix_parsers(sub)
 
-    from .forward.cli import add_forward_parser, run_forward
+    from .forward import add_forward_parser, run_forward
     add_forward_parser(sub, _Parser).set_defaults(func=run_forward)
-    from .replay.cli import add_replay_parser, run_replay
+    from .replay import add_replay_parser, run_replay
     add_replay_parser(sub, _add_dump_args).set_defaults(func=run_replay)
-    from .sweep.cli import add_sweep_parser, run_sweep
+    from .sweep import add_sweep_parser, run_sweep
     add_sweep_parser(sub).set_defaults(func=run_sweep)
 
     eg = sub.add_parser("example", help="run `parity check` on the bundled drift case (the Kimi-K2.5 draft); "
@@ -201,7 +201,7 @@ def _matrix_inputs(args) -> dict:
                          "--dump-layout/--trainer, not both")
         return {"contract": args.contract}
     if args.trainer == "specforge":
-        from .inputs import parse_ids
+        from ..inputs import parse_ids
 
         if args.dump_layout:
             raise _usage("--trainer specforge captures the states itself: drop --dump-layout")
@@ -218,7 +218,7 @@ def _matrix_inputs(args) -> dict:
 
 def _trainer_name(args) -> str:
     """The trainer the command is about: --trainer, or the lock's."""
-    from .lock import read_lock
+    from ..lock import read_lock
 
     return read_lock(args.contract).trainer if args.contract else args.trainer
 
@@ -235,8 +235,8 @@ def _trainer_releases(args, many: bool):
 
 
 def _matrix(args) -> int:
-    from .matrix import build_matrix
-    from .report.matrix import render_markdown, render_text
+    from ..matrix import build_matrix
+    from ..report.matrix import render_markdown, render_text
 
     split = lambda v: [x.strip() for x in v.split(",") if x.strip()] if v else None  # noqa: E731
     trainer_releases = _trainer_releases(args, True)
@@ -267,7 +267,7 @@ def _build_releases(args, **wanted: list[str] | None) -> None:
     """--build: make each named release runnable first (parity.ondemand)."""
     if not args.build:
         return
-    from .ondemand import ensure_release
+    from ..ondemand import ensure_release
 
     for family, versions in wanted.items():
         for version in versions or []:
@@ -275,7 +275,7 @@ def _build_releases(args, **wanted: list[str] | None) -> None:
 
 
 def _can_i_deploy(args) -> int:
-    from .matrix import can_i_deploy
+    from ..matrix import can_i_deploy
 
     inputs = _matrix_inputs(args)
     release = _trainer_releases(args, False)
@@ -299,7 +299,7 @@ def _can_i_deploy(args) -> int:
 def _dump(args):
     """The dump description the command was given (--dump-layout, or --datagen-ids with its
     convention), parsed once."""
-    from .inputs import parse_dump
+    from ..inputs import parse_dump
 
     return parse_dump(getattr(args, "dump_layout", None), getattr(args, "datagen_ids", None),
                       getattr(args, "datagen_convention", None))
@@ -308,20 +308,20 @@ def _dump(args):
 def _given(args) -> "tuple[Target, Draft | None]":
     """The target and (when the command names one) the draft, each read and checked once: every
     step below gets these objects, never the paths."""
-    from .inputs import Draft, Target
+    from ..inputs import Draft, Target
 
     return Target.read(args.target_config), (Draft.read(args.draft) if getattr(args, "draft", None) else None)
 
 
 def _training(args, target: "Target", draft: "Draft | None") -> "TrainingContract":
-    from .extract.trainers import trainer
+    from ..extract.trainers import trainer
 
     name = getattr(args, "trainer", "speculators")
     if name == "specforge":
         if args.dump_layout or args.datagen_ids:
             raise _usage("--trainer specforge captures the states itself: drop --dump-layout/--datagen-ids "
                          "(--specforge-ids gives the run's ids)")
-        from .inputs import parse_ids
+        from ..inputs import parse_ids
         return trainer(name).training_contract(
             target, None, datagen_ids=parse_ids(args.specforge_ids, "--specforge-ids"),
             draft=draft, release=args.specforge)
@@ -330,7 +330,7 @@ def _training(args, target: "Target", draft: "Draft | None") -> "TrainingContrac
     dump = _dump(args)
     run = {}
     if dump.runs_datagen:  # the dump speculators' data generation makes, found by running vLLM
-        from .extract.engines.vllm import extract_dump
+        from ..extract.engines.vllm import extract_dump
         run["datagen_dump"] = extract_dump(target, dump.datagen_ids, getattr(args, "vllm", None))
     return trainer(name).training_contract(target, dump.layout, datagen_ids=dump.datagen_ids,
                                            datagen_convention=dump.convention, draft=draft,
@@ -338,7 +338,7 @@ def _training(args, target: "Target", draft: "Draft | None") -> "TrainingContrac
 
 
 def _engines() -> list[str]:
-    from .extract.engines import names
+    from ..extract.engines import names
 
     return names()
 
@@ -353,18 +353,18 @@ def _engine_version(args) -> str | None:
 
 
 def _serving(args, target: "Target", draft: "Draft"):
-    from .extract.engines import engine
+    from ..extract.engines import engine
 
     return engine(args.engine).extract_serving(target, draft, _engine_version(args))
 
 
 def _check(args) -> int:
-    from .gate import check
-    from .inputs import check_fit, check_ids
-    from .report import render_check
+    from ..gate import check
+    from ..inputs import check_fit, check_ids
+    from ..report import render_check
 
     if args.contract:
-        from .lock import check_lock, read_lock
+        from ..lock import check_lock, read_lock
         given = [f for f, v in (("--target-config", args.target_config), ("--draft", args.draft),
                                 ("--dump-layout", args.dump_layout), ("--datagen-ids", args.datagen_ids))
                  if v]
@@ -387,7 +387,7 @@ def _check(args) -> int:
             raise _usage("check needs the dump description: --dump-layout h0,h3,... or --datagen-ids")
         target, draft = _given(args)  # fails fast, before any extraction
         check_ids(target, draft)
-        from .extract.engines import engine
+        from ..extract.engines import engine
         engine(args.engine).preflight(target, _engine_version(args))
         training = _training(args, target, draft)
         check_fit(target, draft, training)
@@ -401,12 +401,12 @@ def _check(args) -> int:
 
 
 def _lock(args) -> int:
-    from .lock import lock_destination, write_lock
+    from ..lock import lock_destination, write_lock
 
     lock_destination(args.out, args.target_config, args.draft)
     if args.out.exists() and not args.update:
         raise _usage(f"{args.out} exists; pass --update to rewrite it")
-    from .inputs import parse_ids
+    from ..inputs import parse_ids
 
     if args.trainer == "specforge":
         if args.dump_layout:
@@ -427,13 +427,13 @@ def _lock(args) -> int:
 
 
 def _export(args) -> int:
-    from .export import check_output, export_draft
+    from ..export import check_output, export_draft
 
     if not (args.dump_layout or args.datagen_ids):
         raise _usage("export needs the dump description: --dump-layout h0,h3,... or --datagen-ids")
     check_output(args.out, args.draft, args.target_config, args.force)  # before any extraction
     target, draft = _given(args)
-    from .extract.engines import engine
+    from ..extract.engines import engine
     engine(args.engine).preflight(target, _engine_version(args))
     training = _training(args, target, draft)
     report = export_draft(draft, args.out, training, target, force=args.force,
@@ -452,7 +452,7 @@ def _contract(args) -> int:
     if args.json:
         print(contract.to_json())
     else:
-        from .report import render_contract
+        from ..report import render_contract
         print(render_contract(contract))
     # An error finding means the side will not be fed (or did not build) what the
     # config asks: a job gating on this command must not pass.
@@ -460,13 +460,13 @@ def _contract(args) -> int:
 
 
 def _schema(args) -> int:
-    from .contract import contract_json_schema
+    from ..contract import contract_json_schema
     print(json.dumps(contract_json_schema(), indent=2))
     return ExitCode.OK
 
 
 def _conventions(args) -> int:
-    from .conventions import CONVENTIONS
+    from ..conventions import CONVENTIONS
     for c in CONVENTIONS.values():
         print(f"{c.name:26s} {c.summary}\n{'':26s} source: {c.source}")
         if c.run_by:
@@ -483,7 +483,7 @@ EXAMPLE_DUMP = "h0,h3,h31,h59"
 def _example(args) -> int:
     """`parity check` on the bundled example, wherever parity is installed; its paths are shown
     relative to the working directory when they are inside it (`./dev example` in a checkout)."""
-    from .home import shipped
+    from ..home import shipped
 
     def shown(path: Path) -> str:
         rel = os.path.relpath(path)
@@ -496,7 +496,7 @@ def _example(args) -> int:
 
 
 def _setup(args) -> int:
-    from .build_env import main as build
+    from ..build_env import main as build
 
     return build(args.envs)
 
@@ -555,7 +555,7 @@ def _main(argv: list[str] | None) -> int:
         parser.print_help()
         return ExitCode.BAD_INPUT
     try:
-        from .workspace import workspace
+        from ..workspace import workspace
 
         with workspace():  # one temp dir for the command and its probes, removed on every exit
             return run(args)

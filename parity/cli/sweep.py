@@ -54,7 +54,7 @@ def _wanted(text: str, flag: str):
 
 def run_sweep(args) -> int:
     from ..report.releases import render_releases
-    from .run import load, sweep
+    from ..sweep.run import load, sweep
 
     if args.limit is not None and args.limit < 1:
         raise UserError("--limit: at least 1")

@@ -10,7 +10,7 @@ import json
 import os
 import urllib.request
 
-from ..errors import UserError
+from .errors import UserError
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 

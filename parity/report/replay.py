@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..report.table import Column, Table
-from .result import AMBIGUOUS_POINTS, ReplayResult
+from ..replay.result import AMBIGUOUS_POINTS, ReplayResult
+from .table import Column, Table
 
 
 def _pct(x: float) -> str:

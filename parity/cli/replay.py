@@ -47,8 +47,8 @@ def add_replay_parser(sub, add_dump_args) -> argparse.ArgumentParser:
 def run_replay(args) -> int:
     from ..contract import parse_taps
     from ..inputs import InputError, parse_dump
-    from .report import render_replay
-    from .run import replay
+    from ..report.replay import render_replay
+    from ..replay.run import replay
 
     dump = parse_dump(args.dump_layout, args.datagen_ids, args.datagen_convention)
     try:

@@ -1,0 +1,223 @@
+"""The verdict: compare the training contract with the serving contract, decide, and find the id fix.
+
+`check(training, target, draft)` (both read once, parity.inputs) extracts the serving contract (asking the
+engine, in the same process, what each candidate id list would capture), diffs the
+two slot by slot, and returns a `CheckResult` whose verdict is 'parity' or 'drift'.
+parity.gate adds export's advice for a draft the engine cannot load (export itself decides
+with this check, so the two never import each other).
+The fix is never computed from a rule we typed: a candidate is kept only if the
+installed engine, run on it, feeds exactly the training fc input; then a second full
+extraction with the fixed config (through the engine's own config reader) confirms it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .contract import ContractDiff, ServingContract, TrainingContract, diff
+from .extract.candidates import candidate_id_lists
+from .extract.engines import DEFAULT as DEFAULT_ENGINE, engine
+from .inputs import Draft, Target
+
+Verdict = Literal["parity", "drift", "unservable", "error"]
+
+# Serving findings that mean the engine cannot run this draft at all: no slot table can
+# describe what it would be fed, so the verdict is 'unservable', with this reason first.
+UNSERVABLE_KINDS = ("draft_unloadable", "engine_error")
+
+
+class Difference(BaseModel):
+    """One reason the two sides disagree, in a form both humans and CI can read."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str = Field(description="'slot', 'field' or a finding kind such as 'not_captured'.")
+    where: str = Field(description="Slot number, field name or side the difference is in.")
+    training: Any = Field(default=None, description="The training side's value.")
+    serving: Any = Field(default=None, description="The serving side's value.")
+    message: str = Field(description="One sentence for a human.")
+
+
+class Suggestion(BaseModel):
+    """The id list to write in the draft config so the engine feeds the training contract."""
+
+    model_config = ConfigDict(frozen=True)
+
+    engine: str = Field(description="The serving engine, e.g. 'sglang'.")
+    engine_version: str = Field(description="The release the fix was found and verified under.")
+    eagle_aux_hidden_state_layer_ids: list[int] = Field(description="The ids, in the engine's own convention.")
+    config_key: str = Field(default="eagle_config.eagle_aux_hidden_state_layer_ids",
+                            description="Where in the draft's config.json the engine reads them.")
+    verified: bool = Field(description="A full extraction with these ids written in the config matched.")
+    serving_fc_input: list[str | None] = Field(description="What the engine feeds with these ids.")
+
+
+class ExportAdvice(BaseModel):
+    """For a draft the engine cannot load as written: what `parity export` would do with it,
+    found by running export's own gate (so the advice never promises what export refuses)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    exportable: bool = Field(description="`parity export` would write a draft the engine serves as trained.")
+    eagle_aux_hidden_state_layer_ids: list[int] | None = Field(
+        default=None, description="The ids export would write (in the engine's convention).")
+    serving_fc_input: list[str | None] = Field(default_factory=list,
+                                               description="What the engine feeds the exported draft.")
+    reason: str | None = Field(default=None, description="Why export refuses, when it does.")
+
+
+class CheckResult(BaseModel):
+    """The gate's decision with everything needed to explain it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    verdict: Verdict
+    training: TrainingContract
+    serving: ServingContract
+    diff: ContractDiff
+    differences: list[Difference]
+    notes: list[str] = Field(default_factory=list, description="Findings that are not train/serve differences.")
+    suggestion: Suggestion | None = None
+    unfixable: str | None = Field(default=None, description="Why the installed engine cannot reproduce the training contract.")
+    unservable: str | None = Field(default=None, description="Why the engine cannot load or run this "
+                                   "draft at all (verdict 'unservable').")
+    export: ExportAdvice | None = Field(default=None, description="For an unservable speculators-format "
+                                        "draft: what `parity export` would do with it.")
+    candidates_tried: list[dict] = Field(default_factory=list)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return json.loads(self.model_dump_json())
+
+
+def decide(training: TrainingContract, serving: ServingContract, retrained: TrainingContract | None = None
+           ) -> tuple[Verdict, ContractDiff, list[Difference], str | None]:
+    """The one decision every caller (check, lock checks, the plugin, the matrix) uses:
+    (verdict, slot diff, differences, why unservable).
+
+    `retrained`: for a lock, the training contract the installed trainer gives today; where it
+    left the locked one (`training`), each change is a difference of its own."""
+    d = diff(training, serving)
+    differences = _differences(d, training, serving)
+    if retrained is not None:
+        differences += _lock_differences(training, retrained)
+    unservable = [f.message for f in serving.findings if f.severity == "error" and f.kind in UNSERVABLE_KINDS]
+    if unservable:
+        return "unservable", d, differences, "; ".join(unservable)
+    return ("parity" if not differences else "drift"), d, differences, None
+
+
+def _differences(d: ContractDiff, training: TrainingContract, serving: ServingContract) -> list[Difference]:
+    out = [Difference(kind="slot", where=f"slot {s.slot}", training=s.expected and s.expected.name,
+                      serving=s.actual and s.actual.name,
+                      message=f"slot {s.slot}: trained on {s.expected.name if s.expected else 'nothing'}, "
+                              f"served {s.actual.name if s.actual else 'nothing'} ({s.why})")
+           for s in d.mismatched_slots]
+    out += [Difference(kind="field", where=f.field, training=f.expected, serving=f.actual,
+                       message=f"{f.field}: trained with {f.expected}, served with {f.actual}")
+            for f in d.fields]
+    for side, c in (("training", training), ("serving", serving)):
+        for f in c.findings:
+            if f.severity == "error" and f.kind not in ("not_captured",):
+                out.append(Difference(kind=f.kind, where=side, message=f"{side}: {f.message}"))
+    return out
+
+
+def _lock_differences(locked: TrainingContract, fresh: TrainingContract) -> list[Difference]:
+    """What the installed trainer now does differently from what the lock recorded."""
+    moved = diff(locked, fresh)
+    name = lambda tap: tap.name if tap else "nothing"  # noqa: E731
+    out = [Difference(kind="lock", where="training", training=s.expected and s.expected.name,
+                      serving=s.actual and s.actual.name,
+                      message=f"the installed {fresh.provenance.package} {fresh.provenance.version} now trains slot "
+                              f"{s.slot} on {name(s.actual)}, the lock says {name(s.expected)} ({s.why})")
+           for s in moved.mismatched_slots]
+    out += [Difference(kind="lock", where=f.field, training=f.expected, serving=f.actual,
+                       message=f"training {f.field} changed since the lock: {f.expected} -> {f.actual}")
+            for f in moved.fields]
+    return out
+
+
+def _verify(target: Target, draft: Draft, ids: list[int], version: str | None,
+            engine_name: str = DEFAULT_ENGINE) -> ServingContract:
+    """Extract again with `ids` written where the engine reads them, in a copy of the draft."""
+    tmp = Path(tempfile.mkdtemp(prefix="parity-fix-"))
+    try:
+        fixed = Draft(path=tmp, config=engine(engine_name).write_ids(draft.config, ids))
+        fixed.config_file.write_text(json.dumps(fixed.config))
+        return engine(engine_name).probe_serving(target, fixed, version)[0]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check(training: TrainingContract, target: Target, draft: Draft,
+          sglang_version: str | None = None, verify: bool = True, *, engine_name: str = DEFAULT_ENGINE,
+          retrained: TrainingContract | None = None) -> CheckResult:
+    """The serving contract extracted, decided against `training`, and the id fix solved and
+    verified on the installed engine: everything but export's advice for an unloadable draft
+    (parity.gate.check adds it; export's own gate is this one).
+    `retrained`: checking a lock, the training contract extracted today (see `decide`)."""
+    candidates = candidate_id_lists(training.fc_input)
+    serving, tried = engine(engine_name).probe_serving(target, draft, sglang_version, candidates=candidates)
+    verdict, d, differences, unservable = decide(training, serving, retrained)
+    notes = [f"{c.side}: {f.message}" for c in (training, serving) for f in c.findings
+             if f.severity == "warning" or f.kind == "not_captured"]
+
+    suggestion, unfixable = None, None
+    if verdict == "drift" and _slots_differ(d, training, serving):  # ids fix slots only (not a flag, a tensor, the lock)
+        suggestion, unfixable = _solve(training, serving, tried, target, draft, sglang_version, verify,
+                                       engine_name)
+    elif verdict == "unservable":
+        differences = [x for x in differences if x.kind in UNSERVABLE_KINDS + ("lock",)]  # slots never fed
+        if not unloadable(serving):  # the draft loads but the engine raised on its ids: other ids may be the fix
+            suggestion, unfixable = _solve(training, serving, tried, target, draft, sglang_version, verify,
+                                           engine_name)
+    return CheckResult(verdict=verdict, training=training, serving=serving, diff=d,
+                       differences=differences, notes=notes, suggestion=suggestion,
+                       unfixable=unfixable, unservable=unservable,
+                       candidates_tried=tried)
+
+
+def unloadable(serving: ServingContract) -> bool:
+    """The engine cannot load the draft as written (rather than raising on its ids)."""
+    return any(f.kind == "draft_unloadable" for f in serving.findings)
+
+
+def _slots_differ(d: ContractDiff, training: TrainingContract, serving: ServingContract) -> bool:
+    """Whether the engine feeds other states than training read, in its default model runner or
+    any other (vLLM's v1 and v2): what another id list can change."""
+    want = [t.name for t in training.fc_input]
+    return bool(d.mismatched_slots) or any([t.name if t else None for t in fed] != want
+                                           for fed in serving.runners.values())
+
+
+def _solve(training: TrainingContract, serving: ServingContract, tried: list[dict], target: Target, draft: Draft,
+           version: str | None, verify: bool, engine_name: str = DEFAULT_ENGINE):
+    want = [t.name for t in training.fc_input]
+    if not tried:
+        bad = [t.name for t in training.fc_input if t is None or not t.is_plain_stream()]
+        return None, (f"the training fc input uses {bad}, which {serving.engine} cannot capture: it captures "
+                      "only residual-stream states at layer boundaries")
+    match = next((c for c in tried if c.get("fc_input") == want and not c.get("error")), None)
+    if match is None:
+        got = "; ".join(f"{c['ids']} -> {c.get('fc_input') or c.get('error')}" for c in tried)
+        return None, (f"no id list makes {serving.engine} {serving.provenance.version} feed {want} "
+                      f"(tried {got})")
+    ids = list(match["ids"])
+    verified = False
+    if verify:
+        fixed = _verify(target, draft, ids, version, engine_name)
+        verified = [t.name if t else None for t in fixed.fc_input] == want and not fixed.has_errors
+        if not verified:
+            errors = "; ".join(f.message for f in fixed.findings if f.severity == "error")
+            return None, (f"ids {ids} capture {want} on the engine's model, but written in the draft "
+                          f"config the engine feeds {[t.name if t else None for t in fixed.fc_input]}"
+                          + (f" ({errors})" if errors else ""))
+    return Suggestion(engine=serving.engine, engine_version=serving.provenance.version,
+                      eagle_aux_hidden_state_layer_ids=ids, config_key=engine(engine_name).IDS_KEY,
+                      verified=verified, serving_fc_input=want), None

@@ -1,0 +1,56 @@
+"""parity's layers (.importlinter) hold, and the check is shown to fail on a reintroduced circle.
+
+`lint-imports` (import-linter, in the main environment) reads every import of the package,
+deferred ones included: an import that runs back up a layer, or from one engine into
+another, fails the suite."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .helpers import ROOT
+
+LINT = Path(sys.executable).parent / "lint-imports"
+
+
+def lint(package_parent: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(package_parent)}
+    return subprocess.run([str(LINT), "--config", str(ROOT / ".importlinter"), "--no-cache"], cwd=package_parent,
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_the_layers_and_the_engines_independence_hold():
+    proc = lint(ROOT)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "2 kept, 0 broken" in proc.stdout, proc.stdout
+
+
+def _copy(tmp_path: Path) -> Path:
+    shutil.copytree(ROOT / "parity", tmp_path / "parity", ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path
+
+
+@pytest.mark.parametrize("module, line, broken", [
+    # the circle the gate and export used to make (export decided with the gate that advises it)
+    ("export.py", "from .gate import check as _gate_check  # noqa: F401\n", "layers"),
+    # the contract reading the inputs back (contract/models.py <-> inputs.py), hidden in a function
+    ("contract/models.py", "def _back_up():\n    from ..inputs import Target  # noqa: F401\n", "layers"),
+    # an engine reaching into another engine's folder
+    ("extract/engines/vllm/probe.py", "from ..sglang.probe import adapter_for  # noqa: F401\n",
+     "engines are independent"),
+])
+def test_a_reintroduced_circle_or_cross_import_fails(tmp_path, module, line, broken):
+    root = _copy(tmp_path)
+    path = root / "parity" / module
+    path.write_text(path.read_text() + "\n\n" + line)
+    proc = lint(root)
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    verdicts = dict(line.rsplit(" ", 1) for line in proc.stdout.splitlines() if line.endswith((" KEPT", " BROKEN")))
+    assert verdicts[broken] == "BROKEN", proc.stdout[-3000:]
+    assert list(verdicts.values()).count("BROKEN") == 1  # only the contract the edit breaks
