@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .contract import ContractDiff, ServingContract, TrainingContract, diff
+from .contract import ContractDiff, FindingKind, ServingContract, TrainingContract, diff
 from .extract.candidates import candidate_id_lists
 from .extract.engines import DEFAULT as DEFAULT_ENGINE, engine
 from .inputs import Draft, Target
@@ -29,7 +29,7 @@ Verdict = Literal["parity", "drift", "unservable", "error"]
 
 # Serving findings that mean the engine cannot run this draft at all: no slot table can
 # describe what it would be fed, so the verdict is 'unservable', with this reason first.
-UNSERVABLE_KINDS = ("draft_unloadable", "engine_error")
+UNSERVABLE_KINDS = (FindingKind.draft_unloadable, FindingKind.engine_error)
 
 
 class Difference(BaseModel):
@@ -37,7 +37,9 @@ class Difference(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    kind: str = Field(description="'slot', 'field' or a finding kind such as 'not_captured'.")
+    kind: Literal["slot", "field", "lock"] | FindingKind = Field(
+        description="'slot' (a slot fed another state), 'field' (a contract field differs), 'lock' (the installed "
+        "trainer left the lock), or the kind of an error finding, such as 'engine_error'.")
     where: str = Field(description="Slot number, field name or side the difference is in.")
     training: Any = Field(default=None, description="The training side's value.")
     serving: Any = Field(default=None, description="The serving side's value.")
@@ -123,7 +125,7 @@ def _differences(d: ContractDiff, training: TrainingContract, serving: ServingCo
             for f in d.fields]
     for side, c in (("training", training), ("serving", serving)):
         for f in c.findings:
-            if f.severity == "error" and f.kind not in ("not_captured",):
+            if f.severity == "error" and f.kind != FindingKind.not_captured:
                 out.append(Difference(kind=f.kind, where=side, message=f"{side}: {f.message}"))
     return out
 
@@ -166,7 +168,7 @@ def check(training: TrainingContract, target: Target, draft: Draft,
     serving, tried = engine(engine_name).probe_serving(target, draft, sglang_version, candidates=candidates)
     verdict, d, differences, unservable = decide(training, serving, retrained)
     notes = [f"{c.side}: {f.message}" for c in (training, serving) for f in c.findings
-             if f.severity == "warning" or f.kind == "not_captured"]
+             if f.severity == "warning" or f.kind == FindingKind.not_captured]
 
     suggestion, unfixable = None, None
     if verdict == "drift" and _slots_differ(d, training, serving):  # ids fix slots only (not a flag, a tensor, the lock)
@@ -185,7 +187,7 @@ def check(training: TrainingContract, target: Target, draft: Draft,
 
 def unloadable(serving: ServingContract) -> bool:
     """The engine cannot load the draft as written (rather than raising on its ids)."""
-    return any(f.kind == "draft_unloadable" for f in serving.findings)
+    return any(f.kind == FindingKind.draft_unloadable for f in serving.findings)
 
 
 def _slots_differ(d: ContractDiff, training: TrainingContract, serving: ServingContract) -> bool:

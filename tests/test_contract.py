@@ -294,7 +294,7 @@ def test_training_slots_must_fit_the_dump(changes, message):
 def test_training_contract_json_round_trip():
     c = training(["h0", "h3", "h31"], 61, layout=["h0", "h3", "h31", "h59"],
                  graph=GraphFlags(norm_before_fc=False, norm_before_residual=True),
-                 findings=(Finding(kind="target_count", message="4 slots", slot=3),))
+                 findings=(Finding(kind="target_not_final_layer", message="4 slots", slot=3),))
     text = c.model_dump_json()
     back = load_contract(text)
     assert type(back) is TrainingContract and back == c
@@ -558,3 +558,17 @@ def test_changing_a_graph_flag_on_one_side_is_a_field_diff(nc, flag, value):
     flag_diffs = [f for f in d.fields if f.field.startswith("graph.")]
     assert [(f.field, f.expected, f.actual) for f in flag_diffs] == [(f"graph.{flag}", value, not value)]
     assert diff(a, a).fields == ()
+
+
+def test_the_schema_lists_every_finding_kind_and_an_unknown_kind_is_refused():
+    """Finding kinds are a type (FindingKind), not free text: `parity schema` lists them, and a
+    reply naming a kind nobody declared (a typo in a probe) is refused when the contract is built."""
+    from pydantic import ValidationError
+
+    from parity.contract import Finding, FindingKind, contract_json_schema
+
+    schema = json.dumps(contract_json_schema())
+    assert all(f'"{kind.value}"' in schema for kind in FindingKind)
+    assert Finding(kind="engine_error", message="x").kind is FindingKind.engine_error
+    with pytest.raises(ValidationError, match="engine_error"):
+        Finding(kind="engine_eror", message="x")

@@ -9,6 +9,7 @@ short names ("h0", "h31", "final") so the JSON reads like the docs.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer,
@@ -141,10 +142,55 @@ class Provenance(_Frozen):
         "not asked of the cache). Never written into a lock.")
 
 
+class FindingKind(StrEnum):
+    """Every kind of finding an extractor reports (`parity schema` lists them). A reply naming
+    another kind is refused when the contract is built: a typo cannot slip past the gate."""
+
+    # serving: the engine
+    engine_error = "engine_error"  # the engine raised while capturing: no slot table describes what it feeds
+    draft_unloadable = "draft_unloadable"  # the engine cannot load the draft as written
+    default_layers_fallback = "default_layers_fallback"  # the engine found no ids and captures its defaults
+    runners_differ = "runners_differ"  # two model runners of one release feed different states
+    dump_slots_differ = "dump_slots_differ"  # the data-generation dump holds other states than asked
+    not_captured = "not_captured"  # a requested slot the engine never fills
+    unidentified_state = "unidentified_state"  # a captured tensor matches no canonical state
+    draft_facts_unread = "draft_facts_unread"  # the engine's draft class could not be read
+    draft_sizes_unread = "draft_sizes_unread"  # the engine's config reader refused the draft's sizes
+    draft_forward_failed = "draft_forward_failed"  # the engine's draft forward raised
+    flag_dropped = "flag_dropped"  # a graph flag the draft config sets and the engine never reads
+    t2d_ignored = "t2d_ignored"  # the engine ignores the draft's t2d table
+    d2t_missing = "d2t_missing"  # a smaller draft vocabulary with no d2t table
+    tensors_dropped = "tensors_dropped"  # checkpoint tensors the engine's load_weights skips
+    params_unfilled = "params_unfilled"  # draft parameters the checkpoint never fills
+    release_note = "release_note"  # a release parity has not verified, run by a family's adapter
+    # training: the trainer and the dump
+    convention_assumed = "convention_assumed"  # the dump layout derived from a typed numbering rule
+    typed_rule_not_run = "typed_rule_not_run"  # that rule was not run against the data-generation engine
+    default_layer_ids = "default_layer_ids"  # the data generation's default ids were assumed
+    ids_not_ascending = "ids_not_ascending"  # ids not in ascending order (an engine may sort them)
+    ids_resolved = "ids_resolved"  # how the trainer resolved its capture ids
+    draft_ids_disagree = "draft_ids_disagree"  # the draft's ids disagree with the dump's
+    dump_width_mismatch = "dump_width_mismatch"  # the dump's slot count disagrees with the draft's fc
+    data_path_failed = "data_path_failed"  # one of the trainer's data paths raised
+    data_paths_disagree = "data_paths_disagree"  # two data paths of one release select other slots
+    lossy_data_path = "lossy_data_path"  # the data path's transfer is lossy (FP8)
+    target_not_final_layer = "target_not_final_layer"  # the loss target is not the model's last layer
+    target_norm_unknown = "target_norm_unknown"  # whether the trainer norms the loss target is unknown
+    target_double_normed = "target_double_normed"  # a post-norm target normed again by the trainer
+    # the draft's config
+    not_speculators_format = "not_speculators_format"  # read as an EAGLE-format config
+    no_config_class = "no_config_class"  # speculators is not importable: class defaults unknown
+    unknown_config_key = "unknown_config_key"  # a key the installed config class does not know
+    unmapped_flag_field = "unmapped_flag_field"  # a switch of the config class parity does not map
+    flag_default = "flag_default"  # a flag absent from config.json takes the class default
+    d2t_ambiguous = "d2t_ambiguous"  # whether d2t holds offsets or absolute ids is undecidable
+    vocab_mapping_missing = "vocab_mapping_missing"  # a smaller draft vocabulary with no mapping table
+
+
 class Finding(_Frozen):
     """Something an extractor noticed that a user must know: never swallowed."""
 
-    kind: str = Field(description="Short machine-readable kind, e.g. 'default_layers_fallback'.")
+    kind: FindingKind = Field(description="Machine-readable kind (FindingKind), e.g. 'default_layers_fallback'.")
     message: str = Field(description="One human sentence: what was found and why it matters.")
     severity: Literal["info", "warning", "error"] = Field(default="warning", description="'error' means the contract could not be fully derived.")
     slot: int | None = Field(default=None, ge=0, description="The fc slot it concerns, if any.")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..contract import TrainingContract, diff
+from ..contract import FindingKind, TrainingContract, diff
 from ..errors import CannotExtract
 from ..releases import Release
 from .changes import mark_changes
@@ -25,7 +25,8 @@ def matrix_rows(speculators: list[Release], sglang: list[Release], extractions: 
 
 # Error findings a serving row lists under itself: what the engine raised, dropped, could not
 # name, or (vLLM) its two model runners disagree on.
-ENGINE_ERRORS = ("engine_error", "not_captured", "unidentified_state", "runners_differ")
+ENGINE_ERRORS = (FindingKind.engine_error, FindingKind.not_captured, FindingKind.unidentified_state,
+                 FindingKind.runners_differ)
 
 
 def training_row(version: str, extracted: TrainingContract | str, locked: TrainingContract | None) -> TrainingRow:

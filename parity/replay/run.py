@@ -20,6 +20,7 @@ import time
 from math import perm
 from pathlib import Path
 
+from ..contract import FindingKind
 from ..contract.tap import Tap
 from ..envs import find_env, run_module
 from ..extract.trainers import trainer
@@ -179,7 +180,7 @@ def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_conf
                          f"{draft / 'model.safetensors'}): these dumps were not made for this draft")
     trained_slots = tuple(training.fc_slots)
     notes: list[str] = [f"training: {f.message}" for f in training.findings
-                        if f.kind in ("target_not_final_layer", "draft_ids_disagree")]
+                        if f.kind in (FindingKind.target_not_final_layer, FindingKind.draft_ids_disagree)]
     if training.dump_layout_source != "manifest":
         notes.append(f"the dump layout [{', '.join(t.name for t in layout)}] was inferred from the "
                      f"{training.dump_layout_source.replace('_', ' ')}; every wiring is named through it, so "
@@ -220,7 +221,7 @@ def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_conf
             unscored = f"it feeds {len(served_slots)} states to an fc that takes {k}"
             served_slots = None
         for f in contract.findings:
-            if f.severity == "error" or f.kind == "default_layers_fallback":
+            if f.severity == "error" or f.kind == FindingKind.default_layers_fallback:
                 notes.append(f"serving: {f.message}")
 
     # 4. score: the named wirings, then the search

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Literal
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
 
+from ..contract import FindingKind
 from .cases import DUMP_CASES, SERVING_CASES, TRAINING_CASES, DumpCase, ServingCase, TrainingCase
 
 FORMAT = 1
@@ -102,7 +103,7 @@ def serving_cell(case: ServingCase, version: str, work: Path, engine_name: str =
         out["runners"] = runners
     if contract.requested_ids is not None:
         out["ids"] = list(contract.requested_ids)
-    if any(f.kind == "default_layers_fallback" for f in contract.findings):
+    if any(f.kind == FindingKind.default_layers_fallback for f in contract.findings):
         out["default"] = True
     if errors:
         out["error"] = first_line(errors[0])

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ....contract import Finding, GraphFlags, Provenance, ServingContract, Tap, sources
+from ....contract import Finding, FindingKind, GraphFlags, Provenance, ServingContract, Tap, sources
 from ....envs import EnvError, display_python, find_env, run_module
 from ....reply_cache import SOURCE_KEY
 from ....errors import CannotExtract
@@ -58,7 +58,7 @@ def to_contract(reply: dict[str, Any], target: Target) -> ServingContract:
         reply_cache=reply.get(SOURCE_KEY))
     draft = reply.get("draft") or {}
     if "error" in reply:
-        findings.append(Finding(kind="draft_unloadable" if reply.get("draft_unloadable") else "engine_error",
+        findings.append(Finding(kind=FindingKind.draft_unloadable if reply.get("draft_unloadable") else FindingKind.engine_error,
                                 message=reply["error"], severity="error"))
         slots = [None] * max(1, reply.get("expected_slots") or 3)
     else:
