@@ -19,11 +19,12 @@ from .verdict import check as check_verdict
 
 def check(training: TrainingContract, target: Target, draft: Draft,
           sglang_version: str | None = None, verify: bool = True, *, engine_name: str = DEFAULT_ENGINE,
-          retrained: TrainingContract | None = None) -> CheckResult:
+          retrained: TrainingContract | None = None, serve_args: tuple[str, ...] | None = None) -> CheckResult:
     """parity.verdict.check, with export's advice when the engine cannot load the draft as written.
-    `retrained`: checking a lock, the training contract extracted today (see `decide`)."""
+    `retrained`: checking a lock, the training contract extracted today (see `decide`);
+    `serve_args`: the serve command's arguments (the launch contract)."""
     result = check_verdict(training, target, draft, sglang_version, verify, engine_name=engine_name,
-                           retrained=retrained)
+                           retrained=retrained, serve_args=serve_args)
     if result.verdict == "unservable" and unloadable(result.serving):
         advice = _export_advice(training, target, draft, sglang_version, verify, engine_name)
         result = result.model_copy(update={"export": advice})

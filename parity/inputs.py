@@ -292,3 +292,30 @@ def parse_ids(text: str | None, flag: str) -> list[int] | None:
         return [int(x) for x in text.strip("[] ").split(",")]
     except ValueError:
         raise InputError(f"{flag} {text}: expected comma-separated integers, e.g. 2,30,58") from None
+
+
+def parse_serve_args(text: str | None) -> tuple[str, ...] | None:
+    """`--serve-args 'ARGS'`: the arguments exactly as given after `python -m sglang.launch_server`
+    (shell quoting honoured), or `@FILE` for a file holding them (`#` comments allowed); None
+    when not given. What they mean is the engine's to say: its own parser reads them."""
+    import shlex
+
+    if text is None:
+        return None
+    source = "--serve-args"
+    if text.startswith("@"):
+        path = Path(text[1:])
+        source = f"--serve-args file {path}"
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"{source}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
+    try:
+        argv = tuple(shlex.split(text, comments=True))
+    except ValueError as exc:
+        raise InputError(f"{source}: {exc} (quote as a shell would)") from None
+    if not argv:
+        raise InputError(f"{source}: no arguments (give the serve command's arguments, e.g. "
+                         "'--speculative-algorithm EAGLE3 --speculative-num-steps 3')")
+    return argv
+

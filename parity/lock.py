@@ -152,7 +152,7 @@ def read_lock(path: Path) -> Lock:
 
 def check_lock(path: Path, sglang_version: str | None = None,
                speculators_version: str | None = None, verify: bool = True, *,
-               engine_name: str | None = None) -> CheckResult:
+               engine_name: str | None = None, serve_args: tuple[str, ...] | None = None) -> CheckResult:
     """Both sides, freshly extracted, against the lock; the training drift joins the differences.
     `engine_name`: the serving engine to check under (default: parity's default engine);
     `sglang_version` is that engine's release."""
@@ -166,4 +166,4 @@ def check_lock(path: Path, sglang_version: str | None = None,
     fresh = extract_for_lock(target, draft, lock.dump_layout, speculators_version, trainer_name=lock.trainer,
                              trainer_ids=lock.trainer_ids)
     return check(lock.training, target, draft, sglang_version=sglang_version, verify=verify, retrained=fresh,
-                 engine_name=engine_name)
+                 engine_name=engine_name, serve_args=serve_args)

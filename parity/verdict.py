@@ -37,9 +37,10 @@ class Difference(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    kind: Literal["slot", "field", "lock"] | FindingKind = Field(
+    kind: Literal["slot", "field", "lock", "launch"] | FindingKind = Field(
         description="'slot' (a slot fed another state), 'field' (a contract field differs), 'lock' (the installed "
-        "trainer left the lock), or the kind of an error finding, such as 'engine_error'.")
+        "trainer left the lock), 'launch' (the engine resolves the serve command otherwise than asked), or the "
+        "kind of an error finding, such as 'engine_error'.")
     where: str = Field(description="Slot number, field name or side the difference is in.")
     training: Any = Field(default=None, description="The training side's value.")
     serving: Any = Field(default=None, description="The serving side's value.")
@@ -105,7 +106,7 @@ def decide(training: TrainingContract, serving: ServingContract, retrained: Trai
     `retrained`: for a lock, the training contract the installed trainer gives today; where it
     left the locked one (`training`), each change is a difference of its own."""
     d = diff(training, serving)
-    differences = _differences(d, training, serving)
+    differences = _differences(d, training, serving) + launch_differences(serving)
     if retrained is not None:
         differences += _lock_differences(training, retrained)
     unservable = [f.message for f in serving.findings if f.severity == "error" and f.kind in UNSERVABLE_KINDS]
@@ -127,6 +128,26 @@ def _differences(d: ContractDiff, training: TrainingContract, serving: ServingCo
         for f in c.findings:
             if f.severity == "error" and f.kind != FindingKind.not_captured:
                 out.append(Difference(kind=f.kind, where=side, message=f"{side}: {f.message}"))
+    return out
+
+
+def launch_differences(serving: ServingContract) -> list[Difference]:
+    """What the serve command the engine resolved changes from what the user asked (each given
+    field it overrode), and an algorithm under which the engine never feeds an EAGLE-3 draft its
+    aux states. Defaults the user did not give are reported in the contract, not judged."""
+    launch = serving.launch
+    if launch is None:
+        return []
+    release = f"{serving.engine} {serving.provenance.version}"
+    out = [Difference(kind="launch", where=o.field, training=o.requested, serving=o.effective,
+                      message=f"launch {o.field}: asked {o.requested}, {release} runs {o.effective} (changed by "
+                              f"{o.by})") for o in launch.overrides]
+    if launch.algorithm_is_eagle3 is False:
+        algorithm = launch.effective.get("speculative_algorithm")
+        out.append(Difference(kind="launch", where="speculative_algorithm", training="EAGLE3", serving=algorithm,
+                              message=f"launch speculative_algorithm: {algorithm} is not EAGLE-3 in {release} (its "
+                                      "is_eagle3() is False): the target's aux hidden states are never captured, "
+                                      "so the EAGLE-3 draft's fc is never fed what it was trained on"))
     return out
 
 
@@ -159,13 +180,15 @@ def _verify(target: Target, draft: Draft, ids: list[int], version: str | None,
 
 def check(training: TrainingContract, target: Target, draft: Draft,
           sglang_version: str | None = None, verify: bool = True, *, engine_name: str = DEFAULT_ENGINE,
-          retrained: TrainingContract | None = None) -> CheckResult:
+          retrained: TrainingContract | None = None, serve_args: tuple[str, ...] | None = None) -> CheckResult:
     """The serving contract extracted, decided against `training`, and the id fix solved and
     verified on the installed engine: everything but export's advice for an unloadable draft
     (parity.gate.check adds it; export's own gate is this one).
-    `retrained`: checking a lock, the training contract extracted today (see `decide`)."""
+    `retrained`: checking a lock, the training contract extracted today (see `decide`).
+    `serve_args`: the serve command's arguments, resolved by the engine (the launch contract)."""
     candidates = candidate_id_lists(training.fc_input)
-    serving, tried = engine(engine_name).probe_serving(target, draft, sglang_version, candidates=candidates)
+    serving, tried = engine(engine_name).probe_serving(target, draft, sglang_version, candidates=candidates,
+                                                       serve_args=serve_args)
     verdict, d, differences, unservable = decide(training, serving, retrained)
     notes = [f"{c.side}: {f.message}" for c in (training, serving) for f in c.findings
              if f.severity == "warning" or f.kind == FindingKind.not_captured]

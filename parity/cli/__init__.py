@@ -86,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--engine", default="sglang", choices=_engines(), help="the serving engine (default sglang)")
     sv.add_argument("--sglang", metavar="VERSION", help="run another installed release")
     sv.add_argument("--vllm", metavar="VERSION", help="with --engine vllm: the release (default: the newest installed)")
+    _add_serve_args(sv)
     sv.add_argument("--json", action="store_true")
     for side_parser in (tr, sv):
         side_parser.set_defaults(func=_contract)
@@ -104,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_trainer_args(ck)
     ck.add_argument("--no-verify", action="store_true",
                     help="skip the second extraction that confirms the suggested fix")
+    _add_serve_args(ck)
     ck.add_argument("--json", action="store_true")
     ck.set_defaults(func=_check)
 
@@ -337,6 +339,12 @@ def _training(args, target: "Target", draft: "Draft | None") -> "TrainingContrac
                                            release=getattr(args, "speculators", None), **run)
 
 
+def _add_serve_args(p) -> None:
+    p.add_argument("--serve-args", metavar="'ARGS' | @FILE",
+                   help="the serve command's arguments, as given after `python -m sglang.launch_server`: resolved "
+                        "by the engine's own parser and resolution; a value it changes is a drift (docs/launch.md)")
+
+
 def _engines() -> list[str]:
     from ..extract.engines import names
 
@@ -355,14 +363,18 @@ def _engine_version(args) -> str | None:
 def _serving(args, target: "Target", draft: "Draft"):
     from ..extract.engines import engine
 
-    return engine(args.engine).extract_serving(target, draft, _engine_version(args))
+    from ..inputs import parse_serve_args
+
+    return engine(args.engine).extract_serving(target, draft, _engine_version(args),
+                                               serve_args=parse_serve_args(args.serve_args))
 
 
 def _check(args) -> int:
     from ..gate import check
-    from ..inputs import check_fit, check_ids
+    from ..inputs import check_fit, check_ids, parse_serve_args
     from ..report import render_check
 
+    serve_args = parse_serve_args(args.serve_args)  # bad input before any extraction
     if args.contract:
         from ..lock import check_lock, read_lock
         given = [f for f, v in (("--target-config", args.target_config), ("--draft", args.draft),
@@ -377,7 +389,7 @@ def _check(args) -> int:
         release = args.specforge if lock.trainer == "specforge" else args.speculators  # the lock's trainer
         result = check_lock(args.contract, sglang_version=_engine_version(args),
                             speculators_version=release, verify=not args.no_verify,
-                            engine_name=args.engine)
+                            engine_name=args.engine, serve_args=serve_args)
     else:
         if not (args.target_config and args.draft):
             raise _usage("check needs --target-config and --draft (or --contract FILE)")
@@ -392,7 +404,7 @@ def _check(args) -> int:
         training = _training(args, target, draft)
         check_fit(target, draft, training)
         result = check(training, target, draft, sglang_version=_engine_version(args),
-                       verify=not args.no_verify, engine_name=args.engine)
+                       verify=not args.no_verify, engine_name=args.engine, serve_args=serve_args)
     if args.json:
         print(json.dumps(result.to_json_dict(), indent=2))
     else:
@@ -455,8 +467,12 @@ def _contract(args) -> int:
         from ..report import render_contract
         print(render_contract(contract))
     # An error finding means the side will not be fed (or did not build) what the
-    # config asks: a job gating on this command must not pass.
-    return ExitCode.DRIFT if contract.has_errors else ExitCode.OK
+    # config asks, and a launch field the engine overrides means it will not run what the
+    # command asks: a job gating on this command must not pass.
+    from ..verdict import launch_differences
+
+    launch_drift = args.side == "serving" and bool(launch_differences(contract))
+    return ExitCode.DRIFT if contract.has_errors or launch_drift else ExitCode.OK
 
 
 def _schema(args) -> int:

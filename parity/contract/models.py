@@ -275,6 +275,44 @@ class TrainingContract(Contract):
         return self
 
 
+LaunchValue = bool | int | float | str | list | None  # a ServerArgs value as the engine holds it (plain JSON)
+
+
+class LaunchOverride(_Frozen):
+    """A launch field the user gave that the engine's resolution changed, silently or with a log line."""
+
+    field: str = Field(description="The engine's own field name, e.g. 'speculative_num_draft_tokens'.")
+    requested: LaunchValue = Field(description="The value the user's arguments set (as the engine parsed it).")
+    effective: LaunchValue = Field(description="The value the engine runs with after its resolution.")
+    by: str = Field(description="The engine function that changed it (e.g. '_handle_eagle_family'), '?' if unknown.")
+
+
+class LaunchFix(_Frozen):
+    """Serve arguments that give what was asked, verified by resolving them again."""
+
+    argv: tuple[str, ...] = Field(description="The user's arguments with the fix applied.")
+    effective: dict[str, LaunchValue] = Field(description="The launch fields the engine resolves from them.")
+
+
+class LaunchContract(_Frozen):
+    """The serve command as the installed engine parses and resolves it (its own parser and
+    resolution code, run on CPU: device-bound choices are not part of it; docs/launch.md)."""
+
+    argv: tuple[str, ...] = Field(description="The arguments as the user gave them (after `python -m "
+                                  "sglang.launch_server`).")
+    replaced: dict[str, str] = Field(default_factory=dict, description="Fields parity set to its own files "
+                                     "(the target's config, the draft it checks), and what stands there.")
+    requested: dict[str, LaunchValue] = Field(description="The launch fields the user gave, as the engine's parser "
+                                              "read them (its field names).")
+    effective: dict[str, LaunchValue] = Field(description="The launch fields after the engine's resolution, given "
+                                              "or not (defaults are reported, not judged).")
+    overrides: tuple[LaunchOverride, ...] = Field(default=(), description="Given fields the engine changed: each a "
+                                                  "drift.")
+    fixes: tuple[LaunchFix, ...] = Field(default=(), description="Verified arguments that keep what was asked.")
+    algorithm_is_eagle3: bool | None = Field(default=None, description="The engine's own answer: does the resolved "
+                                             "algorithm capture the target's aux hidden states (EAGLE-3)? None: unknown.")
+
+
 class ServingContract(Contract):
     """What the engine will feed the draft, derived by running the installed engine's code."""
 
@@ -299,6 +337,9 @@ class ServingContract(Contract):
         default_factory=dict, description="What each model runner feeds the fc, for an engine with several "
         "(vLLM 0.33: 'v1' and 'v2'); fc_input is the GPU-default runner's. Empty for an engine with one. "
         "A slot is None where that runner's capture failed or named nothing.")
+    launch: LaunchContract | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="The serve arguments as the engine resolves them (--serve-args); absent when none were given.")
 
 
 def contract_json_schema() -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 
 from ..contract import Contract, ServingContract, TrainingContract
 from .table import Column, Table
@@ -53,6 +54,35 @@ def cached_lines(*contracts: Contract, label: str = "  cached    ") -> list[str]
     return lines
 
 
+def launch_lines(s: ServingContract) -> list[str]:
+    """The serve command as the engine resolved it: each field the user gave (asked, runs, set
+    by) and each override a MISMATCH; the engine-verified fix; none without --serve-args."""
+    launch = s.launch
+    if launch is None:
+        return []
+    release = f"{s.engine} {s.provenance.version}"
+    changed = {o.field: o for o in launch.overrides}
+    lines = ["", f"  The serve command, as {release} parses and resolves it (--serve-args"
+                 + (f"; parity's files stand for {', '.join(sorted(launch.replaced))}" if launch.replaced else "")
+                 + "):", ""]
+    table = Table([Column("field"), Column("asked"), Column("runs"), Column("set by"), Column("verdict")])
+    not_eagle3 = "MISMATCH: not EAGLE-3: the aux hidden states are never captured"
+    for field, asked in launch.requested.items():
+        o = changed.get(field)
+        verdict = (f"MISMATCH: {release} changes what was asked" if o else
+                   not_eagle3 if field == "speculative_algorithm" and launch.algorithm_is_eagle3 is False else "ok")
+        table.row(field, json.dumps(asked), json.dumps(launch.effective.get(field)), o.by if o else "-", verdict)
+    if launch.algorithm_is_eagle3 is False and "speculative_algorithm" not in launch.requested:
+        table.row("speculative_algorithm", "(not given)", json.dumps(launch.effective.get("speculative_algorithm")),
+                  "-", not_eagle3)
+    lines += table.lines()
+    for fix in launch.fixes[:1]:
+        kept = ", ".join(f"{o.field} {o.requested}" for o in launch.overrides)
+        lines += ["", f"  FIX (launch): serve with {shlex.join(fix.argv)}",
+                  f"       (verified: {release} resolves these to {kept}, as asked)"]
+    return lines
+
+
 def render_contract(c: Contract) -> str:
     lines = [f"{c.side} contract  ({c.provenance.package} {c.provenance.version})",
              *(f"  NOTE         {note}" for note in [c.provenance.release_note] if note),
@@ -76,6 +106,8 @@ def render_contract(c: Contract) -> str:
     lines.append(f"  embedding    {c.embedding}")
     lines.append(f"  code path    {c.provenance.code_path}")
     lines += cached_lines(c, label="  reply        ")
+    if isinstance(c, ServingContract):
+        lines += launch_lines(c)
     for f in c.findings:
         where = f" [slot {f.slot}]" if f.slot is not None else ""
         lines.append(f"  {f.severity.upper():7s}      {f.kind}{where}: {f.message}")
@@ -119,8 +151,10 @@ def render_check(result, target_path: str = "", draft_path: str = "") -> str:
     """The gate's report: verdict, slot table, other differences, provenance, the fix."""
     t, s = result.training, result.serving
     n = t.target_model.num_hidden_layers
+    only_launch = result.differences and all(d.kind == "launch" for d in result.differences)
     head = {"parity": "PARITY: the draft will be fed exactly what it was trained on.",
-            "drift": "DRIFT: the draft will be fed different hidden states than it was trained on.",
+            "drift": (f"DRIFT: {s.engine} {s.provenance.version} will not serve the draft as the serve command asks."
+                      if only_launch else "DRIFT: the draft will be fed different hidden states than it was trained on."),
             "unservable": f"UNSERVABLE: {s.engine} {s.provenance.version} cannot serve this draft as written."}
     lines = [f"parity check: {head[result.verdict]}", ""]
     if result.verdict == "unservable":
@@ -144,7 +178,8 @@ def render_check(result, target_path: str = "", draft_path: str = "") -> str:
                   "ok" if sd.verdict == "match" else f"MISMATCH: {sd.why}")
     lines += table.lines()
     lines.append(f"\n  loss target during training: {t.target.name} ({describe_tap(t.target.name, n)})")
-    other = [d for d in result.differences if d.kind != "slot"]
+    lines += launch_lines(s)
+    other = [d for d in result.differences if d.kind not in ("slot", "launch")]
     if other:
         lines += ["", "  Other differences:"] + [f"  - {d.message}" for d in other]
     if result.notes:

@@ -48,9 +48,12 @@ class Engine(Protocol):
         """Refuse (InputError) a target the engine cannot build, before any extraction starts."""
 
     def probe_serving(self, target: "Target", draft: "Draft", version: str | None = None, /, *,
-                      candidates: list[list[int]] | None = None) -> "tuple[ServingContract, list[dict]]":
+                      candidates: list[list[int]] | None = None,
+                      serve_args: "tuple[str, ...] | None" = None) -> "tuple[ServingContract, list[dict]]":
         """The serving contract, plus what the engine would capture for each candidate id list
-        (each {"ids", "fc_input": [names or None], "capture_ids", "error"}), in one engine run."""
+        (each {"ids", "fc_input": [names or None], "capture_ids", "error"}), in one engine run.
+        `serve_args`: the user's serve command's arguments, resolved by the engine into the
+        contract's `launch` (an engine that cannot resolve them refuses: InputError)."""
 
     IDS_KEY: str
     """Where in a draft's config.json the engine reads the aux ids, dotted (e.g.
@@ -64,7 +67,8 @@ class Engine(Protocol):
         """The draft config in the engine's served format, from a speculators draft config
         `spec`, with the aux ids `ids` written where the engine reads them."""
 
-    def extract_serving(self, target: "Target", draft: "Draft", version: str | None = None, /) -> "ServingContract":
+    def extract_serving(self, target: "Target", draft: "Draft", version: str | None = None, /, *,
+                        serve_args: "tuple[str, ...] | None" = None) -> "ServingContract":
         """The serving contract for this target and draft under the installed (or named) release."""
 
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ....contract import Finding, FindingKind, GraphFlags, Provenance, ServingContract, Tap, sources
+from ....contract import Finding, FindingKind, GraphFlags, LaunchContract, Provenance, ServingContract, Tap, sources
 from ....envs import EnvError, display_python, find_env, run_module
 from ....reply_cache import SOURCE_KEY
 from ....errors import CannotExtract
@@ -75,12 +75,14 @@ def to_contract(reply: dict[str, Any], target: Target) -> ServingContract:
         capture_ids=tuple(reply["capture_ids"]) if reply.get("capture_ids") is not None else None,
         checkpoint_renames=draft.get("checkpoint_renames") or {},
         checkpoint_zero_biases=tuple(draft.get("checkpoint_zero_biases") or ()),
+        launch=LaunchContract(**reply["launch"]) if reply.get("launch") else None,
     )
 
 
-def extract_serving(target: Target, draft: Draft, sglang_version: str | None = None) -> ServingContract:
+def extract_serving(target: Target, draft: Draft, sglang_version: str | None = None, *,
+                    serve_args: tuple[str, ...] | None = None) -> ServingContract:
     """The serving contract for this target and draft under the installed (or named) SGLang."""
-    return probe_serving(target, draft, sglang_version)[0]
+    return probe_serving(target, draft, sglang_version, serve_args=serve_args)[0]
 
 
 def _models_dir(sglang_version: str | None) -> Path | None:
@@ -127,14 +129,19 @@ def preflight(target: Target, sglang_version: str | None = None) -> None:
 
 
 def probe_serving(target: Target, draft: Draft, sglang_version: str | None = None,
-                  candidates: list[list[int]] | None = None) -> tuple[ServingContract, list[dict]]:
+                  candidates: list[list[int]] | None = None, *,
+                  serve_args: tuple[str, ...] | None = None) -> tuple[ServingContract, list[dict]]:
     """The serving contract, plus what the engine would capture for each candidate id list
-    (each {"ids", "fc_input": [names or None], "error"}), from one engine process."""
+    (each {"ids", "fc_input": [names or None], "error"}), from one engine process; with
+    `serve_args`, the launch contract: those arguments as the release parses and resolves them."""
     preflight(target, sglang_version)
+    launch = {} if serve_args is None else {"serve_args": list(serve_args)}
     try:
-        reply = run_probe(target.config, draft.path.resolve(), sglang_version, candidates=candidates or [])
+        reply = run_probe(target.config, draft.path.resolve(), sglang_version, candidates=candidates or [], **launch)
     except EnvError as exc:
         raise ServingExtractionError(str(exc)) from exc
+    if reply.get("launch_refused"):  # the engine's own words: bad input, one line
+        raise InputError(f"--serve-args: sglang {reply.get('sglang_version', '?')}'s {reply['launch_refused']}")
     unsupported = CannotExtract.from_reply(reply)
     if unsupported is not None:  # no family can run it: one loud line
         raise unsupported

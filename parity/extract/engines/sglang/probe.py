@@ -22,6 +22,7 @@ import torch
 
 from ... import standins
 from ...families import UnsupportedRelease
+from . import launch
 from .draft_facts import draft_facts
 from .families import place
 from ...child import finding, one_line
@@ -248,6 +249,38 @@ def no_eagle3(version: str) -> str | None:
     return f"sglang {version} has no EAGLE-3: its SpeculativeAlgorithm has no EAGLE3 (it has {has})"
 
 
+def resolve_launch(adapter, argv: list[str], target_config: dict, draft_dir: str | None, work: Path,
+                   reply: dict) -> bool:
+    """reply["launch"]: the serve arguments as the release parses and resolves them, with the
+    verified fixes of what it overrode; False (reply["launch_refused"]: the engine's words)
+    when its parser or resolution refuses them."""
+    model_dir = launch.write_model_dir(work, target_config)
+    try:
+        reply["launch"] = launch.resolve(adapter.LAUNCH, argv, model_dir, draft_dir)
+    except launch.Refused as exc:
+        reply["launch_refused"] = f"argument parser refused them: {exc}"
+        return False
+    except Exception as exc:  # noqa: BLE001 - the engine's resolution refused the arguments
+        reply["launch_refused"] = f"argument resolution refused them: {one_line(exc)}"
+        return False
+    reply["launch"]["fixes"] = launch.fixes(adapter.LAUNCH, argv, reply["launch"], model_dir, draft_dir)
+    reply["launch"]["algorithm_is_eagle3"] = _is_eagle3(reply["launch"]["effective"].get("speculative_algorithm"))
+    return True
+
+
+def _is_eagle3(name: str | None) -> bool | None:
+    """The engine's own answer: does this algorithm capture the target's aux hidden states?"""
+    try:
+        from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+    except ImportError:
+        return None
+    try:
+        algorithm = SpeculativeAlgorithm.from_string(name) if name else None
+    except Exception:  # noqa: BLE001
+        return None
+    return bool(algorithm is not None and algorithm.is_eagle3())
+
+
 def extract(request: dict) -> dict[str, Any]:
     version = metadata.version("sglang")
     reply: dict[str, Any] = {"sglang_version": version, "findings": [], "python": sys.executable}
@@ -273,6 +306,9 @@ def extract(request: dict) -> dict[str, Any]:
     draft_dir = request.get("draft_dir")
     draft_config = json.loads((Path(draft_dir) / "config.json").read_text()) if draft_dir else {}
     work = Path(tempfile.mkdtemp(prefix="parity-serving-"))
+    if request.get("serve_args") is not None:  # the launch contract, before the runtime is set up
+        if not resolve_launch(adapter, request["serve_args"], real, draft_dir, work, reply):
+            return reply
     target_dir = work / "target"
     target_dir.mkdir()
     (target_dir / "config.json").write_text(json.dumps(shrink_config(real)))

@@ -20,7 +20,7 @@ from ....contract import DatagenDump, Finding, GraphFlags, Provenance, ServingCo
 from ....envs import EnvError, display_python, environments, find_env, run_module
 from ....reply_cache import SOURCE_KEY
 from ....errors import CannotExtract, UserError
-from ....inputs import Draft, Target
+from ....inputs import Draft, InputError, Target
 from .. import ServingExtractionError
 
 NAME = "vllm"
@@ -221,8 +221,13 @@ def to_contract(reply: dict[str, Any], target: Target) -> ServingContract:
 
 
 def probe_serving(target: Target, draft: Draft, vllm_version: str | None = None,
-                  candidates: list[list[int]] | None = None) -> tuple[ServingContract, list[dict]]:
+                  candidates: list[list[int]] | None = None, *,
+                  serve_args: tuple[str, ...] | None = None) -> tuple[ServingContract, list[dict]]:
     """The serving contract, plus what vLLM would capture for each candidate id list."""
+    if serve_args is not None:
+        raise InputError("--serve-args: parity resolves launch arguments with SGLang's own parser and resolution "
+                         "only so far; vLLM's (EngineArgs, SpeculativeConfig) is not run yet: check without "
+                         "--serve-args, or with --engine sglang")
     try:
         reply = run_probe({"mode": "serving", "target_config": target.config, "draft_dir": str(draft.path.resolve()),
                            "candidates": candidates or []}, vllm_version)
@@ -235,8 +240,9 @@ def probe_serving(target: Target, draft: Draft, vllm_version: str | None = None,
     return to_contract(reply, target), reply.get("candidates", [])
 
 
-def extract_serving(target: Target, draft: Draft, vllm_version: str | None = None) -> ServingContract:
-    return probe_serving(target, draft, vllm_version)[0]
+def extract_serving(target: Target, draft: Draft, vllm_version: str | None = None, *,
+                    serve_args: tuple[str, ...] | None = None) -> ServingContract:
+    return probe_serving(target, draft, vllm_version, serve_args=serve_args)[0]
 
 
 __all__ = ["FORWARD_MODULE", "IDS_KEY", "NAME", "DatagenError", "ServingExtractionError",

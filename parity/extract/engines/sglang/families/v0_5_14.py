@@ -2,6 +2,8 @@
 
 Same methods as the 0.5.23 family's adapter (v0_5_23.py); what differs in this family
 (docs/engines-on-cpu.md, 'Runtime set-up per release family'):
+- launch arguments are resolved by `ServerArgs.__post_init__` assigning the fields (no
+  `resolve_once`): the launch contract records each assignment and the function that made it;
 - the process-wide server args are published with
   `server_args.set_global_server_args_for_scheduler(...)` (no runtime_context yet), and
   `dp_attention.initialize_dp_attention(...)` must run before a model is built;
@@ -37,6 +39,7 @@ import torch
 from packaging.specifiers import SpecifierSet
 
 from . import v0_5_23
+from .. import launch
 from ....run_until import CodePathMoved, require, run_until_after
 
 FORWARD_CONTEXT = "sglang.srt.model_executor.forward_context"
@@ -58,6 +61,7 @@ give_standin_interpolation_modes = v0_5_23.give_standin_interpolation_modes  # m
 
 class Adapter(v0_5_23.Adapter):
     family = "0.5.14"
+    LAUNCH = staticmethod(launch.traced)  # no resolve_once yet: __post_init__ resolves by assignment
     REQUIRES = v0_5_23._COMMON + (
         "sglang.srt.server_args.set_global_server_args_for_scheduler",
         "sglang.srt.layers.dp_attention.initialize_dp_attention",

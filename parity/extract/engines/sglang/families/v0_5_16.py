@@ -1,5 +1,8 @@
 """The SGLang 0.5.16 family (0.5.16 to 0.5.20): its adapter.
 
+Launch arguments: resolved by `ServerArgs.__post_init__`'s assignments, as in the 0.5.14 family
+(`resolve_once` and its declared resolutions arrive in 0.5.21).
+
 Between the 0.5.14 and 0.5.23 families (docs/engines-on-cpu.md, 'Runtime set-up per release
 family'), taking from each what this family's code has:
 - as 0.5.23: the draft's aux ids are resolved by
@@ -27,6 +30,7 @@ from __future__ import annotations
 from packaging.specifiers import SpecifierSet
 
 from . import v0_5_14, v0_5_23
+from .. import launch
 
 RELEASES = SpecifierSet(">=0.5.16,<0.5.21")  # the releases this family's adapter serves
 VERIFIED = ("0.5.18",)  # releases whose capture and forward were verified against transformers
@@ -36,6 +40,7 @@ CODE_PATHS = v0_5_23.CODE_PATHS
 
 class Adapter(v0_5_23.Adapter):
     family = "0.5.16"
+    LAUNCH = staticmethod(launch.traced)  # no resolve_once yet: __post_init__ resolves by assignment
     REQUIRES = v0_5_23._COMMON + (
         "sglang.srt.runtime_context.reset_context",
         "sglang.srt.server_args.set_global_server_args_for_scheduler",

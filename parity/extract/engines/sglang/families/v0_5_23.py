@@ -25,6 +25,7 @@ import torch
 from packaging.specifiers import SpecifierSet
 
 from ....run_until import require
+from .. import launch
 
 RELEASES = SpecifierSet("==0.5.23.*")  # the releases this family's adapter serves
 VERIFIED = ("0.5.23",)  # releases whose capture and forward were verified against transformers
@@ -98,6 +99,9 @@ _COMMON = (  # what every family's CPU extraction runs, beside its own entries
 
 class Adapter:
     family = "0.5.23"
+    # How the user's serve arguments are resolved (the launch contract): resolve_once's
+    # declared resolutions, from 0.5.21 on (parity.extract.engines.sglang.launch).
+    LAUNCH = staticmethod(launch.declared)
     # Every engine name this adapter's CPU extraction and forward run (the GPU-only backend
     # resolver aside): a release outside every family's range runs with this adapter only
     # when each of them is found in its installed source (parity.extract.families.place).

@@ -1,0 +1,183 @@
+"""The launch contract, child side: the user's serve arguments as the installed SGLang parses
+and resolves them (run in the serving probe, in the release's environment).
+
+    python -m sglang.launch_server ARGS  ->  ServerArgs.add_cli_args / from_cli_args (the engine's
+    own parser: a misspelled or removed flag is refused in its words) -> the release's resolution
+    -> the launch fields the draft's serving depends on, before and after, and who changed each
+
+How a release resolves is a family's concern (`Adapter.LAUNCH`, one of the two resolvers here):
+- `declared` (0.5.16 on): `ServerArgs.resolve_once()` runs the resolution pipeline, which
+  declares each resolved field (`_resolved_overrides`: (handler, {field: value})) and leaves
+  the raw record as given; `resolved_view` is what the server runs.
+- `traced` (before): `ServerArgs.__post_init__` resolves by assigning the fields; each
+  assignment after the constructor's own is recorded with the function that made it.
+
+Paths are parity's: `--model-path` is a folder holding the target's config.json as given,
+`--speculative-draft-model-path` the draft parity checks (a tokenizer path too, when given);
+`--device cpu` is added (parity's harness has no accelerator), so device-bound choices
+(attention backend, overlap schedule, CUDA graphs) are not part of the contract, and
+`--trust-remote-code` is turned off (parity has the config.json, never a model's remote code;
+SGLang's own config classes read the published targets).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+# The fields of ServerArgs the draft's serving depends on (the engine's own names); the launch
+# contract reports these, before and after resolution.
+LAUNCH_FIELDS = ("speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
+                 "speculative_num_draft_tokens", "speculative_draft_model_revision", "max_running_requests",
+                 "context_length", "dtype", "speculative_draft_model_quantization", "tp_size", "page_size")
+# Replaced by parity's own files (field -> what stands there).
+PATH_FIELDS = {"model_path": "the target's config.json, as given", "tokenizer_path": "the target's folder",
+               "speculative_draft_model_path": "the draft parity checks"}
+
+
+class Refused(Exception):
+    """The engine's parser refused the arguments (its own message)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse's own exit(2) would end the probe
+        raise Refused(message)
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-able form of a ServerArgs value (enums and objects by their string)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return str(getattr(value, "value", value))
+
+
+def parse(argv: list[str], model_dir: str, draft_dir: str | None):
+    """(ServerArgs class, namespace, the fields the user gave, the replaced paths) from the
+    engine's own parser; Refused with its message when it refuses."""
+    from sglang.srt.server_args import ServerArgs
+
+    parser = _Parser(prog="python -m sglang.launch_server", add_help=False)
+    ServerArgs.add_cli_args(parser)
+    if not any(a in ("--model-path", "--model") or a.startswith(("--model-path=", "--model=")) for a in argv):
+        argv = ["--model-path", model_dir, *argv]  # the model is parity's either way
+    ns = parser.parse_args(argv)
+    given: set[str] = set()
+    for action in parser._actions:  # noqa: SLF001 - which options the user wrote, in any spelling
+        for option in action.option_strings:
+            if any(arg == option or arg.startswith(option + "=") for arg in argv):
+                given.add(action.dest)
+    replaced = {}
+    for field, what in PATH_FIELDS.items():
+        if field == "speculative_draft_model_path" and draft_dir is None:
+            continue
+        if field in given or field in ("model_path", "speculative_draft_model_path"):
+            if hasattr(ns, field):
+                replaced[field] = what
+                setattr(ns, field, draft_dir if field == "speculative_draft_model_path" else model_dir)
+    if getattr(ns, "trust_remote_code", False):  # parity has the config.json only, never remote code
+        ns.trust_remote_code = False
+        replaced["trust_remote_code"] = "off: parity runs no remote code (SGLang's own config class reads the target)"
+    ns.device = "cpu"
+    return ServerArgs, ns, given, replaced
+
+
+def declared(ServerArgs, ns) -> tuple[dict, dict[str, str]]:
+    """0.5.16 on: resolve_once, then the resolved view; who set a field: its declaring handler."""
+    from sglang.srt.arg_groups.model_override_base import resolved_view
+
+    args = ServerArgs.from_cli_args(ns)
+    args.resolve_once()
+    view = resolved_view(args)
+    by: dict[str, str] = {}
+    for source, fields in getattr(args, "_resolved_overrides", None) or ():
+        for field in fields:
+            by[field] = source
+    return {f: _plain(getattr(view, f, None)) for f in LAUNCH_FIELDS if hasattr(view, f)}, by
+
+
+def traced(ServerArgs, ns) -> tuple[dict, dict[str, str]]:
+    """Before 0.5.16: the constructor's __post_init__ resolves by assignment; each assignment
+    made after the constructor's own is recorded with the function that made it."""
+    by: dict[str, str] = {}
+    original = ServerArgs.__setattr__
+
+    def recording(self, name, value):
+        caller = sys._getframe(1).f_code  # noqa: SLF001
+        if caller.co_name != "__init__" and name in LAUNCH_FIELDS:
+            by[name] = caller.co_name
+        original(self, name, value)
+
+    ServerArgs.__setattr__ = recording
+    try:
+        args = ServerArgs.from_cli_args(ns)
+    finally:
+        ServerArgs.__setattr__ = original
+    return {f: _plain(getattr(args, f, None)) for f in LAUNCH_FIELDS if hasattr(args, f)}, by
+
+
+def resolve(resolver: Callable, argv: list[str], model_dir: str, draft_dir: str | None) -> dict:
+    """The launch contract of `argv`: {"argv", "replaced", "requested", "effective", "overrides"}.
+    The process environment is restored after (resolution sets variables the capture must not see)."""
+    ServerArgs, ns, given, replaced = parse(argv, model_dir, draft_dir)
+    requested = {f: _plain(getattr(ns, f)) for f in sorted(given) if f in LAUNCH_FIELDS}
+    saved = dict(os.environ)
+    try:
+        effective, by = resolver(ServerArgs, ns)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    overrides = [{"field": f, "requested": v, "effective": effective.get(f), "by": by.get(f, "?")}
+                 for f, v in requested.items() if f in effective and effective[f] != v]
+    return {"argv": list(argv), "replaced": replaced, "requested": requested, "effective": effective,
+            "overrides": overrides}
+
+
+def fixes(resolver: Callable, argv: list[str], launch: dict, model_dir: str, draft_dir: str | None) -> list[dict]:
+    """Argument lists that give what was asked, each verified by resolving it again: for a
+    draft-token count the engine re-derived from the steps, the steps that yield it."""
+    out = []
+    for override in launch["overrides"]:
+        if override["field"] != "speculative_num_draft_tokens" or not isinstance(override["requested"], int):
+            continue
+        steps = override["requested"] - 1
+        candidate = _with(argv, "--speculative-num-steps", str(steps))
+        try:
+            again = resolve(resolver, candidate, model_dir, draft_dir)
+        except Exception:  # noqa: BLE001 - a candidate the engine refuses is no fix
+            continue
+        if not again["overrides"] and again["effective"].get("speculative_num_draft_tokens") == override["requested"]:
+            out.append({"argv": candidate, "effective": again["effective"]})
+    return out
+
+
+def _with(argv: list[str], option: str, value: str) -> list[str]:
+    """`argv` with `option` set to `value` (replaced where given, else appended)."""
+    out, skip = [], False
+    for i, arg in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if arg == option:
+            skip = True
+            continue
+        if arg.startswith(option + "="):
+            continue
+        out.append(arg)
+    return out + [option, value]
+
+
+def write_model_dir(work: Path, target_config: dict) -> str:
+    """A folder holding the target's config.json as given (resolution reads the architecture)."""
+    where = work / "launch-target"
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "config.json").write_text(json.dumps(target_config))
+    return str(where)
+
+
+__all__ = ["LAUNCH_FIELDS", "Refused", "declared", "fixes", "resolve", "traced", "write_model_dir"]
