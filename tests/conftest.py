@@ -28,3 +28,34 @@ def inject_drift(monkeypatch):
         monkeypatch.setenv(PROBE_OVERRIDES, drift_overrides(*drifts))
 
     return inject
+
+
+def pytest_collection_modifyitems(config, items):
+    """The plugin's items (one per locked contract under contracts/) run both sides' engines in
+    child processes: they are `slow`, outside the fast tier (`./dev test --fast`)."""
+    for item in items:
+        if item.get_closest_marker("parity") is not None:
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(autouse=True)
+def _the_fast_tier_runs_no_engine(request, monkeypatch):
+    """A test outside `slow` that asks parity.envs.run_module for one of parity's own children (an
+    engine, trainer, forward or replay probe: a `parity.*` module) fails, naming the marker, so
+    the fast tier stays free of engines. Test doubles (tests.reply_echo, ...) are not engines.
+    (A child the CLI starts in a subprocess is not seen here.)"""
+    if request.node.get_closest_marker("slow") is not None:
+        return
+    from parity import envs
+
+    real = getattr(envs, "module_to_run", None)
+    if real is None:
+        return
+
+    def guarded(module: str) -> str:
+        if module.startswith("parity."):
+            pytest.fail(f"{request.node.nodeid} runs {module} in a child process: mark it @pytest.mark.slow "
+                        "(docs/development.md, 'Test tiers')", pytrace=False)
+        return real(module)
+
+    monkeypatch.setattr(envs, "module_to_run", guarded)

@@ -43,8 +43,9 @@ def _configs(tmp_path):
 
 @pytest.mark.parametrize("case", [
     "missing target", "malformed target", "no layer count", "missing draft", "malformed draft",
-    "out-of-range ids", "duplicate ids", "non-ascending ids", "bad tap name", "dump width",
-    "hidden size", "unknown speculators", "no dump description",
+    "out-of-range ids", "duplicate ids", "non-ascending ids", "bad tap name",
+    *(pytest.param(c, marks=pytest.mark.slow) for c in ("dump width", "hidden size")),  # found after the speculators probe
+    "unknown speculators", "no dump description",
 ])
 def test_bad_input_is_one_line_exit_2(tmp_path, capsys, case):
     bad_json, no_layers = _configs(tmp_path)
@@ -99,6 +100,7 @@ def test_json_error_object(tmp_path, capsys):
     assert rc == 2 and json.loads(out)["verdict"] == "error"
 
 
+@pytest.mark.slow  # runs the speculators probe
 def test_contract_json_has_the_documented_keys(capsys):
     rc, out, _ = run(capsys, "contract", "training", "--target-config", str(DEEPSEEK),
                      "--dump-layout", "h0,h3,h31,h59", "--json")
@@ -135,6 +137,7 @@ def test_bad_tap_name_names_the_accepted_forms(tmp_path, capsys, command):
     assert not (tmp_path / "x.json").exists()
 
 
+@pytest.mark.slow  # a full check: both probes
 def test_one_check_reads_each_input_file_once(capsys, monkeypatch):
     """The target config and the draft config are read once, at the CLI, and handed down as
     `Target` and `Draft`: the preflight, the training side, the gate, its verified fix and the

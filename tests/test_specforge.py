@@ -16,6 +16,8 @@ from parity.inputs import read_inputs
 
 from .helpers import DEEPSEEK, LLAMA, ROOT, sglang_draft
 
+pytestmark = pytest.mark.slow  # SpecForge's and SGLang's probes run in child processes
+
 DRAFTS = ROOT / "fixtures" / "drafts"
 LLAMA_DRAFT = DRAFTS / "specforge-llama3-8b-eagle3"  # published-style: no ids in its config
 DEEPSEEK_DRAFT = DRAFTS / "specforge-deepseek-v3-eagle3"  # eagle_config ids [1, 29, 57]

@@ -133,6 +133,7 @@ def test_vllm_rows_show_both_runners_and_the_dump():
     assert "2 of 2 vllm releases extracted" in md
 
 
+@pytest.mark.slow  # runs vLLM 0.33.0's probe
 def test_a_vllm_cell_is_what_both_runners_feed(tmp_path):
     """The sweep's vLLM cells run vLLM 0.33.0's real runners and capture: nested ids are read by
     the V1 runner only (the V2 runner, the GPU default, serves the defaults), and the launch

@@ -22,6 +22,8 @@ from parity.extract.trainers.speculators import (PROBE_MODULE, PROBE_SHAPE, Draf
                                                  probe_training, read_draft)
 from parity.extract.trainers.speculators.draft import classify_d2t, installed_schema
 
+pytestmark = pytest.mark.slow  # a session fixture runs every speculators probe; most tests run one
+
 ROOT = Path(__file__).resolve().parent.parent
 DRIFTED = "tests.drift.training_slice_from_one"
 V1_DRIFTED = "tests.drift.training_v1_slice_from_one"  # standardize_data_v1 feeds hidden_states[1:]

@@ -17,6 +17,8 @@ from parity.inputs import Target, read_inputs
 
 from .helpers import ROOT
 
+pytestmark = pytest.mark.slow  # every test runs vLLM (or speculators) in a release environment's child
+
 LLAMA_32 = ROOT / "fixtures" / "targets" / "tiny-llama-32l" / "config.json"
 
 

@@ -182,6 +182,7 @@ def test_a_key_the_engine_needs_is_named_before_any_reference_is_built(tmp_path,
     assert took < 60, took  # about 12 s on a busy 2-core machine (the reference first: 100 s, or OOM)
 
 
+@pytest.mark.slow  # runs the speculators probe
 def test_training_contract_accepts_the_published_wrapper(capsys):
     rc, out, err = run(capsys, "contract", "training", "--target-config", KIMI,
                        "--dump-layout", "h0,h3,h31,h59", "--json")
