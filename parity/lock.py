@@ -17,8 +17,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from . import files
-from .contract import TrainingContract, parse_taps
-from .gate import CheckResult, check
+from .contract import LaunchContract, TrainingContract, parse_taps
+from .gate import CheckResult, Difference, check
 from .inputs import Draft, InputError, Target, one_line, read_config, read_inputs
 
 LOCK_VERSION = 1
@@ -45,6 +45,11 @@ class Lock(BaseModel):
     trainer_ids: list[int] | None = Field(None, description="SpecForge: the run's own id override "
                                           "(model.aux_hidden_state_layer_ids); None: the draft's or its default.")
     training: TrainingContract = Field(description="The training contract when the lock was written.")
+    serve_args: list[str] | None = Field(None, exclude_if=lambda v: v is None, description="The serve "
+                                         "command's arguments (--serve-args), resolved again at every check.")
+    launch: LaunchContract | None = Field(None, exclude_if=lambda v: v is None, description="The launch contract "
+                                          "when the lock was written: a check fails on each field the installed "
+                                          "engine now resolves otherwise (docs/launch.md).")
 
     @field_validator("parity_lock")
     @classmethod
@@ -116,16 +121,22 @@ def lock_destination(path: Path, target_config: Path, draft: Path) -> Path:
 
 def write_lock(path: Path, name: str, target: Target, draft: Draft, layout: list[str] | None, *,
                trainer_name: str = "speculators", trainer_ids: list[int] | None = None,
-               release: str | None = None) -> Lock:
+               release: str | None = None, serve_args: tuple[str, ...] | None = None) -> Lock:
     path = lock_destination(path, target.path, draft.path)
     base = path.parent.resolve()
     training = extract_for_lock(target, draft, layout, release, trainer_name=trainer_name,
                                 trainer_ids=trainer_ids)
     # how this run got its reply is no part of what the lock pins (a re-lock gives the same file)
     training = training.model_copy(update={"provenance": training.provenance.model_copy(update={"reply_cache": None})})
+    launch = None
+    if serve_args is not None:  # the serve command as the installed engine resolves it today
+        from .extract.engines import engine
+
+        launch = engine("sglang").extract_serving(target, draft, None, serve_args=serve_args).launch
     lock = Lock(name=name, target_config=_rel(target.path, base), draft=_rel(draft.path, base),
                 dump_layout=layout or [t.name for t in training.dump_layout], training=training,
-                trainer=trainer_name, trainer_release=training.provenance.version, trainer_ids=trainer_ids)
+                trainer=trainer_name, trainer_release=training.provenance.version, trainer_ids=trainer_ids,
+                serve_args=list(serve_args) if serve_args is not None else None, launch=launch)
     write_atomically(path, lock.model_dump_json(indent=2) + "\n")
     return lock
 
@@ -165,5 +176,23 @@ def check_lock(path: Path, sglang_version: str | None = None,
     engine(engine_name).preflight(target, sglang_version)  # an architecture the engine lacks: refused first
     fresh = extract_for_lock(target, draft, lock.dump_layout, speculators_version, trainer_name=lock.trainer,
                              trainer_ids=lock.trainer_ids)
-    return check(lock.training, target, draft, sglang_version=sglang_version, verify=verify, retrained=fresh,
-                 engine_name=engine_name, serve_args=serve_args)
+    if serve_args is None and lock.serve_args is not None:
+        serve_args = tuple(lock.serve_args)
+    result = check(lock.training, target, draft, sglang_version=sglang_version, verify=verify, retrained=fresh,
+                   engine_name=engine_name, serve_args=serve_args)
+    moved = launch_moved(lock.launch, result.serving.launch)
+    if not moved:
+        return result
+    verdict = result.verdict if result.verdict == "unservable" else "drift"
+    return result.model_copy(update={"differences": [*result.differences, *moved], "verdict": verdict})
+
+
+def launch_moved(locked: LaunchContract | None, fresh: LaunchContract | None) -> list[Difference]:
+    """Each launch field the installed engine now resolves otherwise than when the lock was
+    written (a bump that changes the resolution fails the lock, defaults included)."""
+    if locked is None or fresh is None:
+        return []
+    return [Difference(kind="lock", where=f"launch.{field}", training=was, serving=fresh.effective.get(field),
+                       message=f"launch {field}: the lock resolved {was}, the installed engine now resolves "
+                               f"{fresh.effective.get(field)}")
+            for field, was in locked.effective.items() if fresh.effective.get(field) != was]

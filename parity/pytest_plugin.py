@@ -23,6 +23,9 @@ def pytest_addoption(parser):
     group.addoption("--parity-dump-layout", metavar="TAPS", help="dump layout for an ad-hoc check")
     group.addoption("--parity-no-verify", action="store_true",
                     help="skip the confirming extraction of suggested fixes")
+    group.addoption("--parity-serve-args", metavar="'ARGS' | @FILE", default=None,
+                    help="the serve command's arguments, resolved by the engine (docs/launch.md); a lock's own "
+                         "--serve-args are used when this is not given")
 
 
 def pytest_configure(config):
@@ -70,9 +73,13 @@ class LockFile(pytest.File):
     def collect(self):
         from .lock import check_lock
 
+        from .inputs import parse_serve_args
+
         verify = not self.config.getoption("parity_no_verify")
+        serve_args = self.config.getoption("parity_serve_args")
         yield ParityItem.from_parent(self, name=self.path.stem,
-                                     run=lambda: check_lock(self.path, verify=verify))
+                                     run=lambda: check_lock(self.path, verify=verify,
+                                                            serve_args=parse_serve_args(serve_args)))
 
 
 def _contracts_dir(config) -> Path:
@@ -103,6 +110,9 @@ def pytest_collection_modifyitems(session, config, items):
         given = read_inputs(target, draft)  # read once, here at the boundary
         training = trainer().training_contract(given[0], parse_taps(layout), draft=given[1])
         check_fit(*given, training)
-        return check(training, *given, verify=not config.getoption("parity_no_verify"))
+        from .inputs import parse_serve_args
+
+        return check(training, *given, verify=not config.getoption("parity_no_verify"),
+                     serve_args=parse_serve_args(config.getoption("parity_serve_args")))
 
     items.append(ParityItem.from_parent(session, name=f"parity[{Path(draft).name}]", run=run))

@@ -145,3 +145,39 @@ def test_serve_args_from_a_file_keep_their_quoting(tmp_path):
     file.write_text("# the production command\n--speculative-algorithm EAGLE3\n--json-model-override-args '{\"a\": 1}'\n")
     assert parse_serve_args(f"@{file}") == ("--speculative-algorithm", "EAGLE3", "--json-model-override-args",
                                             '{"a": 1}')
+
+
+@pytest.mark.slow
+def test_a_lock_holds_the_launch_and_pytest_fails_naming_the_field_when_a_bump_changes_the_resolution(tmp_path):
+    """`parity lock --serve-args` stores the arguments and the launch contract; `pytest -m parity`
+    on the lock resolves them again with the installed engine. The "bump" is the installed
+    speculative_hook.py edited (in a linked copy of the environment) to derive steps + 2 tokens."""
+    good = "--speculative-algorithm EAGLE3 --speculative-num-steps 15 --speculative-eagle-topk 1 " \
+           "--speculative-num-draft-tokens 16"
+    contracts = tmp_path / "contracts"
+    lock = contracts / "llama.json"
+    proc = parity("lock", str(lock), "--target-config", str(LLAMA), "--draft", str(LLAMA_DRAFT),
+                  "--dump-layout", "h2,h16,h29,h32", "--serve-args", good)
+    assert proc.returncode == 0, proc.stderr
+    stored = json.loads(lock.read_text())
+    assert stored["serve_args"] == good.split()
+    assert stored["launch"]["effective"]["speculative_num_draft_tokens"] == 16 and stored["launch"]["overrides"] == []
+
+    file = "lib/python3.11/site-packages/sglang/srt/arg_groups/speculative_hook.py"
+    old = "speculative_num_draft_tokens != cfg.speculative_num_steps + 1"
+    shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow", {file: (old, old)})
+    edit_in_shadow(shadow, file, old, "speculative_num_draft_tokens != cfg.speculative_num_steps + 2")
+    edit_in_shadow(shadow, file, "speculative_num_draft_tokens=cfg.speculative_num_steps + 1",
+                   "speculative_num_draft_tokens=cfg.speculative_num_steps + 2")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    run = subprocess.run([str(shadow / "bin" / "python"), "-m", "pytest", "-m", "parity", "-p", "no:cacheprovider",
+                          "--parity-contracts", str(contracts), "--parity-no-verify",
+                          "--rootdir", str(tmp_path), str(contracts)], capture_output=True, text=True, cwd=tmp_path,
+                         env=env, timeout=900)
+    assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-2000:]
+    assert "1 failed" in run.stdout
+    assert "speculative_num_draft_tokens  16        17" in run.stdout  # the override, in the launch table
+    assert "launch speculative_num_draft_tokens: the lock resolved 16, the installed engine now resolves 17" \
+        in run.stdout
+    assert proc.returncode == 0 and parity("check", "--lock", str(lock), "--no-verify").returncode == 0

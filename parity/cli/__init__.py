@@ -117,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "(speculators; --trainer specforge captures its own)")
     _add_trainer_args(lk)
     lk.add_argument("--name", help="a name for the pair (default: the file name)")
+    _add_serve_args(lk)
     lk.add_argument("--update", action="store_true", help="overwrite an existing lock")
     lk.set_defaults(func=_lock)
 
@@ -430,9 +431,12 @@ def _lock(args) -> int:
         if args.specforge_ids:
             raise _usage("--specforge-ids needs --trainer specforge")
         layout, ids = _dump(args).layout_names, None
+    from ..inputs import parse_serve_args
+
+    serve_args = parse_serve_args(args.serve_args)
     lock = write_lock(args.out, args.name or args.out.stem, *_given(args), layout,
                       trainer_name=args.trainer, trainer_ids=ids,
-                      release=args.specforge if args.trainer == "specforge" else None)
+                      release=args.specforge if args.trainer == "specforge" else None, serve_args=serve_args)
     print(f"parity: locked {lock.name}: fc {[t.name for t in lock.training.fc_input]}, "
           f"target {lock.training.target.name} -> {args.out}")
     return ExitCode.OK
