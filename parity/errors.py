@@ -58,3 +58,19 @@ class CannotExtract(UserError):
                 "error": f"cannot extract under {package} {version}: {reason}"}
 
 
+class HarnessLimit(UserError):
+    """parity's CPU harness cannot run what the engine (or trainer) runs here: a CUDA-only code
+    path, or one of parity's stand-ins relied on. A limit of parity, never the engine's refusal
+    of the draft, so never a verdict: exit 2, naming the limit (read from a probe's reply,
+    parity.extract.child)."""
+
+    def __init__(self, package: str, version: str, limit: str):
+        self.package, self.version, self.limit = package, version, limit
+        super().__init__(f"parity's CPU harness cannot run {package} {version} here: {limit}. This is a limit of "
+                         f"parity's CPU run, not {package} refusing the draft: no verdict is given")
+
+    @classmethod
+    def from_reply(cls, reply: dict, package: str, version_key: str) -> "HarnessLimit | None":
+        limit = reply.get("harness_limit")
+        return cls(package, str(reply.get(version_key, "?")), limit) if isinstance(limit, str) else None
+

@@ -17,7 +17,7 @@ from typing import Any
 from ....contract import Finding, FindingKind, GraphFlags, LaunchContract, Provenance, ServingContract, Tap, sources
 from ....envs import EnvError, display_python, find_env, run_module
 from ....reply_cache import SOURCE_KEY
-from ....errors import CannotExtract
+from ....errors import CannotExtract, HarnessLimit
 from ....inputs import Draft, InputError, Target
 from .. import ServingExtractionError
 from .served import served_config
@@ -142,8 +142,8 @@ def probe_serving(target: Target, draft: Draft, sglang_version: str | None = Non
         raise ServingExtractionError(str(exc)) from exc
     if reply.get("launch_refused"):  # the engine's own words: bad input, one line
         raise InputError(f"--serve-args: sglang {reply.get('sglang_version', '?')}'s {reply['launch_refused']}")
-    unsupported = CannotExtract.from_reply(reply)
-    if unsupported is not None:  # no family can run it: one loud line
+    unsupported = CannotExtract.from_reply(reply) or HarnessLimit.from_reply(reply, "sglang", "sglang_version")
+    if unsupported is not None:  # no family can run it, or parity's CPU run cannot: one loud line
         raise unsupported
     if "error" in reply and ("sglang_version" not in reply or reply.get("unsupported")):
         raise ServingExtractionError(f"target config {target.path}: {reply['error']}"

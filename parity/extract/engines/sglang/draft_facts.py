@@ -18,6 +18,7 @@ import torch
 
 from ...shrink import shrunk_draft_dir
 from ....checkpoint import bias_weight, rename_tensor
+from ...child import one_line
 
 FLAG_KEYS = ("norm_before_fc", "fc_norm", "norm_output", "norm_before_residual")
 
@@ -52,7 +53,7 @@ def loaded_names(draft, tensors: dict[str, torch.Tensor | None]) -> tuple[dict[s
         try:
             draft.load_weights([(name, value if value is not None else torch.zeros(1))])
         except Exception as exc:  # e.g. KeyError: a name the loader maps to no parameter
-            refused[name] = f"{type(exc).__name__}: {exc}"
+            refused[name] = f"{one_line(exc)}"
     return reached, refused
 
 
@@ -173,7 +174,7 @@ def draft_facts(adapter, draft_dir: str, target_model, findings: list[dict]) -> 
     except Exception as exc:
         flags["norm_before_residual"] = None
         findings.append(_finding("draft_forward_failed", f"the engine's draft forward could not be run "
-                                 f"to read its residual wiring: {type(exc).__name__}: {exc}", "info"))
+                                 f"to read its residual wiring: {one_line(exc)}", "info"))
     facts["graph"] = flags
     eagle = config.get("eagle_config") if isinstance(config.get("eagle_config"), dict) else {}
     for key in FLAG_KEYS:
@@ -231,7 +232,7 @@ def draft_facts(adapter, draft_dir: str, target_model, findings: list[dict]) -> 
             draft.get_hot_token_id()
         except Exception as exc:  # 0.4.x: hot_token_id exists only once a d2t tensor was loaded
             findings.append(_finding("draft_unloadable", f"the EAGLE worker's start-up call get_hot_token_id() "
-                                     f"raises {type(exc).__name__}: {exc}", "error"))
+                                     f"raises {one_line(exc)}", "error"))
         if t2d and t2d not in reached:
             findings.append(_finding("t2d_ignored", "SGLang ignores the checkpoint's t2d mask "
                                      "(it maps draft to target ids with d2t only)", "info"))

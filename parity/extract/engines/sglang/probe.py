@@ -25,7 +25,7 @@ from ...families import UnsupportedRelease
 from . import launch
 from .draft_facts import draft_facts
 from .families import place
-from ...child import finding, one_line
+from ...child import finding, one_line, with_limits
 from ...identify import identify_slots
 from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model, seeded_tokens
 from ...shrink import shrink_config
@@ -334,7 +334,7 @@ def extract(request: dict) -> dict[str, Any]:
         use_aux, ids = adapter.resolve_aux_ids(target_cfg)
     except Exception as exc:  # the engine refuses this draft directory at start-up
         reply["error"] = (f"sglang {version} cannot load the draft config "
-                          f"{draft_dir}/config.json: {type(exc).__name__}: {exc}")
+                          f"{draft_dir}/config.json: {one_line(exc)}")
         reply["draft_unloadable"] = True
         written = draft_config.get("eagle_aux_hidden_state_layer_ids")
         reply["expected_slots"] = len(written) if isinstance(written, list) else 3
@@ -394,7 +394,7 @@ def extract(request: dict) -> dict[str, Any]:
     except Exception as exc:
         handed = "" if never else ids  # a release that never reads the ids hands none
         findings.append(finding("engine_error", f"set_eagle3_layers_to_capture({handed}) raised "
-                                f"{type(exc).__name__}: {exc}", "error"))
+                                f"{one_line(exc)}", "error"))
     capture = adapter.capture_indices(model)
     reply["capture_ids"] = capture
     expected = len(ids) if isinstance(ids, (list, tuple)) else len(capture or [])
@@ -415,7 +415,7 @@ def extract(request: dict) -> dict[str, Any]:
             reply["draft"] = draft_facts(adapter, draft_dir, model, findings)
         except Exception as exc:
             findings.append(finding("draft_unloadable", f"SGLang's draft class could not be built "
-                                    f"from {draft_dir}: {type(exc).__name__}: {exc}", "error"))
+                                    f"from {draft_dir}: {one_line(exc)}", "error"))
     return reply
 
 
@@ -436,7 +436,7 @@ def try_candidate(adapter, model, input_ids, refs, n, ids: list[int]) -> dict:
     try:
         adapter.configure_capture(model, True, ids)
     except Exception as exc:
-        return {"ids": ids, "fc_input": None, "error": f"{type(exc).__name__}: {exc}"}
+        return {"ids": ids, "fc_input": None, "error": f"{one_line(exc)}"}
     capture = adapter.capture_indices(model)
     slots = capture_and_identify(adapter, model, input_ids, refs, n, capture, len(ids), found)
     errors = [f["message"] for f in found if f["severity"] == "error"]
@@ -445,7 +445,7 @@ def try_candidate(adapter, model, input_ids, refs, n, ids: list[int]) -> dict:
 
 
 def main() -> None:
-    reply_over_stdio(extract)
+    reply_over_stdio(with_limits(extract))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from packaging.version import Version
 from ....contract import DatagenDump, Finding, GraphFlags, Provenance, ServingContract, Tap, sources
 from ....envs import EnvError, display_python, environments, find_env, run_module
 from ....reply_cache import SOURCE_KEY
-from ....errors import CannotExtract, UserError
+from ....errors import CannotExtract, HarnessLimit, UserError
 from ....inputs import Draft, InputError, Target
 from .. import ServingExtractionError
 
@@ -81,8 +81,9 @@ def extract_dump(target: Target, datagen_ids: list[int] | None, vllm_version: st
     except EnvError as exc:
         raise DatagenError(str(exc)) from exc
     version = reply.get("vllm_version", "?")
-    if CannotExtract.from_reply(reply):
-        raise CannotExtract.from_reply(reply)
+    stop = CannotExtract.from_reply(reply) or HarnessLimit.from_reply(reply, "vllm", "vllm_version")
+    if stop is not None:  # no family can run it, or parity's CPU run cannot
+        raise stop
     if "error" in reply:
         raise DatagenError(f"vllm {version} data generation on {target.model.architecture}: {reply['error']}")
     runner = reply["gpu_default_runner"]
@@ -233,8 +234,9 @@ def probe_serving(target: Target, draft: Draft, vllm_version: str | None = None,
                            "candidates": candidates or []}, vllm_version)
     except EnvError as exc:
         raise ServingExtractionError(str(exc)) from exc
-    if CannotExtract.from_reply(reply):
-        raise CannotExtract.from_reply(reply)
+    limit = CannotExtract.from_reply(reply) or HarnessLimit.from_reply(reply, "vllm", "vllm_version")
+    if limit is not None:
+        raise limit
     if "error" in reply:
         raise ServingExtractionError(f"vllm {reply.get('vllm_version', '?')}: {reply['error']}")
     return to_contract(reply, target), reply.get("candidates", [])

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .families import place
-from ...child import one_line
+from ...child import one_line, with_limits
 from ....envs import reply_over_stdio
 from ....errors import CannotExtract
 
@@ -236,7 +236,7 @@ def replace_kernels(adapter) -> list[str]:
 
 
 def main() -> None:
-    reply_over_stdio(extract)
+    reply_over_stdio(with_limits(extract))
 
 
 if __name__ == "__main__":

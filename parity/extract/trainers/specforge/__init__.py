@@ -25,7 +25,7 @@ from ....contract import (DatagenDump, Finding, GraphFlags, Provenance, Tap, Tar
                          VocabMapping, sources)
 from ....envs import EnvError, display_python, environments, find_env, run_module
 from ....reply_cache import SOURCE_KEY
-from ....errors import CannotExtract, UserError
+from ....errors import CannotExtract, HarnessLimit, UserError
 from ....inputs import Draft, Target
 from ..speculators.draft import DraftError, read_draft
 
@@ -77,8 +77,9 @@ def _ids_source(run_ids, draft) -> str:
 def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None) -> TrainingContract:
     """The TrainingContract a probe reply describes (an unidentified state is an error)."""
     version = reply.get("specforge_version", "?")
-    if CannotExtract.from_reply(reply):
-        raise CannotExtract.from_reply(reply)
+    stop = CannotExtract.from_reply(reply) or HarnessLimit.from_reply(reply, "specforge", "specforge_version")
+    if stop is not None:  # no family can run it, or parity's CPU run cannot
+        raise stop
     if "error" in reply:
         raise SpecForgeError(f"specforge {version}: {reply['error']}")
     fc = [s.get("tap") for s in reply["fc"]]

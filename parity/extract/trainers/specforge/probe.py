@@ -28,7 +28,7 @@ import torch
 
 from .families import family_for
 from ... import standins
-from ...child import finding, one_line
+from ...child import finding, one_line, with_limits
 from ...identify import identify, identify_slots
 from ...engines.sglang.probe import adapter_for, setup_on_a_free_port
 from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model, seeded_tokens
@@ -151,7 +151,7 @@ def extract(request: dict) -> dict[str, Any]:
 
 
 def main() -> None:
-    reply_over_stdio(extract)
+    reply_over_stdio(with_limits(extract))
 
 
 if __name__ == "__main__":

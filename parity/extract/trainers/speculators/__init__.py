@@ -24,7 +24,7 @@ from ....envs import display_python, find_env, run_module
 from ....reply_cache import SOURCE_KEY
 from ....inputs import Draft, Target
 from .draft import DraftConfig, DraftError, draft_ids, read_draft
-from ....errors import CannotExtract, UserError
+from ....errors import CannotExtract, HarnessLimit, UserError
 
 # -- as a `Trainer` (parity.extract.trainers) ---------------------------------------------------
 
@@ -90,8 +90,9 @@ def probe_training(num_slots: int, speculators_version: str | None = None) -> di
 def choose_path(reply: dict, data_path: str | None, layout: list[Tap]) -> dict:
     """The probed path the contract describes: `data_path` (qualified name or a part), else the default."""
     version = reply.get("speculators_version", "?")
-    if CannotExtract.from_reply(reply):
-        raise CannotExtract.from_reply(reply)
+    stop = CannotExtract.from_reply(reply) or HarnessLimit.from_reply(reply, "speculators", "speculators_version")
+    if stop is not None:  # no family can run it, or parity's CPU run cannot
+        raise stop
     if reply.get("error"):
         raise TrainingExtractionError(f"speculators {version}: {reply['error']}")
     entries = reply["paths"]

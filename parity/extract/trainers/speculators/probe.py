@@ -47,6 +47,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 import torch
+from ...child import with_limits
 from ....envs import reply_over_stdio
 from ....errors import CannotExtract
 from ...families import UnsupportedRelease
@@ -587,7 +588,7 @@ def probe(request: dict) -> dict[str, Any]:
 
 
 def main() -> None:
-    reply_over_stdio(probe, hard_exit=False)
+    reply_over_stdio(with_limits(probe), hard_exit=False)
 
 
 if __name__ == "__main__":
