@@ -220,9 +220,10 @@ def check_against_parser(argv: list[str], text: str | None = None) -> list[str]:
         return [f"no subcommand {rest[0]!r}"]
     if _subparsers(parser) is not None and parser.prog != "parity" and not rest:
         return [f"{parser.prog} needs a subcommand"]
-    flags = set(_FLAG.findall(" ".join(rest)))
+    flags = set(_FLAG.findall(" ".join(t for t in rest if not re.search(r"\s", t))))  # not in a quoted value
     if text is not None:
         after = text.split(argv[0], 1)[1] if argv and not argv[0].startswith("-") else text
+        after = re.sub(r"'[^']*'|\"[^\"]*\"", "''", after)  # a quoted value (--serve-args '...') is not parity's flags
         flags |= set(_FLAG.findall(after))
     known = set(parser._option_string_actions)
     return [f"{parser.prog}: no option {f}" for f in sorted(flags) if f not in known]

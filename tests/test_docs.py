@@ -30,7 +30,54 @@ def _id(block) -> str:
 
 
 def test_the_docs_hold_yaml_blocks():
-    assert {b.path.name for b in YAML_BLOCKS} >= {"ci-workflow.md", "ci-bump-workflow.md"}
+    assert {b.path.name for b in YAML_BLOCKS} >= {"README.md", "ci-bump-workflow.md"}
+
+
+# -- the README as a front page --------------------------------------------------------------------
+
+README = ROOT / "README.md"
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def test_the_readme_is_a_front_page_with_the_ci_recipe_first():
+    """At most 12 KB, and the whole CI recipe (`parity lock`, then the workflow that runs
+    `pytest -m parity`) within its first 60 lines."""
+    assert README.stat().st_size <= 12_000, README.stat().st_size
+    first = [b for b in code_blocks(README) if b.line + len(b.lines) <= 60]
+    assert any(re.match(r"\s*parity lock ", line) for b in first for line in b.lines), "no `parity lock` in 60 lines"
+    workflows = [b for b in first if b.lang == "yaml" and _steps(b)]
+    assert any("pytest -m parity" in step.get("run", "") for b in workflows for _, step in _steps(b)), \
+        "no workflow running `pytest -m parity` in the README's first 60 lines"
+
+
+def test_every_docs_page_is_linked_from_the_readme():
+    linked = {m.group(1).split("#")[0] for m in _LINK.finditer(README.read_text())}
+    pages = {f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")}
+    assert pages <= linked, sorted(pages - linked)
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_is_a_file_of_this_repository(path):
+    """The README and docs/ are self-contained: a relative link names a file that is in the
+    repository (never above it), and an anchor into the README names one of its headings."""
+    bad = []
+    for m in _LINK.finditer(path.read_text()):
+        target = m.group(1)
+        if re.match(r"[a-z]+:", target):  # https:, mailto:
+            continue
+        file, _, anchor = target.partition("#")
+        where = (path.parent / file).resolve() if file else path
+        if ROOT not in where.parents or not where.exists():
+            bad.append(target)
+        elif anchor and where == README and anchor not in _anchors(README):
+            bad.append(target)
+    assert not bad, bad
+
+
+def _anchors(path) -> set[str]:
+    """GitHub's anchors for a Markdown file's headings."""
+    return {re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+            for line in path.read_text().splitlines() if line.startswith("#")}
 
 
 @pytest.mark.parametrize("block", YAML_BLOCKS, ids=_id)

@@ -157,9 +157,10 @@ def test_contract_report(side, snapshot):
     assert render_contract(contract) == snapshot
 
 
-def _readme_block(after: str) -> list[str]:
-    """The indented block of README.md that follows the line starting with `after`, unindented."""
-    lines = (ROOT / "README.md").read_text().splitlines()
+def _readme_block(after: str, page: str = "README.md") -> list[str]:
+    """The indented block of README.md (or another page) that follows the line starting with
+    `after`, unindented."""
+    lines = (ROOT / page).read_text().splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(after)) + 1
     block = []
     for line in lines[start:]:
@@ -297,9 +298,9 @@ def test_the_same_refusal_under_the_next_release_is_no_change():
 
 
 def test_readme_matrix_lines_are_what_the_renderer_prints():
-    """The README's matrix (abridged: the serving table only, a long reason cut at '...)') shows
-    lines the renderer prints for the same cells, in its order."""
-    shown = _readme_block("    ./dev parity matrix --contract")
+    """The matrix docs/matrix.md shows (abridged: the serving table only, a long reason cut at
+    '...)') shows lines the renderer prints for the same cells, in its order."""
+    shown = _readme_block("    ./dev parity matrix --contract", "docs/matrix.md")
     printed = render_text(locked()).splitlines()
     at = 0
     for line in shown:
@@ -472,9 +473,9 @@ def test_replay_report(case, snapshot):
 
 
 def test_readme_replay_rows_are_what_the_renderer_prints():
-    """The README's replay table rows (rank 1, 2 and the served wiring at 14) are printed as shown."""
+    """docs/replay.md's table rows (rank 1, 2 and the served wiring at 14) are printed as shown."""
     text = render_replay(REPLAYS["drift"]())
-    block = _readme_block("    $ ./dev parity replay")
+    block = _readme_block("    $ ./dev parity replay", "docs/replay.md")
     rows = [line for line in block if re.match(r"\s+(rank|\d+)\s", line)]
     assert len(rows) == 4, block
     for line in rows:

@@ -124,7 +124,7 @@ def _llama_draft(tmp, **ids) -> str:
 @pytest.fixture(scope="module")
 def nested():
     """An SGLang/SpecForge-style draft (ids nested in eagle_config, [1, 15, 28]) trained on
-    [h2, h16, h29]: the README's vLLM example, so its extractions repeat from the reply cache."""
+    [h2, h16, h29]: docs/vllm.md's example, so its extractions repeat from the reply cache."""
     return str(ROOT / "fixtures" / "drafts" / "tiny-llama-32l-nested-ids")
 
 
