@@ -114,18 +114,10 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def path_digest(path: Path) -> str:
     """A file's bytes, or a directory's relative names and files' bytes, recursively."""
     if path.is_file():
-        return "file:" + _file_digest(path)
+        return "file:" + reads.file_digest(str(path))
     if not path.is_dir():
         raise Uncacheable(f"{path} is neither a file nor a directory")
     h = hashlib.sha256()
@@ -134,7 +126,7 @@ def path_digest(path: Path) -> str:
         for name in sorted(filenames):
             f = Path(dirpath) / name
             rel = f.relative_to(path).as_posix()
-            h.update(f"{rel}\0{_file_digest(f) if f.is_file() else 'not-a-file'}\n".encode())
+            h.update(f"{rel}\0{reads.file_digest(str(f)) if f.is_file() else 'not-a-file'}\n".encode())
         for name in dirnames:
             h.update(f"{(Path(dirpath) / name).relative_to(path).as_posix()}/\n".encode())
     return "dir:" + h.hexdigest()
@@ -198,14 +190,14 @@ def source_digest(module: str) -> str:
     package = ROOT / "parity"
     for f in sorted(package.rglob("*")):
         if f.is_file() and "__pycache__" not in f.parts and f.suffix not in (".pyc", ".pyo"):
-            h.update(f"{f.relative_to(ROOT).as_posix()}\0{_file_digest(f)}\n".encode())
+            h.update(f"{f.relative_to(ROOT).as_posix()}\0{reads.file_digest(str(f))}\n".encode())
     parts = module.split(".")
     if parts[0] != "parity" and (ROOT / parts[0]).is_dir():
         for i in range(1, len(parts) + 1):
             base = ROOT.joinpath(*parts[:i])
             for f in (base / "__init__.py", base.with_suffix(".py")):
                 if f.is_file():
-                    h.update(f"{f.relative_to(ROOT).as_posix()}\0{_file_digest(f)}\n".encode())
+                    h.update(f"{f.relative_to(ROOT).as_posix()}\0{reads.file_digest(str(f))}\n".encode())
     return h.hexdigest()
 
 
