@@ -30,6 +30,9 @@ REAL: frozenset[str] = frozenset({
     "target_model.architecture", "target_model.model_type", "target_model.text_architecture",
     "target_model.num_hidden_layers", "target_model.hidden_size", "target_model.vocab_size",
     "vocab.draft_vocab_size", "vocab.target_vocab_size",
+    # the serve command as the engine's own parser and resolution read it, on the real target
+    # config.json and the user's arguments (docs/launch.md): never on the tiny model
+    "launch",
 })
 
 # Found by running the installed code (on the tiny model, or the trainer's data path on markers),
