@@ -217,7 +217,7 @@ def keep_bytecode(python: Path | str, env: dict[str, str]) -> None:
     and PYTHONDONTWRITEBYTECODE dropped. The environments are installed without bytecode, and
     with it unwritten (a machine that sets PYTHONDONTWRITEBYTECODE) every child compiles torch,
     transformers and the engine from source again: importing them took 7.7 s the first time
-    and 3.0 s with the bytecode kept (README, 'Two commands'). Another interpreter
+    and 3.0 s with the bytecode kept (docs/development.md, 'Environments'). Another interpreter
     (the user's own, running an installed parity) is left as the user set it up."""
     where = _built_env(python)
     if where is not None:

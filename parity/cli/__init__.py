@@ -494,7 +494,7 @@ def _conventions(args) -> int:
     return ExitCode.OK
 
 
-# The bundled example: the case this project was born from (README, "Two commands").
+# The bundled example: the case this project was born from (README, "The bundled example").
 EXAMPLE_TARGET = ("fixtures", "targets", "kimi-k2.5", "config.json")
 EXAMPLE_DRAFT = ("fixtures", "drafts", "kimi-k2.5-eagle3")
 EXAMPLE_DUMP = "h0,h3,h31,h59"
