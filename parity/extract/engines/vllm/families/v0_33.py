@@ -65,6 +65,20 @@ def private_cache() -> None:
     engine_cache("VLLM_CACHE_ROOT", "vllm-cache")
 
 
+def without_amx() -> None:
+    """vLLM's CPU path as on a CPU without AMX, on every machine. On an AMX CPU (Sapphire Rapids
+    and later) vLLM chooses its AMX MLA backend, whose weight preparation packs the
+    decompression weights with `torch.ops._C.convert_weight_packed`, a CPU kernel the CUDA
+    wheel parity installs does not have (the DeepSeek-V3 / Kimi-K2.5 cases ended in exit 2 on
+    such a machine and passed on one without AMX). parity replaces the attention and MoE bodies
+    with its own stand-ins either way (kernels.py), and every captured state is identified
+    numerically, so the choice changes no state parity names; it makes the run the same on
+    every CPU. Every family asks `torch.cpu._is_amx_tile_supported()` at the point of choice."""
+    import torch
+
+    torch.cpu._is_amx_tile_supported = lambda: False  # noqa: SLF001 - the one question vLLM asks
+
+
 def inspect_in_process() -> None:
     """vLLM's registry inspects a model class it has not cached (`_LazyRegisteredModel.
     inspect_model_cls`) by running `_ModelInfo.from_model_cls(load_model_cls())` in a fresh Python
@@ -90,9 +104,11 @@ class Adapter:
 
     def platform(self) -> None:
         """Everything before any vLLM model code runs: vLLM's cache in this process's private
-        TMPDIR, the CPU platform, and the registry's model inspection in this process."""
+        TMPDIR, the CPU platform (its non-AMX path, on every CPU), and the registry's model
+        inspection in this process."""
         private_cache()
         self.cpu_platform()
+        without_amx()
         inspect_in_process()
 
     def cpu_platform(self) -> None:
