@@ -57,8 +57,8 @@ def builder_record() -> dict:
     draws the seeded weights), each with its state and sha256."""
     roots = tuple(str(Path(p)) + "/" for name in BUILDER_PACKAGES
                   for p in (getattr(sys.modules.get(name), "__path__", None) or ()))
-    files = sorted(p for p in reads.loaded_files() if p.startswith(roots))
-    return {"files": {p: [*reads.file_state(p), reads.content_digest(p)] for p in files if reads.file_state(p)},
+    states = {p: reads.file_state(p) for p in sorted(reads.loaded_files()) if p.startswith(roots)}
+    return {"files": {p: [*state, reads.content_digest(p)] for p, state in states.items() if state is not None},
             "dirs": {}}
 
 
