@@ -231,6 +231,20 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
+def _same_python(path: Path) -> bool:
+    """Whether `path` is an environment of this very interpreter version (then it is synced in
+    place rather than built anew)."""
+    py = path / "bin" / "python"
+    if not py.exists():
+        return False
+    try:
+        out = subprocess.run([str(py), "-c", "import sys; print(sys.version.split()[0])"],
+                             capture_output=True, text=True, timeout=60).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out == sys.version.split()[0]
+
+
 def build(name: str, spec: dict) -> dict | None:
     """Build `name` from its lock unless its stamp says it is current. Returns what was done
     ({"name", "seconds", "path"}) or None when nothing was."""
@@ -247,10 +261,15 @@ def build(name: str, spec: dict) -> dict | None:
     t0 = time.monotonic()
     log(f"{name}: building {_shown(path)} from {_shown(lock)}")
     exe, env = str(uv()), uv_env()
-    if path.exists():
-        shutil.rmtree(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _run([exe, "venv", "--quiet", "--python", sys.executable, str(path)], f"creating {name}", env)
+    if _same_python(path):
+        # Synced in place: only the packages that changed are swapped, so a process running in
+        # the environment meanwhile (a test, a check) keeps its interpreter and its site-packages.
+        stamp.unlink(missing_ok=True)
+    else:
+        if path.exists():
+            shutil.rmtree(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _run([exe, "venv", "--quiet", "--python", sys.executable, str(path)], f"creating {name}", env)
     py = str(path / "bin" / "python")
     sync = [exe, "pip", "sync", "--quiet", "--python", py, "--require-hashes", *torch_source(), str(lock)]
     try:

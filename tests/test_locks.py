@@ -121,3 +121,19 @@ def test_a_sync_that_fails_twice_fails_the_build_in_uvs_words(tmp_path, monkeypa
         _build_from_an_empty_lock(tmp_path, monkeypatch, fails=2)
     assert len(list(tmp_path.glob("failed.*"))) == 2
     assert str(exc.value).endswith("failed (exit 2): error: Failed to fetch: connection reset by peer"), exc.value
+
+
+def test_a_changed_lock_syncs_the_environment_in_place(tmp_path, monkeypatch, capsys):
+    """A lock that changed is synced into the existing environment of the same interpreter, not
+    rebuilt from nothing: a process running there meanwhile keeps its files (it lost its whole
+    `lib/` to the rmtree before)."""
+    from parity import build_env
+
+    assert _build_from_an_empty_lock(tmp_path, monkeypatch, fails=0) is not None
+    env = tmp_path / "home" / "x"
+    inode = (env / "bin" / "python").lstat().st_ino
+    (env / "still-here").write_text("a file of the environment's")
+    (tmp_path / "x.txt").write_text("# a lock with nothing to install, changed\n")
+    assert build_env.build("x", {"torch": "2.13.0", "deps": []}) is not None  # the stamp moved
+    assert (env / "still-here").exists() and (env / "bin" / "python").lstat().st_ino == inode
+    assert build_env.build("x", {"torch": "2.13.0", "deps": []}) is None  # and is current again
