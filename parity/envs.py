@@ -36,7 +36,7 @@ from . import reads
 from .home import CHECKOUT, PACKAGE, home, setup_command, shipped, user_envs
 from .children import run_child
 from .workspace import workspace
-from .errors import UserError
+from .errors import TRANSIENT_KEY, UserError, transient
 
 STAMP = "parity-env.stamp"  # written by parity.build_env when an environment is complete
 
@@ -401,7 +401,8 @@ def display_python(path: str | None) -> str | None:
 def reply_over_stdio(handler, hard_exit: bool = True) -> None:
     """The subprocess side of `run_module`: JSON request on stdin -> `handler(request)` -> one
     JSON line on stdout. An exception becomes {"error", "traceback"} for the caller to
-    report. `hard_exit` skips interpreter teardown (gloo process groups can hang there), so the
+    report, with `TRANSIENT_KEY: true` when it is a failure outside the inputs
+    (parity.errors.transient). `hard_exit` skips interpreter teardown (gloo process groups can hang there), so the
     handler runs in a workspace that is removed before the reply is written: what it made in
     the temp dir goes with it, whoever started this process."""
     import traceback
@@ -412,6 +413,8 @@ def reply_over_stdio(handler, hard_exit: bool = True) -> None:
     except Exception as exc:  # noqa: BLE001 - reported by the caller, never a bare traceback
         reply = {"error": f"{type(exc).__name__}: {exc}",
                  "traceback": traceback.format_exc().strip().splitlines()[-8:]}
+        if transient(exc):
+            reply[TRANSIENT_KEY] = True
     if os.environ.get(reads.ENV) == "1":
         reply[reads.REPLY_KEY] = reads.collect()  # what the reply depends on (parity.reply_cache)
     sys.stdout.write("\n" + json.dumps(reply) + "\n")

@@ -30,6 +30,38 @@ def forget_interrupt() -> None:
     exec("pass")
 
 
+# A child's reply says so (`TRANSIENT_KEY: true`) when it met a failure outside its inputs: such
+# a reply says nothing about the inputs, and the reply cache never stores it (parity.reply_cache).
+TRANSIENT_KEY = "transient"
+# OSErrors that name a file's state, which the inputs and the installed files decide: not transient.
+_FILE_STATE_ERRORS = (FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError, PermissionError)
+
+
+def transient(exc: BaseException | None) -> bool:
+    """Whether `exc` (or one it was raised from, `raise ... from`) is a failure outside the
+    inputs, which the same request may not meet again: memory exhausted (`MemoryError`,
+    torch's `OutOfMemoryError`), a resource or system failure (`OSError` and kin: no space, too
+    many open files, a broken pipe, a timeout, an interrupted call; not a missing file), an
+    interrupt, or a subprocess killed by a signal or timed out. Decided by the exception's
+    type, never by its message. The child decides it (parity.extract.child, reply_over_stdio)
+    and says so in its reply (TRANSIENT_KEY)."""
+    import subprocess
+
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, (MemoryError, KeyboardInterrupt, subprocess.TimeoutExpired)):
+            return True
+        if isinstance(exc, OSError) and not isinstance(exc, _FILE_STATE_ERRORS):
+            return True
+        if isinstance(exc, subprocess.CalledProcessError) and exc.returncode < 0:
+            return True  # killed by a signal (the kernel's OOM killer, a timeout's kill)
+        if any(c.__name__ == "OutOfMemoryError" for c in type(exc).__mro__):
+            return True  # torch.OutOfMemoryError (torch.cuda.OutOfMemoryError), a RuntimeError
+        exc = exc.__cause__  # not __context__: an error raised while handling another is its own
+    return False
+
+
 class UserError(Exception):
     """Bad input or an unsupported case: its first line is shown to the user, exit 2."""
 

@@ -33,8 +33,10 @@ install's source edited in place, or another release installed, each sends the n
 the child. A child that did not record what it read, or a file that changed while it ran,
 is not stored.
 
-Not cached either: a reply of a child that raised (it carries a `traceback`), a reply naming
-a resource failure (`MemoryError`, `OSError` and kin, timeouts), and anything at all when
+Not cached either: a reply of a child that raised (it carries a `traceback`), a reply the
+child flagged as meeting a failure outside its inputs (`parity.errors.TRANSIENT_KEY`: memory,
+`OSError` and kin, timeouts, a killed subprocess; the child decides it from the exception's
+type, the cache never reads the reply's words), and anything at all when
 `PARITY_NO_CACHE=1`. Every reply says where it came from (`SOURCE_KEY`: hit, stored, or why
 not stored, with the key's digest), and the contracts' provenance carries it.
 
@@ -65,6 +67,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from . import reads
+from .errors import TRANSIENT_KEY
 
 ROOT = Path(__file__).resolve().parent.parent
 NO_CACHE = "PARITY_NO_CACHE"
@@ -77,11 +80,6 @@ _ENV_PREFIXES = ("PARITY_", "SGLANG_", "TORCH", "TRANSFORMERS_", "SPECULATORS_")
 _ENV_NAMES = ("PYTHONHASHSEED", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
 # ...except those that only say where things go or how this cache behaves.
 _ENV_IGNORED = (NO_CACHE, "PARITY_PROBE_OVERRIDES", "PARITY_HOME", "PARITY_DEBUG", reads.ENV)
-
-# A reply that names one of these failed for a reason outside its inputs: never stored.
-_TRANSIENT = ("MemoryError", "OSError", "IOError", "TimeoutError", "BlockingIOError",
-              "InterruptedError", "ConnectionError", "BrokenPipeError", "KeyboardInterrupt",
-              "Killed", "out of memory")
 
 
 def cache_dir() -> Path:
@@ -299,10 +297,9 @@ def _escaped(path: str) -> str:
 
 
 def cacheable(reply: dict) -> bool:
-    if "traceback" in reply:
-        return False
-    text = json.dumps(reply)
-    return not any(word in text for word in _TRANSIENT)
+    """Whether a reply may be stored: not when its child raised (a traceback) or flagged a
+    failure outside its inputs (TRANSIENT_KEY, set by the child from the exception's type)."""
+    return "traceback" not in reply and not reply.get(TRANSIENT_KEY)
 
 
 class ReplyCache:

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from parity import reads, reply_cache
+from parity.errors import TRANSIENT_KEY, transient
 from parity.envs import PROBE_OVERRIDES, EnvError, module_to_run, run_module
 from parity.reply_cache import Key, ReplyCache, key_of
 
@@ -96,12 +97,44 @@ def test_a_malformed_override_is_refused_loudly(monkeypatch, value):
 def test_failed_children_and_resource_failures_are_not_stored(cache):
     raised = ask({"raise": True})
     assert "traceback" in raised and "nonce" not in raised
-    assert ask({"fail": "MemoryError: out of memory"})["nonce"] != ask({"fail": "MemoryError: out of memory"})["nonce"]
-    assert ask({"fail": "OSError: [Errno 28] No space left"})["nonce"] != \
-        ask({"fail": "OSError: [Errno 28] No space left"})["nonce"]
+    # A failure outside the inputs, whatever its words: the child flags it, nothing is stored.
+    for failure in (["MemoryError", "the engine raised on these ids"], ["OSError", "[Errno 28] No space left"],
+                    ["BrokenPipeError", "a plain sentence"], ["TimeoutError", ""], ["killed", ""]):
+        first = ask({"fail": failure})
+        assert first[TRANSIENT_KEY] is True and first["reply_cache"]["status"] == "not stored", failure
+        assert ask({"fail": failure})["nonce"] != first["nonce"], failure
+    assert "SIGKILL" in first["error"] or "-9" in first["error"]  # the killed subprocess, named
     assert not entries(cache)
-    engine = ask({"fail": "TypeError: the engine raised on these ids"})  # the engine's own answer
-    assert ask({"fail": "TypeError: the engine raised on these ids"})["nonce"] == engine["nonce"]
+    # The engine's own refusal is an answer, stored even when its message names a resource failure.
+    for failure in (["TypeError", "MemoryError: out of memory; OSError: Killed"], ["FileNotFoundError", "no d2t"],
+                    ["KeyError", "the engine raised on these ids"]):
+        engine = ask({"fail": failure})
+        assert TRANSIENT_KEY not in engine and engine["reply_cache"]["status"] == "stored", failure
+        assert ask({"fail": failure})["nonce"] == engine["nonce"], failure
+    assert len(entries(cache)) == 3
+
+
+def test_cacheability_reads_the_childs_flag_never_the_words():
+    assert reply_cache.cacheable({"error": "OSError: Killed, out of memory (MemoryError)"})
+    assert not reply_cache.cacheable({"error": "TypeError: bad ids", TRANSIENT_KEY: True})
+    assert not reply_cache.cacheable({"error": "TypeError: bad ids", "traceback": []})
+
+
+def test_the_child_decides_transience_by_the_exceptions_type():
+    def raised_from(exc, cause):
+        exc.__cause__ = cause
+        return exc
+
+    for exc in (MemoryError(), OSError(28, "No space left"), TimeoutError(), ConnectionResetError(), BrokenPipeError(),
+                InterruptedError(), subprocess.CalledProcessError(-9, ["x"]), subprocess.TimeoutExpired(["x"], 1),
+                type("OutOfMemoryError", (RuntimeError,), {})("CUDA"), raised_from(ValueError("x"), MemoryError())):
+        assert transient(exc), exc
+    for exc in (TypeError("MemoryError: out of memory"), ValueError("OSError Killed"), FileNotFoundError("w.bin"),
+                PermissionError(), KeyError("x"), subprocess.CalledProcessError(1, ["x"]), None):
+        assert not transient(exc), exc
+    context = ValueError("bad config")
+    context.__context__ = OSError("while handling")  # raised while handling another: its own error
+    assert not transient(context)
 
 
 def test_no_cache_turns_it_off(cache, monkeypatch):
@@ -331,6 +364,7 @@ FLIGHT = """
 import json, os, sys, time
 from pathlib import Path
 from parity import reads, reply_cache
+from parity.errors import TRANSIENT_KEY, transient
 reply_cache.cache_dir = lambda: Path(sys.argv[1])
 def run():
     with open(sys.argv[2], "a") as log:

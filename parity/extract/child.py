@@ -8,11 +8,18 @@ compiled with CUDA), or one of parity's own stand-ins being relied on (its CPU k
 its import-time stand-ins). Every error a probe reports through `one_line` is looked at; the
 first limit found goes into the reply (`HARNESS_LIMIT_KEY`, by reply_over_stdio), and the
 parent reads it as exit 2 naming the limit, never as a verdict on the draft (docs/engines-on-cpu.md).
+
+A failure outside the inputs (`parity.errors.transient`: memory, a resource, a killed
+subprocess) met on the way is remembered the same way (`note`, which `one_line` calls), and the
+reply says so (`TRANSIENT_KEY`): the reply cache never stores it. The child knows the
+exception's type; the parent never reads it from the message.
 """
 
 from __future__ import annotations
 
 import traceback
+
+from ..errors import TRANSIENT_KEY, transient
 
 HARNESS_LIMIT_KEY = "harness_limit"
 STAND_IN_ERRORS = ("StandInUsed", "KernelStandInError")  # parity's own stand-ins, relied on
@@ -20,6 +27,7 @@ _CUDA_WORDS = ("not compiled with CUDA", "Found no NVIDIA driver", "No CUDA GPUs
                "CUDA driver initialization failed")
 
 limits: list[str] = []  # the harness limits this process has met, in order
+transients: list[str] = []  # the failures outside the inputs this process has met (type names)
 
 
 def harness_limit(exc: BaseException) -> str | None:
@@ -45,9 +53,18 @@ def _short(path: str) -> str:
     return path.split("site-packages/", 1)[1] if "site-packages/" in path else path
 
 
+def note(exc: BaseException) -> None:
+    """Remember `exc` when it is a failure outside the inputs (`transients`): the reply then
+    says so. Every error a probe reports, through `one_line` or in its own words, is noted."""
+    if transient(exc):
+        transients.append(type(exc).__name__)
+
+
 def one_line(exc: BaseException) -> str:
     """`Type: message` on one line (a multi-line message keeps all its lines, joined). A limit
-    of the harness behind it is remembered (`limits`)."""
+    of the harness behind it is remembered (`limits`), and so is a failure outside the inputs
+    (`note`)."""
+    note(exc)
     limit = harness_limit(exc)
     if limit is not None and limit not in limits:
         limits.append(limit)
@@ -59,17 +76,20 @@ def one_line(exc: BaseException) -> str:
 
 def with_limits(handler):
     """A probe's handler whose reply carries the first harness limit met on the way
-    (HARNESS_LIMIT_KEY); one raised out of the handler becomes that reply, with its error."""
+    (HARNESS_LIMIT_KEY); one raised out of the handler becomes that reply, with its error. A
+    reply after a failure outside the inputs (`note`) says so: `TRANSIENT_KEY: true`."""
     def run(request: dict) -> dict:
         try:
             reply = handler(request)
         except Exception as exc:
             limit = harness_limit(exc)
             if limit is None:
-                raise  # the engine's own error: reply_over_stdio reports it
-            return {"error": one_line(exc), HARNESS_LIMIT_KEY: limit}
+                raise  # the engine's own error: reply_over_stdio reports it (and whether transient)
+            reply = {"error": one_line(exc), HARNESS_LIMIT_KEY: limit}
         if limits and isinstance(reply, dict):
-            reply[HARNESS_LIMIT_KEY] = limits[0]
+            reply.setdefault(HARNESS_LIMIT_KEY, limits[0])
+        if transients and isinstance(reply, dict):
+            reply[TRANSIENT_KEY] = True
         return reply
     return run
 
@@ -78,4 +98,5 @@ def finding(kind: str, message: str, severity: str = "warning", slot: int | None
     return {"kind": kind, "message": message, "severity": severity, "slot": slot}
 
 
-__all__ = ["HARNESS_LIMIT_KEY", "finding", "harness_limit", "limits", "one_line", "with_limits"]
+__all__ = ["HARNESS_LIMIT_KEY", "TRANSIENT_KEY", "finding", "harness_limit", "limits", "note", "one_line", "transients",
+           "with_limits"]

@@ -25,7 +25,7 @@ from ...families import UnsupportedRelease
 from . import launch
 from .draft_facts import draft_facts
 from .families import place
-from ...child import finding, one_line, with_limits
+from ...child import finding, note, one_line, with_limits
 from ...identify import identify_slots
 from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model, seeded_tokens
 from ...shrink import shrink_config
@@ -425,6 +425,7 @@ def capture_and_identify(adapter, model, input_ids, refs, n, capture, expected, 
     try:
         aux = adapter.forward(model, input_ids).hidden_states
     except Exception as exc:
+        note(exc)
         findings.append(finding("engine_error", f"the engine's forward raised {type(exc).__name__}: "
                                 f"{exc}", "error"))
     return identify_slots(aux, refs, n, capture, expected, findings)

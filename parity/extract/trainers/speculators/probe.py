@@ -47,7 +47,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 import torch
-from ...child import with_limits
+from ...child import note, with_limits
 from ....envs import reply_over_stdio
 from ....errors import CannotExtract
 from ...families import UnsupportedRelease
@@ -504,6 +504,7 @@ def run_paths(reply: dict, runners: list, transform: Any, num_slots: int, seq_le
         except ProbeError as exc:
             reply["errors"].append({"code_path": name, "error": str(exc)})
         except Exception as exc:  # noqa: BLE001 - a path that exists but fails is a result
+            note(exc)
             reply["errors"].append({"code_path": name, "error": f"{type(exc).__name__}: {exc}",
                                     "where": traceback.format_exc().strip().splitlines()[-3].strip()})
 
@@ -575,11 +576,13 @@ def probe(request: dict) -> dict[str, Any]:
     try:
         normed, evidence = target_norm(run)
     except Exception as exc:  # noqa: BLE001
+        note(exc)
         normed, evidence = None, f"could not run the draft model: {type(exc).__name__}: {exc}"
     reply["target_normed_by_trainer"], reply["target_norm_evidence"] = normed, evidence
     try:
         reply["config_schema"] = config_schema()
     except Exception as exc:  # noqa: BLE001 - the draft reader then works without the class
+        note(exc)
         reply["config_schema"] = None
         reply["config_schema_error"] = f"{type(exc).__name__}: {exc}"
     reply["seconds"] = {"import": round(imported - started, 2),
