@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from . import files
-from .contract import LaunchContract, TrainingContract, parse_taps
+from .contract import LaunchContract, Tap, TrainingContract
+from .contract.models import TapName
 from .gate import CheckResult, Difference, check
 from .inputs import Draft, InputError, Target, one_line, read_config, read_inputs
 
@@ -34,8 +35,9 @@ class Lock(BaseModel):
     name: str = Field(description="A name for the draft/target pair.")
     target_config: str = Field(description="The target's config.json, relative to this file.")
     draft: str = Field(description="The draft directory as it is served, relative to this file.")
-    dump_layout: list[str] = Field(min_length=2, description="Which state each dumped slot holds "
-                                   "(canonical names; the fc input and the loss target).")
+    dump_layout: tuple[TapName, ...] = Field(min_length=2, description="Which state each dumped slot holds, "
+                                             "in slot order (the fc input and the loss target); written as "
+                                             "canonical names.")
     engine: Literal["sglang"] = Field("sglang", description="The serving engine checked against: "
                                       "the engines this parity can check.")
     trainer: str = Field("speculators", description="The training stack the draft was trained with "
@@ -63,15 +65,6 @@ class Lock(BaseModel):
             raise ValueError(f"format {v} is not format {LOCK_VERSION}: re-lock with `parity lock --update`")
         return v
 
-    @field_validator("dump_layout")
-    @classmethod
-    def _canonical_names(cls, v: list[str]) -> list[str]:
-        try:
-            parse_taps(",".join(v))
-        except ValueError as exc:  # pydantic's own errors are nested: keep the first line
-            raise ValueError(f"{v}: {str(exc).strip().splitlines()[0]}") from None
-        return v
-
     @field_validator("trainer")
     @classmethod
     def _known_trainer(cls, v: str) -> str:
@@ -87,7 +80,7 @@ class Lock(BaseModel):
         return read_inputs((base / self.target_config).resolve(), (base / self.draft).resolve())
 
 
-def extract_for_lock(target: Target, draft: Draft, layout: list[str] | None,
+def extract_for_lock(target: Target, draft: Draft, layout: Sequence[Tap] | None,
                      speculators_version: str | None = None, *, trainer_name: str = "speculators",
                      trainer_ids: list[int] | None = None) -> TrainingContract:
     """The training contract a lock holds, from the named trainer (`speculators_version`: the
@@ -97,7 +90,7 @@ def extract_for_lock(target: Target, draft: Draft, layout: list[str] | None,
     t = trainer(trainer_name)
     if trainer_name == "specforge":
         return t.training_contract(target, None, datagen_ids=trainer_ids, draft=draft, release=speculators_version)
-    return t.training_contract(target, parse_taps(",".join(layout)), draft=draft, release=speculators_version)
+    return t.training_contract(target, list(layout), draft=draft, release=speculators_version)
 
 
 def lock_destination(path: Path, target_config: Path, draft: Path) -> Path:
@@ -119,7 +112,7 @@ def lock_destination(path: Path, target_config: Path, draft: Path) -> Path:
     return path
 
 
-def write_lock(path: Path, name: str, target: Target, draft: Draft, layout: list[str] | None, *,
+def write_lock(path: Path, name: str, target: Target, draft: Draft, layout: Sequence[Tap] | None, *,
                trainer_name: str = "speculators", trainer_ids: list[int] | None = None,
                release: str | None = None, serve_args: tuple[str, ...] | None = None) -> Lock:
     path = lock_destination(path, target.path, draft.path)
@@ -134,7 +127,7 @@ def write_lock(path: Path, name: str, target: Target, draft: Draft, layout: list
 
         launch = engine("sglang").extract_serving(target, draft, None, serve_args=serve_args).launch
     lock = Lock(name=name, target_config=_rel(target.path, base), draft=_rel(draft.path, base),
-                dump_layout=layout or [t.name for t in training.dump_layout], training=training,
+                dump_layout=tuple(layout or training.dump_layout), training=training,
                 trainer=trainer_name, trainer_release=training.provenance.version, trainer_ids=trainer_ids,
                 serve_args=list(serve_args) if serve_args is not None else None, launch=launch)
     write_atomically(path, lock.model_dump_json(indent=2) + "\n")

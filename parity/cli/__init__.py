@@ -216,7 +216,7 @@ def _matrix_inputs(args) -> dict:
         raise _usage("--specforge-ids needs --trainer specforge")
     if not (args.target_config and args.draft and args.dump_layout):
         raise _usage(f"{args.command} needs --target-config, --draft and --dump-layout (or --contract FILE)")
-    return {"target_config": args.target_config, "draft": args.draft, "dump_layout": _dump(args).layout_names}
+    return {"target_config": args.target_config, "draft": args.draft, "dump_layout": _dump(args).layout}
 
 
 def _trainer_name(args) -> str:
@@ -430,7 +430,7 @@ def _lock(args) -> int:
             raise _usage("lock needs --dump-layout (or --trainer specforge)")
         if args.specforge_ids:
             raise _usage("--specforge-ids needs --trainer specforge")
-        layout, ids = _dump(args).layout_names, None
+        layout, ids = _dump(args).layout, None
     from ..inputs import parse_serve_args
 
     serve_args = parse_serve_args(args.serve_args)

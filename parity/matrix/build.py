@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Sequence
 
+from ..contract import Tap
 from ..releases import releases
 from .cells import matrix_rows
 from .rows import Matrix
@@ -13,7 +15,7 @@ from .schedule import Inputs, run_extractions
 
 
 def build_matrix(target_config: Path | str | None = None, draft: Path | str | None = None,
-                 dump_layout: list[str] | None = None, *,
+                 dump_layout: Sequence[Tap | str] | None = None, *,
                  contract: Path | str | None = None, serving: list[str] | None = None,
                  speculators: list[str] | None = None, workers: int | None = None,
                  verify: bool = True, trainer: str = "speculators",
@@ -22,6 +24,7 @@ def build_matrix(target_config: Path | str | None = None, draft: Path | str | No
 
     `engine`: the serving engine (sglang, vllm) whose releases (`serving`: which of them) are
     the serving rows.
+    `dump_layout`: the dump's slots (taps, or their canonical names).
     `contract`: a lock file; its inputs replace the first three and serving is judged against
     the locked training contract (each speculators release must still reproduce it).
     `trainer`: the training stack whose releases are the training rows (`speculators` names
@@ -43,7 +46,7 @@ def build_matrix(target_config: Path | str | None = None, draft: Path | str | No
 
     training, serving = matrix_rows(trels, srels, done, inputs.locked)
     return Matrix(target=model.architecture, num_layers=model.num_hidden_layers, draft=str(inputs.draft.path),
-                  dump_layout=list(inputs.dump_layout or []), trainer=inputs.trainer, engine=engine,
+                  dump_layout=[t.name for t in inputs.dump_layout or []], trainer=inputs.trainer, engine=engine,
                   contract=str(contract) if contract else None,
                   training=training, serving=serving, wall_s=time.monotonic() - t0, timings=done.timings)
 
@@ -68,5 +71,6 @@ def _inputs(target_config, draft, dump_layout, contract, trainer="speculators", 
     if contract is None:
         target, given = read_inputs(target_config, draft)
         check_ids(target, given)
-    return Inputs(target=target, draft=given, dump_layout=list(dump_layout) if dump_layout else None,
+    layout = [Tap.parse(t) if isinstance(t, str) else t for t in dump_layout] if dump_layout else None
+    return Inputs(target=target, draft=given, dump_layout=layout,
                   locked=locked, trainer=trainer, trainer_ids=trainer_ids, engine=engine)

@@ -17,7 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
-from ..contract import TrainingContract
+from ..contract import Tap, TrainingContract
 from ..inputs import Draft, Target
 from ..releases import Release
 from ..workspace import kill_children
@@ -40,7 +40,7 @@ class Inputs:
 
     target: Target  # read and checked once, by build_matrix
     draft: Draft
-    dump_layout: list[str] | None  # None: a trainer that captures its states itself (SpecForge)
+    dump_layout: list[Tap] | None  # None: a trainer that captures its states itself (SpecForge)
     locked: TrainingContract | None  # a lock's training contract: serving is judged against it
     trainer: str = "speculators"
     trainer_ids: list[int] | None = None  # SpecForge: the run's own id override

@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..contract import Tap
 from ..home import shipped
 
 
@@ -67,11 +68,11 @@ SERVING_CASES: tuple[ServingCase, ...] = (
 
 @dataclass(frozen=True)
 class TrainingCase(_Case):
-    dump: tuple[str, ...]  # the dump's layout, canonical names
+    dump: tuple[Tap, ...]  # the dump's layout, slot by slot
 
 
 TRAINING_CASES: tuple[TrainingCase, ...] = (
-    TrainingCase("4-slot dump [h0,h3,h31,h59]", "deepseek-v3-61l", ("h0", "h3", "h31", "h59")),
+    TrainingCase("4-slot dump [h0,h3,h31,h59]", "deepseek-v3-61l", tuple(Tap.stream(k) for k in (0, 3, 31, 59))),
 )
 
 

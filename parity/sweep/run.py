@@ -127,14 +127,13 @@ def dump_cell(case: DumpCase, version: str) -> dict:
 def training_cell(case: TrainingCase, version: str) -> dict:
     """The training contract speculators `version` derives for `case`'s dump, or why not."""
     from ..contract import names
-    from ..contract.tap import parse_taps
     from ..errors import UserError
     from ..extract.trainers import trainer
     from ..inputs import Target
 
     try:
         c = trainer("speculators").training_contract(Target.read(case.target_config),
-                                                     parse_taps(",".join(case.dump)), release=version)
+                                                     list(case.dump), release=version)
     except UserError as exc:
         return {"error": first_line(exc)}
     out = {"fc": names(c.fc_input), "target": str(c.target), "family": c.provenance.family,
@@ -281,7 +280,7 @@ def save(path: Path, data: dict) -> None:
 def describe_cases() -> dict:
     return {"sglang": {c.name: c.describe() for c in SERVING_CASES},
             "vllm": {**{c.name: c.describe() for c in SERVING_CASES}, **{c.name: c.describe() for c in DUMP_CASES}},
-            "speculators": {c.name: f"{c.target}, dump layout [{', '.join(c.dump)}]" for c in TRAINING_CASES}}
+            "speculators": {c.name: f"{c.target}, dump layout [{', '.join(t.name for t in c.dump)}]" for c in TRAINING_CASES}}
 
 
 def sweep(results: Path, home: Path, *, wanted: "dict[str, SpecifierSet | Literal['all']]", redo: bool = False,
