@@ -20,7 +20,7 @@ from parity.envs import run_module
 from parity.extract.trainers.speculators import (PROBE_MODULE, PROBE_SHAPE, DraftError, TrainingExtractionError,
                                                  contract_from_probe, extract_training, probe_python,
                                                  probe_training, read_draft)
-from parity.extract.trainers.speculators.draft import classify_d2t, installed_schema
+from parity.extract.trainers.draft import classify_d2t, installed_schema
 
 pytestmark = pytest.mark.slow  # a session fixture runs every speculators probe; most tests run one
 

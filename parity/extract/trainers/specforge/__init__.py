@@ -27,7 +27,7 @@ from ....envs import EnvError, display_python, environments, find_env, run_modul
 from ....reply_cache import SOURCE_KEY
 from ....errors import CannotExtract, HarnessLimit, UserError
 from ....inputs import Draft, Target
-from ..speculators.draft import DraftError, read_draft
+from ..draft import DraftError, read_draft
 
 NAME = "specforge"
 PROBE_MODULE = "parity.extract.trainers.specforge.probe"

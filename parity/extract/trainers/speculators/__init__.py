@@ -23,7 +23,7 @@ from ....conventions import CONVENTIONS, ConventionError, datagen_refusal, to_ta
 from ....envs import display_python, find_env, run_module
 from ....reply_cache import SOURCE_KEY
 from ....inputs import Draft, Target
-from .draft import DraftConfig, DraftError, draft_ids, read_draft
+from ..draft import DraftConfig, DraftError, draft_ids, read_draft
 from ....errors import CannotExtract, HarnessLimit, UserError
 
 # -- as a `Trainer` (parity.extract.trainers) ---------------------------------------------------
@@ -44,7 +44,7 @@ def training_contract(target: Target, dump_layout: list[Tap] | None = None, *,
 def is_trained_draft(config: dict) -> bool:
     """A speculators-format draft config (as trained): it names its model type or its transformer layer.
 
-    Wider than draft.is_speculators_format (which decides where the reader finds the flags):
+    Wider than trainers.draft.is_speculators_format (which decides where the reader finds the flags):
     export and replay take a draft that names only its transformer_layer_config."""
     return "speculators_model_type" in config or "transformer_layer_config" in config
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import sys
 import tempfile
 import time
@@ -48,6 +47,7 @@ from typing import Any, Callable
 
 import torch
 from ...child import note, with_limits
+from ..config_class import config_schema
 from ....envs import reply_over_stdio
 from ....errors import CannotExtract
 from ...families import UnsupportedRelease
@@ -452,41 +452,6 @@ def target_norm(run: ProbeRun) -> tuple[bool | None, str]:
 
 
 # -- the draft config class ----------------------------------------------------------------
-
-
-def _jsonable(value: Any) -> Any:
-    try:
-        json.dumps(value)
-        return value
-    except (TypeError, ValueError):
-        return None
-
-
-def config_schema(model_type: str = "eagle3") -> dict[str, Any]:
-    """The installed speculators config class for `model_type`: its fields and their defaults.
-
-    `own_fields` are those the class adds over SpeculatorModelConfig (the algorithm's
-    own switches); `base_keys` are keys any speculators/transformers config may carry."""
-    base = resolve("speculators.SpeculatorModelConfig")
-    registry = getattr(base, "registry", None) or {}
-    cls = registry.get(model_type)
-    if cls is None:
-        raise LookupError(f"no speculators config class registered for {model_type!r}")
-    from transformers import PretrainedConfig
-
-    fields = cls.model_fields
-    own = [k for k in fields if k not in base.model_fields]
-    return {
-        "class": f"{cls.__module__}.{cls.__qualname__}",
-        "speculators_version": metadata.version("speculators"),
-        "defaults": {k: (None if f.is_required() else _jsonable(f.get_default(call_default_factory=False)))
-                     for k, f in fields.items()},
-        "required": [k for k, f in fields.items() if f.is_required()],
-        "own_fields": own,
-        "bool_fields": [k for k in own if fields[k].annotation is bool],
-        "base_keys": sorted(set(base.model_fields) | set(PretrainedConfig().to_dict())
-                            | {"auto_map", "model_type", "_name_or_path", "torch_dtype"}),
-    }
 
 
 # -- the whole probe ------------------------------------------------------------------------

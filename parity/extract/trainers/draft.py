@@ -1,4 +1,8 @@
-"""Read a speculators-format draft directory: layer ids, graph flags, vocab mapping, embedding.
+"""Read a draft directory into the contract's vocabulary: layer ids, graph flags, vocab mapping,
+embedding. Shared by the trainers (speculators reads its drafts with it, SpecForge the draft it
+is checked with), so neither imports the other (.importlinter: trainers are independent).
+
+A draft is read in speculators' format, or as an EAGLE-format config (ids under eagle_config).
 
 The flags are read through the installed speculators' own config class (its field
 list and defaults, as `probe.config_schema` reports them), so a key the class does not
@@ -27,11 +31,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ....contract import Finding, GraphFlags, VocabMapping
-from ....errors import UserError
+from ...contract import Finding, GraphFlags, VocabMapping
+from ...errors import UserError
+from .config_class import config_schema
 
 if TYPE_CHECKING:
-    from ....inputs import Draft
+    from ...inputs import Draft
 
 FLAG_KEYS = ("norm_before_fc", "fc_norm", "norm_output", "norm_before_residual")
 MAPPED_BOOL_FIELDS = frozenset(FLAG_KEYS) | {"embed_requires_grad"}
@@ -86,7 +91,7 @@ class DraftConfig:
 def load_config(draft_dir: "Path | str | Draft") -> tuple[Path, dict[str, Any]]:
     """(config.json path, its object); DraftError for a missing dir/file or malformed JSON. A
     draft already read at the boundary (parity.inputs.Draft) is not read again."""
-    from ....inputs import Draft
+    from ...inputs import Draft
 
     if isinstance(draft_dir, Draft):
         return draft_dir.config_file, draft_dir.config
@@ -153,10 +158,8 @@ def draft_ids(draft_dir: "Path | str | Draft") -> tuple[tuple[int, ...] | None, 
 @lru_cache(maxsize=1)
 def installed_schema() -> dict[str, Any] | None:
     """The current interpreter's speculators Eagle3 config class (None if speculators is absent)."""
-    from . import probe
-
     try:
-        return probe.config_schema()
+        return config_schema()
     except ImportError:
         return None
 
@@ -279,8 +282,9 @@ def vocab_mapping(file: Path, config: dict, layer: dict, maps: dict, has_weights
 
 def read_draft(draft_dir: "Path | str | Draft",
                schema: dict | None | Literal["installed"] = "installed") -> DraftConfig:
-    """Read a draft directory. `schema`: a `probe.config_schema()` reply (e.g. from another
-    speculators environment), "installed" for this interpreter's speculators, or None."""
+    """Read a draft directory. `schema`: a `config_class.config_schema()` reply (e.g. the
+    speculators probe's, from another speculators environment), "installed" for this
+    interpreter's speculators, or None."""
     file, config = load_config(draft_dir)
     path = file.parent
     if schema == "installed":

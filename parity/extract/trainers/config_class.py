@@ -1,0 +1,52 @@
+"""The installed speculators config class of a draft: its fields and their defaults, which the
+draft reader (parity.extract.trainers.draft) checks a draft's config.json against. Run in the
+parent (this interpreter's speculators) and by the speculators probe in each release's own
+environment (its reply's `config_schema`). Stdlib only until called; then the installed
+speculators and transformers."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from importlib import metadata
+from typing import Any
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+        return value
+    except (TypeError, ValueError):
+        return None
+
+
+def config_schema(model_type: str = "eagle3") -> dict[str, Any]:
+    """The installed speculators config class for `model_type`: its fields and their defaults.
+
+    `own_fields` are those the class adds over SpeculatorModelConfig (the algorithm's
+    own switches); `base_keys` are keys any speculators/transformers config may carry.
+    ImportError or AttributeError when this interpreter has no speculators (or none with the
+    class); LookupError when no class is registered for `model_type`."""
+    base = importlib.import_module("speculators").SpeculatorModelConfig
+    registry = getattr(base, "registry", None) or {}
+    cls = registry.get(model_type)
+    if cls is None:
+        raise LookupError(f"no speculators config class registered for {model_type!r}")
+    from transformers import PretrainedConfig
+
+    fields = cls.model_fields
+    own = [k for k in fields if k not in base.model_fields]
+    return {
+        "class": f"{cls.__module__}.{cls.__qualname__}",
+        "speculators_version": metadata.version("speculators"),
+        "defaults": {k: (None if f.is_required() else _jsonable(f.get_default(call_default_factory=False)))
+                     for k, f in fields.items()},
+        "required": [k for k, f in fields.items() if f.is_required()],
+        "own_fields": own,
+        "bool_fields": [k for k in own if fields[k].annotation is bool],
+        "base_keys": sorted(set(base.model_fields) | set(PretrainedConfig().to_dict())
+                            | {"auto_map", "model_type", "_name_or_path", "torch_dtype"}),
+    }
+
+
+__all__ = ["config_schema"]
