@@ -110,6 +110,7 @@ def decide(training: TrainingContract, serving: ServingContract, retrained: Trai
     if retrained is not None:
         differences += _lock_differences(training, retrained)
     unservable = [f.message for f in serving.findings if f.severity == "error" and f.kind in UNSERVABLE_KINDS]
+    unservable += target_misfits(serving)
     if unservable:
         return "unservable", d, differences, "; ".join(unservable)
     return ("parity" if not differences else "drift"), d, differences, None
@@ -128,6 +129,25 @@ def _differences(d: ContractDiff, training: TrainingContract, serving: ServingCo
         for f in c.findings:
             if f.severity == "error" and f.kind != FindingKind.not_captured:
                 out.append(Difference(kind=f.kind, where=side, message=f"{side}: {f.message}"))
+    return out
+
+
+def target_misfits(serving: ServingContract) -> list[str]:
+    """What the served draft, as the engine builds it, cannot do with this target at all: emit a
+    token id the target's vocabulary does not have (an lm_head with more rows than the target
+    has tokens, or a d2t table reaching past it). Whatever training did, such a draft is not
+    served as trained (docs/built-draft.md)."""
+    built, vocab = serving.draft, serving.target_model.vocab_size
+    if built is None or vocab is None:
+        return []
+    release = f"{serving.engine} {serving.provenance.version}"
+    out = []
+    if built.draft_vocab_size is not None and built.draft_vocab_size > vocab:
+        out.append(f"the draft's lm_head has {built.draft_vocab_size} rows (draft_vocab_size, as {release} builds "
+                   f"it), more than the target's {vocab} tokens: it proposes ids the target cannot verify")
+    elif built.max_token_id is not None and built.max_token_id >= vocab:
+        out.append(f"the draft's d2t table maps to target id {built.max_token_id}, past the target's {vocab} "
+                   f"tokens (ids 0..{vocab - 1})")
     return out
 
 

@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-from parity.contract import Finding, GraphFlags, Provenance, ServingContract, TargetModel, TrainingContract, VocabMapping
+from parity.contract import BuiltDraft, Finding, GraphFlags, Provenance, ServingContract, TargetModel, TrainingContract, VocabMapping
 from parity.errors import CannotExtract
 from parity.forward.compare import Divergence, ForwardResult, StageDiff
 from parity.report.forward import render_forward, render_summary
@@ -47,6 +47,16 @@ IDS_SOURCE = "eagle_config['eagle_aux_hidden_state_layer_ids']"
 FLAGS = GraphFlags(norm_before_fc=False, fc_norm=False, norm_output=False, norm_before_residual=False)
 VOCAB = VocabMapping(draft_vocab_size=32000, target_vocab_size=163840, d2t="offsets", t2d="present",
                      mapping="target = d + d2t[d]")
+BUILT = dict(vocab_size=163840, draft_vocab_size=32000, hidden_size=7168, target_hidden_size=7168,
+             num_hidden_layers=1, num_attention_heads=64, num_key_value_heads=8, head_dim=112,
+             intermediate_size=18432, hidden_act="silu", rms_norm_eps=1e-5, rope_scale=1.0,
+             rope_frequencies=(1.0, 0.258503, 0.0668236, 0.0172739, 0.00446537, 0.00115431, 0.000298389,
+                               0.0000771335),
+             rope_theta=50000.0, max_position_embeddings=262144, lm_head_tied=False, dtype="bfloat16")
+TRAINED_BUILT = BuiltDraft(built_by="speculators 0.9.0 Eagle3DraftModel", config_from=(
+    "the served config.json, no --trained given (mapped as its Eagle3Converter maps an EAGLE-3 config)"), **BUILT)
+SERVED_BUILT = BuiltDraft(built_by="sglang 0.5.23 LlamaForCausalLMEagle3",
+                          config_from="the served config.json (its ModelConfig)", **BUILT)
 NOT_FINAL = Finding(kind="target_not_final_layer", slot=3, message=(
     "the loss target is h59 (dump slot 3), not h61, the last of the target's 61 layers: the draft is "
     "trained to predict the LM head on h59, not on the model's real output"))
@@ -54,7 +64,7 @@ NOT_FINAL = Finding(kind="target_not_final_layer", slot=3, message=(
 
 def training(version: str = "0.9.0", fc=("h0", "h3", "h31"), findings=(NOT_FINAL,)) -> TrainingContract:
     return TrainingContract(
-        target_model=KIMI, fc_input=fc, graph=FLAGS, vocab=VOCAB, embedding="target",
+        target_model=KIMI, fc_input=fc, graph=FLAGS, vocab=VOCAB, embedding="target", draft=TRAINED_BUILT,
         provenance=Provenance(package="speculators", version=version,
                               code_path="speculators.train.data.ArrowDataset._get_raw_data"),
         findings=findings, dump_layout=LAYOUT, dump_layout_source="manifest",
@@ -69,6 +79,7 @@ def serving(fc, ids=(2, 30, 58), version: str = "0.5.23", findings=(), graph=FLA
             capture=None, model_class: str | None = MODEL_CLASS) -> ServingContract:
     return ServingContract(
         target_model=KIMI, fc_input=fc, graph=graph, vocab=VOCAB, embedding="target", engine="sglang",
+        draft=SERVED_BUILT,
         provenance=Provenance(package="sglang", version=version,
                               code_path="sglang.srt.models.deepseek_v2.DeepseekV2Model.forward",
                               details={"model_class": model_class} if model_class else {}),

@@ -95,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     ck = sub.add_parser("check", help="compare training and serving; exit 0 parity, 1 drift, 2 error")
     ck.add_argument("--target-config", type=Path, help="the target's config.json")
     ck.add_argument("--draft", type=Path, help="the draft directory as it will be served")
+    ck.add_argument("--trained", type=Path, metavar="DIR",
+                    help="the draft as the trainer wrote it (its checkpoint directory): the training side is "
+                         "built from it; without it, from --draft as the trainer would load it (docs/built-draft.md)")
     _add_dump_args(ck)
     ck.add_argument("--lock", "--contract", dest="contract", type=Path, metavar="FILE",
                     help="instead of the three above: a lock file written by `parity lock` "
@@ -318,8 +321,12 @@ def _given(args) -> "tuple[Target, Draft | None]":
 
 def _training(args, target: "Target", draft: "Draft | None") -> "TrainingContract":
     from ..extract.trainers import trainer
+    from ..inputs import Draft
 
     name = getattr(args, "trainer", "speculators")
+    trained = getattr(args, "trained", None) is not None
+    if trained:  # the training side is the checkpoint as the trainer wrote it
+        draft = Draft.read(args.trained)
     if name == "specforge":
         if args.dump_layout or args.datagen_ids:
             raise _usage("--trainer specforge captures the states itself: drop --dump-layout/--datagen-ids "
@@ -327,7 +334,7 @@ def _training(args, target: "Target", draft: "Draft | None") -> "TrainingContrac
         from ..inputs import parse_ids
         return trainer(name).training_contract(
             target, None, datagen_ids=parse_ids(args.specforge_ids, "--specforge-ids"),
-            draft=draft, release=args.specforge)
+            draft=draft, release=args.specforge, trained=trained)
     if getattr(args, "specforge_ids", None) or getattr(args, "specforge", None):
         raise _usage("--specforge-ids/--specforge need --trainer specforge")
     dump = _dump(args)
@@ -337,7 +344,7 @@ def _training(args, target: "Target", draft: "Draft | None") -> "TrainingContrac
         run["datagen_dump"] = extract_dump(target, dump.datagen_ids, getattr(args, "vllm", None))
     return trainer(name).training_contract(target, dump.layout, datagen_ids=dump.datagen_ids,
                                            datagen_convention=dump.convention, draft=draft,
-                                           release=getattr(args, "speculators", None), **run)
+                                           release=getattr(args, "speculators", None), trained=trained, **run)
 
 
 def _add_serve_args(p) -> None:

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .models import Contract, TapName, TrainingContract
+from .models import BuiltDraft, Contract, TapName, TrainingContract
 from .tap import Tap
 
 
@@ -101,6 +101,29 @@ def _vocab_fields(a: Contract, b: Contract) -> list[FieldDiff]:
     return out
 
 
+def _close(x: Any, y: Any) -> bool:
+    """Equal, numbers within a relative 1e-4 (both sides round what they measure to 6 digits)."""
+    if isinstance(x, (tuple, list)) and isinstance(y, (tuple, list)):
+        return len(x) == len(y) and all(_close(a, b) for a, b in zip(x, y))
+    if isinstance(x, float) or isinstance(y, float):
+        if isinstance(x, bool) or isinstance(y, bool) or not all(isinstance(v, (int, float)) for v in (x, y)):
+            return x == y
+        return abs(x - y) <= 1e-4 * max(abs(x), abs(y), 1e-12)
+    return x == y
+
+
+def _built_fields(a: Contract, b: Contract) -> list[FieldDiff]:
+    """The built drafts' judged fields (BuiltDraft.JUDGED) where both sides say and disagree."""
+    if a.draft is None or b.draft is None:
+        return []
+    out = []
+    for name in BuiltDraft.JUDGED:
+        x, y = getattr(a.draft, name), getattr(b.draft, name)
+        if x is not None and y is not None and not _close(x, y):
+            out.append(FieldDiff(field=f"draft.{name}", expected=_plain(x), actual=_plain(y)))
+    return out
+
+
 def diff(expected: Contract, actual: Contract) -> ContractDiff:
     """Compare `actual` against `expected`, slot by slot, then the rest."""
     canon = lambda c: [t.canonical(c.target_model.num_hidden_layers) if t is not None else None  # noqa: E731
@@ -116,7 +139,7 @@ def diff(expected: Contract, actual: Contract) -> ContractDiff:
         verdict = "missing" if a is None else "extra" if e is None else "mismatch"
         slots.append(SlotDiff(slot=i, expected=e, actual=a, verdict=verdict, why=explain(e, a, exp)))
 
-    fields = _flag_fields(expected, actual) + _vocab_fields(expected, actual)
+    fields = _flag_fields(expected, actual) + _vocab_fields(expected, actual) + _built_fields(expected, actual)
     if expected.target_model.num_hidden_layers != actual.target_model.num_hidden_layers:
         fields.append(FieldDiff(field="target.num_hidden_layers",
                                 expected=expected.target_model.num_hidden_layers,

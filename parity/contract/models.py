@@ -10,7 +10,7 @@ short names ("h0", "h31", "final") so the JSON reads like the docs.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer,
                       WithJsonSchema, field_validator, model_serializer, model_validator)
@@ -107,6 +107,60 @@ class VocabMapping(_Frozen):
     mapping: str | None = Field(default=None, description="How a draft index becomes a target id on this side, in words.")
 
 
+class BuiltDraft(_Frozen):
+    """The draft as one side's own code builds it (docs/built-draft.md): sizes as that side's
+    config class reads them, and what the math depends on read off the modules it builds.
+
+    The modules are built at tiny widths (the same shrink on both sides), so the rotary
+    frequencies are measured at that head width: a different base or scaling shows in them
+    on both sides alike. None: this side does not say."""
+
+    built_by: str = Field(description="The code that built it, e.g. 'sglang 0.5.23 LlamaForCausalLMEagle3 (ModelConfig "
+                          "+ model class)' or 'speculators 0.9.0 Eagle3DraftModel (Eagle3SpeculatorConfig)'.")
+    config_from: str = Field(description="Which config the side was built from: the served draft's config.json, the "
+                             "trained checkpoint's, or the served config as the trainer's converter loads it.")
+    vocab_size: int | None = Field(default=None, description="Rows of the draft's own token embedding (the input "
+                                   "vocabulary: the target's token ids).")
+    draft_vocab_size: int | None = Field(default=None, description="Rows of the draft's lm_head (its output vocabulary).")
+    hidden_size: int | None = Field(default=None, description="The draft's width.")
+    target_hidden_size: int | None = Field(default=None, description="The width of one target state the fc reads "
+                                           "(fc input = number of aux states x this).")
+    num_hidden_layers: int | None = Field(default=None, description="Decoder layers the draft builds.")
+    num_attention_heads: int | None = Field(default=None, description="Attention heads.")
+    num_key_value_heads: int | None = Field(default=None, description="Key/value heads.")
+    head_dim: int | None = Field(default=None, description="Width of one attention head.")
+    intermediate_size: int | None = Field(default=None, description="The MLP's inner width.")
+    hidden_act: str | None = Field(default=None, description="The MLP's activation, as the built module computes it "
+                                   "(e.g. 'silu').")
+    rms_norm_eps: float | None = Field(default=None, description="The eps of the built RMSNorms (every one agrees, "
+                                       "or the first one's).")
+    rope_frequencies: tuple[float, ...] | None = Field(
+        default=None, description="The rotary frequencies the built attention applies (radians per position, from its "
+        "rotary table at position 1; 6 significant digits): base, scaling type and factors, as computed.")
+    rope_scale: float | None = Field(default=None, description="The magnitude the rotary table applies (YaRN's "
+                                     "mscale; 1.0 for none).")
+    rope_theta: float | None = Field(default=None, description="The rotary base as the side's config holds it (shown; "
+                                     "the frequencies are what is compared).")
+    rope_scaling: dict[str, Any] | None = Field(default=None, description="The rope scaling parameters as the side's "
+                                                "config holds them (shown; the frequencies are compared).")
+    max_position_embeddings: int | None = Field(default=None, description="The positions the side's config declares "
+                                                "(shown: the engine's start-up check uses it).")
+    lm_head_tied: bool | None = Field(default=None, description="The built lm_head is the draft's own token embedding "
+                                      "(tie_word_embeddings honoured).")
+    dtype: str | None = Field(default=None, description="The dtype the side resolves for the draft (shown, not "
+                              "judged: a checkpoint does not record the dtype it was trained in).")
+    max_token_id: int | None = Field(default=None, description="The largest target token id the draft can emit "
+                                     "(draft_vocab_size - 1, or the d2t table's largest target id).")
+
+    # What the draft's math depends on: compared trained-as-built vs served-as-built. The rest
+    # is shown beside them (docs/built-draft.md says why each is or is not judged).
+    JUDGED: ClassVar[tuple[str, ...]] = (
+        "vocab_size", "draft_vocab_size", "hidden_size", "target_hidden_size", "num_hidden_layers",
+        "num_attention_heads", "num_key_value_heads", "head_dim", "intermediate_size", "hidden_act",
+        "rms_norm_eps", "rope_frequencies", "rope_scale", "lm_head_tied")
+    SHOWN: ClassVar[tuple[str, ...]] = ("rope_theta", "rope_scaling", "max_position_embeddings", "dtype")
+
+
 class CachedReply(_Frozen):
     """Whether the extraction's reply was served by the reply cache (parity.reply_cache), which
     serves one only while every file the extraction read is unchanged."""
@@ -163,6 +217,8 @@ class FindingKind(StrEnum):
     tensors_dropped = "tensors_dropped"  # checkpoint tensors the engine's load_weights skips
     params_unfilled = "params_unfilled"  # draft parameters the checkpoint never fills
     release_note = "release_note"  # a release parity has not verified, run by a family's adapter
+    draft_not_built = "draft_not_built"  # this side's own code did not build the draft: its fields are not compared
+    positions_short = "positions_short"  # the draft declares fewer positions than the served context
     # training: the trainer and the dump
     convention_assumed = "convention_assumed"  # the dump layout derived from a typed numbering rule
     typed_rule_not_run = "typed_rule_not_run"  # that rule was not run against the data-generation engine
@@ -208,6 +264,10 @@ class Contract(_Frozen):
     vocab: VocabMapping = Field(default_factory=VocabMapping, description="Draft-to-target vocabulary mapping.")
     embedding: Literal["draft", "target", "unknown"] = Field(
         default="unknown", description="Whose token embedding the draft's first layer uses.")
+    draft: BuiltDraft | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="The draft as this side's own code builds it; absent where the side does not build it (each "
+        "report says which sides did).")
     provenance: Provenance = Field(description="Installed code this contract was derived from.")
     findings: tuple[Finding, ...] = Field(default=(), description="Everything noticed on the way, in order.")
 

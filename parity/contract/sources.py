@@ -18,11 +18,12 @@ draft_vocab_size 32 and target_vocab_size 256, and every correct draft read as d
 
 from __future__ import annotations
 
+import typing
 from typing import Any, Mapping
 
 from pydantic import BaseModel
 
-from .models import (Contract, Finding, GraphFlags, Provenance, ServingContract, TargetModel,
+from .models import (BuiltDraft, Contract, Finding, GraphFlags, Provenance, ServingContract, TargetModel,
                      TrainingContract, VocabMapping)
 
 # Read from the real config files (the target's config.json, the draft's config.json).
@@ -33,6 +34,12 @@ REAL: frozenset[str] = frozenset({
     # the serve command as the engine's own parser and resolution read it, on the real target
     # config.json and the user's arguments (docs/launch.md): never on the tiny model
     "launch",
+    # the built draft's sizes: the side's own config reader on the real config.json (the d2t
+    # table's largest id on the real tensor); the positions, rope settings and dtype as it reads them
+    "draft.vocab_size", "draft.draft_vocab_size", "draft.hidden_size", "draft.target_hidden_size",
+    "draft.num_hidden_layers", "draft.num_attention_heads", "draft.num_key_value_heads", "draft.head_dim",
+    "draft.intermediate_size", "draft.max_position_embeddings", "draft.rope_theta", "draft.rope_scaling",
+    "draft.dtype", "draft.max_token_id", "draft.config_from",
 })
 
 # Found by running the installed code (on the tiny model, or the trainer's data path on markers),
@@ -47,6 +54,9 @@ RUN: frozenset[str] = frozenset({
     # serving
     "engine", "requested_ids", "ids_source", "capture_ids", "checkpoint_renames", "checkpoint_zero_biases",
     "runners",
+    # the built draft's modules (built at tiny widths by the side's own classes): what they compute
+    "draft.built_by", "draft.hidden_act", "draft.rms_norm_eps", "draft.rope_frequencies", "draft.rope_scale",
+    "draft.lm_head_tied",
 })
 
 # The REAL fields that are sizes: the ones a shrunk width could pose as (the guard's list).
@@ -54,7 +64,7 @@ SIZES: tuple[str, ...] = ("target_model.hidden_size", "target_model.vocab_size",
                           "vocab.draft_vocab_size", "vocab.target_vocab_size")
 
 # Models whose fields are listed one by one (the others are a single field: provenance, findings).
-_EXPANDED: tuple[type[BaseModel], ...] = (TargetModel, GraphFlags, VocabMapping)
+_EXPANDED: tuple[type[BaseModel], ...] = (TargetModel, GraphFlags, VocabMapping, BuiltDraft)
 _WHOLE: tuple[type[BaseModel], ...] = (Provenance, Finding)
 
 VOCAB_SIZES = tuple(p.split(".", 1)[1] for p in SIZES if p.startswith("vocab."))
@@ -64,7 +74,7 @@ def field_paths(model: type[BaseModel] = Contract) -> set[str]:
     """Every field of `model` as a dotted path, nested `_EXPANDED` models field by field."""
     paths: set[str] = set()
     for name, info in model.model_fields.items():
-        inner = info.annotation
+        inner = next((a for a in typing.get_args(info.annotation) if a is not type(None)), info.annotation)
         if isinstance(inner, type) and issubclass(inner, _EXPANDED):
             paths |= {f"{name}.{sub}" for sub in inner.model_fields}
         else:

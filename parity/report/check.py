@@ -83,6 +83,39 @@ def launch_lines(s: ServingContract) -> list[str]:
     return lines
 
 
+def _value(v) -> str:
+    if isinstance(v, (list, tuple)) and len(v) > 4:
+        return "[" + ", ".join(json.dumps(x) for x in v[:3]) + f", ... {len(v)} values]"
+    return json.dumps(v) if v is not None else "-"
+
+
+def built_lines(result) -> list[str]:
+    """The draft as each side built it (docs/built-draft.md): one line when every judged field
+    agrees, else a table of the fields that differ (field, trained, served, verdict); what was
+    not compared, and why, always said."""
+    t, s = result.training.draft, result.serving.draft
+    if t is None or s is None:
+        missing = " and ".join(side for side, b in (("training", t), ("serving", s)) if b is None)
+        return ["", f"  built draft: not compared (the {missing} side did not build it): its sizes, rope, eps, "
+                    "activation and head tie are unchecked"]
+    judged = {d.field.removeprefix("draft."): d for d in result.diff.fields if d.field.startswith("draft.")}
+    shown = [f for f in t.SHOWN if getattr(t, f) != getattr(s, f) and None not in (getattr(t, f), getattr(s, f))]
+    verdict = (f"{len(judged)} of {len(t.JUDGED)} fields differ" if judged
+               else f"the same in all {len(t.JUDGED)} fields")
+    lines = ["", f"  built draft (what its math depends on, as each side builds it): {verdict}",
+             f"    trained  {t.built_by}, from {t.config_from}",
+             f"    served   {s.built_by}, from {s.config_from}"]
+    if not judged and not shown:
+        return lines
+    table = Table([Column("field"), Column("trained"), Column("served"), Column("verdict")])
+    for name in t.JUDGED:
+        if name in judged:
+            table.row(name, _value(getattr(t, name)), _value(getattr(s, name)), "MISMATCH: the math differs")
+    for name in shown:
+        table.row(name, _value(getattr(t, name)), _value(getattr(s, name)), "shown, not judged")
+    return lines + [""] + table.lines()
+
+
 def render_contract(c: Contract) -> str:
     lines = [f"{c.side} contract  ({c.provenance.package} {c.provenance.version})",
              *(f"  NOTE         {note}" for note in [c.provenance.release_note] if note),
@@ -152,9 +185,12 @@ def render_check(result, target_path: str = "", draft_path: str = "") -> str:
     t, s = result.training, result.serving
     n = t.target_model.num_hidden_layers
     only_launch = result.differences and all(d.kind == "launch" for d in result.differences)
+    only_built = result.differences and all(d.where.startswith("draft.") for d in result.differences)
     head = {"parity": "PARITY: the draft will be fed exactly what it was trained on.",
             "drift": (f"DRIFT: {s.engine} {s.provenance.version} will not serve the draft as the serve command asks."
-                      if only_launch else "DRIFT: the draft will be fed different hidden states than it was trained on."),
+                      if only_launch else
+                      f"DRIFT: {s.engine} {s.provenance.version} builds the draft otherwise than training did."
+                      if only_built else "DRIFT: the draft will be fed different hidden states than it was trained on."),
             "unservable": f"UNSERVABLE: {s.engine} {s.provenance.version} cannot serve this draft as written."}
     lines = [f"parity check: {head[result.verdict]}", ""]
     if result.verdict == "unservable":
@@ -179,7 +215,8 @@ def render_check(result, target_path: str = "", draft_path: str = "") -> str:
     lines += table.lines()
     lines.append(f"\n  loss target during training: {t.target.name} ({describe_tap(t.target.name, n)})")
     lines += launch_lines(s)
-    other = [d for d in result.differences if d.kind not in ("slot", "launch")]
+    lines += built_lines(result)
+    other = [d for d in result.differences if d.kind not in ("slot", "launch") and not d.where.startswith("draft.")]
     if other:
         lines += ["", "  Other differences:"] + [f"  - {d.message}" for d in other]
     if result.notes:

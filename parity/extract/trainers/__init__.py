@@ -47,7 +47,8 @@ class Trainer(Protocol):
                           datagen_ids: list[int] | None = None, datagen_convention: str | None = None,
                           draft: "Draft | None" = None, release: str | None = None,
                           data_path: str | None = None,
-                          datagen_dump: "DatagenDump | None" = None) -> "TrainingContract":
+                          datagen_dump: "DatagenDump | None" = None,
+                          trained: bool = False) -> "TrainingContract":
         """The training contract, found by running the trainer's own code on `target`.
 
         The dump layout comes from `dump_layout`, else `datagen_dump` (the layout found by

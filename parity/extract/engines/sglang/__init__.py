@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ....contract import Finding, FindingKind, GraphFlags, LaunchContract, Provenance, ServingContract, Tap, sources
+from ....contract import BuiltDraft, Finding, FindingKind, GraphFlags, LaunchContract, Provenance, ServingContract, Tap, sources
 from ....envs import EnvError, display_python, find_env, run_module
 from ....reply_cache import SOURCE_KEY
 from ....errors import CannotExtract, HarnessLimit
@@ -69,6 +69,7 @@ def to_contract(reply: dict[str, Any], target: Target) -> ServingContract:
         graph=GraphFlags(**draft.get("graph", {})),
         vocab=sources.vocab(draft.get("vocab", {}), draft.get("sizes", {})),
         embedding=draft.get("embedding", "unknown"), provenance=provenance,
+        draft=BuiltDraft(**draft["built"]) if draft.get("built") else None,
         findings=tuple(findings), engine="sglang",
         requested_ids=tuple(ids) if isinstance(ids, list) and all(isinstance(i, int) for i in ids) else None,
         ids_source=reply.get("ids_source", "n/a"),

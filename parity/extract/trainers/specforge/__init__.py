@@ -117,8 +117,10 @@ def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None) -
 def training_contract(target: Target, dump_layout: list[Tap] | None = None, *,
                       datagen_ids: list[int] | None = None, datagen_convention: str | None = None,
                       draft: Draft | None = None, release: str | None = None,
-                      data_path: str | None = None, datagen_dump: DatagenDump | None = None) -> TrainingContract:
-    """The training contract SpecForge's own code gives for this target and draft.
+                      data_path: str | None = None, datagen_dump: DatagenDump | None = None,
+                      trained: bool = False) -> TrainingContract:
+    """The training contract SpecForge's own code gives for this target and draft (`trained`:
+    the draft is the checkpoint SpecForge wrote; SpecForge's built draft is not read yet).
 
     `datagen_ids` is SpecForge's run override (`--specforge-ids`); SpecForge's capture runs a
     model of the target's config. A dump layout, a convention or a data path are speculators'

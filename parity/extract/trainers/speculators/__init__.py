@@ -17,13 +17,13 @@ import json
 import sys
 from pathlib import Path
 
-from ....contract import (DatagenDump, Finding, GraphFlags, Provenance, Tap, TargetModel, TrainingContract,
+from ....contract import (BuiltDraft, DatagenDump, Finding, FindingKind, GraphFlags, Provenance, Tap, TargetModel, TrainingContract,
                          VocabMapping, sources)
 from ....conventions import CONVENTIONS, ConventionError, datagen_refusal, to_taps
 from ....envs import display_python, find_env, run_module
 from ....reply_cache import SOURCE_KEY
 from ....inputs import Draft, Target
-from ..draft import DraftConfig, DraftError, draft_ids, read_draft
+from ..draft import DraftConfig, DraftError, draft_ids, load_config, read_draft
 from ....errors import CannotExtract, HarnessLimit, UserError
 
 # -- as a `Trainer` (parity.extract.trainers) ---------------------------------------------------
@@ -32,13 +32,14 @@ from ....errors import CannotExtract, HarnessLimit, UserError
 def training_contract(target: Target, dump_layout: list[Tap] | None = None, *,
                       datagen_ids: list[int] | None = None, datagen_convention: str | None = None,
                       draft: Draft | None = None, release: str | None = None,
-                      data_path: str | None = None, datagen_dump: DatagenDump | None = None) -> TrainingContract:
+                      data_path: str | None = None, datagen_dump: DatagenDump | None = None,
+                      trained: bool = False) -> TrainingContract:
     """`extract_training` under the interface's names: the release is `release`, the target and
     draft come read (`Target`, `Draft`); the draft is interpreted as speculators reads it
     (draft.read_draft)."""
     return extract_training(target.model, dump_layout, datagen_ids=datagen_ids, datagen_convention=datagen_convention,
                             draft_dir=draft, speculators_version=release, data_path=data_path,
-                            datagen_dump=datagen_dump)
+                            datagen_dump=datagen_dump, trained=trained)
 
 
 def is_trained_draft(config: dict) -> bool:
@@ -80,11 +81,26 @@ def probe_python(speculators_version: str | None) -> str:
     return str(find_env("speculators", speculators_version).python)
 
 
-def probe_training(num_slots: int, speculators_version: str | None = None) -> dict:
-    """Run the probe for a `num_slots` dump (its reply depends only on the installed code and
-    the slot count: kept in the reply cache, parity.reply_cache)."""
-    return run_module(probe_python(speculators_version), PROBE_MODULE, {"num_slots": num_slots, **PROBE_SHAPE},
-                      cache=True)
+def probe_training(num_slots: int, speculators_version: str | None = None, draft: dict | None = None) -> dict:
+    """Run the probe for a `num_slots` dump (its reply depends only on the installed code, the
+    slot count and `draft`: kept in the reply cache, parity.reply_cache). `draft`: {"config",
+    "target", "from"} to build the draft as this release does (parity.contract.BuiltDraft)."""
+    request = {"num_slots": num_slots, **PROBE_SHAPE, **({"draft": draft} if draft else {})}
+    return run_module(probe_python(speculators_version), PROBE_MODULE, request, cache=True)
+
+
+def target_config_for_build(target: TargetModel) -> dict:
+    """What the trainer's converter reads of the target (its vocabulary, width, depth)."""
+    return {"architectures": [target.text_architecture or target.architecture], "model_type": target.model_type,
+            "vocab_size": target.vocab_size, "hidden_size": target.hidden_size,
+            "num_hidden_layers": target.num_hidden_layers}
+
+
+def built_request(draft: "Draft | Path | str", target: TargetModel, trained: bool) -> dict:
+    path, config = load_config(draft)
+    return {"config": config, "target": target_config_for_build(target),
+            "from": (f"the trained checkpoint {path.parent}" if trained
+                     else "the served config.json, no --trained given")}
 
 
 def choose_path(reply: dict, data_path: str | None, layout: list[Tap]) -> dict:
@@ -296,11 +312,16 @@ def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, rep
     all_findings += path_findings(reply, chosen)
     if draft is not None:
         all_findings += draft.findings
+    if reply.get("built_error"):
+        all_findings.append(_finding(FindingKind.draft_not_built, f"speculators {reply.get('speculators_version')} "
+                                     f"did not build the draft: {reply['built_error']}; the built draft is not "
+                                     "compared", "warning"))
     return TrainingContract(
         target_model=target, fc_input=tuple(layout[s] for s in fc_slots),
         graph=draft.flags if draft else GraphFlags(),
         vocab=sources.vocab(draft.vocab, draft.sizes) if draft else VocabMapping(),
         embedding=draft.embedding if draft else "unknown", provenance=provenance(reply, chosen, datagen_dump),
+        draft=BuiltDraft(**reply["built"]) if reply.get("built") else None,
         findings=tuple(all_findings), dump_layout=tuple(layout), dump_layout_source=source,
         fc_slots=tuple(fc_slots), target=loss_target, target_slot=target_slot,
         target_normed_by_trainer=normed, alignment=chosen["alignment"])
@@ -309,7 +330,8 @@ def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, rep
 def extract_training(target: TargetModel, dump_layout: list[Tap] | None = None, *,
                      datagen_ids: list[int] | None = None, datagen_convention: str | None = None,
                      draft_dir: "Path | Draft | None" = None, speculators_version: str | None = None,
-                     data_path: str | None = None, datagen_dump: DatagenDump | None = None) -> TrainingContract:
+                     data_path: str | None = None, datagen_dump: DatagenDump | None = None,
+                     trained: bool = False) -> TrainingContract:
     """Derive the training contract by running the installed speculators' data path.
     `draft_dir`: the draft directory, or the draft already read (parity.inputs.Draft).
 
@@ -318,12 +340,14 @@ def extract_training(target: TargetModel, dump_layout: list[Tap] | None = None, 
     draft config's ids read as speculators data-generation ids (vLLM ids + appended N).
     `speculators_version` None probes this interpreter's speculators, otherwise the env
     pinning that version. `data_path` picks a path other than the release's default
-    (e.g. "standardize_data_v1")."""
+    (e.g. "standardize_data_v1"). `trained`: `draft_dir` is the checkpoint as the trainer wrote
+    it (--trained), not the served draft (then built as the trainer would load it)."""
     if draft_dir is not None:
         draft_ids(draft_dir)  # a malformed draft config fails now, before the probe runs
     layout, source, findings = resolve_layout(target, dump_layout, datagen_ids, datagen_convention, draft_dir,
                                               datagen_dump)
-    reply = probe_training(len(layout), speculators_version)
+    built = built_request(draft_dir, target, trained) if draft_dir is not None else None
+    reply = probe_training(len(layout), speculators_version, built)
     found = reply.get("speculators_version")
     if speculators_version is not None and found is not None and found != speculators_version:
         raise TrainingExtractionError(f"asked for speculators {speculators_version}, but its environment "

@@ -51,6 +51,7 @@ from ..config_class import config_schema
 from ....envs import reply_over_stdio
 from ....errors import CannotExtract
 from ...families import UnsupportedRelease
+from .built import built_draft
 from .families import place
 
 ANCHOR = 7.0  # every chunk's feature 0; also each token's amax, so FP8 scale = 2^-6
@@ -550,6 +551,12 @@ def probe(request: dict) -> dict[str, Any]:
         note(exc)
         reply["config_schema"] = None
         reply["config_schema_error"] = f"{type(exc).__name__}: {exc}"
+    if request.get("draft"):  # the draft as this release builds it (parity.contract.BuiltDraft)
+        try:
+            reply["built"] = built_draft(run, request["draft"], version)
+        except Exception as exc:  # noqa: BLE001 - reported as a finding: this side's draft is not compared
+            note(exc)
+            reply["built_error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
     reply["seconds"] = {"import": round(imported - started, 2),
                         "probe": round(time.perf_counter() - imported, 2)}
     return reply

@@ -1,0 +1,95 @@
+"""The draft as the installed speculators builds it (parity.contract.BuiltDraft), in its probe.
+
+A speculators-format config (`speculators_config`, `transformer_layer_config`) is read by
+the release's own `Eagle3SpeculatorConfig`; a config in the served EAGLE-3 form is loaded
+the way speculators' own converter maps such a checkpoint (`Eagle3Converter`, which takes
+the vocabulary from the target and never ties the head). Sizes come from the real config
+so read; rope, eps, activation and the head's tie are read off `Eagle3DraftModel` built by
+its own constructor at tiny widths (the same shrink the engines' builds use).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ...built import module_facts, plain_rope_scaling
+from ...shrink import shrink_config, shrink_draft_config
+
+CONVERTER = "speculators.convert.eagle.eagle3_converter.Eagle3Converter"
+
+
+def is_speculators_format(config: dict) -> bool:
+    return isinstance(config.get("speculators_config"), dict) or "transformer_layer_config" in config
+
+
+def _config(run, draft: dict, target: dict, work: Path):
+    """The release's Eagle3SpeculatorConfig for `draft` (a config.json dict) against `target`."""
+    config_cls = run.look_up(run.family.DRAFT_CONFIG)
+    if config_cls is None:
+        raise LookupError(f"no {run.family.DRAFT_CONFIG} in this release")
+    work.mkdir(parents=True, exist_ok=True)
+    if is_speculators_format(draft):
+        (work / "config.json").write_text(json.dumps(draft))
+        return config_cls.from_pretrained(str(work)), "read by its Eagle3SpeculatorConfig"
+    converter = run.look_up(CONVERTER)
+    if converter is None:
+        raise LookupError(f"the draft is in the served EAGLE-3 form and this release has no {CONVERTER} "
+                          "to load it as training would")
+    target_dir = work / "target"
+    target_dir.mkdir()
+    (target_dir / "config.json").write_text(json.dumps(target))
+    # As its convert() does before the mapping (with no t2d tensor to read): the vocabulary is
+    # the target's, found at any level of the target's config.
+    find_vocab_size = run.look_up(CONVERTER.rsplit(".", 1)[0] + ".find_vocab_size")
+    if find_vocab_size is not None and "target_vocab_size" not in draft:
+        draft = {**draft, "target_vocab_size": find_vocab_size(target)}
+    config = converter()._build_eagle3_speculator_config(  # noqa: SLF001 - the converter's own mapping
+        draft, str(target_dir), norm_before_residual=bool(draft.get("norm_before_residual", False)))
+    return config, "mapped as its Eagle3Converter maps an EAGLE-3 config"
+
+
+def built_draft(run, request: dict, version: str) -> dict[str, Any]:
+    """{BuiltDraft fields} for request {"config": draft config.json, "target": the target's
+    config.json (text part is enough), "from": what the config is}."""
+    draft, target = request["config"], request["target"]
+    with tempfile.TemporaryDirectory(prefix="parity-built-") as tmp:
+        config, how = _config(run, draft, target, Path(tmp) / "real")
+        tl = config.transformer_layer_config
+        heads = getattr(tl, "num_attention_heads", None)
+        hidden = getattr(tl, "hidden_size", None)
+        rope_parameters = getattr(tl, "rope_parameters", None)
+        rope_parameters = rope_parameters if isinstance(rope_parameters, dict) else {}
+        built: dict[str, Any] = {
+            "vocab_size": getattr(tl, "vocab_size", None),
+            "draft_vocab_size": getattr(config, "draft_vocab_size", None) or getattr(tl, "vocab_size", None),
+            "hidden_size": hidden,
+            "target_hidden_size": getattr(config, "target_hidden_size", None) or hidden,
+            "num_hidden_layers": getattr(tl, "num_hidden_layers", None),
+            "num_attention_heads": heads,
+            "num_key_value_heads": getattr(tl, "num_key_value_heads", None),
+            "head_dim": getattr(tl, "head_dim", None) or (hidden // heads if hidden and heads else None),
+            "intermediate_size": getattr(tl, "intermediate_size", None),
+            "max_position_embeddings": getattr(tl, "max_position_embeddings", None),
+            "rope_theta": getattr(tl, "rope_theta", None) or rope_parameters.get("rope_theta"),
+            "rope_scaling": plain_rope_scaling(getattr(tl, "rope_scaling", None) or rope_parameters),
+        }
+        dtype = getattr(tl, "dtype", None) or getattr(tl, "torch_dtype", None)
+        built["dtype"] = str(dtype).removeprefix("torch.") if dtype is not None else None
+        if built["draft_vocab_size"]:
+            built["max_token_id"] = None  # the d2t table is the checkpoint's; the served side reads it
+
+        tiny_config, _ = _config(run, shrink_draft_config(draft), shrink_config(target), Path(tmp) / "tiny")
+        tiny_config.transformer_layer_config._attn_implementation = "sdpa"  # noqa: SLF001
+        verifier = getattr(getattr(tiny_config, "speculators_config", None), "verifier", None)
+        if verifier is not None:
+            verifier.name_or_path = None  # built from its config alone: no verifier is loaded
+        model_cls = run.look_up(run.family.DRAFT_MODEL)
+        build = getattr(run.family, "draft_model", None)
+        model = (build(model_cls, tiny_config) if build else model_cls(tiny_config)).eval()
+        built.update(module_facts(model, getattr(model, "embed_tokens", None), getattr(model, "lm_head", None)))
+    built["built_by"] = f"speculators {version} {type(model).__name__}"
+    built["config_from"] = f"{request.get('from', 'the served config.json')} ({how})"
+    return built

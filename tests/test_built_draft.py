@@ -1,0 +1,138 @@
+"""The built-draft contract's library parts (issue 36): the readers of a built module, the
+comparison of the two sides' builds, the target fit, the report. The cases run end to end on
+the installed speculators and SGLang are in test_built_draft_cases.py."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from parity.contract import BuiltDraft, diff
+from parity.extract.built import activation, norm_eps, plain_rope_scaling, rope
+from parity.report import render_check
+from parity.verdict import decide, target_misfits
+
+from .test_rendering import SERVED_BUILT, TRAINED_BUILT, check_result, serving, training
+
+
+def _transformers_rotary(theta: float, scaling: dict | None = None):
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+    params = {"rope_type": "default", "rope_theta": theta, **(scaling or {})}
+    config = LlamaConfig(hidden_size=64, num_attention_heads=4, head_dim=16, rope_parameters=params)
+    return LlamaRotaryEmbedding(config)
+
+
+def test_the_rotary_reader_gives_the_frequencies_the_module_applies():
+    """transformers' rotary (the trainers'): base theta, head width 16 -> theta^(-2i/16)."""
+    got = rope(torch.nn.Sequential(_transformers_rotary(10000.0)))
+    want = [10000.0 ** (-2 * i / 16) for i in range(8)]
+    assert got["rope_scale"] == 1.0
+    assert all(math.isclose(g, w, rel_tol=1e-5) for g, w in zip(got["rope_frequencies"], want)), got
+
+
+def test_the_rotary_reader_reads_an_engine_table_the_same_way():
+    """An engine's cos/sin table (SGLang's and vLLM's `cos_sin_cache`: cos half, sin half) gives
+    the same frequencies as transformers' module for the same base, and a YaRN-like magnitude."""
+    freqs = torch.tensor([10000.0 ** (-2 * i / 16) for i in range(8)])
+    angles = torch.arange(4)[:, None].float() * freqs  # [positions, 8]
+    engine = torch.nn.Module()
+    engine.cos_sin_cache = torch.cat([angles.cos() * 1.25, angles.sin() * 1.25], dim=-1)
+    got = rope(torch.nn.Sequential(engine))
+    trained = rope(torch.nn.Sequential(_transformers_rotary(10000.0)))
+    assert got["rope_frequencies"] == pytest.approx(trained["rope_frequencies"], rel=1e-5)
+    assert got["rope_scale"] == pytest.approx(1.25, rel=1e-5)
+
+
+def test_a_scaled_rope_reads_otherwise_than_the_unscaled_one():
+    llama3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+              "original_max_position_embeddings": 8192}
+    plain = rope(torch.nn.Sequential(_transformers_rotary(500000.0)))
+    scaled = rope(torch.nn.Sequential(_transformers_rotary(500000.0, llama3)))
+    assert plain["rope_frequencies"][0] == scaled["rope_frequencies"][0]  # high frequencies kept
+    assert plain["rope_frequencies"][-1] == pytest.approx(8 * scaled["rope_frequencies"][-1], rel=1e-4)
+
+
+def test_eps_and_activation_are_read_off_the_modules():
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaDecoderLayer
+
+    layer = LlamaDecoderLayer(LlamaConfig(hidden_size=64, num_attention_heads=4, head_dim=16, intermediate_size=32,
+                                          rms_norm_eps=3e-6, hidden_act="gelu_pytorch_tanh"), 0)
+    assert norm_eps(layer) == 3e-6
+    assert activation(layer) == "gelu_tanh"
+
+
+def test_rope_scaling_of_the_default_type_is_none():
+    assert plain_rope_scaling({"rope_type": "default", "rope_theta": 1e4}) is None
+    assert plain_rope_scaling({"type": "yarn", "factor": 4.0, "rope_theta": 1e4}) == {"factor": 4.0,
+                                                                                     "rope_type": "yarn"}
+
+
+@pytest.mark.parametrize("field, served, why", [
+    ("lm_head_tied", True, "tie_word_embeddings honoured by the engine only"),
+    ("vocab_size", 151936, "another tokenizer's embedding"),
+    ("rope_frequencies", (1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125), "another rope"),
+    ("rms_norm_eps", 1e-6, "another eps"),
+    ("hidden_act", "gelu", "another activation"),
+])
+def test_a_judged_field_that_differs_is_a_drift_named_in_the_report(field, served, why):
+    s = serving(("h0", "h3", "h31"), ids=(0, 3, 31))
+    s = s.model_copy(update={"draft": SERVED_BUILT.model_copy(update={field: served})})
+    result = check_result(training(), s)
+    assert result.verdict == "drift", why
+    assert [d.field for d in result.diff.fields] == [f"draft.{field}"]
+    report = render_check(result)
+    assert "DRIFT: sglang 0.5.23 builds the draft otherwise than training did." in report
+    assert any(line.split()[:1] == [field] and "MISMATCH" in line for line in report.splitlines()), report
+
+
+def test_equal_builds_and_a_shown_field_are_parity():
+    """A field shown, not judged (positions, rope_theta as written, dtype) never fails alone, and
+    frequencies measured to 6 digits compare within their rounding."""
+    nudged = tuple(f * (1 + 2e-6) for f in SERVED_BUILT.rope_frequencies)
+    s = serving(("h0", "h3", "h31"), ids=(0, 3, 31)).model_copy(update={"draft": SERVED_BUILT.model_copy(
+        update={"max_position_embeddings": 2048, "rope_frequencies": nudged})})
+    result = check_result(training(), s)
+    assert result.verdict == "parity" and not result.diff.fields
+    assert "max_position_embeddings  262144   2048    shown, not judged" in render_check(result)
+
+
+def test_a_side_that_did_not_build_the_draft_is_said_not_compared():
+    s = serving(("h0", "h3", "h31"), ids=(0, 3, 31)).model_copy(update={"draft": None})
+    result = check_result(training(), s)
+    assert result.verdict == "parity"
+    assert "built draft: not compared (the serving side did not build it)" in render_check(result)
+
+
+@pytest.mark.parametrize("update, reason", [
+    ({"draft_vocab_size": 200000}, "lm_head has 200000 rows"),
+    ({"max_token_id": 163840}, "maps to target id 163840, past the target's 163840 tokens"),
+])
+def test_a_draft_that_emits_ids_past_the_target_is_unservable(update, reason):
+    s = serving(("h0", "h3", "h31"), ids=(0, 3, 31)).model_copy(
+        update={"draft": SERVED_BUILT.model_copy(update=update)})
+    assert any(reason in m for m in target_misfits(s))
+    verdict, *_, why = decide(training(), s)
+    assert verdict == "unservable" and reason in why
+
+
+def test_a_draft_inside_the_target_vocabulary_fits():
+    s = serving(("h0", "h3", "h31"), ids=(0, 3, 31)).model_copy(
+        update={"draft": SERVED_BUILT.model_copy(update={"max_token_id": 163839})})
+    assert target_misfits(s) == []
+
+
+def test_the_contract_json_holds_the_built_draft_and_reads_back():
+    t = training()
+    again = type(t).model_validate_json(t.to_json())
+    assert again.draft == TRAINED_BUILT and diff(t, again).empty
+    assert "\"draft\":" not in training().model_copy(update={"draft": None}).to_json()
+
+
+def test_every_judged_and_shown_field_is_a_field():
+    assert set(BuiltDraft.JUDGED) | set(BuiltDraft.SHOWN) <= set(BuiltDraft.model_fields)
+    assert not set(BuiltDraft.JUDGED) & set(BuiltDraft.SHOWN)
