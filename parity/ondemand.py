@@ -8,8 +8,9 @@ ordinary client, no dependencies) and its METADATA read; each `{field}` of the f
 resolved to its newest release by uv), and for a family whose template does not list its
 imports (speculators) `extra` is every other requirement the wheel declares, less the torch
 family (the CPU torch is the template's). The line goes into `$PARITY_HOME/envs.toml` (the
-user's file; shipped ones are never edited), and the environment is built into the home from
-a lock resolved for it (parity.build_env), with progress lines on stderr.
+user's file; shipped ones are never edited), written with tomlkit, which keeps the file's
+comments, layout and other entries as they were, and the environment is built into the home
+from a lock resolved for it (parity.build_env), with progress lines on stderr.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import tempfile
 import threading
 import zipfile
 from pathlib import Path
+
+import tomlkit
 
 from .errors import UserError
 from .home import user_envs
@@ -165,36 +168,49 @@ def release_line(family: str, version: str, template: dict) -> dict:
     return line
 
 
-def _toml_line(version: str, line: dict) -> str:
-    def value(v):
-        return "[" + ", ".join(f'"{x}"' for x in v) + "]" if isinstance(v, list) else f'"{v}"'
+def _entry(line: dict) -> tomlkit.items.InlineTable:
+    """A release's line as a TOML inline table (one line, as envs.toml writes them)."""
+    entry = tomlkit.inline_table()
+    entry.update(line)
+    return entry
 
-    return f'"{version}" = {{ ' + ", ".join(f"{k} = {value(v)}" for k, v in line.items()) + " }"
+
+def _toml_line(version: str, line: dict) -> str:
+    """The line as it reads in envs.toml: `"VERSION" = {...}`."""
+    doc = tomlkit.document()
+    doc[version] = _entry(line)
+    return tomlkit.dumps(doc).strip()
 
 
 # The user's envs.toml is read, edited and replaced whole: one edit at a time in this process
 # (the sweep builds two releases at once).
 _editing = threading.Lock()
+_NEW_FILE = "# Releases parity built on demand (--build): one line each, read from the wheels' metadata.\n"
 
 
 def add_line(family: str, version: str, line: dict) -> Path:
     """Write the line under `[releases.FAMILY]` of the user's envs.toml (made if absent)."""
     with _editing:
-        return _add_line(family, version, line)
+        return _set_line(family, version, line)
 
 
-def _add_line(family: str, version: str, line: dict) -> Path:
+def _set_line(family: str, version: str, line: dict) -> Path:
+    """Set `"VERSION" = {...}` under `[releases.FAMILY]` of the user's envs.toml (the table made
+    where absent, an entry of that version replaced in place): the rest of the file, its
+    comments, layout and other entries, is written back as it was (tomlkit)."""
     path = user_envs()
-    text = path.read_text() if path.is_file() else (
-        "# Releases parity built on demand (--build): one line each, read from the wheels' metadata.\n")
-    header = f"[releases.{family}]"
-    entry = _toml_line(version, line)
-    if header in text:
-        text = text.replace(header, f"{header}\n{entry}", 1)
-    else:
-        text = text.rstrip("\n") + f"\n\n{header}\n{entry}\n"
+    doc = tomlkit.parse(path.read_text() if path.is_file() else _NEW_FILE)
+    if "releases" not in doc:
+        doc["releases"] = tomlkit.table(is_super_table=True)
+    releases = doc["releases"]
+    new = family not in releases
+    if new:
+        releases[family] = tomlkit.table()
+    releases[family][version] = _entry(line)
+    if new and list(doc)[-1] != "releases":  # a table of the user's follows: a blank line before it
+        releases[family].add(tomlkit.nl())
     path.parent.mkdir(parents=True, exist_ok=True)
-    _write(path, text)
+    _write(path, tomlkit.dumps(doc))
     return path
 
 
@@ -381,12 +397,9 @@ def _python(name: str, spec: dict) -> Path:
 
 
 def _replace_line(family: str, version: str, line: dict) -> None:
+    """The line of `family` `version` in the user's envs.toml, replaced in place."""
     with _editing:
-        path = user_envs()
-        lines = path.read_text().splitlines()
-        key = f'"{version}" = '
-        out = [(_toml_line(version, line) if ln.startswith(key) else ln) for ln in lines]
-        _write(path, "\n".join(out) + "\n")
+        _set_line(family, version, line)
 
 
 def _write(path: Path, text: str) -> None:
