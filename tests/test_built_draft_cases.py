@@ -1,0 +1,154 @@
+"""The built-draft contract end to end (issue 36), on the installed speculators and SGLang:
+the issue's cases, each caught or explained as docs/built-draft.md's table says; a trained
+checkpoint against the draft served from it; and an edit of each side's installed draft
+code, followed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .helpers import LLAMA, ROOT, edit_in_shadow, shadow_env
+
+pytestmark = pytest.mark.slow
+
+LLAMA_DRAFT = ROOT / "fixtures" / "drafts" / "llama-3.1-8b-eagle3"
+LAYOUT = ("--dump-layout", "h2,h16,h29,h32")
+SITE = "lib/python3.11/site-packages"
+LLAMA3_SCALING = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                  "original_max_position_embeddings": 8192}
+
+
+def parity(*args: str, python: str = sys.executable, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([python, "-m", "parity", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=900, env=env)
+
+
+def llama_draft(tmp_path: Path, **changes) -> Path:
+    out = tmp_path / "draft"
+    shutil.copytree(LLAMA_DRAFT, out)
+    config = json.loads((out / "config.json").read_text())
+    (out / "config.json").write_text(json.dumps({**config, **changes}))
+    return out
+
+
+# The issue's cases: the bundled Llama-3.1-8B draft with one field changed, checked as a new
+# user would (no --trained: the training side is the served config as speculators loads it).
+CASES = {
+    # another tokenizer's vocabulary: speculators takes the target's (its converter), SGLang the config's
+    "vocab_size_of_another_tokenizer": ({"vocab_size": 151936}, 1, "vocab_size"),
+    "vocab_size_2_40": ({"vocab_size": 2 ** 40}, 1, "vocab_size"),
+    # more draft rows than the target has tokens: it proposes ids the target cannot verify
+    "draft_vocab_past_the_target": ({"draft_vocab_size": 200000}, 1, "lm_head has 200000 rows"),
+    # SGLang ties the head to the draft's embedding; speculators never does
+    "tie_word_embeddings": ({"tie_word_embeddings": True}, 1, "lm_head_tied"),
+    # both sides build the same from the served config (a trained checkpoint that differs: --trained)
+    "rope_theta": ({"rope_theta": 10000.0}, 0, "the same in all 14 fields"),
+    "rope_scaling_added": ({"rope_scaling": LLAMA3_SCALING}, 0, "the same in all 14 fields"),
+    "torch_dtype_float16": ({"torch_dtype": "float16"}, 0, "the same in all 14 fields"),
+    # positions: shown (speculators' converter takes the larger of draft and target), not judged
+    "max_position_embeddings_2048": ({"max_position_embeddings": 2048}, 0, "shown, not judged"),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_issues_cases_are_caught_or_explained(name, tmp_path):
+    changes, code, said = CASES[name]
+    proc = parity("check", "--target-config", str(LLAMA), "--draft", str(llama_draft(tmp_path, **changes)),
+                  *LAYOUT, "--no-verify")
+    assert proc.returncode == code, proc.stdout + proc.stderr[-2000:]
+    assert said in proc.stdout, proc.stdout
+    if code == 1 and "lm_head has" not in said:
+        assert "DRIFT: sglang 0.5.23 builds the draft otherwise than training did." in proc.stdout
+        row = next(line for line in proc.stdout.splitlines() if line.strip().startswith(said))
+        assert "MISMATCH: the math differs" in row
+
+
+def test_the_bundled_draft_builds_the_same_on_both_sides():
+    proc = parity("check", "--target-config", str(LLAMA), "--draft", str(LLAMA_DRAFT), *LAYOUT, "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout)
+    trained, served = result["training"]["draft"], result["serving"]["draft"]
+    assert trained["built_by"].startswith("speculators ") and served["built_by"].startswith("sglang ")
+    for field in ("vocab_size", "draft_vocab_size", "hidden_size", "head_dim", "num_key_value_heads",
+                  "hidden_act", "rms_norm_eps", "lm_head_tied", "rope_scale"):
+        assert trained[field] == served[field], field
+    assert (trained["vocab_size"], trained["head_dim"], trained["hidden_act"]) == (128256, 128, "silu")
+    # theta 500000 at the tiny head width 16: theta^(-2i/16)
+    assert served["rope_frequencies"] == pytest.approx([500000.0 ** (-2 * i / 16) for i in range(8)], rel=1e-5)
+
+
+REPLAY = ROOT / "fixtures" / "replay"
+REPLAY_DUMP = ("--datagen-ids", "1,4,6", "--datagen-convention", "speculators-datagen")
+
+
+@pytest.fixture(scope="module")
+def served_from_trained(tmp_path_factory) -> Path:
+    """The bundled trained speculators checkpoint, exported for SGLang by `parity export`."""
+    out = tmp_path_factory.mktemp("served") / "draft"
+    proc = parity("export", str(REPLAY / "draft"), str(out), "--target-config", str(REPLAY / "target" / "config.json"),
+                  *REPLAY_DUMP)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return out
+
+
+def _check_trained(served: Path) -> subprocess.CompletedProcess:
+    return parity("check", "--target-config", str(REPLAY / "target" / "config.json"), *REPLAY_DUMP,
+                  "--trained", str(REPLAY / "draft"), "--draft", str(served), "--no-verify")
+
+
+def test_a_trained_checkpoint_and_the_draft_served_from_it_build_the_same(served_from_trained):
+    proc = _check_trained(served_from_trained)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+    assert "the same in all 14 fields" in proc.stdout
+    assert f"from the trained checkpoint {REPLAY / 'draft'}" in proc.stdout
+
+
+def test_a_served_rope_theta_other_than_the_trained_is_a_drift(served_from_trained, tmp_path):
+    served = tmp_path / "served"
+    shutil.copytree(served_from_trained, served)
+    config = json.loads((served / "config.json").read_text())
+    config["rope_parameters"] = {**config["rope_parameters"], "rope_theta": 500000.0}  # trained: 10000
+    (served / "config.json").write_text(json.dumps(config))
+    proc = _check_trained(served)
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-2000:]
+    rows = {line.split()[0]: line for line in proc.stdout.splitlines() if line.startswith("  rope_")}
+    assert "MISMATCH" in rows["rope_frequencies"] and "500000.0" in rows["rope_theta"], proc.stdout
+
+
+# An edit of each side's installed draft code, in a copy of the environment: the contract follows.
+EDITS = {
+    "sglang": (f"{SITE}/sglang/srt/models/llama_eagle3.py",
+               "if self.config.tie_word_embeddings:", "if True:  # the edit: always tied",
+               "serving", "lm_head_tied", True),
+    "speculators": (f"{SITE}/speculators/models/eagle3/core.py",
+                    "modified_tl_config.hidden_size *= 2",
+                    "modified_tl_config.hidden_size *= 2; modified_tl_config.rope_parameters = "
+                    "{**modified_tl_config.rope_parameters, 'rope_theta': 10000.0}  # the edit",
+                    "training", "rope_frequencies", None),
+}
+
+
+@pytest.mark.parametrize("name", EDITS)
+def test_an_edit_of_the_installed_draft_class_is_followed(name, tmp_path):
+    file, old, new, side, field, value = EDITS[name]
+    shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow", {file: (old, old)})
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    args = ("check", "--target-config", str(LLAMA), "--draft", str(LLAMA_DRAFT), *LAYOUT, "--json", "--no-verify")
+    before = parity(*args, python=str(shadow / "bin" / "python"), env=env)
+    assert before.returncode == 0, before.stderr[-2000:]
+    edit_in_shadow(shadow, file, old, new)
+    after = parity(*args, python=str(shadow / "bin" / "python"), env=env)
+    assert after.returncode == 1, after.stdout[-3000:] + after.stderr[-2000:]
+    result = json.loads(after.stdout)
+    assert [d["field"] for d in result["diff"]["fields"]] == [f"draft.{field}"]
+    was = json.loads(before.stdout)[side]["draft"][field]
+    now = result[side]["draft"][field]
+    assert now != was and (value is None or now == value), (was, now)
