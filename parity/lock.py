@@ -114,7 +114,10 @@ def lock_destination(path: Path, target_config: Path, draft: Path) -> Path:
 
 def write_lock(path: Path, name: str, target: Target, draft: Draft, layout: Sequence[Tap] | None, *,
                trainer_name: str = "speculators", trainer_ids: list[int] | None = None,
-               release: str | None = None, serve_args: tuple[str, ...] | None = None) -> Lock:
+               release: str | None = None, serve_args: tuple[str, ...] | None = None,
+               engine_name: str = "sglang") -> Lock:
+    """Extract the training contract (and, with `serve_args`, the launch contract under the
+    lock's serving engine, `engine_name`) and write the lock."""
     path = lock_destination(path, target.path, draft.path)
     base = path.parent.resolve()
     training = extract_for_lock(target, draft, layout, release, trainer_name=trainer_name,
@@ -125,8 +128,8 @@ def write_lock(path: Path, name: str, target: Target, draft: Draft, layout: Sequ
     if serve_args is not None:  # the serve command as the installed engine resolves it today
         from .extract.engines import engine
 
-        launch = engine("sglang").extract_serving(target, draft, None, serve_args=serve_args).launch
-    lock = Lock(name=name, target_config=_rel(target.path, base), draft=_rel(draft.path, base),
+        launch = engine(engine_name).extract_serving(target, draft, None, serve_args=serve_args).launch
+    lock = Lock(name=name, engine=engine_name, target_config=_rel(target.path, base), draft=_rel(draft.path, base),
                 dump_layout=tuple(layout or training.dump_layout), training=training,
                 trainer=trainer_name, trainer_release=training.provenance.version, trainer_ids=trainer_ids,
                 serve_args=list(serve_args) if serve_args is not None else None, launch=launch)
@@ -158,14 +161,14 @@ def check_lock(path: Path, sglang_version: str | None = None,
                speculators_version: str | None = None, verify: bool = True, *,
                engine_name: str | None = None, serve_args: tuple[str, ...] | None = None) -> CheckResult:
     """Both sides, freshly extracted, against the lock; the training drift joins the differences.
-    `engine_name`: the serving engine to check under (default: parity's default engine);
+    `engine_name`: the serving engine to check under (default: the lock's own engine);
     `sglang_version` is that engine's release."""
     path = Path(path)
     lock = read_lock(path)
     target, draft = lock.inputs(path)
     from .extract.engines import DEFAULT, engine
 
-    engine_name = engine_name or DEFAULT
+    engine_name = engine_name or lock.engine or DEFAULT
     engine(engine_name).preflight(target, sglang_version)  # an architecture the engine lacks: refused first
     fresh = extract_for_lock(target, draft, lock.dump_layout, speculators_version, trainer_name=lock.trainer,
                              trainer_ids=lock.trainer_ids)

@@ -163,10 +163,13 @@ def launch_differences(serving: ServingContract) -> list[Difference]:
                       message=f"launch {o.field}: asked {o.requested}, {release} runs {o.effective} (changed by "
                               f"{o.by})") for o in launch.overrides]
     if launch.algorithm_is_eagle3 is False:
-        algorithm = launch.effective.get("speculative_algorithm")
-        out.append(Difference(kind="launch", where="speculative_algorithm", training="EAGLE3", serving=algorithm,
-                              message=f"launch speculative_algorithm: {algorithm} is not EAGLE-3 in {release} (its "
-                                      "is_eagle3() is False): the target's aux hidden states are never captured, "
+        field = launch.algorithm_field
+        algorithm = launch.effective.get(field)
+        answer = launch.algorithm_answer or "its is_eagle3()"
+        out.append(Difference(kind="launch", where=field, training="eagle3" if field == "method" else "EAGLE3",
+                              serving=algorithm,
+                              message=f"launch {field}: {algorithm} is not EAGLE-3 in {release} ({answer} is "
+                                      "False): the target's aux hidden states are never captured, "
                                       "so the EAGLE-3 draft's fc is never fed what it was trained on"))
     return out
 

@@ -118,12 +118,185 @@ def test_an_edit_of_the_installed_resolution_code_is_followed(tmp_path):
     assert launch["effective"]["speculative_num_draft_tokens"] == 16 and launch["overrides"] == []
 
 
-def test_vllm_says_the_launch_contract_is_not_run_for_it_yet():
-    proc = parity("contract", "serving", "--engine", "vllm", "--target-config", str(LLAMA), "--draft",
-                  str(LLAMA_DRAFT), "--serve-args", "--speculative-config '{\"method\": \"eagle3\"}'")
+# -- vLLM: `vllm serve MODEL ARGS` through its own parser and config classes ---------------------
+
+VLLM_EAGLE3 = """--speculative-config '{"method": "eagle3", "model": "my/draft", "num_speculative_tokens": 3}'"""
+
+
+def vllm_serving(serve_args: str, version: str = "0.34.0", *extra: str, python: str = sys.executable,
+                 env=None) -> subprocess.CompletedProcess:
+    return parity("contract", "serving", "--engine", "vllm", "--vllm", version, "--target-config", str(LLAMA),
+                  "--draft", str(LLAMA_DRAFT), "--serve-args", serve_args, "--json", *extra, python=python, env=env)
+
+
+def vllm_check(serve_args: str, *extra: str) -> subprocess.CompletedProcess:
+    return parity("check", "--engine", "vllm", "--vllm", "0.34.0", "--target-config", str(LLAMA), "--draft",
+                  str(LLAMA_DRAFT), "--dump-layout", "h2,h16,h29,h32", "--serve-args", serve_args, *extra)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version, answer", [("0.34.0", "SpeculativeConfig.uses_aux_hidden_states"),
+                                             ("0.33.0", "eagle3_utils.requires_aux_hidden_states")])
+def test_vllm_resolves_the_serve_command_with_its_own_code(version, answer):
+    """vllm serve's own parser, EngineArgs and SpeculativeConfig: the draft's max model len is
+    the target's --max-model-len (vLLM caps the draft's 131072 to it), its tensor parallel
+    size the target's; the EAGLE-3 answer is the release's own."""
+    proc = vllm_serving(VLLM_EAGLE3 + " --max-model-len 4096 --tensor-parallel-size 2", version)
+    assert proc.returncode in (0, 1), proc.stderr  # 0.33's runners differ on this draft (an error finding)
+    contract = json.loads(proc.stdout)
+    assert contract["provenance"]["version"] == version
+    launch = contract["launch"]
+    assert launch["requested"] == {"method": "eagle3", "num_speculative_tokens": 3,
+                                   "model_config.max_model_len": 4096, "parallel_config.tensor_parallel_size": 2}
+    effective = launch["effective"]
+    assert (effective["method"], effective["num_speculative_tokens"], effective["max_model_len"],
+            effective["draft_tensor_parallel_size"]) == ("eagle3", 3, 4096, 2)
+    assert effective["draft_model_config.hf_config.max_position_embeddings"] == 131072
+    assert launch["overrides"] == [] and launch["algorithm_is_eagle3"] is True
+    assert (launch["algorithm_field"], launch["algorithm_answer"]) == ("method", answer)
+    assert launch["replaced"].keys() == {"model", "speculative_config.model"}
+
+
+@pytest.mark.slow
+def test_vllm_a_consistent_command_passes():
+    proc = vllm_check(VLLM_EAGLE3)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("parity check: PARITY")
+    assert "method                  \"eagle3\"  \"eagle3\"  -       ok" in proc.stdout
+
+
+@pytest.mark.slow
+def test_vllm_a_misspelled_flag_is_refused_in_its_words():
+    proc = vllm_serving(VLLM_EAGLE3 + " --max-model-lenn 4096")
     assert proc.returncode == 2
-    assert "vLLM's (EngineArgs, SpeculativeConfig) is not run yet" in proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == ("parity: --serve-args: vllm 0.34.0's argument parser refused them: "
+                                   "unrecognized arguments: --max-model-lenn 4096")
+
+
+@pytest.mark.slow
+def test_vllm_eagle_with_an_eagle3_draft_is_refused_by_vllm_with_a_verified_method():
+    """vLLM's own answer to `"method": "eagle"` with an EAGLE-3 draft: its SpeculativeConfig
+    refuses it (`vllm serve` would not start); the line says so, with eagle3 verified."""
+    proc = vllm_serving(VLLM_EAGLE3.replace('"eagle3"', '"eagle"'))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    line = proc.stderr.strip()
+    assert "\n" not in line and "Traceback" not in line
+    assert line.startswith("parity: --serve-args: vllm 0.34.0's resolution refused them: Value error, Model "
+                           "architectures ['EagleLlamaForCausalLMEagle3'] are not supported for now.")
+    assert line.endswith("""(verified: with "method": "eagle3" it resolves them: serve with --speculative-config """
+                         """'{"method": "eagle3", "model": "my/draft", "num_speculative_tokens": 3}')""")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("serve_args, asked", [
+    (VLLM_EAGLE3.replace('"eagle3"', '"draft_model"'), '"draft_model"'),  # vLLM runs it: no aux states
+    ("--max-model-len 4096", "(not given)"),  # no draft at all
+    ("--spec-method draft_model --spec-tokens 3", '"draft_model"'),  # 0.34's shorthand flags, merged by vLLM
+])
+def test_vllm_a_method_that_captures_no_aux_states_is_never_a_pass(serve_args, asked):
+    proc = vllm_check(serve_args)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("parity check: DRIFT: vllm 0.34.0 will not serve the draft as the serve command asks")
+    row = next(line for line in proc.stdout.splitlines() if line.strip().startswith("method "))
+    assert asked in row and "MISMATCH: not EAGLE-3: the aux hidden states are never captured" in row
+    if asked != "(not given)":  # the method eagle3, verified by resolving again
+        assert """FIX (launch): serve with --speculative-config '{"method": "eagle3",""" in proc.stdout
+        assert 'resolves these to method "eagle3", which captures the aux hidden states' in proc.stdout
+    result = json.loads(vllm_check(serve_args, "--json").stdout)
+    assert [(d["kind"], d["where"]) for d in result["differences"]] == [("launch", "method")]
+
+
+@pytest.mark.slow
+def test_vllm_releases_before_0_33_say_they_resolve_no_launch_yet():
+    proc = vllm_serving(VLLM_EAGLE3, "0.22.0")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "serve arguments are resolved from vLLM 0.33 on" in proc.stderr
+
+
+@pytest.mark.slow
+def test_vllm_an_edit_of_the_installed_resolution_code_is_followed(tmp_path):
+    """The effective values are vLLM's: with its installed speculator_config.py edited (in a
+    linked copy of the 0.34 environment) to cap the draft tokens at 2, the 3 asked become 2,
+    an override naming the edited function, and the verdict drift."""
+    from parity.envs import find_env
+
+    file = "lib/python3.11/site-packages/vllm/v1/worker/gpu/spec_decode/speculator_config.py"
+    old = "        config_cls.resolve_num_speculative_tokens(spec)\n"
+    original = find_env("vllm", "0.34.0").path
+    home = tmp_path / "home"
+    home.mkdir()
+    shadow = shadow_env(original, home / original.name, {file: (old, old)})
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PARITY_NO_CACHE")}
+    env.update(PARITY_HOME=str(home), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    before = vllm_serving(VLLM_EAGLE3, env=env)
+    assert before.returncode == 0, before.stderr
+    assert json.loads(before.stdout)["launch"]["effective"]["num_speculative_tokens"] == 3
+    edit_in_shadow(shadow, file, old, old + "        spec.num_speculative_tokens = min(spec.num_speculative_tokens, 2)\n")
+    after = vllm_serving(VLLM_EAGLE3, env=env)
+    assert after.returncode == 1, after.stderr
+    launch = json.loads(after.stdout)["launch"]
+    assert launch["overrides"] == [{"field": "num_speculative_tokens", "requested": 3, "effective": 2,
+                                    "by": "DraftModelSpeculatorConfig.configure"}]
+    assert old in (original / file).read_text()  # the original environment is untouched
+
+
+def test_the_launch_verdict_names_the_engines_own_algorithm_field():
+    """Engine-neutral: vLLM's `method` and its own answer, SGLang's speculative_algorithm as before."""
+    from parity.contract import LaunchContract
+    from parity.verdict import launch_differences
+
+    class Serving:  # what launch_differences reads of a serving contract
+        engine = "vllm"
+        provenance = type("P", (), {"version": "0.34.0"})()
+        launch = LaunchContract(argv=("-sc", "{}"), requested={"method": "draft_model"},
+                                effective={"method": "draft_model"}, algorithm_is_eagle3=False,
+                                algorithm_field="method", algorithm_answer="SpeculativeConfig.uses_aux_hidden_states")
+
+    [d] = launch_differences(Serving)
+    assert (d.where, d.training, d.serving) == ("method", "eagle3", "draft_model")
+    assert "(SpeculativeConfig.uses_aux_hidden_states is False)" in d.message
+    sglang = LaunchContract(argv=(), requested={}, effective={"speculative_algorithm": "EAGLE"}, algorithm_is_eagle3=False)
+    assert set(json.loads(sglang.model_dump_json())) == {"argv", "replaced", "requested", "effective", "overrides",
+                                                        "fixes", "algorithm_is_eagle3"}
+
+
+def test_vllm_method_fix_rewrites_the_speculative_config_only():
+    from parity.extract.engines.vllm.launch import method_fix
+
+    argv = ["--max-model-len", "4096", "-sc", '{"method": "eagle", "model": "d", "num_speculative_tokens": 3}',
+            "--spec-tokens=3"]
+    fixed = method_fix(argv, {"method": "eagle", "model": "d", "num_speculative_tokens": 3},
+                       {"method": "eagle", "model": "d", "num_speculative_tokens": 3})
+    assert fixed == ["--max-model-len", "4096", "--speculative-config",
+                     '{"method": "eagle3", "model": "d", "num_speculative_tokens": 3}']
+    assert method_fix(["--max-model-len", "4096"], None, None) is None
+    # 0.34's shorthand flags: merged by vLLM, the model as the user wrote it (not parity's draft path)
+    assert method_fix(["--spec-method", "draft_model", "--spec-model", "my/draft", "--spec-tokens", "3"], None,
+                      {"method": "draft_model", "model": "/parity/draft", "num_speculative_tokens": 3}) == [
+        "--speculative-config", '{"method": "eagle3", "num_speculative_tokens": 3, "model": "my/draft"}']
+
+
+def test_a_lock_resolves_its_launch_under_the_locks_engine(tmp_path, monkeypatch):
+    """write_lock asks the lock's own serving engine (its `engine` field) for the launch contract,
+    never SGLang by name; no engine runs here (the engine and the trainer are stand-ins)."""
+    import parity.extract.engines as engines
+    import parity.lock as lock
+    from parity.contract import LaunchContract
+    from parity.inputs import read_inputs
+
+    training = lock.read_lock(ROOT / "contracts" / "llama-3.1-8b-eagle3.json").training
+    asked = []
+
+    class Engine:
+        def extract_serving(self, target, draft, version, *, serve_args):
+            return type("S", (), {"launch": LaunchContract(argv=serve_args, requested={}, effective={})})()
+
+    monkeypatch.setattr(engines, "engine", lambda name: asked.append(name) or Engine())
+    monkeypatch.setattr(lock, "extract_for_lock", lambda *a, **k: training)
+    written = lock.write_lock(tmp_path / "x.json", "x", *read_inputs(LLAMA, LLAMA_DRAFT), None,
+                              serve_args=("--x",), engine_name="sglang")
+    assert asked == [written.engine] == ["sglang"]
+    assert written.launch.argv == ("--x",)
 
 
 @pytest.mark.parametrize("given, says", [

@@ -359,7 +359,7 @@ class LaunchContract(_Frozen):
     resolution code, run on CPU: device-bound choices are not part of it; docs/launch.md)."""
 
     argv: tuple[str, ...] = Field(description="The arguments as the user gave them (after `python -m "
-                                  "sglang.launch_server`).")
+                                  "sglang.launch_server`, or after `vllm serve MODEL`).")
     replaced: dict[str, str] = Field(default_factory=dict, description="Fields parity set to its own files "
                                      "(the target's config, the draft it checks), and what stands there.")
     requested: dict[str, LaunchValue] = Field(description="The launch fields the user gave, as the engine's parser "
@@ -371,6 +371,13 @@ class LaunchContract(_Frozen):
     fixes: tuple[LaunchFix, ...] = Field(default=(), description="Verified arguments that keep what was asked.")
     algorithm_is_eagle3: bool | None = Field(default=None, description="The engine's own answer: does the resolved "
                                              "algorithm capture the target's aux hidden states (EAGLE-3)? None: unknown.")
+    algorithm_field: str = Field(default="speculative_algorithm", exclude_if=lambda v: v == "speculative_algorithm",
+                                 description="The engine's field that names the speculative algorithm: "
+                                 "SGLang's 'speculative_algorithm' (the default, not written), vLLM's 'method'.")
+    algorithm_answer: str | None = Field(default=None, exclude_if=lambda v: v is None,
+                                         description="Where algorithm_is_eagle3 comes from, when not SGLang's "
+                                         "SpeculativeAlgorithm.is_eagle3() (e.g. vLLM's "
+                                         "'SpeculativeConfig.uses_aux_hidden_states'), or why it is False.")
 
 
 class ServingContract(Contract):

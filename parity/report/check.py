@@ -70,16 +70,18 @@ def launch_lines(s: ServingContract) -> list[str]:
     for field, asked in launch.requested.items():
         o = changed.get(field)
         verdict = (f"MISMATCH: {release} changes what was asked" if o else
-                   not_eagle3 if field == "speculative_algorithm" and launch.algorithm_is_eagle3 is False else "ok")
+                   not_eagle3 if field == launch.algorithm_field and launch.algorithm_is_eagle3 is False else "ok")
         table.row(field, json.dumps(asked), json.dumps(launch.effective.get(field)), o.by if o else "-", verdict)
-    if launch.algorithm_is_eagle3 is False and "speculative_algorithm" not in launch.requested:
-        table.row("speculative_algorithm", "(not given)", json.dumps(launch.effective.get("speculative_algorithm")),
+    if launch.algorithm_is_eagle3 is False and launch.algorithm_field not in launch.requested:
+        table.row(launch.algorithm_field, "(not given)", json.dumps(launch.effective.get(launch.algorithm_field)),
                   "-", not_eagle3)
     lines += table.lines()
     for fix in launch.fixes[:1]:
         kept = ", ".join(f"{o.field} {o.requested}" for o in launch.overrides)
+        gives = (f"{kept}, as asked" if kept else f"{launch.algorithm_field} "
+                 f"{json.dumps(fix.effective.get(launch.algorithm_field))}, which captures the aux hidden states")
         lines += ["", f"  FIX (launch): serve with {shlex.join(fix.argv)}",
-                  f"       (verified: {release} resolves these to {kept}, as asked)"]
+                  f"       (verified: {release} resolves these to {gives})"]
     return lines
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from ....contract import DatagenDump, Finding, GraphFlags, Provenance, ServingContract, Tap, sources
+from ....contract import DatagenDump, Finding, GraphFlags, LaunchContract, Provenance, ServingContract, Tap, sources
 from ....envs import EnvError, display_python, environments, find_env, run_module
 from ....reply_cache import SOURCE_KEY
 from ....errors import CannotExtract, HarnessLimit, UserError
@@ -218,25 +218,27 @@ def to_contract(reply: dict[str, Any], target: Target) -> ServingContract:
         ids_source=f"{runner} runner: " + ("the draft config" if ids else "engine default"),
         capture_ids=tuple(chosen["capture_ids"]) if chosen.get("capture_ids") is not None else None,
         runners={name: tuple(Tap.parse(s) if s else None for s in _names(run)) or (None,)
-                 for name, run in runs.items()} if len(runs) > 1 else {})
+                 for name, run in runs.items()} if len(runs) > 1 else {},
+        launch=LaunchContract(**reply["launch"]) if reply.get("launch") else None)
 
 
 def probe_serving(target: Target, draft: Draft, vllm_version: str | None = None,
                   candidates: list[list[int]] | None = None, *,
                   serve_args: tuple[str, ...] | None = None) -> tuple[ServingContract, list[dict]]:
-    """The serving contract, plus what vLLM would capture for each candidate id list."""
-    if serve_args is not None:
-        raise InputError("--serve-args: parity resolves launch arguments with SGLang's own parser and resolution "
-                         "only so far; vLLM's (EngineArgs, SpeculativeConfig) is not run yet: check without "
-                         "--serve-args, or with --engine sglang")
+    """The serving contract, plus what vLLM would capture for each candidate id list; with
+    `serve_args`, the launch contract: those arguments (after `vllm serve MODEL`) as the release
+    parses and resolves them (parity.extract.engines.vllm.launch)."""
     try:
+        launch = {} if serve_args is None else {"serve_args": list(serve_args)}
         reply = run_probe({"mode": "serving", "target_config": target.config, "draft_dir": str(draft.path.resolve()),
-                           "candidates": candidates or []}, vllm_version)
+                           "candidates": candidates or [], **launch}, vllm_version)
     except EnvError as exc:
         raise ServingExtractionError(str(exc)) from exc
     limit = CannotExtract.from_reply(reply) or HarnessLimit.from_reply(reply, "vllm", "vllm_version")
     if limit is not None:
         raise limit
+    if reply.get("launch_refused"):  # the engine's own words: bad input, one line
+        raise InputError(f"--serve-args: vllm {reply.get('vllm_version', '?')}'s {reply['launch_refused']}")
     if "error" in reply:
         raise ServingExtractionError(f"vllm {reply.get('vllm_version', '?')}: {reply['error']}")
     return to_contract(reply, target), reply.get("candidates", [])

@@ -24,6 +24,7 @@ stand-ins: values near 1e18, or NaN) is an error, never a name.
 from __future__ import annotations
 
 import json
+import shlex
 import socket
 import sys
 import tempfile
@@ -31,6 +32,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from . import launch
 from .families import place
 from ...child import one_line, with_limits
 from ....envs import reply_over_stdio
@@ -143,6 +145,9 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
     adapter = family.Adapter()
     reply["code_paths"] = family.CODE_PATHS
     adapter.platform()
+    if request.get("serve_args") is not None:  # the launch contract, before anything is built
+        if not resolve_launch(adapter, request, version, reply):
+            return reply
     reply["kernel_standins"] = replace_kernels(adapter)
 
     from ...reference import candidate_states, seeded_hf_model
@@ -228,6 +233,50 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
         except Exception as exc:  # noqa: BLE001
             reply["draft_sizes_error"] = f"vllm {version}'s config reader refused the draft config: {one_line(exc)}"
     return reply
+
+
+def resolve_launch(adapter, request: dict, version: str, reply: dict) -> bool:
+    """reply["launch"]: the serve arguments as the release parses and resolves them, with the
+    verified fixes; False (reply["launch_refused"]: the engine's words) when its parser or
+    resolution refuses them, or its family resolves none."""
+    resolver = getattr(adapter, "LAUNCH", None)
+    if resolver is None:
+        reply["launch_refused"] = (f"serve arguments are resolved from vLLM 0.33 on; this release's family "
+                                   f"({reply.get('family')}) has no launch resolver yet")
+        return False
+    argv, draft_dir = request["serve_args"], request.get("draft_dir")
+    model_dir = launch.write_model_dir(Path(tempfile.mkdtemp(prefix="parity-vllm-launch-")), request["target_config"])
+    try:
+        resolved = launch.resolve(resolver, argv, model_dir, draft_dir)
+    except launch.Refused as exc:
+        reply["launch_refused"] = f"argument parser refused them: {exc}"
+        return False
+    except Exception as exc:  # noqa: BLE001 - the engine's resolution refused the arguments
+        why = f"resolution refused them: {_words(exc)}"
+        for fix in launch.fix_for_refused(resolver, argv, model_dir, draft_dir)[:1]:
+            why += (f" (verified: with \"method\": \"eagle3\" it resolves them: serve with "
+                    f"{shlex.join(fix['argv'])})")
+        reply["launch_refused"] = why
+        return False
+    resolved["fixes"] = launch.fixes(resolver, argv, resolved, model_dir, draft_dir)
+    reply["launch"] = {k: v for k, v in resolved.items() if not k.startswith("_")}
+    return True
+
+
+def _words(exc: BaseException) -> str:
+    """vLLM's message, on one line: a config class's validation error by its own message (not
+    pydantic's wrapping), without the list of every supported architecture that follows an
+    unsupported one."""
+    errors = getattr(exc, "errors", None)
+    try:
+        message = errors()[0]["msg"] if callable(errors) else None
+    except Exception:  # noqa: BLE001
+        message = None
+    if not message:
+        return one_line(exc)
+    message = " ".join(str(message).split())
+    head, cut, _ = message.partition(" Supported architectures:")
+    return head + (" (vLLM then lists every architecture it supports)" if cut else "")
 
 
 def replace_kernels(adapter) -> list[str]:

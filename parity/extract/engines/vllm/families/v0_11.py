@@ -50,6 +50,8 @@ REQUIRES = ("vllm.attention.layer.Attention.forward",)  # what the kernel stand-
 class Adapter(v0_33.Adapter):
     """vLLM 0.11's calls: the 0.33 adapter's, but where 0.11 differs."""
 
+    LAUNCH = None  # the launch contract is resolved from 0.33 on (not run for this family yet)
+
     def cpu_platform(self) -> None:
         import vllm.platforms as platforms
         from vllm.platforms.cpu import CpuPlatform

@@ -20,6 +20,8 @@ import os
 
 from packaging.specifiers import SpecifierSet
 
+from .. import launch
+
 RELEASES = SpecifierSet(">=0.33,<0.34")
 VERIFIED = ("0.33.0",)
 
@@ -101,6 +103,11 @@ def _call(fn):
 
 class Adapter:
     """vLLM 0.33's calls, each named after what parity needs from it."""
+
+    # How the user's serve arguments are resolved (the launch contract,
+    # parity.extract.engines.vllm.launch): vLLM's own parser and config classes, and V2's
+    # `eagle3_utils.requires_aux_hidden_states` for whether the target's aux states are captured.
+    LAUNCH = staticmethod(launch.requires_aux_hidden_states)
 
     def platform(self) -> None:
         """Everything before any vLLM model code runs: vLLM's cache in this process's private

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from packaging.specifiers import SpecifierSet
 
 from . import v0_33
+from .. import launch
 
 RELEASES = SpecifierSet(">=0.34,<0.35")
 VERIFIED = ("0.34.0",)
@@ -60,6 +61,10 @@ REQUIRES = (
 
 class Adapter(v0_33.Adapter):
     """vLLM 0.34's calls: the 0.33 adapter's, but where 0.34 differs."""
+
+    # The launch contract: whether the target's aux states are captured is the resolved
+    # config's own `SpeculativeConfig.uses_aux_hidden_states` (what V2's runner reads in 0.34).
+    LAUNCH = staticmethod(launch.uses_aux_hidden_states)
 
     def config(self, target_dir: str, speculative: dict | None, port: int):
         """0.33's, with the CPU platform's config check run as on an x86 CPU with Triton-CPU

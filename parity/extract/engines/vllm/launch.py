@@ -1,0 +1,284 @@
+"""The launch contract, child side: the user's serve arguments as the installed vLLM parses and
+resolves them (run in the vLLM probe, in the release's environment).
+
+    vllm serve MODEL ARGS  ->  make_arg_parser(FlexibleArgumentParser) (what `vllm serve` builds:
+    the frontend's flags and `AsyncEngineArgs.add_cli_args`; a misspelled or removed flag is
+    refused in its words) -> AsyncEngineArgs.from_cli_args -> create_model_config (the target)
+    -> create_speculative_config (the `--speculative-config` JSON into vLLM's SpeculativeConfig,
+    resolved by its own code) -> the launch fields the draft's serving depends on, before and
+    after, and the vLLM function that changed each
+
+How a release answers "does the target capture the aux hidden states for the draft" is a
+family's concern (`Adapter.LAUNCH`, one of the two answers here):
+- `uses_aux_hidden_states` (0.34): `SpeculativeConfig.uses_aux_hidden_states`, what V2's model
+  runner reads;
+- `requires_aux_hidden_states` (0.33): V2's `eagle3_utils.requires_aux_hidden_states(spec)`.
+Either is an EAGLE-3 capture only with the method `eagle3` (dflash and dspark capture aux
+states for other draft kinds).
+
+Paths are parity's: MODEL (and `--model`, `--tokenizer`) is a folder holding the target's
+config.json as given, the speculative config's `model` (or `--spec-model`) the draft parity
+checks; `--trust-remote-code` is turned off (parity has the config.json, never a model's remote
+code). Device-bound choices (the platform's own config check, attention backends, CUDA graphs)
+are not part of the contract: no engine and no VllmConfig is built, only the two configs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+# Fields of SpeculativeConfig (the `--speculative-config` keys) the launch contract reports;
+# `max_model_len` and `quantization` are the draft's (their effective values are read from the
+# draft's ModelConfig, which vLLM resolves them into).
+SPEC_FIELDS = ("method", "num_speculative_tokens", "draft_tensor_parallel_size", "max_model_len", "quantization")
+DRAFT_POSITIONS = "draft_model_config.hf_config.max_position_embeddings"
+# EngineArgs flags (their dest) -> the field of the resolved config they become.
+ENGINE_FIELDS = {"max_model_len": "model_config.max_model_len",
+                 "tensor_parallel_size": "parallel_config.tensor_parallel_size"}
+SPEC_FLAGS = ("--speculative-config", "-sc", "--spec-method", "--spec-model", "--spec-tokens")
+
+
+class Refused(Exception):
+    """The engine's parser refused the arguments (its own message)."""
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-able form of a config value (enums and objects by their string)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return str(getattr(value, "value", value))
+
+
+def _parser():
+    """The parser `vllm serve` builds (vllm/entrypoints/cli/serve.py: make_arg_parser on its
+    subparser), raising Refused instead of exiting."""
+    from vllm.entrypoints.common.cli_args import make_arg_parser
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    class Parser(FlexibleArgumentParser):
+        def error(self, message: str):  # argparse's own exit(2) would end the probe
+            raise Refused(message)
+
+    return make_arg_parser(Parser(prog="vllm serve", add_help=False))
+
+
+def _option(arg: str) -> str | None:
+    """The flag an argument names, as FlexibleArgumentParser reads it (`_` as `-`, `=VALUE` and a
+    dotted JSON key dropped); None for a value."""
+    if not arg.startswith("-") or arg in ("-", "--"):
+        return None
+    name = arg.split("=", 1)[0]
+    if name.startswith("--"):
+        name = "--" + name[2:].split(".", 1)[0].replace("_", "-")
+    return name
+
+
+def parse(argv: list[str], model_dir: str, draft_dir: str | None):
+    """(namespace, the dests the user gave, the speculative config as given, the replaced
+    paths) from the engine's own parser; Refused with its message when it refuses."""
+    parser = _parser()
+    ns = parser.parse_args([model_dir, *argv])  # MODEL is parity's: the user's args follow it
+    named = {_option(a) for a in argv} - {None}
+    given = {action.dest for action in parser._actions  # noqa: SLF001 - which options the user wrote
+             if any(o in named for o in action.option_strings)}
+    spec = dict(ns.speculative_config) if isinstance(getattr(ns, "speculative_config", None), dict) else None
+    replaced = {"model": "the target's config.json, as given"}
+    ns.model_tag = ns.model = model_dir
+    if getattr(ns, "tokenizer", None):
+        ns.tokenizer = model_dir
+        replaced["tokenizer"] = "the target's folder"
+    if draft_dir is not None:
+        if getattr(ns, "spec_model", None) is not None:
+            ns.spec_model = draft_dir
+            replaced["spec_model"] = "the draft parity checks"
+        elif ns.speculative_config is not None:
+            ns.speculative_config = {**ns.speculative_config, "model": draft_dir}
+            replaced["speculative_config.model"] = "the draft parity checks"
+        elif any(getattr(ns, flag, None) is not None for flag in ("spec_method", "spec_tokens")):
+            ns.spec_model = draft_dir  # 0.34's shorthand flags, without a model
+            replaced["spec_model"] = "the draft parity checks"
+    if getattr(ns, "trust_remote_code", False):  # parity has the config.json only, never remote code
+        ns.trust_remote_code = False
+        replaced["trust_remote_code"] = "off: parity runs no remote code (vLLM's own config classes read the target)"
+    return ns, given, spec, replaced
+
+
+class _Trace:
+    """Who assigned a field of a config object: the qualified name of the function that made
+    the last assignment outside a constructor, per (object, field)."""
+
+    def __init__(self, *classes):
+        self.classes, self.by, self.saved = classes, {}, []
+
+    def __enter__(self):
+        for cls in self.classes:
+            original = cls.__setattr__
+            self.saved.append((cls, cls.__dict__.get("__setattr__")))
+
+            def recording(obj, name, value, _original=original):
+                code = sys._getframe(1).f_code  # noqa: SLF001
+                if code.co_name not in ("__init__", "__setattr__"):
+                    self.by[(id(obj), name)] = getattr(code, "co_qualname", code.co_name)
+                _original(obj, name, value)
+
+            cls.__setattr__ = recording
+        return self
+
+    def __exit__(self, *exc):
+        for cls, own in reversed(self.saved):
+            if own is None:
+                del cls.__setattr__
+            else:
+                cls.__setattr__ = own
+
+    def get(self, obj, name: str) -> str | None:
+        return self.by.get((id(obj), name))
+
+
+def resolve(aux_answer: Callable, argv: list[str], model_dir: str, draft_dir: str | None) -> dict:
+    """The launch contract of `argv`: {"argv", "replaced", "requested", "effective", "overrides",
+    "algorithm_is_eagle3", ...}. The process environment is restored after."""
+    from vllm.config import ModelConfig, ParallelConfig, SpeculativeConfig
+    from vllm.engine.arg_utils import AsyncEngineArgs
+
+    ns, given, spec_given, replaced = parse(argv, model_dir, draft_dir)
+    saved = dict(os.environ)
+    try:
+        engine_args = AsyncEngineArgs.from_cli_args(ns)
+        with _Trace(ModelConfig, ParallelConfig, SpeculativeConfig) as trace:
+            model_config = engine_args.create_model_config()
+            parallel = ParallelConfig(tensor_parallel_size=engine_args.tensor_parallel_size,
+                                      pipeline_parallel_size=engine_args.pipeline_parallel_size)
+            spec = engine_args.create_speculative_config(model_config, parallel)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    # what the user asked: the speculative config's keys as vLLM merged them (0.34's --spec-*
+    # flags included), the user's values (a path as given), and the engine flags they wrote
+    merged = {k: v for k, v in (engine_args.speculative_config or {}).items()
+              if k not in ("target_model_config", "target_parallel_config")}
+    requested = {k: _plain((spec_given or {}).get(k, merged.get(k))) for k in SPEC_FIELDS if k in merged}
+    requested.update({field: _plain(getattr(ns, dest)) for dest, field in ENGINE_FIELDS.items()
+                      if dest in given and getattr(ns, dest, None) is not None})
+    effective: dict[str, Any] = {"model_config.max_model_len": model_config.max_model_len,
+                                 "parallel_config.tensor_parallel_size": parallel.tensor_parallel_size}
+    by: dict[str, str] = {"model_config.max_model_len": trace.get(model_config, "max_model_len") or "?",
+                          "parallel_config.tensor_parallel_size":
+                              trace.get(parallel, "tensor_parallel_size") or "?"}
+    if spec is None:
+        effective.update(dict.fromkeys(SPEC_FIELDS))
+        is_eagle3, answered = False, "no --speculative-config: vLLM serves without a draft"
+    else:
+        draft = spec.draft_model_config
+        for field in SPEC_FIELDS:
+            if field == "max_model_len" and draft is not None:
+                effective[field], by[field] = draft.max_model_len, trace.get(draft, "max_model_len") or "?"
+            elif field == "quantization" and draft is not None:
+                effective[field], by[field] = draft.quantization, trace.get(draft, "quantization") or "?"
+            else:
+                effective[field], by[field] = getattr(spec, field, None), trace.get(spec, field) or "?"
+        if draft is not None:
+            effective[DRAFT_POSITIONS] = getattr(draft.hf_config, "max_position_embeddings", None)
+        aux, answered = aux_answer(spec)
+        is_eagle3 = None if aux is None else bool(spec.method == "eagle3" and aux)
+    effective = {k: _plain(v) for k, v in effective.items()}
+    overrides = [{"field": f, "requested": v, "effective": effective.get(f), "by": by.get(f, "?")}
+                 for f, v in requested.items() if f in effective and effective[f] != v]
+    return {"argv": list(argv), "replaced": replaced, "requested": requested, "effective": effective,
+            "overrides": overrides, "algorithm_is_eagle3": is_eagle3, "algorithm_field": "method",
+            "algorithm_answer": answered, "_spec": spec_given, "_merged": merged}
+
+
+def uses_aux_hidden_states(spec) -> tuple[bool | None, str]:
+    """0.34: the resolved config's own property, which V2's model runner reads."""
+    return bool(spec.uses_aux_hidden_states), "SpeculativeConfig.uses_aux_hidden_states"
+
+
+def requires_aux_hidden_states(spec) -> tuple[bool | None, str]:
+    """0.33: V2's `eagle3_utils.requires_aux_hidden_states(spec)` (the GPU-default runner's)."""
+    from vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils import requires_aux_hidden_states as requires
+
+    return bool(requires(spec)), "eagle3_utils.requires_aux_hidden_states"
+
+
+def method_fix(argv: list[str], spec_given: dict | None, merged: dict | None) -> list[str] | None:
+    """`argv` with the speculative config's method set to eagle3 (every other key as the user
+    gave it, in one `--speculative-config`); None when the user gave no speculative config."""
+    if not merged and not spec_given:
+        return None
+    config = dict(spec_given or {})  # the user's keys, in the user's order
+    config.update({k: v for k, v in (merged or {}).items()  # 0.34's --spec-* flags, merged by vLLM
+                   if k not in config and k != "model"})  # (merged holds parity's draft as the model)
+    out, skip, user_model = [], None, None
+    for arg in argv:
+        if skip is not None:
+            user_model = arg if skip == "--spec-model" else user_model
+            skip = None
+            continue
+        name = _option(arg)
+        if name in SPEC_FLAGS:
+            if "=" in arg:
+                user_model = arg.split("=", 1)[1] if name == "--spec-model" else user_model
+            else:
+                skip = name
+            continue
+        out.append(arg)
+    if "model" not in config and user_model is not None:
+        config["model"] = user_model  # as the user wrote it (parity's draft stands there when resolved)
+    config["method"] = "eagle3"
+    return out + ["--speculative-config", json.dumps(config)]
+
+
+def fixes(aux_answer: Callable, argv: list[str], launch: dict, model_dir: str, draft_dir: str | None) -> list[dict]:
+    """Argument lists that give an EAGLE-3 launch, each verified by resolving it again: for a
+    method under which the target's aux states are not captured, the method `eagle3`."""
+    if launch.get("algorithm_is_eagle3") is not False:
+        return []
+    return _verified(aux_answer, method_fix(argv, launch.get("_spec"), launch.get("_merged")), model_dir, draft_dir)
+
+
+def _verified(aux_answer: Callable, candidate: list[str] | None, model_dir: str, draft_dir: str | None) -> list[dict]:
+    if candidate is None:
+        return []
+    try:
+        again = resolve(aux_answer, candidate, model_dir, draft_dir)
+    except Exception:  # noqa: BLE001 - a candidate the engine refuses is no fix
+        return []
+    if again["overrides"] or not again["algorithm_is_eagle3"]:
+        return []
+    return [{"argv": candidate, "effective": again["effective"]}]
+
+
+def fix_for_refused(aux_answer: Callable, argv: list[str], model_dir: str, draft_dir: str | None) -> list[dict]:
+    """When vLLM's resolution refuses the arguments: the method `eagle3` instead of the one
+    given, if vLLM resolves that (e.g. `"method": "eagle"` with an EAGLE-3 draft)."""
+    try:
+        ns = _parser().parse_args([model_dir, *argv])
+    except Exception:  # noqa: BLE001
+        return []
+    spec = ns.speculative_config if isinstance(getattr(ns, "speculative_config", None), dict) else None
+    merged = dict(spec or {})
+    for flag, key in (("spec_method", "method"), ("spec_model", "model"), ("spec_tokens", "num_speculative_tokens")):
+        if getattr(ns, flag, None) is not None:
+            merged[key] = getattr(ns, flag)
+    if merged.get("method") == "eagle3":
+        return []
+    return _verified(aux_answer, method_fix(argv, spec, merged), model_dir, draft_dir)
+
+
+def write_model_dir(work: Path, target_config: dict) -> str:
+    """A folder holding the target's config.json as given (the model config reads it)."""
+    where = work / "launch-target"
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "config.json").write_text(json.dumps(target_config))
+    return str(where)
+
+
+__all__ = ["Refused", "fix_for_refused", "fixes", "requires_aux_hidden_states", "resolve",
+           "uses_aux_hidden_states", "write_model_dir"]
