@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .contract import ContractDiff, FindingKind, ServingContract, TrainingContract, diff
+from .contract import BuiltDraft, ContractDiff, FindingKind, ServingContract, TrainingContract, diff
 from .extract.candidates import candidate_id_lists
 from .extract.engines import DEFAULT as DEFAULT_ENGINE, engine
 from .inputs import Draft, Target
@@ -75,6 +75,43 @@ class ExportAdvice(BaseModel):
     reason: str | None = Field(default=None, description="Why export refuses, when it does.")
 
 
+class DraftFix(BaseModel):
+    """For a built-draft drift: the served config.json edit that makes the engine build the
+    draft as training did, verified by extracting the served side again with it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    edit: dict[str, Any] = Field(description="Top-level config.json keys and the values to write (the trained "
+                                 "build's), e.g. {'tie_word_embeddings': False}.")
+    verified: bool = Field(description="With the edit, the engine's build equals the trained one in every judged field.")
+    still_differ: list[str] = Field(default_factory=list, description="Judged fields that still differ with the edit "
+                                    "(empty when verified).")
+
+
+# How a judged field of the built draft is set in a served (EAGLE-3 form) config.json.
+_HF_ACT = {"gelu_tanh": "gelu_pytorch_tanh"}
+
+
+def draft_edit(trained: BuiltDraft, served_config: dict[str, Any], fields: list[str]) -> dict[str, Any]:
+    """The config.json keys that give the served build `trained`'s value of each of `fields`."""
+    edit: dict[str, Any] = {}
+    for name in fields:
+        if name == "lm_head_tied":
+            edit["tie_word_embeddings"] = trained.lm_head_tied
+        elif name == "hidden_act":
+            edit["hidden_act"] = _HF_ACT.get(trained.hidden_act, trained.hidden_act)
+        elif name in ("rope_frequencies", "rope_scale"):
+            if isinstance(served_config.get("rope_parameters"), dict):  # transformers 5's form
+                edit["rope_parameters"] = {"rope_theta": trained.rope_theta, "rope_type": "default",
+                                           **(trained.rope_scaling or {})}
+            else:
+                edit["rope_theta"] = trained.rope_theta
+                edit["rope_scaling"] = trained.rope_scaling
+        else:
+            edit[name] = getattr(trained, name)
+    return edit
+
+
 class CheckResult(BaseModel):
     """The gate's decision with everything needed to explain it."""
 
@@ -92,6 +129,8 @@ class CheckResult(BaseModel):
                                    "draft at all (verdict 'unservable').")
     export: ExportAdvice | None = Field(default=None, description="For an unservable speculators-format "
                                         "draft: what `parity export` would do with it.")
+    draft_fix: DraftFix | None = Field(default=None, description="For a built-draft drift: the served config edit "
+                                       "that makes the engine build the draft as training did.")
     candidates_tried: list[dict] = Field(default_factory=list)
 
     def to_json_dict(self) -> dict[str, Any]:
@@ -225,10 +264,35 @@ def check(training: TrainingContract, target: Target, draft: Draft,
         if not unloadable(serving):  # the draft loads but the engine raised on its ids: other ids may be the fix
             suggestion, unfixable = _solve(training, serving, tried, target, draft, sglang_version, verify,
                                            engine_name)
+    draft_fix = None
+    built = [f.field.removeprefix("draft.") for f in d.fields if f.field.startswith("draft.")]
+    if verdict == "drift" and built and training.draft is not None:
+        draft_fix = _fix_draft(training, target, draft, built, sglang_version, verify, engine_name)
     return CheckResult(verdict=verdict, training=training, serving=serving, diff=d,
                        differences=differences, notes=notes, suggestion=suggestion,
-                       unfixable=unfixable, unservable=unservable,
+                       unfixable=unfixable, unservable=unservable, draft_fix=draft_fix,
                        candidates_tried=tried)
+
+
+def _fix_draft(training: TrainingContract, target: Target, draft: Draft, fields: list[str], version: str | None,
+               verify: bool, engine_name: str) -> DraftFix:
+    """The config edit for the built fields that differ, verified by building the served draft
+    again with it (the weights are linked, never copied or written)."""
+    edit = draft_edit(training.draft, draft.config, fields)
+    if not verify:
+        return DraftFix(edit=edit, verified=False, still_differ=[])
+    tmp = Path(tempfile.mkdtemp(prefix="parity-draft-fix-"))
+    try:
+        for f in draft.path.iterdir():
+            if f.name != "config.json":
+                (tmp / f.name).symlink_to(f.resolve())
+        fixed = Draft(path=tmp, config={**draft.config, **edit})
+        fixed.config_file.write_text(json.dumps(fixed.config))
+        served = engine(engine_name).probe_serving(target, fixed, version)[0]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    still = [f.field.removeprefix("draft.") for f in diff(training, served).fields if f.field.startswith("draft.")]
+    return DraftFix(edit=edit, verified=not still and served.draft is not None, still_differ=still)
 
 
 def unloadable(serving: ServingContract) -> bool:

@@ -136,3 +136,16 @@ def test_the_contract_json_holds_the_built_draft_and_reads_back():
 def test_every_judged_and_shown_field_is_a_field():
     assert set(BuiltDraft.JUDGED) | set(BuiltDraft.SHOWN) <= set(BuiltDraft.model_fields)
     assert not set(BuiltDraft.JUDGED) & set(BuiltDraft.SHOWN)
+
+
+def test_the_config_edit_sets_each_judged_field_where_the_engine_reads_it():
+    from parity.verdict import draft_edit
+
+    trained = TRAINED_BUILT.model_copy(update={"hidden_act": "gelu_tanh", "rope_theta": 10000.0,
+                                               "rope_scaling": {"rope_type": "yarn", "factor": 4.0}})
+    assert draft_edit(trained, {}, ["lm_head_tied", "vocab_size", "hidden_act", "rope_frequencies"]) == {
+        "tie_word_embeddings": False, "vocab_size": 163840, "hidden_act": "gelu_pytorch_tanh",
+        "rope_theta": 10000.0, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}
+    # a config in transformers 5's form keeps its rope in rope_parameters
+    assert draft_edit(trained, {"rope_parameters": {"rope_theta": 1.0}}, ["rope_scale"]) == {
+        "rope_parameters": {"rope_theta": 10000.0, "rope_type": "yarn", "factor": 4.0}}

@@ -152,3 +152,17 @@ def test_an_edit_of_the_installed_draft_class_is_followed(name, tmp_path):
     was = json.loads(before.stdout)[side]["draft"][field]
     now = result[side]["draft"][field]
     assert now != was and (value is None or now == value), (was, now)
+
+
+@pytest.mark.parametrize("changes, edit", [({"tie_word_embeddings": True}, {"tie_word_embeddings": False}),
+                                           ({"vocab_size": 151936}, {"vocab_size": 128256})])
+def test_a_built_draft_drift_gets_a_verified_config_edit(changes, edit, tmp_path):
+    draft = llama_draft(tmp_path, **changes)
+    proc = parity("check", "--target-config", str(LLAMA), "--draft", str(draft), *LAYOUT, "--json")
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    fix = json.loads(proc.stdout)["draft_fix"]
+    assert fix == {"edit": edit, "verified": True, "still_differ": []}
+    assert json.loads((draft / "config.json").read_text())[next(iter(changes))] == next(iter(changes.values()))
+    fixed = llama_draft(tmp_path / "fixed", **{**changes, **edit})
+    again = parity("check", "--target-config", str(LLAMA), "--draft", str(fixed), *LAYOUT, "--no-verify")
+    assert again.returncode == 0, again.stdout

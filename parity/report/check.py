@@ -115,7 +115,16 @@ def built_lines(result) -> list[str]:
             table.row(name, _value(getattr(t, name)), _value(getattr(s, name)), "MISMATCH: the math differs")
     for name in shown:
         table.row(name, _value(getattr(t, name)), _value(getattr(s, name)), "shown, not judged")
-    return lines + [""] + table.lines()
+    lines += [""] + table.lines()
+    fix = result.draft_fix
+    if fix is not None:
+        release = f"{result.serving.engine} {result.serving.provenance.version}"
+        how = ("verified: " + release + " then builds the draft as training did" if fix.verified else
+               "not verified (--no-verify)" if not fix.still_differ else
+               f"NOT enough: {release} still builds {', '.join(fix.still_differ)} otherwise")
+        lines += ["", f"  FIX (draft config): write {json.dumps(fix.edit)} in the served config.json",
+                  f"       ({how})"]
+    return lines
 
 
 def render_contract(c: Contract) -> str:
