@@ -129,7 +129,7 @@ class CheckResult(BaseModel):
                                    "draft at all (verdict 'unservable').")
     export: ExportAdvice | None = Field(default=None, description="For an unservable speculators-format "
                                         "draft: what `parity export` would do with it.")
-    draft_fix: DraftFix | None = Field(default=None, description="For a built-draft drift: the served config edit "
+    draft_fix: DraftFix | None = Field(default=None, exclude_if=lambda v: v is None, description="For a built-draft drift: the served config edit "
                                        "that makes the engine build the draft as training did.")
     candidates_tried: list[dict] = Field(default_factory=list)
 
