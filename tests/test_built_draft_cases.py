@@ -64,6 +64,12 @@ def test_the_issues_cases_are_caught_or_explained(name, tmp_path):
                   *LAYOUT, "--no-verify")
     assert proc.returncode == code, proc.stdout + proc.stderr[-2000:]
     assert said in proc.stdout, proc.stdout
+    if name == "max_position_embeddings_2048":  # SGLang's start-up check, run: it refuses, or overrides when told
+        assert ("sglang 0.5.23 will not start this draft at the target's context length 131072" in proc.stdout
+                and "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 it starts and sets the draft's "
+                    "max_position_embeddings to 131072" in proc.stdout), proc.stdout
+    else:
+        assert "will not start this draft" not in proc.stdout
     if code == 1 and "lm_head has" not in said:
         assert "DRIFT: sglang 0.5.23 builds the draft otherwise than training did." in proc.stdout
         row = next(line for line in proc.stdout.splitlines() if line.strip().startswith(said))

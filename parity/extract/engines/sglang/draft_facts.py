@@ -11,6 +11,7 @@ real forward with hooks.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -202,13 +203,52 @@ def built_draft(adapter, draft_dir: str, tiny, version: str) -> dict[str, Any]:
     return built
 
 
-def draft_facts(adapter, draft_dir: str, target_model, findings: list[dict], version: str = "?") -> dict[str, Any]:
+OVERWRITE = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
+
+
+def positions(adapter, draft_dir: str, context: int | None, version: str) -> dict | None:
+    """A finding when SGLang's draft ModelConfig, built with the target's context length as the
+    EAGLE worker builds it, refuses the draft's positions: what it raises, and what it does with
+    the override variable set (it then sets the draft's max_position_embeddings to the
+    context). None when it accepts them, or where this release's adapter cannot build it."""
+    build = getattr(adapter, "draft_model_config", None)
+    if build is None or context is None:
+        return None
+    try:
+        build(draft_dir, context)
+        return None
+    except ValueError as exc:
+        refused = one_line(exc).split(". ")[0]
+    except Exception:  # noqa: BLE001 - a release whose draft ModelConfig is built otherwise: not checked
+        return None
+    saved = os.environ.get(OVERWRITE)
+    os.environ[OVERWRITE] = "1"
+    try:
+        overridden = getattr(build(draft_dir, context).hf_text_config, "max_position_embeddings", None)
+    except Exception as exc:  # noqa: BLE001 - reported as it is
+        overridden = f"? ({one_line(exc)})"
+    finally:
+        if saved is None:
+            os.environ.pop(OVERWRITE, None)
+        else:
+            os.environ[OVERWRITE] = saved
+    return _finding("positions_short", f"sglang {version} will not start this draft at the target's context "
+                    f"length {context}: its draft ModelConfig raises ({refused}). With {OVERWRITE}=1 it starts and "
+                    f"sets the draft's max_position_embeddings to {overridden} (run here); the draft's rope then "
+                    "runs past the positions its config declares, computed as for any position", "warning")
+
+
+def draft_facts(adapter, draft_dir: str, target_model, findings: list[dict], version: str = "?",
+                context: int | None = None) -> dict[str, Any]:
     tiny_dir, config = shrunk_draft_dir(draft_dir)
     draft = adapter.build_draft(str(tiny_dir))
     inner = draft.model
     facts: dict[str, Any] = {"model_class": f"{type(draft).__module__}.{type(draft).__name__}"}
     try:
         facts["built"] = built_draft(adapter, draft_dir, draft, version)
+        short = positions(adapter, draft_dir, context, version)
+        if short is not None:
+            findings.append(short)
     except Exception as exc:
         findings.append(_finding("draft_not_built", f"SGLang's config reader did not read the draft's sizes: "
                                  f"{one_line(exc)}; its built draft is not compared", "warning"))

@@ -412,7 +412,8 @@ def extract(request: dict) -> dict[str, Any]:
                            for ids in request.get("candidates", [])]
     if draft_dir:
         try:
-            reply["draft"] = draft_facts(adapter, draft_dir, model, findings, version)
+            reply["draft"] = draft_facts(adapter, draft_dir, model, findings, version,
+                                         getattr(target_cfg, "context_len", None))
         except Exception as exc:
             findings.append(finding("draft_unloadable", f"SGLang's draft class could not be built "
                                     f"from {draft_dir}: {one_line(exc)}", "error"))

@@ -170,6 +170,14 @@ class Adapter:
         return ModelConfig.from_server_args(self.server_args, model_path=model_dir,
                                             is_draft_model=is_draft)
 
+    def draft_model_config(self, draft_dir: str, context_length: int):
+        """The draft's ModelConfig as the EAGLE worker builds it: with the target's context
+        length (eagle_worker_v2 passes `target ... model_config.context_len`)."""
+        from sglang.srt.configs.model_config import ModelConfig
+
+        return ModelConfig.from_server_args(self.server_args, model_path=draft_dir, is_draft_model=True,
+                                            context_length=context_length)
+
     def resolve_aux_ids(self, target_config) -> tuple[bool, Any]:
         """The draft's aux ids exactly as the engine resolves them at start-up."""
         from sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state import \
