@@ -46,6 +46,9 @@ class Lock(BaseModel):
                                         "under (as its training contract's provenance records it).")
     trainer_ids: list[int] | None = Field(None, description="SpecForge: the run's own id override "
                                           "(model.aux_hidden_state_layer_ids); None: the draft's or its default.")
+    trained: str | None = Field(None, exclude_if=lambda v: v is None, description="The draft as the trainer "
+                                "wrote it (--trained), relative to this file: the training side is built from it; "
+                                "absent: from the served draft, as the trainer would load it.")
     training: TrainingContract = Field(description="The training contract when the lock was written.")
     serve_args: list[str] | None = Field(None, exclude_if=lambda v: v is None, description="The serve "
                                          "command's arguments (--serve-args), resolved again at every check.")
@@ -79,18 +82,26 @@ class Lock(BaseModel):
         base = Path(lock_path).parent.resolve()
         return read_inputs((base / self.target_config).resolve(), (base / self.draft).resolve())
 
+    def trained_draft(self, lock_path: Path) -> Draft | None:
+        """The trained checkpoint this lock names (--trained), read; None when it names none."""
+        if self.trained is None:
+            return None
+        return Draft.read((Path(lock_path).parent.resolve() / self.trained).resolve())
+
 
 def extract_for_lock(target: Target, draft: Draft, layout: Sequence[Tap] | None,
                      speculators_version: str | None = None, *, trainer_name: str = "speculators",
-                     trainer_ids: list[int] | None = None) -> TrainingContract:
+                     trainer_ids: list[int] | None = None, trained: Draft | None = None) -> TrainingContract:
     """The training contract a lock holds, from the named trainer (`speculators_version`: the
-    release of that trainer to run; a trainer that captures its states itself takes no layout)."""
+    release of that trainer to run; a trainer that captures its states itself takes no layout;
+    `trained`: the checkpoint as the trainer wrote it, else the served draft is read)."""
     from .extract.trainers import trainer
 
     t = trainer(trainer_name)
+    side = {"draft": trained or draft, "trained": trained is not None}
     if trainer_name == "specforge":
-        return t.training_contract(target, None, datagen_ids=trainer_ids, draft=draft, release=speculators_version)
-    return t.training_contract(target, list(layout), draft=draft, release=speculators_version)
+        return t.training_contract(target, None, datagen_ids=trainer_ids, release=speculators_version, **side)
+    return t.training_contract(target, list(layout), release=speculators_version, **side)
 
 
 def lock_destination(path: Path, target_config: Path, draft: Path) -> Path:
@@ -115,13 +126,13 @@ def lock_destination(path: Path, target_config: Path, draft: Path) -> Path:
 def write_lock(path: Path, name: str, target: Target, draft: Draft, layout: Sequence[Tap] | None, *,
                trainer_name: str = "speculators", trainer_ids: list[int] | None = None,
                release: str | None = None, serve_args: tuple[str, ...] | None = None,
-               engine_name: str = "sglang") -> Lock:
+               engine_name: str = "sglang", trained: Draft | None = None) -> Lock:
     """Extract the training contract (and, with `serve_args`, the launch contract under the
     lock's serving engine, `engine_name`) and write the lock."""
     path = lock_destination(path, target.path, draft.path)
     base = path.parent.resolve()
     training = extract_for_lock(target, draft, layout, release, trainer_name=trainer_name,
-                                trainer_ids=trainer_ids)
+                                trainer_ids=trainer_ids, trained=trained)
     # how this run got its reply is no part of what the lock pins (a re-lock gives the same file)
     training = training.model_copy(update={"provenance": training.provenance.model_copy(update={"reply_cache": None})})
     launch = None
@@ -132,7 +143,8 @@ def write_lock(path: Path, name: str, target: Target, draft: Draft, layout: Sequ
     lock = Lock(name=name, engine=engine_name, target_config=_rel(target.path, base), draft=_rel(draft.path, base),
                 dump_layout=tuple(layout or training.dump_layout), training=training,
                 trainer=trainer_name, trainer_release=training.provenance.version, trainer_ids=trainer_ids,
-                serve_args=list(serve_args) if serve_args is not None else None, launch=launch)
+                serve_args=list(serve_args) if serve_args is not None else None, launch=launch,
+                trained=_rel(trained.path, base) if trained is not None else None)
     write_atomically(path, lock.model_dump_json(indent=2) + "\n")
     return lock
 
@@ -171,7 +183,7 @@ def check_lock(path: Path, sglang_version: str | None = None,
     engine_name = engine_name or lock.engine or DEFAULT
     engine(engine_name).preflight(target, sglang_version)  # an architecture the engine lacks: refused first
     fresh = extract_for_lock(target, draft, lock.dump_layout, speculators_version, trainer_name=lock.trainer,
-                             trainer_ids=lock.trainer_ids)
+                             trainer_ids=lock.trainer_ids, trained=lock.trained_draft(path))
     if serve_args is None and lock.serve_args is not None:
         serve_args = tuple(lock.serve_args)
     result = check(lock.training, target, draft, sglang_version=sglang_version, verify=verify, retrained=fresh,

@@ -21,6 +21,8 @@ def pytest_addoption(parser):
     group.addoption("--parity-target", metavar="PATH", help="target config.json for an ad-hoc check")
     group.addoption("--parity-draft", metavar="DIR", help="served draft directory for an ad-hoc check")
     group.addoption("--parity-dump-layout", metavar="TAPS", help="dump layout for an ad-hoc check")
+    group.addoption("--parity-trained", metavar="DIR", help="for an ad-hoc check: the draft as the trainer wrote "
+                    "it (a lock names its own, `parity lock --trained`); the training side is built from it")
     group.addoption("--parity-no-verify", action="store_true",
                     help="skip the confirming extraction of suggested fixes")
     group.addoption("--parity-serve-args", metavar="'ARGS' | @FILE", default=None,
@@ -105,10 +107,12 @@ def pytest_collection_modifyitems(session, config, items):
         from .contract import parse_taps
         from .extract.trainers import trainer
         from .gate import check
-        from .inputs import check_fit, read_inputs
+        from .inputs import Draft, check_fit, read_inputs
 
         given = read_inputs(target, draft)  # read once, here at the boundary
-        training = trainer().training_contract(given[0], parse_taps(layout), draft=given[1])
+        trained = config.getoption("parity_trained")
+        side = ({"draft": Draft.read(trained), "trained": True} if trained else {"draft": given[1]})
+        training = trainer().training_contract(given[0], parse_taps(layout), **side)
         check_fit(*given, training)
         from .inputs import parse_serve_args
 

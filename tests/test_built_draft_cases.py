@@ -172,3 +172,26 @@ def test_a_built_draft_drift_gets_a_verified_config_edit(changes, edit, tmp_path
     fixed = llama_draft(tmp_path / "fixed", **{**changes, **edit})
     again = parity("check", "--target-config", str(LLAMA), "--draft", str(fixed), *LAYOUT, "--no-verify")
     assert again.returncode == 0, again.stdout
+
+
+def test_a_lock_holds_both_builds_and_names_the_trained_checkpoint(served_from_trained, tmp_path):
+    """`parity lock --trained`: the lock names the checkpoint and holds the trained build; a check
+    of it re-builds both sides; a trainer that now builds the draft otherwise fails the lock."""
+    lock = tmp_path / "contracts" / "replay.json"
+    lock.parent.mkdir()
+    made = parity("lock", str(lock), "--target-config", str(REPLAY / "target" / "config.json"),
+                  "--draft", str(served_from_trained), "--trained", str(REPLAY / "draft"),
+                  "--dump-layout", "h1,h4,h6,h8")
+    assert made.returncode == 0, made.stderr[-2000:]
+    data = json.loads(lock.read_text())
+    assert Path(lock.parent, data["trained"]).resolve() == (REPLAY / "draft").resolve()
+    assert data["training"]["draft"]["rope_theta"] == 10000.0
+    checked = parity("check", "--lock", str(lock), "--no-verify")
+    assert checked.returncode == 0, checked.stdout + checked.stderr[-2000:]
+    assert "the same in all 14 fields" in checked.stdout
+    # the lock as an older trainer would have built it: another rope. Today's build differs from it.
+    data["training"]["draft"]["rope_frequencies"] = [f * 0.5 for f in data["training"]["draft"]["rope_frequencies"]]
+    lock.write_text(json.dumps(data, indent=2))
+    moved = parity("check", "--lock", str(lock), "--no-verify")
+    assert moved.returncode == 1, moved.stdout
+    assert "training draft.rope_frequencies changed since the lock" in moved.stdout, moved.stdout

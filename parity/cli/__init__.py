@@ -95,9 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     ck = sub.add_parser("check", help="compare training and serving; exit 0 parity, 1 drift, 2 error")
     ck.add_argument("--target-config", type=Path, help="the target's config.json")
     ck.add_argument("--draft", type=Path, help="the draft directory as it will be served")
-    ck.add_argument("--trained", type=Path, metavar="DIR",
-                    help="the draft as the trainer wrote it (its checkpoint directory): the training side is "
-                         "built from it; without it, from --draft as the trainer would load it (docs/built-draft.md)")
+    _add_trained(ck)
     _add_dump_args(ck)
     ck.add_argument("--lock", "--contract", dest="contract", type=Path, metavar="FILE",
                     help="instead of the three above: a lock file written by `parity lock` "
@@ -116,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     lk.add_argument("out", type=Path, help="the lock file to write, e.g. contracts/my-draft.json")
     lk.add_argument("--target-config", required=True, type=Path)
     lk.add_argument("--draft", required=True, type=Path, help="the draft directory as it is served")
+    _add_trained(lk)
     lk.add_argument("--dump-layout", metavar="TAPS", help="which state each dumped slot holds "
                     "(speculators; --trainer specforge captures its own)")
     _add_trainer_args(lk)
@@ -347,6 +346,12 @@ def _training(args, target: "Target", draft: "Draft | None") -> "TrainingContrac
                                            release=getattr(args, "speculators", None), trained=trained, **run)
 
 
+def _add_trained(p) -> None:
+    p.add_argument("--trained", type=Path, metavar="DIR",
+                   help="the draft as the trainer wrote it (its checkpoint directory): the training side is "
+                        "built from it; without it, from --draft as the trainer would load it (docs/built-draft.md)")
+
+
 def _add_serve_args(p) -> None:
     p.add_argument("--serve-args", metavar="'ARGS' | @FILE",
                    help="the serve command's arguments, as given after `python -m sglang.launch_server`: resolved "
@@ -441,9 +446,13 @@ def _lock(args) -> int:
     from ..inputs import parse_serve_args
 
     serve_args = parse_serve_args(args.serve_args)
+    from ..inputs import Draft
+
+    trained = Draft.read(args.trained) if args.trained is not None else None
     lock = write_lock(args.out, args.name or args.out.stem, *_given(args), layout,
                       trainer_name=args.trainer, trainer_ids=ids,
-                      release=args.specforge if args.trainer == "specforge" else None, serve_args=serve_args)
+                      release=args.specforge if args.trainer == "specforge" else None, serve_args=serve_args,
+                      trained=trained)
     print(f"parity: locked {lock.name}: fc {[t.name for t in lock.training.fc_input]}, "
           f"target {lock.training.target.name} -> {args.out}")
     return ExitCode.OK

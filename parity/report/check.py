@@ -196,7 +196,8 @@ def render_check(result, target_path: str = "", draft_path: str = "") -> str:
     t, s = result.training, result.serving
     n = t.target_model.num_hidden_layers
     only_launch = result.differences and all(d.kind == "launch" for d in result.differences)
-    only_built = result.differences and all(d.where.startswith("draft.") for d in result.differences)
+    only_built = result.differences and all(d.kind == "field" and d.where.startswith("draft.")
+                                            for d in result.differences)
     head = {"parity": "PARITY: the draft will be fed exactly what it was trained on.",
             "drift": (f"DRIFT: {s.engine} {s.provenance.version} will not serve the draft as the serve command asks."
                       if only_launch else
@@ -227,7 +228,8 @@ def render_check(result, target_path: str = "", draft_path: str = "") -> str:
     lines.append(f"\n  loss target during training: {t.target.name} ({describe_tap(t.target.name, n)})")
     lines += launch_lines(s)
     lines += built_lines(result)
-    other = [d for d in result.differences if d.kind not in ("slot", "launch") and not d.where.startswith("draft.")]
+    other = [d for d in result.differences  # the built draft's own fields are in its table above
+             if d.kind not in ("slot", "launch") and not (d.kind == "field" and d.where.startswith("draft."))]
     if other:
         lines += ["", "  Other differences:"] + [f"  - {d.message}" for d in other]
     if result.notes:

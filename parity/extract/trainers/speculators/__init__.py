@@ -97,7 +97,10 @@ def target_config_for_build(target: TargetModel) -> dict:
 
 
 def built_request(draft: "Draft | Path | str", target: TargetModel, trained: bool) -> dict:
+    """The probe's "draft" request. A draft in speculators' own format is the checkpoint as the
+    trainer wrote it (export's input), whether or not --trained named it."""
     path, config = load_config(draft)
+    trained = trained or is_trained_draft(config)
     return {"config": config, "target": target_config_for_build(target),
             "from": (f"the trained checkpoint {path.parent}" if trained
                      else "the served config.json, no --trained given")}

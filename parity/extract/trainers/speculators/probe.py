@@ -158,8 +158,9 @@ class ProbeRun:
     data_mod: Any = field(default=None, repr=False)
 
     def look_up(self, qualname: str) -> Any:
-        """The named object (None when absent), recorded in `looked_for`."""
-        self.looked_for.append(qualname)
+        """The named object (None when absent), recorded in `looked_for` (once)."""
+        if qualname not in self.looked_for:
+            self.looked_for.append(qualname)
         try:
             return resolve(qualname)
         except (ImportError, AttributeError):
