@@ -260,7 +260,8 @@ def check(training: TrainingContract, target: Target, draft: Draft,
         suggestion, unfixable = _solve(training, serving, tried, target, draft, sglang_version, verify,
                                        engine_name)
     elif verdict == "unservable":
-        differences = [x for x in differences if x.kind in UNSERVABLE_KINDS + ("lock",)]  # slots never fed
+        # slots are never fed; a vocabulary difference stays (it says why ids run past the target)
+        differences = [x for x in differences if x.kind in UNSERVABLE_KINDS + ("lock",) or x.where.startswith("vocab.")]
         if not unloadable(serving):  # the draft loads but the engine raised on its ids: other ids may be the fix
             suggestion, unfixable = _solve(training, serving, tried, target, draft, sglang_version, verify,
                                            engine_name)
