@@ -38,6 +38,7 @@ SPECFORGE = "specforge"
 PAIRS = {
     "kimi-k2.5-eagle3": ("kimi-k2.5", "h0,h3,h31,h59"),
     "kimi-k2.5-eagle3-fixed": ("kimi-k2.5", "h0,h3,h31,h59"),
+    "kimi-k2.5-eagle3-mla": ("kimi-k2.5", "h0,h3,h31,h59"),
     "llama-3.1-8b-eagle3": ("llama-3.1-8b", "h2,h16,h29,h32"),
     "qwen3-8b-eagle3": ("qwen3-8b", "h2,h18,h33,h36"),
     "specforge-deepseek-v3-eagle3": ("deepseek-v3-61l", SPECFORGE),
@@ -61,6 +62,12 @@ VERDICTS: dict[tuple[str, str], tuple[int, str]] = {
     ("specforge-deepseek-v3-eagle3", VLLM_NEWEST): P,
     ("specforge-deepseek-v3-eagle3", VLLM_TWO_RUNNERS): D,  # the two runners feed different states
     ("kimi-k2.5-eagle3-fixed", SGLANG): P,
+    # the MLA draft class (Eagle3DeepseekV2ForCausalLM): the ids [0, 3, 31] are fed as trained, but
+    # speculators builds the config as Llama attention (rotary over the whole head), the engines as
+    # MLA (rotary over qk_rope_head_dim): draft.rope_frequencies differs (tests/test_mla_draft.py)
+    ("kimi-k2.5-eagle3-mla", SGLANG): D,
+    ("kimi-k2.5-eagle3-mla", VLLM_NEWEST): D,  # and V2 reads no nested ids: [h2, h30, h58]
+    ("kimi-k2.5-eagle3-mla", VLLM_TWO_RUNNERS): (1, "unservable"),  # V1 reads them: DeepSeek id 0 raises
     ("llama-3.1-8b-eagle3", SGLANG): P,
     ("llama-3.1-8b-eagle3", VLLM_NEWEST): P,  # issue 32: DRIFT on 8075d6f (vocab 32 / 256)
     ("llama-3.1-8b-eagle3", VLLM_TWO_RUNNERS): D,  # the V1 runner reads [1, 15, 28]: h1, h15, h28

@@ -8,6 +8,10 @@ vllm from the rotary-embedding init) but never calls into them there. A stand-in
 lets that import succeed; any attribute that reaches real use raises
 `StandInUsed`, naming the stand-in, so it can never silently change a result.
 Installed only when the real package is not importable.
+
+Beside them, one call of torch for one engine call at a time (`cuda_synchronize_on_cpu`):
+`torch.cuda.synchronize()` with no CUDA, which stands for waiting on no device and raises
+`StandInUsed` for anything more.
 """
 
 from __future__ import annotations
@@ -156,3 +160,43 @@ def absent_names(module_name: str, *names: str) -> list[str]:
     for name in bound:
         setattr(module, name, _StandInName(f"{module_name}.{name}"))
     return bound
+
+
+class cuda_synchronize_on_cpu:
+    """`torch.cuda.synchronize()` where torch has no CUDA (the CPU build), for one call of an
+    engine method that ends with it as housekeeping: SGLang's MLA draft class for Kimi-K2.5
+    (`Eagle3DeepseekV2ForCausalLM.set_embed` / `set_embed_and_head`, 0.5.12-0.5.23) binds the
+    target's embedding and then calls `torch.cuda.empty_cache()` (a no-op without CUDA) and
+    `torch.cuda.synchronize()`, which the CPU build refuses (AssertionError: Torch not compiled
+    with CUDA enabled). It waits for the kernels queued on a CUDA device; without one, none is
+    queued, and waiting for none is what it stands for: returning. Anything more raises
+    StandInUsed: a device named, or CUDA present or initialised (then the real one runs: on a
+    machine with CUDA, nothing is replaced). Used as a context manager around the one call."""
+
+    def __init__(self):
+        self.saved = None
+
+    @staticmethod
+    def _synchronize(device=None) -> None:
+        import torch
+
+        if device is not None:
+            raise StandInUsed(f"torch.cuda.synchronize({device!r}) was used, but it is parity's CPU stand-in: "
+                              "it stands for waiting on no device, not on a named one")
+        if torch.cuda.is_available() or torch.cuda.is_initialized():
+            raise StandInUsed("torch.cuda.synchronize() reached parity's CPU stand-in while CUDA is present: "
+                              "the real one must run")
+
+    def __enter__(self):
+        import torch
+
+        if not torch.cuda.is_available():
+            self.saved = torch.cuda.synchronize
+            torch.cuda.synchronize = self._synchronize
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import torch
+
+        if self.saved is not None:
+            torch.cuda.synchronize, self.saved = self.saved, None

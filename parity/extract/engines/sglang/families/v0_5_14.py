@@ -74,6 +74,8 @@ class Adapter(v0_5_23.Adapter):
         give_standin_interpolation_modes()
         from sglang.srt.distributed import parallel_state as ps
 
+        self.device = device
+
         if not device.startswith("cuda"):
             self.rope_on_cpu()
         if not torch.cuda.is_available():

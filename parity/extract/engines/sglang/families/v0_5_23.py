@@ -10,7 +10,10 @@ CPU shims, each the smallest that lets the real code run (docs/engines-on-cpu.md
 - single-process gloo groups; server args published with model_path "dummy" so the
   GPU-oriented argument resolution is skipped (real paths are given where read);
 - the rotary-embedding module's device lookup answers "cpu" (it asks for an accelerator);
-- attention by parity's prefill SDPA backend (sdpa_backend.py), not a stub of any layer.
+- attention by parity's prefill SDPA backend (sdpa_backend.py), not a stub of any layer;
+- the draft's embedding binding (`set_embed`, `set_embed_and_head`) under parity's
+  `torch.cuda.synchronize` stand-in (standins.cuda_synchronize_on_cpu): the MLA draft class for
+  Kimi-K2.5 (`Eagle3DeepseekV2ForCausalLM`) ends both with it.
 """
 
 from __future__ import annotations
@@ -131,6 +134,7 @@ class Adapter:
         from sglang.srt import runtime_context as rc
         from sglang.srt.distributed import parallel_state as ps
 
+        self.device = device
         if not device.startswith("cuda"):
             import sglang.srt.layers.rotary_embedding.rope_variant as rope_variant
 
@@ -372,11 +376,16 @@ class Adapter:
 
         config = self.model_config(draft_dir, is_draft=True)
         cls, _ = get_model_architecture(config)
-        return cls(config=config.hf_config, quant_config=None).eval()
+        draft = cls(config=config.hf_config, quant_config=None).eval()
+        if not getattr(self, "device", "cpu").startswith("cuda"):
+            on_cpu_embedding_binding(draft)
+        return draft
 
     def draft_layers(self, draft) -> list:
-        """The draft's decoder layers, in order (its `model.layers`)."""
-        return list(draft.model.layers)
+        """The draft's decoder layers, in order (its `model.layers`; the MLA draft class for
+        Kimi-K2.5, `Eagle3DeepseekV2ForCausalLM`, has one, `model.midlayer`)."""
+        layers = getattr(draft.model, "layers", None)
+        return list(layers) if layers is not None else [draft.model.midlayer]
 
     def target_embed_and_head(self, target, draft) -> tuple[Any, Any]:
         """The target's embedding and head as the EAGLE-3 worker fetches them for the draft."""
@@ -413,6 +422,27 @@ class Adapter:
             return original(input_ids, hidden_states, lm_head, logits_metadata, *args, **kwargs)
 
         processor.forward = forward
+
+
+def on_cpu_embedding_binding(draft) -> None:
+    """The draft's `set_embed` and `set_embed_and_head` (what the EAGLE-3 worker calls to bind
+    the target's embedding and head) run under parity's `torch.cuda.synchronize` stand-in on a
+    CPU (standins.cuda_synchronize_on_cpu): the MLA draft class for Kimi-K2.5
+    (`Eagle3DeepseekV2ForCausalLM`, kimi_k25_eagle3.py) ends both with `torch.cuda.empty_cache()`
+    and `torch.cuda.synchronize()`, housekeeping after the binding, which the CPU build of torch
+    refuses. The binding itself runs unchanged; a class that calls neither is unaffected."""
+    from .... import standins
+
+    for name in ("set_embed", "set_embed_and_head"):
+        method = getattr(draft, name, None)
+        if method is None:
+            continue
+
+        def bound(*args, _method=method, **kwargs):
+            with standins.cuda_synchronize_on_cpu():
+                return _method(*args, **kwargs)
+
+        setattr(draft, name, bound)
 
 
 class _SpecInfo:
