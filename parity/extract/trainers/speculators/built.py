@@ -34,6 +34,12 @@ def _config(run, draft: dict, target: dict, work: Path):
     if is_speculators_format(draft):
         (work / "config.json").write_text(json.dumps(draft))
         return config_cls.from_pretrained(str(work)), "read by its Eagle3SpeculatorConfig"
+    served_as = [a for a in draft.get("architectures") or [] if isinstance(a, str)]
+    if served_as and not any("llama" in a.lower() and "eagle3" in a.lower() for a in served_as):
+        # Its converter maps any EAGLE-3 config to a Llama draft: a config served as another
+        # class (SGLang's MLA Eagle3DeepseekV2ForCausalLM) is not a draft this release trains.
+        raise LookupError(f"the draft is served as {served_as[0]}, and this release builds EAGLE-3 drafts of "
+                          "Llama layers only (its Eagle3Converter maps any EAGLE-3 config to one)")
     converter = run.look_up(CONVERTER)
     if converter is None:
         raise LookupError(f"the draft is in the served EAGLE-3 form and this release has no {CONVERTER} "
