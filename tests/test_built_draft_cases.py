@@ -195,3 +195,14 @@ def test_a_lock_holds_both_builds_and_names_the_trained_checkpoint(served_from_t
     moved = parity("check", "--lock", str(lock), "--no-verify")
     assert moved.returncode == 1, moved.stdout
     assert "training draft.rope_frequencies changed since the lock" in moved.stdout, moved.stdout
+
+
+@pytest.mark.parametrize("release", ["0.3.0", "0.5.0", "0.8.1"])
+def test_every_speculators_family_builds_the_bundled_draft_as_sglang_does(release):
+    """Each release builds the draft with its own classes (0.3's constructor takes the vocabulary
+    maps: a reduced draft vocabulary is kept as the first rows, its t2d said so)."""
+    proc = parity("check", "--target-config", str(LLAMA), "--draft", str(LLAMA_DRAFT), *LAYOUT,
+                  "--speculators", release, "--no-verify")
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+    assert f"trained  speculators {release} Eagle3DraftModel" in proc.stdout
+    assert "the same in all 14 fields" in proc.stdout, proc.stdout

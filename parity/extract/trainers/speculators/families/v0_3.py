@@ -98,7 +98,7 @@ def collate(run: "ProbeRun", sample: dict) -> dict[str, torch.Tensor]:
 
 def draft_model(model_cls, config):
     """The tiny draft the probe runs, built as this family builds it: `Eagle3DraftModel(config, t2d, d2t)`
-    with the identity vocabulary maps (every verifier token kept, offsets 0), whose constructor
+    with identity vocabulary maps (the first draft_vocab_size verifier tokens kept, offsets 0), whose constructor
     loads the verifier's embedding, LM head and final norm from
     `speculators_config.verifier.name_or_path`; that is a tiny seeded verifier checkpoint written
     here (the transformer layer's config + those three tensors)."""
@@ -114,7 +114,8 @@ def draft_model(model_cls, config):
                    "model.norm.weight": torch.rand(hidden, generator=generator) + 0.5},
                   str(Path(where) / "model.safetensors"))
         config.speculators_config.verifier.name_or_path = where
-        t2d = torch.ones(vocab, dtype=torch.bool)
+        t2d = torch.zeros(vocab, dtype=torch.bool)  # the first draft_vocab_size tokens kept, offsets 0
+        t2d[:config.draft_vocab_size] = True
         d2t = torch.zeros(config.draft_vocab_size, dtype=torch.long)
         return model_cls(config, t2d=t2d, d2t=d2t)
 
