@@ -21,13 +21,25 @@ def sig6(x: float) -> float:
 
 def _rotary(model: torch.nn.Module) -> torch.nn.Module | None:
     """The first rotary-embedding module: SGLang's and vLLM's hold a `cos_sin_cache`,
-    transformers' (the trainers') an `inv_freq`."""
+    transformers' (speculators') an `inv_freq`, SpecForge's both an `inv_freq` and the
+    `cos_cached` / `sin_cached` tables its forward returns."""
     for module in model.modules():
         if isinstance(getattr(module, "cos_sin_cache", None), torch.Tensor):
             return module
         if isinstance(getattr(module, "inv_freq", None), torch.Tensor):
             return module
     return None
+
+
+def _cached_tables(module: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(cos, sin) at position 1 from a module that applies precomputed `cos_cached` and
+    `sin_cached` tables ([..., positions, rotary_dim], each cat(freqs, freqs): SpecForge's
+    rotary classes, whose linear and YaRN variants scale positions or magnitudes only there)."""
+    cos, sin = getattr(module, "cos_cached", None), getattr(module, "sin_cached", None)
+    if not (isinstance(cos, torch.Tensor) and isinstance(sin, torch.Tensor)) or cos.shape[-2] < 2:
+        return None
+    half = cos.shape[-1] // 2
+    return cos[..., 1, :half].reshape(-1).double(), sin[..., 1, :half].reshape(-1).double()
 
 
 @torch.no_grad()
@@ -39,10 +51,13 @@ def rope(model: torch.nn.Module) -> dict[str, Any]:
     if module is None:
         return {}
     cache = getattr(module, "cos_sin_cache", None)
+    tables = _cached_tables(module)
     if isinstance(cache, torch.Tensor):  # [positions, rotary_dim]: cos half, then sin half
         row = cache[1].double()
         half = row.shape[-1] // 2
         cos, sin = row[:half], row[half:]
+    elif tables is not None:  # what the module's forward returns: its tables, not inv_freq
+        cos, sin = tables
     else:  # transformers: inv_freq [rotary_dim / 2], attention_scaling applied to cos and sin
         scale = float(getattr(module, "attention_scaling", 1.0) or 1.0)
         freq = module.inv_freq.double()
@@ -105,3 +120,72 @@ def plain_rope_scaling(value: Any) -> dict[str, Any] | None:
              for k, v in value.items() if k not in ("rope_theta", "type")}
     plain["rope_type"] = kind
     return plain
+
+
+def max_token_id(d2t: torch.Tensor | None, mapping: str | None, draft_vocab_size: int | None) -> int | None:
+    """The largest target token id the draft can emit, by the side's own mapping of a draft
+    index (`mapping`: "offsets", speculators' d2t as the engines read it, target id = d + d2t[d];
+    "absolute", target id = d2t[d]); with no d2t table, the draft index itself (its lm_head's
+    last row). None: the side's mapping is not known."""
+    if d2t is not None and d2t.numel():
+        table = d2t.long().reshape(-1)
+        if mapping == "offsets":
+            return int((torch.arange(table.numel()) + table).max())
+        if mapping == "absolute":
+            return int(table.max())
+        return None
+    return draft_vocab_size - 1 if draft_vocab_size else None
+
+
+def checkpoint_d2t(draft_dir: str) -> tuple[bool, torch.Tensor | None]:
+    """(whether the draft directory holds safetensors at all, its d2t tensor or None)."""
+    from pathlib import Path
+
+    from safetensors import safe_open
+
+    files = sorted(Path(draft_dir).glob("*.safetensors"))
+    for f in files:
+        with safe_open(str(f), framework="pt") as fh:
+            for name in fh.keys():
+                if name.split(".")[-1] == "d2t":
+                    return True, fh.get_tensor(name)
+    return bool(files), None
+
+
+def plain(value: Any) -> Any:
+    """A config value as plain JSON (a dtype or other object as its str)."""
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return str(value)
+
+
+SIZE_KEYS = ("vocab_size", "draft_vocab_size", "hidden_size", "target_hidden_size", "num_hidden_layers",
+             "num_attention_heads", "num_key_value_heads", "head_dim", "intermediate_size",
+             "max_position_embeddings", "rope_theta")
+
+
+def hf_sizes(hf: Any) -> dict[str, Any]:
+    """The BuiltDraft sizes an HF-style draft config object holds, with the EAGLE-3 draft
+    classes' common defaults (draft_vocab_size: vocab_size; target_hidden_size: hidden_size;
+    head_dim: hidden_size / heads) and the rope as transformers 5 keeps it (rope_parameters).
+    A side whose class takes another default overrides the field after this."""
+    built: dict[str, Any] = {k: plain(getattr(hf, k, None)) for k in SIZE_KEYS}
+    if built["draft_vocab_size"] is None:
+        built["draft_vocab_size"] = built["vocab_size"]
+    if built["target_hidden_size"] is None:
+        built["target_hidden_size"] = built["hidden_size"]
+    if built["head_dim"] is None and built["hidden_size"] and built["num_attention_heads"]:
+        built["head_dim"] = built["hidden_size"] // built["num_attention_heads"]
+    rope_parameters = getattr(hf, "rope_parameters", None)
+    if isinstance(rope_parameters, dict):
+        built["rope_theta"] = built["rope_theta"] or plain(rope_parameters.get("rope_theta"))
+    built["rope_scaling"] = plain_rope_scaling(getattr(hf, "rope_scaling", None) or rope_parameters)
+    return built
+
+
+def dtype_name(dtype: Any) -> str | None:
+    return str(dtype).removeprefix("torch.") if dtype is not None else None

@@ -16,7 +16,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from ....contract import DatagenDump, Finding, GraphFlags, LaunchContract, Provenance, ServingContract, Tap, sources
+from ....contract import BuiltDraft, DatagenDump, Finding, GraphFlags, LaunchContract, Provenance, ServingContract, Tap, sources
 from ....envs import EnvError, display_python, environments, find_env, run_module
 from ....reply_cache import SOURCE_KEY
 from ....errors import CannotExtract, HarnessLimit, UserError
@@ -201,6 +201,9 @@ def to_contract(reply: dict[str, Any], target: Target) -> ServingContract:
         findings.append(Finding(kind="draft_facts_unread", message=reply["draft_error"]))
     if reply.get("draft_sizes_error"):
         findings.append(Finding(kind="draft_sizes_unread", message=reply["draft_sizes_error"]))
+    if reply.get("built_error"):
+        findings.append(Finding(kind="draft_not_built", message=f"{reply['built_error']}; its built draft is not "
+                                "compared"))
     if draft.get("class"):
         details["draft_class"] = draft["class"]
     slots = tuple(Tap.parse(s) if s else None for s in _names(chosen)) or (None,)
@@ -214,7 +217,7 @@ def to_contract(reply: dict[str, Any], target: Target) -> ServingContract:
         graph=GraphFlags(**draft.get("graph", {})),
         vocab=sources.vocab(draft.get("vocab", {}), real_sizes(reply, target)),
         embedding=draft.get("embedding", "unknown"), provenance=provenance, findings=tuple(findings),
-        engine=NAME, requested_ids=tuple(ids) if ids else None,
+        draft=BuiltDraft(**reply["built"]) if reply.get("built") else None, engine=NAME, requested_ids=tuple(ids) if ids else None,
         ids_source=f"{runner} runner: " + ("the draft config" if ids else "engine default"),
         capture_ids=tuple(chosen["capture_ids"]) if chosen.get("capture_ids") is not None else None,
         runners={name: tuple(Tap.parse(s) if s else None for s in _names(run)) or (None,)

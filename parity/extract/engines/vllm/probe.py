@@ -232,7 +232,37 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
             reply["draft_sizes"] = adapter.real_draft_sizes(request["draft_dir"])
         except Exception as exc:  # noqa: BLE001
             reply["draft_sizes_error"] = f"vllm {version}'s config reader refused the draft config: {one_line(exc)}"
+        try:
+            reply["built"] = built_draft(adapter, version, request, reply)
+        except Exception as exc:  # noqa: BLE001 - a finding: this side's built draft is not compared
+            reply["built_error"] = f"vllm {version} did not build the draft: {one_line(exc)}"
     return reply
+
+
+def built_draft(adapter, version: str, request: dict, reply: dict) -> dict[str, Any]:
+    """The draft as this release builds it (parity.contract.BuiltDraft): sizes, rope settings
+    and dtype as its config reader reads the real draft (and target) config; rotary frequencies,
+    eps, activation and the head's tie off the draft class it built at tiny widths (read before
+    any weight is loaded or shared with the target); the largest target id by the d2t mapping
+    its `compute_logits` was run with. Both of 0.33's runners build the draft with the same class
+    (V1's `EagleProposer.load_model` and V2's `load_eagle_model` each `get_model` the draft model
+    config's architecture from the registry), so one build is read for both."""
+    from ...built import checkpoint_d2t, max_token_id
+
+    if not getattr(adapter, "BUILDS_DRAFT", False):
+        raise LookupError(f"parity reads vLLM's built draft from the 0.33 family on, not yet with the "
+                          f"{reply.get('family')} family")
+    facts = reply.get("draft") or {}
+    if facts.get("module") is None:
+        raise LookupError(reply.get("draft_error") or "its draft class was not built")
+    built = adapter.real_draft_built(request["draft_dir"], request["target_config"])
+    built.update(facts["module"])
+    has_weights, d2t = checkpoint_d2t(request["draft_dir"])
+    if has_weights:
+        built["max_token_id"] = max_token_id(d2t, (facts.get("vocab") or {}).get("d2t"), built["draft_vocab_size"])
+    built["built_by"] = f"vllm {version} {facts.get('class', '?').rsplit('.', 1)[-1]}"
+    built["config_from"] = "the served config.json (its get_config, as the draft's ModelConfig reads it)"
+    return built
 
 
 def resolve_launch(adapter, request: dict, version: str, reply: dict) -> bool:

@@ -21,7 +21,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from ....contract import (DatagenDump, Finding, GraphFlags, Provenance, Tap, TargetModel, TrainingContract,
+from ....contract import (BuiltDraft, DatagenDump, Finding, GraphFlags, Provenance, Tap, TargetModel, TrainingContract,
                          VocabMapping, sources)
 from ....envs import EnvError, display_python, environments, find_env, run_module
 from ....reply_cache import SOURCE_KEY
@@ -59,9 +59,12 @@ def python(release: str | None) -> str:
 
 
 def run_probe(target_config: dict, draft_dir: Path | None, run_ids: list[int] | None,
-          release: str | None = None, seq_len: int = 8, seed: int = 0) -> dict:
+          release: str | None = None, seq_len: int = 8, seed: int = 0, built_from: str | None = None) -> dict:
+    """`built_from`: what the draft directory is (the served config, or the trained checkpoint),
+    to build the draft as SpecForge does (parity.contract.BuiltDraft); None builds none."""
     request = {"target_config": target_config, "run_ids": run_ids, "seq_len": seq_len, "seed": seed,
-               "draft_config": str((Path(draft_dir) / "config.json").resolve()) if draft_dir else None}
+               "draft_config": str((Path(draft_dir) / "config.json").resolve()) if draft_dir else None,
+               **({"built": {"from": built_from}} if built_from and draft_dir else {})}
     return run_module(python(release), PROBE_MODULE, request, cache=True)
 
 
@@ -94,6 +97,9 @@ def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None) -
         f"{reply['sglang_version']} captures at layer indices {reply.get('capture_ids')}")))
     if draft is not None:
         findings += [f for f in draft.findings]
+    if reply.get("built_error"):
+        findings.append(Finding(kind="draft_not_built", message=(
+            f"specforge {version} did not build the draft: {reply['built_error']}; the built draft is not compared")))
     details = {"sglang": reply["sglang_version"], "ids": str(reply["ids"]),
                "ids_source": _ids_source(run_ids, draft), "capture_ids": str(reply.get("capture_ids")),
                "capture_method": str(reply.get("capture_method")),
@@ -108,6 +114,7 @@ def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None) -
         target_model=target, fc_input=layout[:-1], graph=draft.flags if draft else GraphFlags(),
         vocab=sources.vocab(draft.vocab, draft.sizes) if draft else VocabMapping(),
         embedding=draft.embedding if draft else "unknown",
+        draft=BuiltDraft(**reply["built"]) if reply.get("built") else None,
         provenance=provenance, findings=tuple(findings), dump_layout=layout,
         dump_layout_source="trainer_capture", fc_slots=tuple(range(len(fc))), target=layout[-1],
         target_slot=len(fc), target_normed_by_trainer=reply.get("target_normed_by_trainer"),
@@ -119,8 +126,9 @@ def training_contract(target: Target, dump_layout: list[Tap] | None = None, *,
                       draft: Draft | None = None, release: str | None = None,
                       data_path: str | None = None, datagen_dump: DatagenDump | None = None,
                       trained: bool = False) -> TrainingContract:
-    """The training contract SpecForge's own code gives for this target and draft (`trained`:
-    the draft is the checkpoint SpecForge wrote; SpecForge's built draft is not read yet).
+    """The training contract SpecForge's own code gives for this target and draft, with the
+    draft as SpecForge builds it (`trained`: the draft is the checkpoint SpecForge wrote, else
+    the served config as SpecForge would load it).
 
     `datagen_ids` is SpecForge's run override (`--specforge-ids`); SpecForge's capture runs a
     model of the target's config. A dump layout, a convention or a data path are speculators'
@@ -137,7 +145,10 @@ def training_contract(target: Target, dump_layout: list[Tap] | None = None, *,
     draft_dir = draft.path if draft is not None else None
     facts = read_draft(draft) if draft is not None else None
     try:
-        reply = run_probe(target.config, draft_dir, list(datagen_ids) if datagen_ids is not None else None, release)
+        built_from = (f"the trained checkpoint {draft_dir}" if trained
+                      else "the served config.json, no --trained given") if draft_dir is not None else None
+        reply = run_probe(target.config, draft_dir, list(datagen_ids) if datagen_ids is not None else None, release,
+                          built_from=built_from)
     except EnvError as exc:
         raise SpecForgeError(str(exc)) from exc
     found = reply.get("specforge_version")

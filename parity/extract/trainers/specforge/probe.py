@@ -88,6 +88,13 @@ def extract(request: dict) -> dict[str, Any]:
     standins.install()
     setup_on_a_free_port(adapter, None)
 
+    if request.get("built") and request.get("draft_config"):  # the draft as this release builds it
+        try:
+            reply["built"] = built_draft(family, request["draft_config"], real, work, version,
+                                         request["built"].get("from", "the served config.json"))
+        except Exception as exc:  # noqa: BLE001 - a finding: this side's built draft is not compared
+            reply["built_error"] = one_line(exc)
+
     # 1. The ids, by SpecForge's own resolution.
     run_ids = request.get("run_ids")
     try:
@@ -148,6 +155,29 @@ def extract(request: dict) -> dict[str, Any]:
     reply["alignment"] = ("TargetHead.preprocess: target at position t = state at t+"
                           f"{int(shifted[0, 0, 0] - marks[0, 0, 0])} (last position zero-padded)")
     return reply
+
+
+def built_draft(family, draft_config_path: str, target: dict, work: Path, version: str, source: str) -> dict:
+    """{BuiltDraft fields}: sizes from SpecForge's own resolution of the real draft config; rope,
+    eps, activation and the head's tie off the draft class it builds from a shrunk copy of that
+    config (the same shrink the other sides' builds use), against the target given."""
+    from ...built import dtype_name, hf_sizes, module_facts
+    from ...shrink import shrink_draft_config
+
+    real_target = work / "built-target"
+    real_target.mkdir()
+    (real_target / "config.json").write_text(json.dumps(target))
+    cfg, config = family.draft_config(draft_config_path, str(real_target))
+    built = hf_sizes(config)
+    built["dtype"] = dtype_name(family.train_dtype(cfg))
+    tiny_path = work / "built-draft.json"
+    tiny_path.write_text(json.dumps(shrink_draft_config(json.loads(Path(draft_config_path).read_text()))))
+    tiny_cfg, tiny_config = family.draft_config(str(tiny_path), str(real_target))
+    model = family.build_draft(tiny_cfg, tiny_config)
+    built.update(module_facts(model, getattr(model, "embed_tokens", None), getattr(model, "lm_head", None)))
+    built["built_by"] = f"specforge {version} {type(model).__name__}"
+    built["config_from"] = f"{source} (its resolve_draft_config)"
+    return built
 
 
 def main() -> None:

@@ -357,6 +357,7 @@ class Adapter:
         from vllm.model_executor.model_loader.utils import process_weights_after_loading
 
         draft = self.build_draft(vllm_config)  # once: a release may name its layers whatever the prefix
+        module = self.draft_module_facts(draft)  # as built: before any weight is loaded or shared
         if target is not None:  # loads the checkpoint (and processes the weights), then shares
             embedding = self.draft_embedding(draft, vllm_config, target, checkpoint)
         else:
@@ -372,7 +373,7 @@ class Adapter:
         mapping = getattr(draft, "draft_id_to_target_id", None)
         if mapping is None:
             vocab.update(d2t="absent", t2d="absent", mapping="draft index = target id (same vocabulary)")
-            return {"graph": graph, "vocab": vocab, "embedding": embedding,
+            return {"graph": graph, "vocab": vocab, "embedding": embedding, "module": module,
                     "class": f"{type(draft).__module__}.{type(draft).__name__}"}
         # d2t = shift everywhere: offsets put draft index i at target id i + shift, absolute all at
         # shift (0 when the draft vocabulary is the target's: i + 1 would leave it)
@@ -391,8 +392,46 @@ class Adapter:
         t2d = "ignored" if all(same(before[k], v) for k, v in draft.state_dict().items()) else "present"
         vocab.update(d2t=d2t, t2d=t2d, mapping=f"target id = draft index + d2t[draft index] (compute_logits; "
                      f"ran it: d2t = {shift} put draft index 0 at target id {finite[0] if finite else None})")
-        return {"graph": graph, "vocab": vocab, "embedding": embedding,
+        return {"graph": graph, "vocab": vocab, "embedding": embedding, "module": module,
                 "class": f"{type(draft).__module__}.{type(draft).__name__}"}
+
+    # The built draft (parity.contract.BuiltDraft) is read from this family on (0.33, 0.34);
+    # an older family's adapter sets False and the contract says its draft is not compared.
+    BUILDS_DRAFT = True
+
+    @staticmethod
+    def draft_module_facts(draft) -> dict:
+        """What the draft class built at tiny widths computes (parity.extract.built): its rotary
+        table (`get_rope`'s `cos_sin_cache`), its RMSNorms' eps, its MLP's activation, and whether
+        its lm_head is its own token embedding (`Eagle3LlamaForCausalLM` builds a separate
+        `ParallelLMHead` whatever tie_word_embeddings says)."""
+        from ....built import module_facts
+
+        return module_facts(draft, draft.model.embed_tokens, getattr(draft, "lm_head", None))
+
+    def real_draft_built(self, draft_dir: str, target_config: dict) -> dict:
+        """The built draft's sizes as vLLM reads the draft's real config: `get_config` on the
+        directory as given (what the draft's ModelConfig holds as hf_config), with the class's
+        own defaults (`Eagle3LlamaForCausalLM.__init__`: draft_vocab_size = vocab_size when
+        absent; its LlamaModel: target_hidden_size = hidden_size; LlamaAttention: head_dim =
+        hidden_size / heads). The dtype is the target's: `SpeculativeConfig` builds the draft's
+        ModelConfig with `dtype=target_model_config.dtype`, which for a served target is
+        `_get_and_verify_dtype(..., "auto")` on the target's real config."""
+        import tempfile
+        from pathlib import Path
+
+        from vllm.config.model import _get_and_verify_dtype
+        from vllm.transformers_utils.config import get_config
+
+        from ....built import dtype_name, hf_sizes
+        from .. import launch
+
+        built = hf_sizes(get_config(draft_dir, trust_remote_code=False))
+        model_dir = launch.write_model_dir(Path(tempfile.mkdtemp(prefix="parity-vllm-dtype-")), target_config)
+        target = get_config(model_dir, trust_remote_code=False)
+        text = target.get_text_config() if hasattr(target, "get_text_config") else target
+        built["dtype"] = dtype_name(_get_and_verify_dtype(model_dir, text, "auto", is_pooling_model=False))
+        return built
 
     def dump_stack(self, aux):
         """What the extract_hidden_states proposer writes per token: the aux states stacked in

@@ -7,7 +7,9 @@ A family module defines
 - `resolve_ids(run_ids, draft_config_path, target_dir)`, `capture_backend(model)`,
   `wrap_logits(model)`, `normalize(raw, max_len)`, `target_head(target_dir, lm_head)`,
   `shift(input_ids, target, loss_mask)`: the steps of SpecForge's own data path, each calling
-  the installed release's code where this family finds it.
+  the installed release's code where this family finds it;
+- `draft_config(draft_config_path, target_dir)`, `build_draft(cfg, config)`, `train_dtype(cfg)`:
+  the draft as training resolves its config and builds it (parity.contract.BuiltDraft).
 
 Adding a family is adding one module here (parity.extract.families finds it); a release
 outside every family's range is refused by the probe, naming the ranges looked in.

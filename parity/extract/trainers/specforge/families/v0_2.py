@@ -40,6 +40,8 @@ CODE_PATHS = {
                "specforge.offline_capture.sglang_backend.utils.wrap_offline_eagle3_logits_processors",
     "normalizer": "specforge.algorithms.eagle3.data.normalize_offline_sample",
     "target_head": "specforge.modeling.target.target_head.TargetHead (forward, preprocess)",
+    "draft": "specforge.training.model_loading.resolve_draft_config -> "
+             "specforge.modeling.auto.AutoDraftModel.from_config (as algorithms.model_providers.build_eagle3_draft)",
 }
 
 
@@ -95,3 +97,35 @@ def target_head(target_dir: str, lm_head_weight):
     with torch.no_grad():
         head.fc.weight.copy_(lm_head_weight)
     return head.eval()
+
+
+def draft_config(draft_config_path: str, target_dir: str):
+    """(the run's typed Config, the draft config as training resolves it): the composition
+    root's `resolve_run` for the default strategy (eagle3), then `resolve_draft_config` with
+    its model provider's draft-config provider, as `training.assembly._load_draft` does
+    (`load_draft_config_source`: tie_word_embeddings forced False, draft_vocab_size defaulting
+    to vocab_size, the registered architecture's config class)."""
+    from specforge.application.composition import resolve_run
+    from specforge.config import Config
+    from specforge.training.model_loading import resolve_draft_config
+
+    cfg = Config(model={"target_model_path": target_dir, "draft_model_config": draft_config_path},
+                 data={"hidden_states_path": target_dir})
+    provider = resolve_run(cfg).algorithm.providers.model
+    return cfg, resolve_draft_config(cfg, provider=provider.draft_config)
+
+
+def build_draft(cfg, config):
+    """The draft module `build_eagle3_draft` constructs: `AutoDraftModel.from_config` with the
+    run's attention backend (the class from the draft registry by `architectures`). Its
+    `torch_dtype` cast is left out, so the rotary tables read exactly (the dtype is reported
+    from the run's config); the warm start, vocabulary mapping and target embedding it loads
+    next are weights, not the module's math."""
+    from specforge.modeling.auto import AutoDraftModel
+
+    return AutoDraftModel.from_config(config, attention_backend=cfg.training.attention_backend).eval()
+
+
+def train_dtype(cfg) -> str:
+    """The dtype training casts the draft to (`model.torch_dtype`, whatever the draft config says)."""
+    return str(cfg.model.torch_dtype)
