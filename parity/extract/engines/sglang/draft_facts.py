@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from ...built import module_facts, plain_rope_scaling
+from ...built import dtype_name, hf_sizes, max_token_id, module_facts
 from ...shrink import shrunk_draft_dir
 from ....checkpoint import bias_weight, rename_tensor
 from ...child import one_line
@@ -162,41 +162,14 @@ def built_flags(draft) -> dict[str, bool]:
             "norm_output": bool(getattr(inner, "norm_output", False))}
 
 
-SIZE_KEYS = ("vocab_size", "draft_vocab_size", "hidden_size", "target_hidden_size", "num_hidden_layers",
-             "num_attention_heads", "num_key_value_heads", "head_dim", "intermediate_size",
-             "max_position_embeddings", "rope_theta", "rope_scaling")
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, (bool, int, float, str)) or value is None:
-        return value
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return str(value)
-
-
 def built_draft(adapter, draft_dir: str, tiny, version: str) -> dict[str, Any]:
     """The draft as SGLang builds it (parity.contract.BuiltDraft): sizes as its ModelConfig reads
     the real config.json (as a draft model), module facts off `tiny`, the same class built at
     tiny widths. SGLang's draft sets draft_vocab_size to vocab_size when absent; head_dim is
     what its attention uses (the config's, else hidden_size / heads)."""
     model_config = adapter.model_config(draft_dir, is_draft=True)
-    hf = model_config.hf_config
-    built: dict[str, Any] = {k: _plain(getattr(hf, k, None)) for k in SIZE_KEYS}
-    if built["draft_vocab_size"] is None:
-        built["draft_vocab_size"] = built["vocab_size"]
-    if built["target_hidden_size"] is None:
-        built["target_hidden_size"] = built["hidden_size"]
-    if built["head_dim"] is None and built["hidden_size"] and built["num_attention_heads"]:
-        built["head_dim"] = built["hidden_size"] // built["num_attention_heads"]
-    rope_parameters = getattr(hf, "rope_parameters", None)  # transformers 5 keeps theta and scaling here
-    if isinstance(rope_parameters, dict):
-        built["rope_theta"] = built["rope_theta"] or _plain(rope_parameters.get("rope_theta"))
-    built["rope_scaling"] = plain_rope_scaling(getattr(hf, "rope_scaling", None) or rope_parameters)
-    dtype = getattr(model_config, "dtype", None)
-    built["dtype"] = str(dtype).removeprefix("torch.") if dtype is not None else None
+    built = hf_sizes(model_config.hf_config)
+    built["dtype"] = dtype_name(getattr(model_config, "dtype", None))
     built.update(module_facts(tiny, tiny.model.embed_tokens, getattr(tiny, "lm_head", None)))
     built["built_by"] = f"sglang {version} {type(tiny).__name__}"
     built["config_from"] = "the served config.json (its ModelConfig)"
@@ -293,11 +266,9 @@ def draft_facts(adapter, draft_dir: str, target_model, findings: list[dict], ver
         form = served_form(adapter, draft, tensors, bound)
         reached, refused, dropped = form["reached"], form["refused"], form["dropped"]
         d2t = next((n for n in tensors if n.endswith("d2t")), None)
-        if "built" in facts and d2t is not None and tensors[d2t] is not None and tensors[d2t].numel():
-            table = tensors[d2t].long()  # speculators' offsets: target id = d + d2t[d]
-            facts["built"]["max_token_id"] = int((torch.arange(table.numel()) + table).max())
-        elif "built" in facts and d2t is None and facts["built"].get("draft_vocab_size"):
-            facts["built"]["max_token_id"] = facts["built"]["draft_vocab_size"] - 1
+        if "built" in facts:  # SGLang reads d2t as offsets: hot_token_id = d2t + arange
+            facts["built"]["max_token_id"] = max_token_id(tensors[d2t] if d2t else None, "offsets",
+                                                          facts["built"].get("draft_vocab_size"))
         t2d = next((n for n in tensors if n.endswith("t2d")), None)
         hot = getattr(draft, "hot_token_id", None)
         vocab["d2t"] = "offsets" if d2t and hot is not None else "absent"
