@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,3 +121,15 @@ def edit_in_shadow(shadow: Path, relative: str, old: str, new: str) -> None:
     text = path.read_text()
     assert old in text, f"{path}: {old!r} not found"
     path.write_text(text.replace(old, new))
+
+
+def run_parity(*args: str, python: str = sys.executable, env: dict | None = None,
+               overrides: str | None = None) -> subprocess.CompletedProcess:
+    """The parity CLI of this checkout, run as a user runs it (`python -m parity ARGS` in the
+    checkout), under `python` (a shadow environment's), `env` (default: this process's) and,
+    with `overrides`, PARITY_PROBE_OVERRIDES (docs/drift-classes.md)."""
+    env = dict(os.environ if env is None else env)
+    if overrides:
+        env["PARITY_PROBE_OVERRIDES"] = overrides
+    return subprocess.run([python, "-m", "parity", *args], cwd=ROOT, capture_output=True, text=True,
+                          env=env, timeout=900)

@@ -9,12 +9,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from .helpers import LLAMA, ROOT, edit_in_shadow, shadow_env
+from .helpers import run_parity as parity, LLAMA, ROOT, edit_in_shadow, shadow_env
 
 pytestmark = pytest.mark.slow
 
@@ -23,11 +22,6 @@ LAYOUT = ("--dump-layout", "h2,h16,h29,h32")
 SITE = "lib/python3.11/site-packages"
 LLAMA3_SCALING = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                   "original_max_position_embeddings": 8192}
-
-
-def parity(*args: str, python: str = sys.executable, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([python, "-m", "parity", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=900, env=env)
 
 
 def llama_draft(tmp_path: Path, **changes) -> Path:

@@ -4,24 +4,15 @@ or DRIFT (parity.extract.child.harness_limit; errors.HarnessLimit)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
 import pytest
 
-from .helpers import LLAMA, ROOT, drift_overrides
+from .helpers import run_parity as parity, LLAMA, ROOT, drift_overrides
 
 KIMI = ROOT / "fixtures" / "targets" / "kimi-k2.5" / "config.json"
 LLAMA_DRAFT = ROOT / "fixtures" / "drafts" / "llama-3.1-8b-eagle3"
-
-
-def parity(*args: str, overrides: str | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    if overrides:
-        env["PARITY_PROBE_OVERRIDES"] = overrides
-    return subprocess.run([sys.executable, "-m", "parity", *args], cwd=ROOT, capture_output=True, text=True,
-                          env=env, timeout=900)
 
 
 def one_limit_line(proc: subprocess.CompletedProcess, engine: str) -> str:

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from .helpers import LLAMA, ROOT, edit_in_shadow, shadow_env
+from .helpers import run_parity as parity, LLAMA, ROOT, edit_in_shadow, shadow_env
 
 KIMI = ROOT / "fixtures" / "targets" / "kimi-k2.5" / "config.json"
 KIMI_FIXED = ROOT / "fixtures" / "drafts" / "kimi-k2.5-eagle3-fixed"
@@ -23,11 +23,6 @@ LLAMA_DRAFT = ROOT / "fixtures" / "drafts" / "llama-3.1-8b-eagle3"
 SEED = ("--model-path moonshotai/Kimi-K2.5 --speculative-algorithm EAGLE3 --speculative-draft-model-path my/draft "
         "--speculative-num-steps 1 --speculative-eagle-topk 1 --speculative-num-draft-tokens 16 --trust-remote-code")
 EAGLE3 = "--speculative-algorithm EAGLE3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 16"
-
-
-def parity(*args: str, python: str = sys.executable, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([python, "-m", "parity", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=900, env=env)
 
 
 def kimi_check(serve_args: str, *extra: str) -> subprocess.CompletedProcess:

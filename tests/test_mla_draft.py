@@ -20,13 +20,12 @@ one this class serves.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
 import pytest
 
-from .helpers import ROOT, built, drift_overrides
+from .helpers import run_parity as parity, ROOT, built, drift_overrides
 
 pytestmark = pytest.mark.slow
 
@@ -36,14 +35,6 @@ LAYOUT = "h0,h3,h31,h59"
 # The tiny widths (parity.extract.shrink): rotary frequencies of the MLA head's 8-wide rope part,
 # theta 50000 with the target's YaRN (factor 64).
 SGLANG_MLA_FREQS = [1.0, 0.066874, 0.00227101, 4.67297e-06]
-
-
-def parity(*args: str, overrides: str | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    if overrides:
-        env["PARITY_PROBE_OVERRIDES"] = overrides
-    return subprocess.run([sys.executable, "-m", "parity", *args], cwd=ROOT, capture_output=True, text=True,
-                          env=env, timeout=900)
 
 
 def mla_draft(tmp_path, ids: list[int]):

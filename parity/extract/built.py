@@ -13,6 +13,8 @@ from typing import Any
 
 import torch
 
+from .child import jsonable
+
 
 def sig6(x: float) -> float:
     """`x` to 6 significant digits (what both sides report, so their JSON compares)."""
@@ -153,14 +155,10 @@ def checkpoint_d2t(draft_dir: str) -> tuple[bool, torch.Tensor | None]:
 
 
 def plain(value: Any) -> Any:
-    """A config value as plain JSON (a dtype or other object as its str)."""
-    if isinstance(value, (bool, int, float, str)) or value is None:
-        return value
+    """A config value as plain JSON: a dict key by key, the rest as `jsonable` gives it."""
     if isinstance(value, dict):
         return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    return str(value)
+    return jsonable(value)
 
 
 SIZE_KEYS = ("vocab_size", "draft_vocab_size", "hidden_size", "target_hidden_size", "num_hidden_layers",

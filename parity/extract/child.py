@@ -18,6 +18,7 @@ exception's type; the parent never reads it from the message.
 from __future__ import annotations
 
 import traceback
+from typing import Any
 
 from ..errors import TRANSIENT_KEY, transient
 
@@ -100,3 +101,13 @@ def finding(kind: str, message: str, severity: str = "warning", slot: int | None
 
 __all__ = ["HARNESS_LIMIT_KEY", "TRANSIENT_KEY", "finding", "harness_limit", "limits", "note", "one_line", "transients",
            "with_limits"]
+
+
+def jsonable(value: Any) -> Any:
+    """An engine object's value as plain JSON: numbers, strings and None as they are, lists item
+    by item, an enum by its value, anything else by its string."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return str(getattr(value, "value", value))

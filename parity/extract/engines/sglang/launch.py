@@ -29,6 +29,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from ...child import jsonable
+
 # The fields of ServerArgs the draft's serving depends on (the engine's own names); the launch
 # contract reports these, before and after resolution.
 LAUNCH_FIELDS = ("speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
@@ -46,15 +48,6 @@ class Refused(Exception):
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse's own exit(2) would end the probe
         raise Refused(message)
-
-
-def _plain(value: Any) -> Any:
-    """A JSON-able form of a ServerArgs value (enums and objects by their string)."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return str(getattr(value, "value", value))
 
 
 def parse(argv: list[str], model_dir: str, draft_dir: str | None):
@@ -98,7 +91,7 @@ def declared(ServerArgs, ns) -> tuple[dict, dict[str, str]]:
     for source, fields in getattr(args, "_resolved_overrides", None) or ():
         for field in fields:
             by[field] = source
-    return {f: _plain(getattr(view, f, None)) for f in LAUNCH_FIELDS if hasattr(view, f)}, by
+    return {f: jsonable(getattr(view, f, None)) for f in LAUNCH_FIELDS if hasattr(view, f)}, by
 
 
 def traced(ServerArgs, ns) -> tuple[dict, dict[str, str]]:
@@ -118,14 +111,14 @@ def traced(ServerArgs, ns) -> tuple[dict, dict[str, str]]:
         args = ServerArgs.from_cli_args(ns)
     finally:
         ServerArgs.__setattr__ = original
-    return {f: _plain(getattr(args, f, None)) for f in LAUNCH_FIELDS if hasattr(args, f)}, by
+    return {f: jsonable(getattr(args, f, None)) for f in LAUNCH_FIELDS if hasattr(args, f)}, by
 
 
 def resolve(resolver: Callable, argv: list[str], model_dir: str, draft_dir: str | None) -> dict:
     """The launch contract of `argv`: {"argv", "replaced", "requested", "effective", "overrides"}.
     The process environment is restored after (resolution sets variables the capture must not see)."""
     ServerArgs, ns, given, replaced = parse(argv, model_dir, draft_dir)
-    requested = {f: _plain(getattr(ns, f)) for f in sorted(given) if f in LAUNCH_FIELDS}
+    requested = {f: jsonable(getattr(ns, f)) for f in sorted(given) if f in LAUNCH_FIELDS}
     saved = dict(os.environ)
     try:
         effective, by = resolver(ServerArgs, ns)

@@ -31,6 +31,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from ...child import jsonable
+
 # Fields of SpeculativeConfig (the `--speculative-config` keys) the launch contract reports;
 # `max_model_len` and `quantization` are the draft's (their effective values are read from the
 # draft's ModelConfig, which vLLM resolves them into).
@@ -44,15 +46,6 @@ SPEC_FLAGS = ("--speculative-config", "-sc", "--spec-method", "--spec-model", "-
 
 class Refused(Exception):
     """The engine's parser refused the arguments (its own message)."""
-
-
-def _plain(value: Any) -> Any:
-    """A JSON-able form of a config value (enums and objects by their string)."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return str(getattr(value, "value", value))
 
 
 def _parser():
@@ -163,8 +156,8 @@ def resolve(aux_answer: Callable, argv: list[str], model_dir: str, draft_dir: st
     # flags included), the user's values (a path as given), and the engine flags they wrote
     merged = {k: v for k, v in (engine_args.speculative_config or {}).items()
               if k not in ("target_model_config", "target_parallel_config")}
-    requested = {k: _plain((spec_given or {}).get(k, merged.get(k))) for k in SPEC_FIELDS if k in merged}
-    requested.update({field: _plain(getattr(ns, dest)) for dest, field in ENGINE_FIELDS.items()
+    requested = {k: jsonable((spec_given or {}).get(k, merged.get(k))) for k in SPEC_FIELDS if k in merged}
+    requested.update({field: jsonable(getattr(ns, dest)) for dest, field in ENGINE_FIELDS.items()
                       if dest in given and getattr(ns, dest, None) is not None})
     effective: dict[str, Any] = {"model_config.max_model_len": model_config.max_model_len,
                                  "parallel_config.tensor_parallel_size": parallel.tensor_parallel_size}
@@ -187,7 +180,7 @@ def resolve(aux_answer: Callable, argv: list[str], model_dir: str, draft_dir: st
             effective[DRAFT_POSITIONS] = getattr(draft.hf_config, "max_position_embeddings", None)
         aux, answered = aux_answer(spec)
         is_eagle3 = None if aux is None else bool(spec.method == "eagle3" and aux)
-    effective = {k: _plain(v) for k, v in effective.items()}
+    effective = {k: jsonable(v) for k, v in effective.items()}
     overrides = [{"field": f, "requested": v, "effective": effective.get(f), "by": by.get(f, "?")}
                  for f, v in requested.items() if f in effective and effective[f] != v]
     return {"argv": list(argv), "replaced": replaced, "requested": requested, "effective": effective,
