@@ -196,8 +196,8 @@ def render_check(result, target_path: str = "", draft_path: str = "") -> str:
     t, s = result.training, result.serving
     n = t.target_model.num_hidden_layers
     only_launch = result.differences and all(d.kind == "launch" for d in result.differences)
-    only_built = result.differences and all(d.kind == "field" and d.where.startswith("draft.")
-                                            for d in result.differences)
+    # every slot fed as trained, and the draft itself (its build, graph flags, vocabulary) differs
+    only_built = result.differences and all(d.kind == "field" for d in result.differences)
     head = {"parity": "PARITY: the draft will be fed exactly what it was trained on.",
             "drift": (f"DRIFT: {s.engine} {s.provenance.version} will not serve the draft as the serve command asks."
                       if only_launch else
