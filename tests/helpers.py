@@ -49,8 +49,10 @@ def drift_overrides(*drifts: str) -> str:
 
 def sglang_draft(tmp: Path, *, ids=None, top_level_ids=None, hidden_size=4096, vocab_size=128256,
                  **extra) -> Path:
-    """A draft directory in SGLang's config format (config.json only)."""
-    cfg = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama",
+    """A draft directory in SGLang's config format (config.json only), declaring the Llama-3.1
+    target's 131072 positions (a config without them has transformers' 2048, which SGLang's
+    start-up refuses on that target: a positions_short note, docs/built-draft.md)."""
+    cfg = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "max_position_embeddings": 131072,
            "hidden_size": hidden_size, "intermediate_size": 4 * hidden_size,
            "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 1,
            "vocab_size": vocab_size, "draft_vocab_size": 32000, "rms_norm_eps": 1e-5, **extra}
