@@ -28,7 +28,7 @@ from . import files
 from .checkpoint import served_tensors
 from .contract import ServingContract, TrainingContract
 from .extract.trainers import trainer
-from .extract.engines import engine
+from .extract.engines import BoundEngine, engine as default_engine
 from .inputs import Draft, InputError, Target
 from .verdict import check
 
@@ -46,11 +46,11 @@ def is_exportable(config: dict) -> bool:
     return trainer().is_trained_draft(config)
 
 
-def _write(tmp: Path, draft: Draft, ids: list[int], engine_name: str, form: ServingContract | None) -> Draft:
+def _write(tmp: Path, draft: Draft, ids: list[int], engine: BoundEngine, form: ServingContract | None) -> Draft:
     """The served form of `draft` with `ids`, written into `tmp`: the config, and the tensors as
     the engine's draft class loads them (`form`: a serving contract's checkpoint renames and
     zero biases, parity/checkpoint.py; None: as trained)."""
-    served = Draft(path=tmp, config=engine(engine_name).served_config(draft.config, ids))
+    served = Draft(path=tmp, config=engine.served_config(draft.config, ids))
     served.config_file.write_text(json.dumps(served.config, indent=2) + "\n")
     for f in sorted(draft.path.glob("*.safetensors")):
         if form is None or not (form.checkpoint_renames or form.checkpoint_zero_biases):
@@ -127,29 +127,29 @@ def _writing(out: Path):
                          f"{exc.strerror or exc}") from None
 
 
-def _solve(tmp: Path, draft: Draft, training: TrainingContract, target: Target, version: str | None,
-           engine_name: str, writing=nullcontext):
+def _solve(tmp: Path, draft: Draft, training: TrainingContract, target: Target, engine: BoundEngine,
+           writing=nullcontext):
     """Write the engine's served form of the draft into `tmp` with the ids the gate solves on
     the installed engine, and check it like any served draft: (ids, the final CheckResult) or
     ExportRefused. `writing` wraps each write (export turns OSError into one line naming its output)."""
     ids = draft.config.get("eagle_aux_hidden_state_layer_ids") or [t.layer for t in training.fc_input]
     form = None
     with writing():
-        served = _write(tmp, draft, ids, engine_name, form)
-    result = check(training, target, served, sglang_version=version, verify=True, engine_name=engine_name)
+        served = _write(tmp, draft, ids, engine, form)
+    result = check(training, target, served, engine, verify=True)
     if result.serving.checkpoint_renames or result.serving.checkpoint_zero_biases:
         form = result.serving  # the engine loads these tensors under other names, or lacks these biases
         with writing():
-            served = _write(tmp, draft, ids, engine_name, form)
-        result = check(training, target, served, sglang_version=version, verify=True, engine_name=engine_name)
+            served = _write(tmp, draft, ids, engine, form)
+        result = check(training, target, served, engine, verify=True)
     if result.verdict == "drift" and result.suggestion is not None:
         ids = result.suggestion.eagle_aux_hidden_state_layer_ids
         with writing():
-            served = _write(tmp, draft, ids, engine_name, form)
-        result = check(training, target, served, sglang_version=version, verify=False, engine_name=engine_name)
+            served = _write(tmp, draft, ids, engine, form)
+        result = check(training, target, served, engine, verify=False)
     if result.verdict != "parity":
         why = result.unservable or result.unfixable or "; ".join(d.message for d in result.differences)
-        raise ExportRefused(draft.path, engine_name, result.serving.provenance.version,
+        raise ExportRefused(draft.path, engine.name, result.serving.provenance.version,
                             why.replace(str(tmp), f"the export of {draft.path}"))
     return ids, result
 
@@ -163,27 +163,29 @@ def _trained(draft: Draft) -> Draft:
 
 
 def plan_export(draft: Draft, training: TrainingContract, target: Target,
-                sglang_version: str | None = None, engine_name: str = "sglang"):
+                engine: BoundEngine | None = None):
     """What `parity export` would write, decided by its own gate, writing nothing that stays:
-    (ids, CheckResult) or ExportRefused. `sglang_version`: the engine's release (None: installed)."""
+    (ids, CheckResult) or ExportRefused. `engine`: the engine bound to its release (default: the
+    default engine, installed)."""
     _trained(draft)
     tmp = Path(tempfile.mkdtemp(prefix="parity-export-"))
     try:
-        return _solve(tmp, draft, training, target, sglang_version, engine_name)
+        return _solve(tmp, draft, training, target, engine or default_engine())
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 def export_draft(draft: Draft, out: Path, training: TrainingContract, target: Target,
-                 force: bool = False, engine_name: str = "sglang", version: str | None = None) -> str:
-    """Write the served form of `draft` for `engine_name` (its `version`; None: the installed
-    or newest one) to `out`, checked by the gate first.
+                 force: bool = False, engine: BoundEngine | None = None) -> str:
+    """Write the served form of `draft` for `engine` (bound to its release; None: the default
+    engine, installed) to `out`, checked by the gate first.
 
     The new directory is built beside `out` (same filesystem, so the final rename is atomic),
     checked there, then put in place whole: an interruption leaves the old `out` or the new
     one, never a mix (no shards of an older checkpoint beside the new file). Inputs are only
     read. A failure to write (read-only place, full disk) is an InputError naming the path."""
     out = Path(out)
+    engine = engine or default_engine()
     _trained(draft)
     real = check_output(out, draft.path, target.path, force)
     created = [p for p in real.parents if not p.exists()]  # deepest first
@@ -193,7 +195,7 @@ def export_draft(draft: Draft, out: Path, training: TrainingContract, target: Ta
             real.parent.mkdir(parents=True, exist_ok=True)
             staged = Path(tempfile.mkdtemp(prefix=f".{real.name}.parity-new-", dir=real.parent))
             staged.chmod(_dir_mode(real))  # mkdtemp's 0700 would hide the export from others
-        ids, result = _solve(staged, draft, training, target, version, engine_name,
+        ids, result = _solve(staged, draft, training, target, engine,
                              writing=lambda: _writing(out))
         with _writing(out):
             _replace_dir(staged, real)
@@ -206,6 +208,6 @@ def export_draft(draft: Draft, out: Path, training: TrainingContract, target: Ta
                 p.rmdir()
             except OSError:
                 pass
-    return (f"parity: exported {draft.path} -> {out} for {engine_name} {result.serving.provenance.version}: "
-            f"{engine(engine_name).IDS_KEY} {list(ids)} feed "
+    return (f"parity: exported {draft.path} -> {out} for {engine.name} {result.serving.provenance.version}: "
+            f"{engine.IDS_KEY} {list(ids)} feed "
             f"[{', '.join(t.name for t in result.serving.fc_input)}], as trained")

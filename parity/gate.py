@@ -10,7 +10,7 @@ from __future__ import annotations
 from .contract import TrainingContract
 from .export import ExportRefused, is_exportable, plan_export
 from .extract.candidates import candidate_id_lists
-from .extract.engines import DEFAULT as DEFAULT_ENGINE
+from .extract.engines import BoundEngine
 from .inputs import Draft, Target
 from .verdict import (UNSERVABLE_KINDS, CheckResult, Difference, ExportAdvice, Suggestion, Verdict, decide,
                       unloadable)
@@ -18,27 +18,27 @@ from .verdict import check as check_verdict
 
 
 def check(training: TrainingContract, target: Target, draft: Draft,
-          sglang_version: str | None = None, verify: bool = True, *, engine_name: str = DEFAULT_ENGINE,
+          engine: BoundEngine | None = None, verify: bool = True, *,
           retrained: TrainingContract | None = None, serve_args: tuple[str, ...] | None = None) -> CheckResult:
     """parity.verdict.check, with export's advice when the engine cannot load the draft as written.
+    `engine`: the serving engine bound to its release (default: the default engine, installed);
     `retrained`: checking a lock, the training contract extracted today (see `decide`);
     `serve_args`: the serve command's arguments (the launch contract)."""
-    result = check_verdict(training, target, draft, sglang_version, verify, engine_name=engine_name,
-                           retrained=retrained, serve_args=serve_args)
+    result = check_verdict(training, target, draft, engine, verify, retrained=retrained, serve_args=serve_args)
     if result.verdict == "unservable" and unloadable(result.serving):
-        advice = _export_advice(training, target, draft, sglang_version, verify, engine_name)
+        advice = _export_advice(training, target, draft, engine, verify)
         result = result.model_copy(update={"export": advice})
     return result
 
 
-def _export_advice(training: TrainingContract, target: Target, draft: Draft, version: str | None, verify: bool,
-                   engine_name: str = DEFAULT_ENGINE) -> ExportAdvice | None:
+def _export_advice(training: TrainingContract, target: Target, draft: Draft, engine: BoundEngine | None,
+                   verify: bool) -> ExportAdvice | None:
     """What `parity export` would make of an unloadable draft, by running export's own gate
     (nothing is written). None when the draft is not one export takes, or without --verify."""
     if not verify or not is_exportable(draft.config):
         return None
     try:
-        ids, result = plan_export(draft, training, target, sglang_version=version, engine_name=engine_name)
+        ids, result = plan_export(draft, training, target, engine)
     except ExportRefused as exc:
         return ExportAdvice(exportable=False, reason=exc.reason)
     return ExportAdvice(exportable=True, eagle_aux_hidden_state_layer_ids=list(ids),

@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from . import files
 from .contract import LaunchContract, Tap, TrainingContract
 from .contract.models import TapName
+from .extract.engines import DEFAULT as DEFAULT_ENGINE, BoundEngine, engine as bind_engine
+from .extract.engines import names as engine_names
+from .extract.trainers import DEFAULT as DEFAULT_TRAINER, BoundTrainer, trainer as bind_trainer
+from .extract.trainers import names as trainer_names
 from .gate import CheckResult, Difference, check
 from .inputs import Draft, InputError, Target, one_line, read_config, read_inputs
 
@@ -38,9 +42,9 @@ class Lock(BaseModel):
     dump_layout: tuple[TapName, ...] = Field(min_length=2, description="Which state each dumped slot holds, "
                                              "in slot order (the fc input and the loss target); written as "
                                              "canonical names.")
-    engine: Literal["sglang"] = Field("sglang", description="The serving engine checked against: "
-                                      "the engines this parity can check.")
-    trainer: str = Field("speculators", description="The training stack the draft was trained with "
+    engine: str = Field(DEFAULT_ENGINE, description="The serving engine checked against (an engine of "
+                        "parity.extract.engines, e.g. 'sglang', 'vllm').")
+    trainer: str = Field(DEFAULT_TRAINER, description="The training stack the draft was trained with "
                          "(a trainer folder of parity.extract.trainers, e.g. 'speculators', 'specforge').")
     trainer_release: str | None = Field(None, description="The trainer's release the lock was written "
                                         "under (as its training contract's provenance records it).")
@@ -71,10 +75,15 @@ class Lock(BaseModel):
     @field_validator("trainer")
     @classmethod
     def _known_trainer(cls, v: str) -> str:
-        from .extract.trainers import names
+        if v not in trainer_names():
+            raise ValueError(f"unknown trainer {v!r}: this parity has {', '.join(trainer_names())}")
+        return v
 
-        if v not in names():
-            raise ValueError(f"unknown trainer {v!r}: this parity has {', '.join(names())}")
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, v: str) -> str:
+        if v not in engine_names():
+            raise ValueError(f"unknown engine {v!r}: this parity has {', '.join(engine_names())}")
         return v
 
     def inputs(self, lock_path: Path) -> tuple[Target, Draft]:
@@ -89,19 +98,17 @@ class Lock(BaseModel):
         return Draft.read((Path(lock_path).parent.resolve() / self.trained).resolve())
 
 
-def extract_for_lock(target: Target, draft: Draft, layout: Sequence[Tap] | None,
-                     speculators_version: str | None = None, *, trainer_name: str = "speculators",
-                     trainer_ids: list[int] | None = None, trained: Draft | None = None) -> TrainingContract:
-    """The training contract a lock holds, from the named trainer (`speculators_version`: the
-    release of that trainer to run; a trainer that captures its states itself takes no layout;
-    `trained`: the checkpoint as the trainer wrote it, else the served draft is read)."""
-    from .extract.trainers import trainer
-
-    t = trainer(trainer_name)
+def extract_for_lock(target: Target, draft: Draft, layout: Sequence[Tap] | None, trainer: BoundTrainer | None = None,
+                     *, trainer_ids: list[int] | None = None, trained: Draft | None = None) -> TrainingContract:
+    """The training contract a lock holds, from `trainer` bound to its release (default: the
+    default trainer, installed); a trainer that captures its states itself takes no layout, and
+    its `trainer_ids` are the run's own; `trained`: the checkpoint as the trainer wrote it, else
+    the served draft is read."""
+    t = trainer or bind_trainer()
     side = {"draft": trained or draft, "trained": trained is not None}
-    if trainer_name == "specforge":
-        return t.training_contract(target, None, datagen_ids=trainer_ids, release=speculators_version, **side)
-    return t.training_contract(target, list(layout), release=speculators_version, **side)
+    if t.captures_states:
+        return t.training_contract(target, None, datagen_ids=trainer_ids, **side)
+    return t.training_contract(target, list(layout), **side)
 
 
 def lock_destination(path: Path, target_config: Path, draft: Path) -> Path:
@@ -124,25 +131,24 @@ def lock_destination(path: Path, target_config: Path, draft: Path) -> Path:
 
 
 def write_lock(path: Path, name: str, target: Target, draft: Draft, layout: Sequence[Tap] | None, *,
-               trainer_name: str = "speculators", trainer_ids: list[int] | None = None,
-               release: str | None = None, serve_args: tuple[str, ...] | None = None,
-               engine_name: str = "sglang", trained: Draft | None = None) -> Lock:
-    """Extract the training contract (and, with `serve_args`, the launch contract under the
-    lock's serving engine, `engine_name`) and write the lock."""
+               trainer: BoundTrainer | None = None, trainer_ids: list[int] | None = None,
+               serve_args: tuple[str, ...] | None = None, engine: BoundEngine | None = None,
+               trained: Draft | None = None) -> Lock:
+    """Extract the training contract under `trainer` (bound to its release; default: the default
+    trainer, installed) and, with `serve_args`, the launch contract under the lock's serving
+    `engine` (default: the default engine, installed), and write the lock."""
     path = lock_destination(path, target.path, draft.path)
     base = path.parent.resolve()
-    training = extract_for_lock(target, draft, layout, release, trainer_name=trainer_name,
-                                trainer_ids=trainer_ids, trained=trained)
+    trainer, engine = trainer or bind_trainer(), engine or bind_engine()
+    training = extract_for_lock(target, draft, layout, trainer, trainer_ids=trainer_ids, trained=trained)
     # how this run got its reply is no part of what the lock pins (a re-lock gives the same file)
     training = training.model_copy(update={"provenance": training.provenance.model_copy(update={"reply_cache": None})})
     launch = None
     if serve_args is not None:  # the serve command as the installed engine resolves it today
-        from .extract.engines import engine
-
-        launch = engine(engine_name).extract_serving(target, draft, None, serve_args=serve_args).launch
-    lock = Lock(name=name, engine=engine_name, target_config=_rel(target.path, base), draft=_rel(draft.path, base),
+        launch = engine.extract_serving(target, draft, serve_args=serve_args).launch
+    lock = Lock(name=name, engine=engine.name, target_config=_rel(target.path, base), draft=_rel(draft.path, base),
                 dump_layout=tuple(layout or training.dump_layout), training=training,
-                trainer=trainer_name, trainer_release=training.provenance.version, trainer_ids=trainer_ids,
+                trainer=trainer.name, trainer_release=training.provenance.version, trainer_ids=trainer_ids,
                 serve_args=list(serve_args) if serve_args is not None else None, launch=launch,
                 trained=_rel(trained.path, base) if trained is not None else None)
     write_atomically(path, lock.model_dump_json(indent=2) + "\n")
@@ -169,25 +175,21 @@ def read_lock(path: Path) -> Lock:
         raise InputError(f"locked contract {path}: not a lock this parity can check: {one_line(exc)}") from None
 
 
-def check_lock(path: Path, sglang_version: str | None = None,
-               speculators_version: str | None = None, verify: bool = True, *,
-               engine_name: str | None = None, serve_args: tuple[str, ...] | None = None) -> CheckResult:
+def check_lock(path: Path, engine: BoundEngine | None = None, trainer_release: str | None = None,
+               verify: bool = True, *, serve_args: tuple[str, ...] | None = None) -> CheckResult:
     """Both sides, freshly extracted, against the lock; the training drift joins the differences.
-    `engine_name`: the serving engine to check under (default: the lock's own engine);
-    `sglang_version` is that engine's release."""
+    `engine`: the serving engine to check under, bound to its release (default: the lock's own
+    engine, installed); `trainer_release`: the release of the lock's trainer to run."""
     path = Path(path)
     lock = read_lock(path)
     target, draft = lock.inputs(path)
-    from .extract.engines import DEFAULT, engine
-
-    engine_name = engine_name or lock.engine or DEFAULT
-    engine(engine_name).preflight(target, sglang_version)  # an architecture the engine lacks: refused first
-    fresh = extract_for_lock(target, draft, lock.dump_layout, speculators_version, trainer_name=lock.trainer,
+    engine = engine or bind_engine(lock.engine)
+    engine.preflight(target)  # an architecture the engine lacks: refused first
+    fresh = extract_for_lock(target, draft, lock.dump_layout, bind_trainer(lock.trainer, trainer_release),
                              trainer_ids=lock.trainer_ids, trained=lock.trained_draft(path))
     if serve_args is None and lock.serve_args is not None:
         serve_args = tuple(lock.serve_args)
-    result = check(lock.training, target, draft, sglang_version=sglang_version, verify=verify, retrained=fresh,
-                   engine_name=engine_name, serve_args=serve_args)
+    result = check(lock.training, target, draft, engine, verify=verify, retrained=fresh, serve_args=serve_args)
     moved = launch_moved(lock.launch, result.serving.launch)
     if not moved:
         return result

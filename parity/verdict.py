@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .contract import BuiltDraft, ContractDiff, FindingKind, ServingContract, TrainingContract, diff
 from .extract.candidates import candidate_id_lists
-from .extract.engines import DEFAULT as DEFAULT_ENGINE, engine
+from .extract.engines import BoundEngine, engine as default_engine
 from .inputs import Draft, Target
 
 Verdict = Literal["parity", "drift", "unservable", "error"]
@@ -228,55 +228,53 @@ def _lock_differences(locked: TrainingContract, fresh: TrainingContract) -> list
     return out
 
 
-def _verify(target: Target, draft: Draft, ids: list[int], version: str | None,
-            engine_name: str = DEFAULT_ENGINE) -> ServingContract:
+def _verify(target: Target, draft: Draft, ids: list[int], engine: BoundEngine) -> ServingContract:
     """Extract again with `ids` written where the engine reads them, in a copy of the draft."""
     tmp = Path(tempfile.mkdtemp(prefix="parity-fix-"))
     try:
-        fixed = Draft(path=tmp, config=engine(engine_name).write_ids(draft.config, ids))
+        fixed = Draft(path=tmp, config=engine.write_ids(draft.config, ids))
         fixed.config_file.write_text(json.dumps(fixed.config))
-        return engine(engine_name).probe_serving(target, fixed, version)[0]
+        return engine.probe_serving(target, fixed)[0]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 def check(training: TrainingContract, target: Target, draft: Draft,
-          sglang_version: str | None = None, verify: bool = True, *, engine_name: str = DEFAULT_ENGINE,
+          engine: BoundEngine | None = None, verify: bool = True, *,
           retrained: TrainingContract | None = None, serve_args: tuple[str, ...] | None = None) -> CheckResult:
     """The serving contract extracted, decided against `training`, and the id fix solved and
     verified on the installed engine: everything but export's advice for an unloadable draft
     (parity.gate.check adds it; export's own gate is this one).
+    `engine`: the serving engine and its release (default: the default engine, installed release).
     `retrained`: checking a lock, the training contract extracted today (see `decide`).
     `serve_args`: the serve command's arguments, resolved by the engine (the launch contract)."""
     candidates = candidate_id_lists(training.fc_input)
-    serving, tried = engine(engine_name).probe_serving(target, draft, sglang_version, candidates=candidates,
-                                                       serve_args=serve_args)
+    engine = engine or default_engine()
+    serving, tried = engine.probe_serving(target, draft, candidates=candidates, serve_args=serve_args)
     verdict, d, differences, unservable = decide(training, serving, retrained)
     notes = [f"{c.side}: {f.message}" for c in (training, serving) for f in c.findings
              if f.severity == "warning" or f.kind == FindingKind.not_captured]
 
     suggestion, unfixable = None, None
     if verdict == "drift" and _slots_differ(d, training, serving):  # ids fix slots only (not a flag, a tensor, the lock)
-        suggestion, unfixable = _solve(training, serving, tried, target, draft, sglang_version, verify,
-                                       engine_name)
+        suggestion, unfixable = _solve(training, serving, tried, target, draft, engine, verify)
     elif verdict == "unservable":
         # slots are never fed; a vocabulary difference stays (it says why ids run past the target)
         differences = [x for x in differences if x.kind in UNSERVABLE_KINDS + ("lock",) or x.where.startswith("vocab.")]
         if not unloadable(serving):  # the draft loads but the engine raised on its ids: other ids may be the fix
-            suggestion, unfixable = _solve(training, serving, tried, target, draft, sglang_version, verify,
-                                           engine_name)
+            suggestion, unfixable = _solve(training, serving, tried, target, draft, engine, verify)
     draft_fix = None
     built = [f.field.removeprefix("draft.") for f in d.fields if f.field.startswith("draft.")]
     if verdict == "drift" and built and training.draft is not None:
-        draft_fix = _fix_draft(training, target, draft, built, sglang_version, verify, engine_name)
+        draft_fix = _fix_draft(training, target, draft, built, engine, verify)
     return CheckResult(verdict=verdict, training=training, serving=serving, diff=d,
                        differences=differences, notes=notes, suggestion=suggestion,
                        unfixable=unfixable, unservable=unservable, draft_fix=draft_fix,
                        candidates_tried=tried)
 
 
-def _fix_draft(training: TrainingContract, target: Target, draft: Draft, fields: list[str], version: str | None,
-               verify: bool, engine_name: str) -> DraftFix:
+def _fix_draft(training: TrainingContract, target: Target, draft: Draft, fields: list[str], engine: BoundEngine,
+               verify: bool) -> DraftFix:
     """The config edit for the built fields that differ, verified by building the served draft
     again with it (the weights are linked, never copied or written)."""
     edit = draft_edit(training.draft, draft.config, fields)
@@ -289,7 +287,7 @@ def _fix_draft(training: TrainingContract, target: Target, draft: Draft, fields:
                 (tmp / f.name).symlink_to(f.resolve())
         fixed = Draft(path=tmp, config={**draft.config, **edit})
         fixed.config_file.write_text(json.dumps(fixed.config))
-        served = engine(engine_name).probe_serving(target, fixed, version)[0]
+        served = engine.probe_serving(target, fixed)[0]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     still = [f.field.removeprefix("draft.") for f in diff(training, served).fields if f.field.startswith("draft.")]
@@ -310,7 +308,7 @@ def _slots_differ(d: ContractDiff, training: TrainingContract, serving: ServingC
 
 
 def _solve(training: TrainingContract, serving: ServingContract, tried: list[dict], target: Target, draft: Draft,
-           version: str | None, verify: bool, engine_name: str = DEFAULT_ENGINE):
+           engine: BoundEngine, verify: bool):
     want = [t.name for t in training.fc_input]
     if not tried:
         bad = [t.name for t in training.fc_input if t is None or not t.is_plain_stream()]
@@ -324,7 +322,7 @@ def _solve(training: TrainingContract, serving: ServingContract, tried: list[dic
     ids = list(match["ids"])
     verified = False
     if verify:
-        fixed = _verify(target, draft, ids, version, engine_name)
+        fixed = _verify(target, draft, ids, engine)
         verified = [t.name if t else None for t in fixed.fc_input] == want and not fixed.has_errors
         if not verified:
             errors = "; ".join(f.message for f in fixed.findings if f.severity == "error")
@@ -332,5 +330,5 @@ def _solve(training: TrainingContract, serving: ServingContract, tried: list[dic
                           f"config the engine feeds {[t.name if t else None for t in fixed.fc_input]}"
                           + (f" ({errors})" if errors else ""))
     return Suggestion(engine=serving.engine, engine_version=serving.provenance.version,
-                      eagle_aux_hidden_state_layer_ids=ids, config_key=engine(engine_name).IDS_KEY,
+                      eagle_aux_hidden_state_layer_ids=ids, config_key=engine.IDS_KEY,
                       verified=verified, serving_fc_input=want), None

@@ -120,7 +120,7 @@ TRAINER_FAMILIES = [("speculators", r) for r in _families("parity.extract.traine
 def test_no_serving_size_is_a_shrunk_width(name, release):
     version = _release(name, release)
     target, draft, target_config, draft_config = _configs(LLAMA_DRAFT)
-    contract = engine(name).extract_serving(target, draft, version)
+    contract = engine(name, version).extract_serving(target, draft)
     assert isinstance(contract, ServingContract)
     _assert_real(contract, target_config, draft_config)
     assert contract.target_model.vocab_size == 128256 and contract.target_model.hidden_size == 4096
@@ -135,7 +135,7 @@ def test_no_training_size_is_a_shrunk_width(name, release):
     version = _release(name, release)
     target, draft, target_config, draft_config = _configs(SPECFORGE_DRAFT if name == "specforge" else LLAMA_DRAFT)
     layout = None if name == "specforge" else parse_taps(LAYOUT)
-    contract = trainer(name).training_contract(target, layout, draft=draft, release=version)
+    contract = trainer(name, version).training_contract(target, layout, draft=draft)
     assert isinstance(contract, TrainingContract)
     _assert_real(contract, target_config, draft_config)
     assert contract.vocab.draft_vocab_size == draft_config["draft_vocab_size"]

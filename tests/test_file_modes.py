@@ -14,6 +14,7 @@ import pytest
 
 from parity import cli
 from parity.export import _write
+from parity.extract.engines import engine
 from parity.fixtures import DraftRecipe, speculators_draft
 from parity.inputs import Draft
 
@@ -74,7 +75,7 @@ def test_an_exports_files_have_the_umasks_mode_not_the_inputs(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     with umask(0o022):
-        _write(out, Draft.read(draft_dir), [1, 15, 28], "sglang", None)
+        _write(out, Draft.read(draft_dir), [1, 15, 28], engine("sglang"), None)
     written = sorted(out.iterdir())
     assert {p.name for p in written} == {"config.json", *(f.name for f in weights)}
     assert {p.name: mode(p) for p in written} == {p.name: 0o644 for p in written}

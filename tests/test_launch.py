@@ -283,14 +283,16 @@ def test_a_lock_resolves_its_launch_under_the_locks_engine(tmp_path, monkeypatch
     asked = []
 
     class Engine:
+        NAME = "sglang"
+
         def extract_serving(self, target, draft, version, *, serve_args):
+            asked.append((self.NAME, version))
             return type("S", (), {"launch": LaunchContract(argv=serve_args, requested={}, effective={})})()
 
-    monkeypatch.setattr(engines, "engine", lambda name: asked.append(name) or Engine())
     monkeypatch.setattr(lock, "extract_for_lock", lambda *a, **k: training)
     written = lock.write_lock(tmp_path / "x.json", "x", *read_inputs(LLAMA, LLAMA_DRAFT), None,
-                              serve_args=("--x",), engine_name="sglang")
-    assert asked == [written.engine] == ["sglang"]
+                              serve_args=("--x",), engine=engines.BoundEngine(Engine(), "0.5.23"))
+    assert asked == [(written.engine, "0.5.23")] == [("sglang", "0.5.23")]
     assert written.launch.argv == ("--x",)
 
 

@@ -342,7 +342,7 @@ def test_an_unknown_architecture_is_refused_before_any_extraction(tmp_path, caps
 @pytest.mark.parametrize("changes,says", [
     ({"parity_lock": 999}, "newer parity"),
     ({"parity_lock": -5}, "does not exist"),
-    ({"engine": "vllm"}, "engine"),
+    ({"engine": "trtllm"}, "unknown engine 'trtllm'"),  # any registered engine's name, none other
 ])
 def test_a_lock_this_parity_cannot_check_is_exit_2(tmp_path, capsys, changes, says):
     rc, out, err = run(capsys, "check", "--contract", _lock(tmp_path, **changes))

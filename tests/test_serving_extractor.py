@@ -137,9 +137,9 @@ def test_bad_input_is_one_line(tmp_path):
 def test_engines_are_reached_by_name_and_an_unknown_one_is_one_line():
     from parity.extract.engines import Engine, engine
 
-    sglang = engine("sglang")
-    assert isinstance(sglang, Engine) and sglang.NAME == "sglang"
-    assert engine("vllm").NAME == "vllm"
+    sglang = engine("sglang", "0.5.23")
+    assert isinstance(sglang.impl, Engine) and (sglang.name, sglang.release) == ("sglang", "0.5.23")
+    assert engine("vllm").name == "vllm" and engine("vllm").release is None
     with pytest.raises(InputError) as exc:
         engine("trtllm")
     assert "unknown engine 'trtllm'" in str(exc.value) and "\n" not in str(exc.value)

@@ -115,7 +115,7 @@ def test_a_lock_records_the_trainer_and_is_checked_with_it(tmp_path, llama_defau
     from parity.lock import check_lock, write_lock
 
     path = tmp_path / "specforge.json"
-    lock = write_lock(path, "sf", *read_inputs(LLAMA, LLAMA_DRAFT), None, trainer_name="specforge")
+    lock = write_lock(path, "sf", *read_inputs(LLAMA, LLAMA_DRAFT), None, trainer=trainer("specforge"))
     data = json.loads(path.read_text())
     assert (data["trainer"], data["trainer_release"], data["trainer_ids"]) == ("specforge", "0.2.0", None)
     assert data["dump_layout"] == ["h2", "h16", "h29", "final"] == [t.name for t in lock.training.dump_layout]

@@ -431,7 +431,7 @@ def test_gpt_oss_is_captured_with_its_sliding_window_sinks_and_swiglu_experts(tm
     from parity.sweep.cases import SERVING_CASES
 
     case = next(c for c in SERVING_CASES if c.target == "gpt-oss-20b")
-    contract, _ = engine("vllm").probe_serving(*read_inputs(case.target_config, case.write_draft(tmp_path / "d")), "0.33.0")
+    contract, _ = engine("vllm", "0.33.0").probe_serving(*read_inputs(case.target_config, case.write_draft(tmp_path / "d")))
     assert [t.name for t in contract.fc_input] == ["h2", "h12", "h21"]  # v2: the defaults
     assert {k: [t.name for t in v] for k, v in contract.runners.items()} == {
         "v1": ["h1", "h11", "h20"], "v2": ["h2", "h12", "h21"]}
@@ -512,7 +512,7 @@ def test_gpt_oss_runs_vllms_own_cpu_experts_under_0_22(tmp_path):
     from parity.sweep.cases import SERVING_CASES
 
     case = next(c for c in SERVING_CASES if c.target == "gpt-oss-20b")
-    contract, _ = engine("vllm").probe_serving(*read_inputs(case.target_config, case.write_draft(tmp_path / "d")), "0.22.0")
+    contract, _ = engine("vllm", "0.22.0").probe_serving(*read_inputs(case.target_config, case.write_draft(tmp_path / "d")))
     assert {k: [t.name for t in v] for k, v in contract.runners.items()} == {
         "v1": ["h1", "h11", "h20"], "v2": ["h2", "h12", "h21"]}
     assert [t.name for t in contract.fc_input] == ["h1", "h11", "h20"]  # the GPU default: v1

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from ..errors import ExitCode
+from ..extract import engines, trainers
 
 
 def add_replay_parser(sub, add_dump_args) -> argparse.ArgumentParser:
@@ -32,8 +33,8 @@ def add_replay_parser(sub, add_dump_args) -> argparse.ArgumentParser:
     rp.add_argument("--served", type=Path, help="the draft as served (SGLang format); default: the draft's "
                                                 "own ids written into SGLang's config, i.e. served as written")
     rp.add_argument("--no-serving", action="store_true", help="skip the serving contract")
-    rp.add_argument("--sglang", metavar="VERSION", help="the serving contract under another installed release")
-    rp.add_argument("--speculators", metavar="VERSION", help="replay under another installed release")
+    engines.add_options(rp, "replay")
+    trainers.add_options(rp, "replay")
     rp.add_argument("--wiring", action="append", default=[], metavar="TAPS",
                     help="also score this wiring, e.g. h3,h31,h59 (repeatable)")
     rp.add_argument("--no-search", action="store_true", help="score only the named wirings")
@@ -55,13 +56,16 @@ def run_replay(args) -> int:
         wirings = [parse_taps(w) for w in args.wiring]
     except ValueError as exc:
         raise InputError(f"--wiring: {exc}") from None
-    if args.no_serving and (args.served or args.sglang):
-        raise InputError("--no-serving contradicts --served/--sglang")
+    serving = engines.engine(engines.DEFAULT)  # replay serves with the default engine
+    release = serving.impl.release_from(args)
+    if args.no_serving and (args.served or release):
+        raise InputError(f"--no-serving contradicts --served/{serving.impl.FLAG}")
     result = replay(args.draft, args.data, verifier=args.verifier, target_config=args.target_config,
                     dump_layout=dump.layout, datagen_ids=dump.datagen_ids,
                     datagen_convention=dump.convention,
-                    serving=not args.no_serving, served=args.served, sglang_version=args.sglang,
-                    speculators_version=args.speculators, wirings=wirings, search=not args.no_search,
+                    serving=not args.no_serving, served=args.served, engine=serving.at(release),
+                    speculators_version=trainers.trainer().impl.release_from(args), wirings=wirings,
+                    search=not args.no_search,
                     steps=args.steps, samples=args.samples)
     if args.json:
         print(json.dumps(result.to_json_dict(), indent=2))

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Sequence
 
 from ..contract import Tap
-from ..releases import releases
+from ..extract.engines import BoundEngine, engine as bind_engine
+from ..extract.trainers import BoundTrainer, trainer as bind_trainer
 from .cells import matrix_rows
 from .rows import Matrix
 from .schedule import Inputs, run_extractions
@@ -18,41 +19,39 @@ def build_matrix(target_config: Path | str | None = None, draft: Path | str | No
                  dump_layout: Sequence[Tap | str] | None = None, *,
                  contract: Path | str | None = None, serving: list[str] | None = None,
                  speculators: list[str] | None = None, workers: int | None = None,
-                 verify: bool = True, trainer: str = "speculators",
-                 trainer_ids: list[int] | None = None, engine: str = "sglang") -> Matrix:
+                 verify: bool = True, trainer: BoundTrainer | None = None,
+                 trainer_ids: list[int] | None = None, engine: BoundEngine | None = None) -> Matrix:
     """Extract both sides under every (or each named) installed release; see the package doc.
 
-    `engine`: the serving engine (sglang, vllm) whose releases (`serving`: which of them) are
-    the serving rows.
+    `engine`: the serving engine (default: the default engine) whose releases (`serving`: which
+    of them) are the serving rows.
     `dump_layout`: the dump's slots (taps, or their canonical names).
     `contract`: a lock file; its inputs replace the first three and serving is judged against
     the locked training contract (each speculators release must still reproduce it).
-    `trainer`: the training stack whose releases are the training rows (`speculators` names
-    which of its releases); a lock names its own trainer."""
+    `trainer`: the training stack (default: the default trainer) whose releases are the training
+    rows (`speculators` names which of its releases); a lock names its own trainer."""
     from ..inputs import InputError
 
     t0 = time.monotonic()
-    from ..extract.engines import engine as serving_engine
-
-    serving_engine(engine)  # an unknown engine is one line
-    inputs = _inputs(target_config, draft, dump_layout, contract, trainer, trainer_ids, engine)
+    engine = engine or bind_engine()
+    inputs = _inputs(target_config, draft, dump_layout, contract, trainer or bind_trainer(), trainer_ids, engine)
     model = inputs.target.model
-    srels, trels = releases(engine, serving), releases(inputs.trainer, speculators)
+    srels, trels = engine.releases(serving), inputs.trainer.releases(speculators)
     if not srels or not trels:
-        raise InputError(f"envs.toml declares no {engine if not srels else inputs.trainer} release")
+        raise InputError(f"envs.toml declares no {engine.name if not srels else inputs.trainer.name} release")
 
     done = run_extractions(inputs, trels, srels, workers=workers or max(1, min(os.cpu_count() or 1, 4)),
                            verify=verify, t0=t0)
 
     training, serving = matrix_rows(trels, srels, done, inputs.locked)
     return Matrix(target=model.architecture, num_layers=model.num_hidden_layers, draft=str(inputs.draft.path),
-                  dump_layout=[t.name for t in inputs.dump_layout or []], trainer=inputs.trainer, engine=engine,
+                  dump_layout=[t.name for t in inputs.dump_layout or []], trainer=inputs.trainer.name, engine=engine.name,
                   contract=str(contract) if contract else None,
                   training=training, serving=serving, wall_s=time.monotonic() - t0, timings=done.timings)
 
 
-def _inputs(target_config, draft, dump_layout, contract, trainer="speculators", trainer_ids=None,
-            engine="sglang") -> Inputs:
+def _inputs(target_config, draft, dump_layout, contract, trainer: BoundTrainer, trainer_ids,
+            engine: BoundEngine) -> Inputs:
     """The target, draft and dump layout given, or a lock's (then serving is judged against it)."""
     from ..inputs import InputError, check_ids, read_inputs
     from ..lock import read_lock
@@ -62,11 +61,11 @@ def _inputs(target_config, draft, dump_layout, contract, trainer="speculators", 
         lock = read_lock(Path(contract))
         target, given = lock.inputs(Path(contract))
         dump_layout, locked = list(lock.dump_layout), lock.training
-        trainer, trainer_ids = lock.trainer, lock.trainer_ids
+        trainer, trainer_ids = bind_trainer(lock.trainer), lock.trainer_ids
     elif target_config is None or draft is None:
         raise InputError("the matrix needs the target config and the draft (--target-config/--draft) "
                          "or a locked contract (--contract)")
-    if not dump_layout and trainer == "speculators":
+    if not dump_layout and not trainer.captures_states:
         raise InputError("the matrix needs the dump layout (--dump-layout) or a locked contract (--contract)")
     if contract is None:
         target, given = read_inputs(target_config, draft)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from ..extract.engines import DEFAULT as DEFAULT_ENGINE, BoundEngine, engine as bind_engine
+from ..extract.trainers import DEFAULT as DEFAULT_TRAINER, BoundTrainer
 from .build import build_matrix
 from .rows import Matrix, fc_text
 
@@ -12,25 +14,27 @@ class Answer(BaseModel):
     """Whether the draft may be served by one release of the engine, trained by one trainer release."""
 
     deploy: bool | None = Field(description="None: cannot tell (a side could not be extracted).")
-    engine: str = Field(default="sglang", description="The serving engine asked about.")
+    engine: str = Field(default=DEFAULT_ENGINE, description="The serving engine asked about.")
     serving: str = Field(description="The serving engine's release asked about.")
     speculators: str = Field(description="The trainer's release asked about (speculators by default).")
-    trainer: str = Field(default="speculators", description="The training stack asked about.")
+    trainer: str = Field(default=DEFAULT_TRAINER, description="The training stack asked about.")
     reason: str = Field(description="The answer in one line, with the reason.")
     matrix: Matrix = Field(description="The one-cell matrix the answer was read from.")
 
     def to_json_dict(self) -> dict:
-        return {"deploy": self.deploy, **({"engine": self.engine} if self.engine != "sglang" else {}),
-                self.engine: self.serving, "speculators": self.speculators,
-                **({"trainer": self.trainer} if self.trainer != "speculators" else {}),
+        # the trainer's release is keyed by the default trainer's name, whichever the trainer (the
+        # format since can-i-deploy first answered), the engine's release by the engine's own
+        return {"deploy": self.deploy, **({"engine": self.engine} if self.engine != DEFAULT_ENGINE else {}),
+                self.engine: self.serving, DEFAULT_TRAINER: self.speculators,
+                **({"trainer": self.trainer} if self.trainer != DEFAULT_TRAINER else {}),
                 "reason": self.reason, "matrix": self.matrix.to_json_dict()}
 
 
 def can_i_deploy(serving: str, speculators: str, target_config=None, draft=None, dump_layout=None, *,
-                 contract=None, verify: bool = True, trainer: str = "speculators",
-                 trainer_ids: list[int] | None = None, engine: str = "sglang") -> Answer:
-    """`serving`: the release of `engine` (sglang unless named); `speculators`: the release of
-    `trainer` (speculators unless named) to ask about."""
+                 contract=None, verify: bool = True, trainer: BoundTrainer | None = None,
+                 trainer_ids: list[int] | None = None, engine: BoundEngine | None = None) -> Answer:
+    """`serving`: the release of `engine` (the default engine unless named); `speculators`: the
+    release of `trainer` (the default trainer, or a lock's, unless named) to ask about."""
     m = build_matrix(target_config, draft, dump_layout, contract=contract, serving=[serving],
                      speculators=[speculators], verify=verify, trainer=trainer, trainer_ids=trainer_ids,
                      engine=engine)
@@ -39,12 +43,10 @@ def can_i_deploy(serving: str, speculators: str, target_config=None, draft=None,
 
 def answer(m: Matrix, serving: str, speculators: str) -> Answer:
     """Read the answer from a matrix of that one pair."""
-    from ..extract.engines import engine
-
     t, row = m.training[0], m.serving[0]
     served_by = f"{m.engine} {serving}"
     pair = f"{served_by} with {m.trainer} {speculators}"
-    asked = {"engine": m.engine, "serving": serving, "speculators": speculators, "trainer": m.trainer, "matrix": m}
+    asked = dict(engine=m.engine, serving=serving, speculators=speculators, trainer=m.trainer, matrix=m)
     if t.error:
         return Answer(**asked, deploy=None, reason=t.error)
     if row.error:
@@ -59,7 +61,7 @@ def answer(m: Matrix, serving: str, speculators: str) -> Answer:
     if v.verdict == "unservable":
         return Answer(**asked, deploy=False, reason=f"no: {pair}: {served_by} cannot serve this draft "
                       f"as written: {v.unfixable}")
-    fix = (f"; fix: write {engine(m.engine).IDS_KEY} = {v.fix}"
+    fix = (f"; fix: write {bind_engine(m.engine).IDS_KEY} = {v.fix}"
            + (" (verified on this release)" if v.fix_verified else "") if v.fix is not None else
            f"; no fix on this release: {v.unfixable}" if v.unfixable else "")
     return Answer(**asked, deploy=False, reason=f"no: {pair}: trained on {fc_text(t.fc_input)}, served "

@@ -13,6 +13,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..contract import TrainingContract
+from ..extract.engines import DEFAULT as DEFAULT_ENGINE
+from ..extract.trainers import DEFAULT as DEFAULT_TRAINER
 from ..gate import Verdict
 
 CANNOT = "cannot extract under"
@@ -88,8 +90,8 @@ class Matrix(_Row):
     num_layers: int = Field(description="Its decoder layers.")
     draft: str = Field(description="The draft directory.")
     dump_layout: list[str] = Field(description="What each dumped slot holds (a capturing trainer: empty).")
-    trainer: str = Field(default="speculators", description="The training stack of the training rows.")
-    engine: str = Field(default="sglang", description="The serving engine of the serving rows.")
+    trainer: str = Field(default=DEFAULT_TRAINER, description="The training stack of the training rows.")
+    engine: str = Field(default=DEFAULT_ENGINE, description="The serving engine of the serving rows.")
     contract: str | None = Field(description="The lock file the cells are judged against, if any.")
     training: list[TrainingRow] = Field(description="Speculators releases, oldest first.")
     serving: list[ServingRow] = Field(description="The serving engine's releases, oldest first.")
@@ -111,8 +113,8 @@ class Matrix(_Row):
 
     def to_json_dict(self) -> dict[str, Any]:
         return {"target": self.target, "num_hidden_layers": self.num_layers, "draft": self.draft,
-                "dump_layout": self.dump_layout, **({"trainer": self.trainer} if self.trainer != "speculators" else {}),
-                **({"engine": self.engine} if self.engine != "sglang" else {}),
+                "dump_layout": self.dump_layout, **({"trainer": self.trainer} if self.trainer != DEFAULT_TRAINER else {}),
+                **({"engine": self.engine} if self.engine != DEFAULT_ENGINE else {}),
                 "contract": self.contract, "ok": self.ok,
                 "wall_s": round(self.wall_s, 1), "timings": self.timings,
                 "training": [r.to_json() for r in self.training],

@@ -18,6 +18,8 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from ..contract import Tap, TrainingContract
+from ..extract.engines import BoundEngine
+from ..extract.trainers import BoundTrainer
 from ..inputs import Draft, Target
 from ..releases import Release
 from ..workspace import kill_children
@@ -42,9 +44,9 @@ class Inputs:
     draft: Draft
     dump_layout: list[Tap] | None  # None: a trainer that captures its states itself (SpecForge)
     locked: TrainingContract | None  # a lock's training contract: serving is judged against it
-    trainer: str = "speculators"
-    trainer_ids: list[int] | None = None  # SpecForge: the run's own id override
-    engine: str = "sglang"  # the serving engine of the serving rows
+    trainer: BoundTrainer  # the trainer of the training rows (each row binds its release)
+    engine: BoundEngine  # the serving engine of the serving rows (each row binds its release)
+    trainer_ids: list[int] | None = None  # a trainer that captures its states: the run's own id override
 
 
 @dataclass
@@ -120,8 +122,7 @@ def _extract_training(release: Release, inputs: Inputs) -> TrainingContract | st
         return f"{CANNOT} {release.package} {release.version}: {release.problem}"
     try:
         with _training_lock(release.version), _SLOTS:  # the lock first: a waiter holds no CPU slot
-            return extract_for_lock(inputs.target, inputs.draft, inputs.dump_layout,
-                                    speculators_version=release.version, trainer_name=inputs.trainer,
+            return extract_for_lock(inputs.target, inputs.draft, inputs.dump_layout, inputs.trainer.at(release.version),
                                     trainer_ids=inputs.trainer_ids)
     except CannotExtract as exc:
         return first_line(exc)
@@ -137,8 +138,7 @@ def _check(release: Release, inputs: Inputs, training: TrainingContract, verify:
     if release.problem:
         return None, None
     try:
-        return check(training, inputs.target, inputs.draft, sglang_version=release.version,
-                     verify=verify, engine_name=inputs.engine), None
+        return check(training, inputs.target, inputs.draft, inputs.engine.at(release.version), verify=verify), None
     except UserError as exc:
         return None, exc
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from ..contract import FindingKind
 from ..contract.tap import Tap
 from ..envs import find_env, run_module
+from ..extract.engines import BoundEngine, engine as default_engine
 from ..extract.trainers import trainer
 from ..inputs import Draft, InputError, Target, check_steps, read_config, safetensors_shapes
 from .result import AMBIGUOUS_POINTS, ReplayResult, WiringScore
@@ -106,14 +107,12 @@ def dump_shape(data: Path) -> tuple[int, int, int]:
 # -- 3. the served form ---------------------------------------------------------------------
 
 
-def as_written_served(spec: dict, work: Path) -> tuple[Path, str]:
+def as_written_served(spec: dict, work: Path, engine: BoundEngine) -> tuple[Path, str]:
     """The draft's own ids in SGLang's format: what serving it as written gives."""
-    from ..extract.engines import engine
-
     ids = spec.get("eagle_aux_hidden_state_layer_ids")
     out = work / "served-as-written"
     out.mkdir(parents=True)
-    (out / "config.json").write_text(json.dumps(engine().served_config(spec, list(ids or [])), indent=1))
+    (out / "config.json").write_text(json.dumps(engine.served_config(spec, list(ids or [])), indent=1))
     if ids is None:
         return out, "the draft served as written: its config names no ids, so SGLang's default layers"
     return out, f"the draft served as written: its ids {list(ids)} in SGLang's eagle_config"
@@ -138,14 +137,13 @@ def probe(speculators_version: str | None, request: dict) -> dict:
 def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_config: Path | None = None,
            dump_layout: list[Tap] | None = None, datagen_ids: list[int] | None = None,
            datagen_convention: str | None = None, serving: bool = True, served: Path | None = None,
-           sglang_version: str | None = None, speculators_version: str | None = None,
+           engine: BoundEngine | None = None, speculators_version: str | None = None,
            wirings: list[list[Tap]] = (), search: bool = True, steps: int = 3,
            samples: int | None = None) -> ReplayResult:
     """Score `draft` on the dumps in `data` under the training contract's wiring, the served
     form's (`served`, else the draft's own ids as SGLang reads them; `serving=False` skips it),
-    each of `wirings`, and (`search`) every ordered choice of dump slots."""
-    from ..extract.engines import engine
-
+    each of `wirings`, and (`search`) every ordered choice of dump slots. `engine`: the serving
+    engine bound to its release (default: the default engine, installed)."""
     started = time.perf_counter()
     wall: dict[str, float] = {}
     draft, data = Path(draft), Path(data)
@@ -203,10 +201,10 @@ def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_conf
         t0 = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="parity-replay-") as work:
             if served is None:
-                served_dir, served_form = as_written_served(spec, Path(work))
+                served_dir, served_form = as_written_served(spec, Path(work), engine or default_engine())
             else:
                 served_dir, served_form = Path(served), f"the served config {served}"
-            contract = engine().extract_serving(target, Draft.read(served_dir), sglang_version)
+            contract = (engine or default_engine()).extract_serving(target, Draft.read(served_dir))
         wall["serving_contract_s"] = time.perf_counter() - t0
         sglang = contract.provenance.version
         served_taps = tuple(t.name if t is not None else None for t in contract.fc_input)

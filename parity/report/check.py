@@ -6,6 +6,7 @@ import json
 import shlex
 
 from ..contract import Contract, ServingContract, TrainingContract
+from ..extract.engines import release_flag
 from .table import Column, Table
 
 
@@ -179,7 +180,8 @@ def _unservable(result, target_path: str, draft_path: str) -> list[str]:
                      "export` writes one: without --no-verify, check runs export's own gate and says what "
                      "it would write.")
     elif ex.exportable:
-        release = f" --sglang {s.provenance.version}" if s.engine == "sglang" else ""
+        flag = release_flag(s.engine, "export")  # a release flag export takes for this engine
+        release = f" {flag} {s.provenance.version}" if flag else ""
         lines.append(f"  ADVICE: `parity export --engine {s.engine}{release} {draft} OUT --target-config "
                      f"{target_path or 'T'} --dump-layout {','.join(x.name for x in t.dump_layout)}` writes "
                      f"it in the form {s.engine} {s.provenance.version} loads, with eagle_aux_hidden_state_layer_ids "

@@ -90,7 +90,7 @@ def serving_cell(case: ServingCase, version: str, work: Path, engine_name: str =
 
     draft = case.write_draft(work / case.name.replace(" ", "_").replace("/", "_"))
     try:
-        contract, _ = engine(engine_name).probe_serving(*read_inputs(case.target_config, draft), version)
+        contract, _ = engine(engine_name, version).probe_serving(*read_inputs(case.target_config, draft))
     except UserError as exc:
         return {"error": first_line(exc)}
     fc = names(contract.fc_input)
@@ -118,7 +118,7 @@ def dump_cell(case: DumpCase, version: str) -> dict:
     from ..inputs import Target
 
     try:
-        dump = engine("vllm").extract_dump(Target.read(case.target_config), case.datagen_ids, version)
+        dump = engine("vllm", version).extract_dump(Target.read(case.target_config), case.datagen_ids)
     except UserError as exc:
         return {"error": first_line(exc)}
     return {"layout": [t.name for t in dump.layout], "launch_ids": list(dump.launch_ids), "method": dump.method}
@@ -132,8 +132,7 @@ def training_cell(case: TrainingCase, version: str) -> dict:
     from ..inputs import Target
 
     try:
-        c = trainer("speculators").training_contract(Target.read(case.target_config),
-                                                     list(case.dump), release=version)
+        c = trainer("speculators", version).training_contract(Target.read(case.target_config), list(case.dump))
     except UserError as exc:
         return {"error": first_line(exc)}
     out = {"fc": names(c.fc_input), "target": str(c.target), "family": c.provenance.family,

@@ -1,24 +1,34 @@
 """Engines: what each serving engine feeds the draft, one folder per engine.
 
-An engine is a package here (`sglang/`, `vllm/`) whose module-level names implement `Engine`;
-the gate, the lock, the matrix, export, the CLI, replay and `parity forward` reach it only
-through `engine(name)`. Adding an engine is adding a folder here whose `__init__.py` defines
-those names; nothing outside this folder changes.
+An engine is a package here (`sglang/`, `vllm/`) whose module-level names implement `Engine`
+(or an object registered with `register_engine`, as a test's engine is). Everything outside the
+engine's folder (the CLI, the pytest plugin, the gate, the lock, the matrix, export, replay)
+reaches it only through `engine(name, release)`: a `BoundEngine`, the engine with the release it
+runs under. An engine declares its own command-line options (`add_options`, `release_from`), so
+adding an engine is adding a folder here; nothing outside this folder changes.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .. import folders, side
+from .. import Registry
 from ...errors import UserError
 
 if TYPE_CHECKING:
-    from ...contract import ServingContract
+    from ...contract import DatagenDump, ServingContract
     from ...inputs import Draft, Target
+    from ...releases import Release
 
 DEFAULT = "sglang"
+
+# The commands that ask for an engine's release; each engine adds its flag to those it takes
+# (`add_options(parser, command)`): "datagen" is the dump description's flag (the release that
+# makes a data-generation dump), the others are the commands of that name.
+COMMANDS = ("contract", "datagen", "check", "export", "replay", "matrix", "can-i-deploy")
 
 
 class ServingExtractionError(UserError, RuntimeError):
@@ -28,17 +38,34 @@ class ServingExtractionError(UserError, RuntimeError):
 @runtime_checkable
 class Engine(Protocol):
     """What parity needs from a serving engine. Every release-specific line lives below this
-    boundary, in the engine's release-family adapters. Arguments before `/` are passed by
-    position (each engine names them in its own terms, e.g. `sglang_version`); `version`
-    None means the release installed in the running interpreter. The target and the draft
-    arrive read and checked (parity.inputs.read_inputs, at the CLI or plugin): an engine
-    never reads the user's files again, it serves the draft directory as production would."""
+    boundary, in the engine's release-family adapters. The release is passed by position
+    after the inputs (each engine names it in its own terms, e.g. `sglang_version`); None
+    means the release installed in the running interpreter (or the engine's default). The
+    target and the draft arrive read and checked (parity.inputs.read_inputs, at the CLI or
+    plugin): an engine never reads the user's files again, it serves the draft directory as
+    production would. Callers hold it bound to a release: `engine(name, release)`."""
 
     NAME: str
     """The engine's name as the CLI and contracts spell it, e.g. 'sglang'."""
 
+    FLAG: str
+    """The command-line flag that names its release, e.g. '--sglang'."""
+
+    RELEASE_NOUN: str
+    """Its release in a sentence, e.g. 'an SGLang release'."""
+
     FORWARD_MODULE: str
     """The module `parity forward` runs (`python -m`, JSON request on stdin) for the serving path."""
+
+    IDS_KEY: str
+    """Where in a draft's config.json the engine reads the aux ids, dotted (e.g.
+    'eagle_config.eagle_aux_hidden_state_layer_ids'): the key a fix is written under."""
+
+    def add_options(self, parser: Any, command: str, /) -> None:
+        """Add this engine's options to `command`'s parser (one of COMMANDS), if it takes any."""
+
+    def release_from(self, args: argparse.Namespace, /) -> str | None:
+        """The release of this engine the parsed command line names (None: none named)."""
 
     def python(self, version: str | None, /) -> str:
         """The interpreter that has `version` of the engine installed (None: the running one);
@@ -55,10 +82,6 @@ class Engine(Protocol):
         `serve_args`: the user's serve command's arguments, resolved by the engine into the
         contract's `launch` (an engine that cannot resolve them refuses: InputError)."""
 
-    IDS_KEY: str
-    """Where in a draft's config.json the engine reads the aux ids, dotted (e.g.
-    'eagle_config.eagle_aux_hidden_state_layer_ids'): the key a fix is written under."""
-
     def write_ids(self, config: dict, ids: list[int], /) -> dict:
         """A copy of the draft config `config` with `ids` written where the engine reads them
         (and nowhere it would read other ids first)."""
@@ -72,11 +95,130 @@ class Engine(Protocol):
         """The serving contract for this target and draft under the installed (or named) release."""
 
 
+@runtime_checkable
+class Datagen(Protocol):
+    """An engine that also makes training data (a hidden-state dump), e.g. vLLM for speculators."""
+
+    def extract_dump(self, target: "Target", datagen_ids: list[int] | None, version: str | None = None,
+                     /) -> "DatagenDump":
+        """The layout of the dump its data generation makes for these ids (None: the launch default)."""
+
+
+_REGISTRY = Registry(sys.modules[__name__], "engine", Engine)
+
+
+@dataclass(frozen=True)
+class BoundEngine:
+    """An engine and the release it runs under (None: the installed one, or the engine's default)."""
+
+    impl: Engine
+    release: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.impl.NAME
+
+    @property
+    def IDS_KEY(self) -> str:  # noqa: N802 - the engine's own name for it
+        return self.impl.IDS_KEY
+
+    @property
+    def FORWARD_MODULE(self) -> str:  # noqa: N802
+        return self.impl.FORWARD_MODULE
+
+    @property
+    def makes_dumps(self) -> bool:
+        """Whether the engine also makes training data (implements Datagen)."""
+        return isinstance(self.impl, Datagen)
+
+    def at(self, release: str | None) -> "BoundEngine":
+        """The same engine under `release`."""
+        return replace(self, release=release)
+
+    def python(self, release: str | None = None) -> str:
+        """The interpreter of this release (`release` given: that one, for callers that bind late)."""
+        return self.impl.python(release if release is not None else self.release)
+
+    def preflight(self, target: "Target") -> None:
+        self.impl.preflight(target, self.release)
+
+    def probe_serving(self, target: "Target", draft: "Draft", *, candidates: list[list[int]] | None = None,
+                      serve_args: "tuple[str, ...] | None" = None) -> "tuple[ServingContract, list[dict]]":
+        return self.impl.probe_serving(target, draft, self.release, candidates=candidates, serve_args=serve_args)
+
+    def extract_serving(self, target: "Target", draft: "Draft", *,
+                        serve_args: "tuple[str, ...] | None" = None) -> "ServingContract":
+        return self.impl.extract_serving(target, draft, self.release, serve_args=serve_args)
+
+    def extract_dump(self, target: "Target", datagen_ids: list[int] | None) -> "DatagenDump":
+        if not isinstance(self.impl, Datagen):
+            raise TypeError(f"engine {self.name!r} makes no training data (it has no extract_dump)")
+        return self.impl.extract_dump(target, datagen_ids, self.release)
+
+    def write_ids(self, config: dict, ids: list[int]) -> dict:
+        return self.impl.write_ids(config, ids)
+
+    def served_config(self, spec: dict, ids: list[int]) -> dict:
+        return self.impl.served_config(spec, ids)
+
+    def releases(self, wanted: list[str] | None = None) -> "list[Release]":
+        """Its releases the environments pin (or the `wanted` ones), oldest first (the matrix's
+        serving rows); an engine may answer for itself (a `releases(wanted)` of its own)."""
+        own = getattr(self.impl, "releases", None)
+        if own is not None:
+            return own(wanted)
+        from ...releases import releases
+
+        return releases(self.name, wanted)
+
+
 def names() -> list[str]:
-    """Every engine folder here."""
-    return folders(sys.modules[__name__])
+    """Every engine: a folder here, or registered."""
+    return _REGISTRY.names()
 
 
-def engine(name: str = DEFAULT) -> Engine:
-    """The engine called `name`; an unknown name is a one-line InputError."""
-    return side(sys.modules[__name__], "engine", name, Engine)  # type: ignore[return-value]
+def engine(name: str = DEFAULT, release: str | None = None) -> BoundEngine:
+    """The engine called `name`, bound to `release` (None: the installed one); an unknown name is
+    a one-line InputError."""
+    return BoundEngine(_REGISTRY.get(name), release)
+
+
+def register_engine(impl: Any) -> Any:
+    """Make `impl` (a module or object whose names implement `Engine`) an engine under its NAME,
+    as a folder here is: the CLI's --engine, its options and every command reach it."""
+    return _REGISTRY.register(impl)
+
+
+def unregister_engine(name: str) -> None:
+    _REGISTRY.unregister(name)
+
+
+def engines() -> list[BoundEngine]:
+    """Every engine, unbound to a release, in name order."""
+    return [engine(n) for n in names()]
+
+
+def add_options(parser: Any, command: str) -> None:
+    """Every engine's options for `command` (one of COMMANDS)."""
+    for e in engines():
+        e.impl.add_options(parser, command)
+
+
+def foreign_release(args: argparse.Namespace, chosen: BoundEngine) -> str | None:
+    """Why the parsed command line cannot be served by `chosen`: another engine's release flag
+    given (never silently ignored; an engine that also makes training data keeps its flag for
+    that), as one line; None when nothing is amiss."""
+    for other in engines():
+        if other.name != chosen.name and not other.makes_dumps and other.impl.release_from(args):
+            return (f"{other.impl.FLAG} names {other.impl.RELEASE_NOUN}, but the engine is {chosen.name}: "
+                    f"use {chosen.impl.FLAG} VERSION")
+    return None
+
+
+def release_flag(name: str, command: str) -> str | None:
+    """The flag that names engine `name`'s release on `command` (e.g. '--sglang' on export),
+    None when that command takes none of it: what advice may tell a user to type."""
+    bound = engine(name)
+    probe = argparse.ArgumentParser(add_help=False)
+    bound.impl.add_options(probe, command)
+    return bound.impl.FLAG if bound.impl.FLAG in probe._option_string_actions else None

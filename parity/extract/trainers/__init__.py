@@ -1,10 +1,12 @@
 """Trainers: what each training stack feeds the draft, one folder per trainer.
 
 Everything outside this folder (the CLI, the gate, locks, the matrix, replay, the pytest
-plugin, export) reaches a trainer through `trainer(name)`: the trainer's package, whose
-module-level names implement `Trainer`. A trainer folder holds
+plugin, export) reaches a trainer through `trainer(name, release)`: a `BoundTrainer`, the
+trainer's package (whose module-level names implement `Trainer`) with the release it runs
+under. A trainer declares its own command-line options (`add_options`, `release_from`,
+`ids_from`). A trainer folder holds
 
-    __init__.py          the extractor, and the names of the `Trainer` interface
+    __init__.py          the extractor, its options, and the names of the `Trainer` interface
     probe.py             run in the trainer's own environment: its own data path on a marked sample
     forward_side.py      `parity forward`'s training path: the trainer's data path and draft model
     families/            one module per release family, each declaring `RELEASES` (a packaging
@@ -16,17 +18,25 @@ so adding a trainer is adding a folder, and adding a release family is adding a 
 
 from __future__ import annotations
 
+import argparse
 import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .. import folders, side
+from .. import Registry
 
 if TYPE_CHECKING:
     from ...contract import DatagenDump, Tap, TrainingContract
     from ...inputs import Draft, Target
+    from ...releases import Release
 
 DEFAULT = "speculators"  # the trainer a command uses when none is named
+
+# The commands that ask for a trainer's release or options; each trainer adds its own to those it
+# takes (`add_options(parser, command)`): "trainer" is where --trainer is (the options that only
+# mean something with --trainer NAME), the others are the commands of that name.
+COMMANDS = ("contract", "trainer", "check", "replay", "matrix", "can-i-deploy")
 
 
 @runtime_checkable
@@ -36,6 +46,25 @@ class Trainer(Protocol):
 
     NAME: str
     """The trainer's name as `trainer(name)` and contracts spell it; also the package whose code runs."""
+
+    FLAG: str
+    """The command-line flag that names its release, e.g. '--speculators'."""
+
+    TITLE: str
+    """Its name in a sentence, e.g. 'SpecForge'."""
+
+    CAPTURES_STATES: bool
+    """It captures the target's states itself: it takes no dump description (--dump-layout)."""
+
+    IDS_FLAG: str | None
+    """The flag of the run's own id override, for a trainer that captures its states (else None)."""
+
+    OWN_FLAGS: tuple[str, ...]
+    """The flags that mean something only with `--trainer NAME` (refused under another trainer)."""
+
+    DATAGEN_ENGINE: str | None
+    """The engine whose data generation makes the dump it trains on, found by running it for
+    --datagen-ids (None: no dump)."""
 
     ERRORS: tuple[type[Exception], ...]
     """Its bad-input and unsupported-case errors (exit 2, one line)."""
@@ -61,6 +90,15 @@ class Trainer(Protocol):
         (SpecForge captures its states) builds it from `target.config`, and its `datagen_ids`
         are the run's own ids, given to it as is."""
 
+    def add_options(self, parser: Any, command: str, /) -> None:
+        """Add this trainer's options to `command`'s parser (one of COMMANDS), if it takes any."""
+
+    def release_from(self, args: argparse.Namespace, /) -> str | None:
+        """The release of this trainer the parsed command line names (None: none named)."""
+
+    def ids_from(self, args: argparse.Namespace, /) -> list[int] | None:
+        """The run's own id override the parsed command line gives (IDS_FLAG), or None."""
+
     def read_draft(self, draft_dir: Path) -> Any:
         """What a draft directory says (ids, graph flags, vocab mapping), read the way this trainer reads it."""
 
@@ -68,11 +106,83 @@ class Trainer(Protocol):
         """Whether a draft's config.json object is in this trainer's own (as-trained) format."""
 
 
+_REGISTRY = Registry(sys.modules[__name__], "trainer", Trainer)
+
+
+@dataclass(frozen=True)
+class BoundTrainer:
+    """A trainer and the release it runs under (None: the installed one, or the trainer's default)."""
+
+    impl: Trainer
+    release: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.impl.NAME
+
+    @property
+    def FORWARD_MODULE(self) -> str:  # noqa: N802 - the trainer's own name for it
+        return self.impl.FORWARD_MODULE
+
+    @property
+    def ERRORS(self) -> tuple[type[Exception], ...]:  # noqa: N802
+        return self.impl.ERRORS
+
+    @property
+    def captures_states(self) -> bool:
+        return self.impl.CAPTURES_STATES
+
+    def at(self, release: str | None) -> "BoundTrainer":
+        """The same trainer under `release`."""
+        return replace(self, release=release)
+
+    def training_contract(self, target: "Target", dump_layout: "list[Tap] | None" = None,
+                          **kwargs: Any) -> "TrainingContract":
+        """`Trainer.training_contract` under this release."""
+        return self.impl.training_contract(target, dump_layout, release=self.release, **kwargs)
+
+    def read_draft(self, draft_dir: Path) -> Any:
+        return self.impl.read_draft(draft_dir)
+
+    def is_trained_draft(self, config: dict) -> bool:
+        return self.impl.is_trained_draft(config)
+
+    def releases(self, wanted: list[str] | None = None) -> "list[Release]":
+        """Its releases the environments pin (or the `wanted` ones), oldest first (the matrix's rows)."""
+        own = getattr(self.impl, "releases", None)
+        if own is not None:
+            return own(wanted)
+        from ...releases import releases
+
+        return releases(self.name, wanted)
+
+
 def names() -> list[str]:
-    """Every trainer folder here."""
-    return folders(sys.modules[__name__])
+    """Every trainer: a folder here, or registered."""
+    return _REGISTRY.names()
 
 
-def trainer(name: str = DEFAULT) -> Trainer:
-    """The trainer called `name`; an unknown name is a one-line InputError."""
-    return side(sys.modules[__name__], "trainer", name, Trainer)  # type: ignore[return-value]
+def trainer(name: str = DEFAULT, release: str | None = None) -> BoundTrainer:
+    """The trainer called `name`, bound to `release` (None: the installed one); an unknown name
+    is a one-line InputError."""
+    return BoundTrainer(_REGISTRY.get(name), release)
+
+
+def register_trainer(impl: Any) -> Any:
+    """Make `impl` (a module or object whose names implement `Trainer`) a trainer under its NAME."""
+    return _REGISTRY.register(impl)
+
+
+def unregister_trainer(name: str) -> None:
+    _REGISTRY.unregister(name)
+
+
+def trainers() -> list[BoundTrainer]:
+    """Every trainer, unbound to a release, in name order."""
+    return [trainer(n) for n in names()]
+
+
+def add_options(parser: Any, command: str) -> None:
+    """Every trainer's options for `command` (one of COMMANDS)."""
+    for t in trainers():
+        t.impl.add_options(parser, command)

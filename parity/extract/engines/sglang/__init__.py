@@ -26,6 +26,29 @@ NAME = "sglang"
 PROBE = "parity.extract.engines.sglang.probe"
 FORWARD_MODULE = "parity.extract.engines.sglang.forward_side"
 IDS_KEY = "eagle_config.eagle_aux_hidden_state_layer_ids"
+FLAG = "--sglang"
+RELEASE_NOUN = "an SGLang release"
+
+# The commands that take an SGLang release, and what its flag means there (metavar, help).
+OPTIONS = {
+    "contract": ("VERSION", "run another installed release"),
+    "check": ("VERSION", "check under another installed release"),
+    "export": ("VERSION", "export for another installed SGLang release"),
+    "replay": ("VERSION", "the serving contract under another installed release"),
+    "matrix": ("V,V", "only these sglang releases (default: all in envs.toml)"),
+    "can-i-deploy": ("VERSION", "served by this SGLang release"),
+}
+
+
+def add_options(parser, command: str) -> None:
+    """--sglang, on the commands that take an SGLang release."""
+    if command in OPTIONS:
+        metavar, help = OPTIONS[command]
+        parser.add_argument(FLAG, metavar=metavar, help=help)
+
+
+def release_from(args) -> str | None:
+    return getattr(args, "sglang", None)
 
 
 def write_ids(config: dict, ids: list[int]) -> dict:
@@ -152,5 +175,6 @@ def probe_serving(target: Target, draft: Draft, sglang_version: str | None = Non
     return to_contract(reply, target), reply.get("candidates", [])
 
 
-__all__ = ["FORWARD_MODULE", "IDS_KEY", "NAME", "ServingExtractionError", "extract_serving", "preflight",
+__all__ = ["FLAG", "FORWARD_MODULE", "IDS_KEY", "NAME", "OPTIONS", "RELEASE_NOUN", "ServingExtractionError",
+           "add_options", "extract_serving", "preflight", "release_from",
            "probe_serving", "python", "run_probe", "served_config", "to_contract", "write_ids"]

@@ -27,6 +27,28 @@ NAME = "vllm"
 PROBE = "parity.extract.engines.vllm.probe"
 FORWARD_MODULE = "parity.extract.engines.vllm.forward_side"
 IDS_KEY = "eagle_aux_hidden_state_layer_ids"  # top level: read first by both model runners
+FLAG = "--vllm"
+RELEASE_NOUN = "a vLLM release"
+
+# The commands that take a vLLM release, and what its flag means there (metavar, help): the
+# dump description's flag ("datagen") names the release whose data generation makes the dump.
+OPTIONS = {
+    "datagen": ("VERSION", "the vLLM release that makes the dump from --datagen-ids (default: the newest installed)"),
+    "contract": ("VERSION", "with --engine vllm: the release (default: the newest installed)"),
+    "matrix": ("V,V", "only these vLLM releases (serving by vLLM)"),
+    "can-i-deploy": ("VERSION", "served by this vLLM release"),
+}
+
+
+def add_options(parser, command: str) -> None:
+    """--vllm, on the commands that take a vLLM release."""
+    if command in OPTIONS:
+        metavar, help = OPTIONS[command]
+        parser.add_argument(FLAG, metavar=metavar, help=help)
+
+
+def release_from(args) -> str | None:
+    return getattr(args, "vllm", None)
 
 
 class DatagenError(UserError, RuntimeError):
@@ -252,6 +274,7 @@ def extract_serving(target: Target, draft: Draft, vllm_version: str | None = Non
     return probe_serving(target, draft, vllm_version, serve_args=serve_args)[0]
 
 
-__all__ = ["FORWARD_MODULE", "IDS_KEY", "NAME", "DatagenError", "ServingExtractionError",
+__all__ = ["FLAG", "FORWARD_MODULE", "IDS_KEY", "NAME", "OPTIONS", "RELEASE_NOUN", "DatagenError",
+           "ServingExtractionError", "add_options", "release_from",
            "extract_dump", "extract_serving", "installed_versions", "launch_ids", "preflight", "probe_serving",
            "python", "served_config", "to_contract", "write_ids"]

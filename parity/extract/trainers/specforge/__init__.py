@@ -26,10 +26,16 @@ from ....contract import (BuiltDraft, DatagenDump, Finding, GraphFlags, Provenan
 from ....envs import EnvError, display_python, environments, find_env, run_module
 from ....reply_cache import SOURCE_KEY
 from ....errors import CannotExtract, HarnessLimit, UserError
-from ....inputs import Draft, Target
+from ....inputs import Draft, Target, parse_ids
 from ..draft import DraftError, read_draft
 
 NAME = "specforge"
+FLAG = "--specforge"
+TITLE = "SpecForge"
+CAPTURES_STATES = True  # with its pinned SGLang: no dump to describe
+IDS_FLAG = "--specforge-ids"
+OWN_FLAGS = ("--specforge-ids", "--specforge")
+DATAGEN_ENGINE = None
 PROBE_MODULE = "parity.extract.trainers.specforge.probe"
 FORWARD_MODULE = "parity.extract.trainers.specforge.forward_side"
 
@@ -39,6 +45,23 @@ class SpecForgeError(UserError, ValueError):
 
 
 ERRORS = (SpecForgeError, DraftError)
+
+
+def add_options(parser, command: str) -> None:
+    """--specforge-ids and --specforge, beside --trainer."""
+    if command == "trainer":
+        parser.add_argument(IDS_FLAG, metavar="IDS",
+                            help="--trainer specforge: the run's model.aux_hidden_state_layer_ids override, "
+                                 "e.g. 1,15,28 (default: the draft's eagle_config, else SpecForge's own)")
+        parser.add_argument(FLAG, metavar="VERSION", help="--trainer specforge: another installed release")
+
+
+def release_from(args) -> str | None:
+    return getattr(args, "specforge", None)
+
+
+def ids_from(args) -> list[int] | None:
+    return parse_ids(getattr(args, "specforge_ids", None), IDS_FLAG)
 
 
 def python(release: str | None) -> str:

@@ -54,6 +54,38 @@ __all__ = ["DraftConfig", "DraftError", "PROBE_MODULE", "TrainingExtractionError
            "contract_from_probe", "extract_training", "probe_training", "read_draft"]
 
 NAME = "speculators"
+FLAG = "--speculators"
+TITLE = "speculators"
+CAPTURES_STATES = False  # it trains on a dump (--dump-layout, or --datagen-ids run through vLLM)
+IDS_FLAG = None
+OWN_FLAGS = ()  # --speculators is also where a lock of another trainer is refused its release
+DATAGEN_ENGINE = "vllm"  # its data generation (speculators' launch script) runs vLLM
+
+# The commands that take a speculators release, and what its flag means there (metavar, help).
+OPTIONS = {
+    "contract": ("VERSION", "run another installed release (an environment in envs.toml)"),
+    "check": ("VERSION", "training under another installed release"),
+    "replay": ("VERSION", "replay under another installed release"),
+    "matrix": ("V,V", "only these speculators releases (--trainer specforge: --specforge V,V)"),
+    "can-i-deploy": ("VERSION", "the speculators release (required unless --trainer specforge, which takes --specforge)"),
+}
+
+
+def add_options(parser, command: str) -> None:
+    """--speculators, on the commands that take a speculators release."""
+    if command in OPTIONS:
+        metavar, help = OPTIONS[command]
+        parser.add_argument(FLAG, metavar=metavar, help=help)
+
+
+def release_from(args) -> str | None:
+    return getattr(args, "speculators", None)
+
+
+def ids_from(args) -> list[int] | None:
+    return None
+
+
 FORWARD_MODULE = "parity.extract.trainers.speculators.forward_side"  # parity forward's training path
 PROBE_MODULE = "parity.extract.trainers.speculators.probe"
 DEFAULT_CONVENTION = "speculators-datagen"
