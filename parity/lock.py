@@ -72,18 +72,13 @@ class Lock(BaseModel):
             raise ValueError(f"format {v} is not format {LOCK_VERSION}: re-lock with `parity lock --update`")
         return v
 
-    @field_validator("trainer")
+    @field_validator("engine", "trainer")
     @classmethod
-    def _known_trainer(cls, v: str) -> str:
-        if v not in trainer_names():
-            raise ValueError(f"unknown trainer {v!r}: this parity has {', '.join(trainer_names())}")
-        return v
-
-    @field_validator("engine")
-    @classmethod
-    def _known_engine(cls, v: str) -> str:
-        if v not in engine_names():
-            raise ValueError(f"unknown engine {v!r}: this parity has {', '.join(engine_names())}")
+    def _registered(cls, v: str, info) -> str:
+        """An engine (a trainer) is any one registered: a folder of parity.extract, or register_engine's."""
+        known = (engine_names if info.field_name == "engine" else trainer_names)()
+        if v not in known:
+            raise ValueError(f"unknown {info.field_name} {v!r}: this parity has {', '.join(known)}")
         return v
 
     def inputs(self, lock_path: Path) -> tuple[Target, Draft]:

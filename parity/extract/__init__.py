@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from dataclasses import dataclass, replace
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..releases import Release
 
 
 def folders(package: ModuleType) -> list[str]:
@@ -33,6 +37,11 @@ class Registry:
     def unregister(self, name: str) -> None:
         self.registered.pop(name, None)
 
+    def add_options(self, parser: Any, command: str) -> None:
+        """Every side's own options for `command` (each one's `add_options`), in name order."""
+        for name in self.names():
+            self.get(name).add_options(parser, command)
+
     def get(self, name: str) -> Any:
         """The implementation called `name`; an unknown name is a one-line InputError."""
         from ..inputs import InputError
@@ -53,3 +62,42 @@ class Registry:
             raise TypeError(f"{self.kind} {name!r} does not implement parity's {self.interface.__name__} "
                             f"interface (lacks {sorted(missing)})")
         return impl
+
+
+@dataclass(frozen=True)
+class Bound:
+    """An engine or a trainer (`impl`, its implementation) and the release it runs under (None:
+    the installed one, or its default): what every caller outside its folder holds."""
+
+    impl: Any
+    release: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.impl.NAME
+
+    @property
+    def FORWARD_MODULE(self) -> str:  # noqa: N802 - the side's own name for it
+        return self.impl.FORWARD_MODULE
+
+    def at(self, release: str | None):
+        """The same side under `release`."""
+        return replace(self, release=release)
+
+    def releases(self, wanted: list[str] | None = None) -> "list[Release]":
+        """Its releases the environments pin (or the `wanted` ones), oldest first (the matrix's
+        rows); a side may answer for itself (a `releases(wanted)` of its own)."""
+        own = getattr(self.impl, "releases", None)
+        if own is not None:
+            return own(wanted)
+        from ..releases import releases
+
+        return releases(self.name, wanted)
+
+
+def release_option(parser: Any, command: str, flag: str, options: dict[str, tuple[str, str]]) -> None:
+    """Add `flag` (a side's release) to `command`'s parser when `options` names that command, with
+    its (metavar, help) there: what an engine's or a trainer's `add_options` does."""
+    if command in options:
+        metavar, help = options[command]
+        parser.add_argument(flag, metavar=metavar, help=help)

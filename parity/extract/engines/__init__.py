@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .. import Registry
+from .. import Bound, Registry
 from ...errors import UserError
 
 if TYPE_CHECKING:
     from ...contract import DatagenDump, ServingContract
     from ...inputs import Draft, Target
-    from ...releases import Release
 
 DEFAULT = "sglang"
 
@@ -108,32 +107,18 @@ _REGISTRY = Registry(sys.modules[__name__], "engine", Engine)
 
 
 @dataclass(frozen=True)
-class BoundEngine:
-    """An engine and the release it runs under (None: the installed one, or the engine's default)."""
-
-    impl: Engine
-    release: str | None = None
-
-    @property
-    def name(self) -> str:
-        return self.impl.NAME
+class BoundEngine(Bound):
+    """An engine (`impl`, implementing `Engine`) and the release it runs under (None: the
+    installed one, or the engine's default)."""
 
     @property
     def IDS_KEY(self) -> str:  # noqa: N802 - the engine's own name for it
         return self.impl.IDS_KEY
 
     @property
-    def FORWARD_MODULE(self) -> str:  # noqa: N802
-        return self.impl.FORWARD_MODULE
-
-    @property
     def makes_dumps(self) -> bool:
         """Whether the engine also makes training data (implements Datagen)."""
         return isinstance(self.impl, Datagen)
-
-    def at(self, release: str | None) -> "BoundEngine":
-        """The same engine under `release`."""
-        return replace(self, release=release)
 
     def python(self, release: str | None = None) -> str:
         """The interpreter of this release (`release` given: that one, for callers that bind late)."""
@@ -161,16 +146,6 @@ class BoundEngine:
     def served_config(self, spec: dict, ids: list[int]) -> dict:
         return self.impl.served_config(spec, ids)
 
-    def releases(self, wanted: list[str] | None = None) -> "list[Release]":
-        """Its releases the environments pin (or the `wanted` ones), oldest first (the matrix's
-        serving rows); an engine may answer for itself (a `releases(wanted)` of its own)."""
-        own = getattr(self.impl, "releases", None)
-        if own is not None:
-            return own(wanted)
-        from ...releases import releases
-
-        return releases(self.name, wanted)
-
 
 def names() -> list[str]:
     """Every engine: a folder here, or registered."""
@@ -189,19 +164,13 @@ def register_engine(impl: Any) -> Any:
     return _REGISTRY.register(impl)
 
 
-def unregister_engine(name: str) -> None:
-    _REGISTRY.unregister(name)
+unregister_engine = _REGISTRY.unregister
+add_options = _REGISTRY.add_options  # every engine's options for a command (one of COMMANDS)
 
 
 def engines() -> list[BoundEngine]:
     """Every engine, unbound to a release, in name order."""
     return [engine(n) for n in names()]
-
-
-def add_options(parser: Any, command: str) -> None:
-    """Every engine's options for `command` (one of COMMANDS)."""
-    for e in engines():
-        e.impl.add_options(parser, command)
 
 
 def foreign_release(args: argparse.Namespace, chosen: BoundEngine) -> str | None:

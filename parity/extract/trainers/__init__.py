@@ -20,16 +20,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .. import Registry
+from .. import Bound, Registry
 
 if TYPE_CHECKING:
     from ...contract import DatagenDump, Tap, TrainingContract
     from ...inputs import Draft, Target
-    from ...releases import Release
 
 DEFAULT = "speculators"  # the trainer a command uses when none is named
 
@@ -110,19 +109,9 @@ _REGISTRY = Registry(sys.modules[__name__], "trainer", Trainer)
 
 
 @dataclass(frozen=True)
-class BoundTrainer:
-    """A trainer and the release it runs under (None: the installed one, or the trainer's default)."""
-
-    impl: Trainer
-    release: str | None = None
-
-    @property
-    def name(self) -> str:
-        return self.impl.NAME
-
-    @property
-    def FORWARD_MODULE(self) -> str:  # noqa: N802 - the trainer's own name for it
-        return self.impl.FORWARD_MODULE
+class BoundTrainer(Bound):
+    """A trainer (`impl`, implementing `Trainer`) and the release it runs under (None: the
+    installed one, or the trainer's default)."""
 
     @property
     def ERRORS(self) -> tuple[type[Exception], ...]:  # noqa: N802
@@ -131,10 +120,6 @@ class BoundTrainer:
     @property
     def captures_states(self) -> bool:
         return self.impl.CAPTURES_STATES
-
-    def at(self, release: str | None) -> "BoundTrainer":
-        """The same trainer under `release`."""
-        return replace(self, release=release)
 
     def training_contract(self, target: "Target", dump_layout: "list[Tap] | None" = None,
                           **kwargs: Any) -> "TrainingContract":
@@ -146,15 +131,6 @@ class BoundTrainer:
 
     def is_trained_draft(self, config: dict) -> bool:
         return self.impl.is_trained_draft(config)
-
-    def releases(self, wanted: list[str] | None = None) -> "list[Release]":
-        """Its releases the environments pin (or the `wanted` ones), oldest first (the matrix's rows)."""
-        own = getattr(self.impl, "releases", None)
-        if own is not None:
-            return own(wanted)
-        from ...releases import releases
-
-        return releases(self.name, wanted)
 
 
 def names() -> list[str]:
@@ -173,16 +149,10 @@ def register_trainer(impl: Any) -> Any:
     return _REGISTRY.register(impl)
 
 
-def unregister_trainer(name: str) -> None:
-    _REGISTRY.unregister(name)
+unregister_trainer = _REGISTRY.unregister
+add_options = _REGISTRY.add_options  # every trainer's options for a command (one of COMMANDS)
 
 
 def trainers() -> list[BoundTrainer]:
     """Every trainer, unbound to a release, in name order."""
     return [trainer(n) for n in names()]
-
-
-def add_options(parser: Any, command: str) -> None:
-    """Every trainer's options for `command` (one of COMMANDS)."""
-    for t in trainers():
-        t.impl.add_options(parser, command)

@@ -19,6 +19,7 @@ from ....envs import EnvError, display_python, find_env, run_module
 from ....reply_cache import SOURCE_KEY
 from ....errors import CannotExtract, HarnessLimit
 from ....inputs import Draft, InputError, Target
+from ... import release_option
 from .. import ServingExtractionError
 from .served import served_config
 
@@ -42,9 +43,7 @@ OPTIONS = {
 
 def add_options(parser, command: str) -> None:
     """--sglang, on the commands that take an SGLang release."""
-    if command in OPTIONS:
-        metavar, help = OPTIONS[command]
-        parser.add_argument(FLAG, metavar=metavar, help=help)
+    release_option(parser, command, FLAG, OPTIONS)
 
 
 def release_from(args) -> str | None:

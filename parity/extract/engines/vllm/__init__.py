@@ -21,6 +21,7 @@ from ....envs import EnvError, display_python, environments, find_env, run_modul
 from ....reply_cache import SOURCE_KEY
 from ....errors import CannotExtract, HarnessLimit, UserError
 from ....inputs import Draft, InputError, Target
+from ... import release_option
 from .. import ServingExtractionError
 
 NAME = "vllm"
@@ -42,9 +43,7 @@ OPTIONS = {
 
 def add_options(parser, command: str) -> None:
     """--vllm, on the commands that take a vLLM release."""
-    if command in OPTIONS:
-        metavar, help = OPTIONS[command]
-        parser.add_argument(FLAG, metavar=metavar, help=help)
+    release_option(parser, command, FLAG, OPTIONS)
 
 
 def release_from(args) -> str | None:
