@@ -227,6 +227,30 @@ def _lock_differences(locked: TrainingContract, fresh: TrainingContract) -> list
             for f in moved.fields]
     return out
 
+# The launch field that is the served draft depth, per engine (the engine's own names): SGLang's
+# draft forward steps, vLLM's proposed tokens (one draft step each).
+SERVED_STEPS = ("speculative_num_steps", "num_speculative_tokens")
+
+
+def depth_notes(training: TrainingContract, serving: ServingContract) -> list[str]:
+    """A warning when the engine drafts deeper than training unrolled the draft (docs/launch.md,
+    "The trained depth"): past the trained depth the draft proposes from its own outputs deeper
+    than it ever saw, so acceptance there degrades; the draft is still fed what it was trained
+    on and the server runs, so it is a note, not a drift."""
+    depth, launch = training.trained_depth, serving.launch
+    if depth is None or launch is None:
+        return []
+    field = next((f for f in SERVED_STEPS if isinstance(launch.effective.get(f), int)), None)
+    if field is None or launch.effective[field] <= depth.steps:
+        return []
+    served = launch.effective[field]
+    trained = f"{depth.steps}" if depth.recorded else f"{depth.steps}, the trainer's own value: no depth is recorded"
+    return [f"launch {field}: {serving.engine} {serving.provenance.version} drafts {served} steps deep, deeper than "
+            f"training unrolled the draft ({trained}; {depth.source}): proposals past step {depth.steps} come from "
+            f"deeper than the draft ever saw its own outputs, so their acceptance degrades (serve with {field} "
+            f"{depth.steps} or retrain deeper; a warning, not a drift: docs/launch.md)"]
+
+
 
 def _verify(target: Target, draft: Draft, ids: list[int], engine: BoundEngine) -> ServingContract:
     """Extract again with `ids` written where the engine reads them, in a copy of the draft."""
@@ -268,6 +292,7 @@ def check(training: TrainingContract, target: Target, draft: Draft,
     if verdict == "drift" and built and training.draft is not None:
         draft_fix = _fix_draft(training, target, draft, built, engine, verify)
     return CheckResult(verdict=verdict, training=training, serving=serving, diff=d,
+    notes += depth_notes(training, serving)
                        differences=differences, notes=notes, suggestion=suggestion,
                        unfixable=unfixable, unservable=unservable, draft_fix=draft_fix,
                        candidates_tried=tried)

@@ -258,6 +258,7 @@ class Contract(_Frozen):
     side: Literal["training", "serving"] = Field(description="Which side of the train/serve boundary this describes.")
     target_model: TargetModel = Field(description="The target (verifier) model the states are taken from.")
     fc_input: tuple[TapName | None, ...] = Field(
+    depth_unread = "depth_unread"  # the trainer's classes could not read the draft's trained depth
         description="The hidden states concatenated, in this order, along the feature axis to "
         "form the draft's fc input. None marks a slot that was expected but not captured.")
     graph: GraphFlags = Field(default_factory=GraphFlags, description="Draft graph flags in effect.")
@@ -321,6 +322,17 @@ class TrainingContract(Contract):
         if bad:
             raise ValueError(f"slot(s) {bad} outside a dump of {n} slots")
         if len(self.fc_slots) != len(self.fc_input):
+class TrainedDepth(_Frozen):
+    """The draft steps training unrolled, where the trainer's output or its loader says (docs/launch.md)."""
+
+    steps: int = Field(ge=1, description="Draft steps per position in training: speculators' "
+                       "speculators_config.proposal_methods[default].speculative_tokens (its trainer writes its "
+                       "ttt_steps there), SpecForge's ttt_length.")
+    recorded: bool = Field(description="True when the trained checkpoint records it; False when it is the "
+                           "trainer's own default for a config that records none (the served EAGLE-3 form).")
+    source: str = Field(description="Where it was read, in words: the config key or the trainer's class and default.")
+
+
             raise ValueError("fc_slots and fc_input differ in length")
         for i, slot in enumerate(self.fc_slots):
             if self.fc_input[i] != self.dump_layout[slot]:
@@ -338,6 +350,10 @@ class TrainingContract(Contract):
 LaunchValue = bool | int | float | str | list | None  # a ServerArgs value as the engine holds it (plain JSON)
 
 
+    trained_depth: TrainedDepth | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="How many draft steps deep training unrolled the draft (it saw its own outputs that deep), as the "
+        "trainer's own config classes read it; absent where no draft was given (docs/launch.md).")
 class LaunchOverride(_Frozen):
     """A launch field the user gave that the engine's resolution changed, silently or with a log line."""
 

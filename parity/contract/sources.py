@@ -34,6 +34,8 @@ REAL: frozenset[str] = frozenset({
     # the serve command as the engine's own parser and resolution read it, on the real target
     # config.json and the user's arguments (docs/launch.md): never on the tiny model
     "launch",
+    # the draft's trained depth: the trainer's own config classes on the real config.json
+    "trained_depth",
     # the built draft's sizes: the side's own config reader on the real config.json (the d2t
     # table's largest id on the real tensor); the positions, rope settings and dtype as it reads them
     "draft.vocab_size", "draft.draft_vocab_size", "draft.hidden_size", "draft.target_hidden_size",

@@ -21,7 +21,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from ....contract import (BuiltDraft, DatagenDump, Finding, GraphFlags, Provenance, Tap, TargetModel, TrainingContract,
+from ....contract import (BuiltDraft, DatagenDump, Finding, GraphFlags, Provenance, Tap, TargetModel, TrainedDepth, TrainingContract,
                          VocabMapping, sources)
 from ....envs import EnvError, display_python, environments, find_env, run_module
 from ....reply_cache import SOURCE_KEY
@@ -141,7 +141,8 @@ def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None) -
         provenance=provenance, findings=tuple(findings), dump_layout=layout,
         dump_layout_source="trainer_capture", fc_slots=tuple(range(len(fc))), target=layout[-1],
         target_slot=len(fc), target_normed_by_trainer=reply.get("target_normed_by_trainer"),
-        alignment=reply["alignment"])
+        alignment=reply["alignment"],
+        trained_depth=TrainedDepth(**reply["trained_depth"]) if reply.get("trained_depth") else None)
 
 
 def training_contract(target: Target, dump_layout: list[Tap] | None = None, *,

@@ -104,6 +104,12 @@ def extract(request: dict) -> dict[str, Any]:
         reply["refused"] = True
         return reply
     reply.update(capture_method=method, ids=ids, features=features)
+    if request.get("draft_config"):  # the depth training unrolls the draft to (parity.contract.TrainedDepth)
+        try:
+            reply["trained_depth"] = family.ttt_length(draft_config, str(target_dir))
+        except Exception as exc:  # noqa: BLE001 - a finding: the served steps are not compared with it
+            reply["findings"].append(finding("depth_unread", f"specforge {version} did not read the draft's trained "
+                                             f"depth: {one_line(exc)}; the served steps are not compared with it"))
 
     # 2. The target, built and run by the pinned SGLang; the capture set by SpecForge.
     target_cfg = adapter.model_config(str(target_dir))

@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from ....contract import (BuiltDraft, DatagenDump, Finding, FindingKind, GraphFlags, Provenance, Tap, TargetModel, TrainingContract,
+from ....contract import (BuiltDraft, DatagenDump, Finding, FindingKind, GraphFlags, Provenance, Tap, TargetModel, TrainedDepth, TrainingContract,
                          VocabMapping, sources)
 from ....conventions import CONVENTIONS, ConventionError, datagen_refusal, to_taps
 from ....envs import display_python, find_env, run_module
@@ -349,6 +349,10 @@ def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, rep
     if reply.get("built_error"):
         all_findings.append(_finding(FindingKind.draft_not_built, f"speculators {reply.get('speculators_version')} "
                                      f"did not build the draft: {reply['built_error']}; the built draft is not "
+    if reply.get("trained_depth_error"):
+        all_findings.append(_finding(FindingKind.depth_unread, f"speculators {reply.get('speculators_version')} did "
+                                     f"not read the draft's trained depth: {reply['trained_depth_error']}; the "
+                                     "served steps are not compared with it", "warning"))
                                      "compared", "warning"))
     return TrainingContract(
         target_model=target, fc_input=tuple(layout[s] for s in fc_slots),
@@ -358,7 +362,8 @@ def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, rep
         draft=BuiltDraft(**reply["built"]) if reply.get("built") else None,
         findings=tuple(all_findings), dump_layout=tuple(layout), dump_layout_source=source,
         fc_slots=tuple(fc_slots), target=loss_target, target_slot=target_slot,
-        target_normed_by_trainer=normed, alignment=chosen["alignment"])
+        target_normed_by_trainer=normed, alignment=chosen["alignment"],
+        trained_depth=TrainedDepth(**reply["trained_depth"]) if reply.get("trained_depth") else None)
 
 
 def extract_training(target: TargetModel, dump_layout: list[Tap] | None = None, *,

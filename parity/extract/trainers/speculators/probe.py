@@ -52,6 +52,7 @@ from ....envs import reply_over_stdio
 from ....errors import CannotExtract
 from ...families import UnsupportedRelease
 from .built import built_draft
+from .depth import trained_depth
 from .families import place
 
 ANCHOR = 7.0  # every chunk's feature 0; also each token's amax, so FP8 scale = 2^-6
@@ -558,6 +559,11 @@ def probe(request: dict) -> dict[str, Any]:
         except Exception as exc:  # noqa: BLE001 - reported as a finding: this side's draft is not compared
             note(exc)
             reply["built_error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        try:  # the depth training unrolled the draft to (parity.contract.TrainedDepth)
+            reply["trained_depth"] = trained_depth(run, request["draft"])
+        except Exception as exc:  # noqa: BLE001 - unknown: the served steps are not compared with it
+            note(exc)
+            reply["trained_depth_error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
     reply["seconds"] = {"import": round(imported - started, 2),
                         "probe": round(time.perf_counter() - imported, 2)}
     return reply

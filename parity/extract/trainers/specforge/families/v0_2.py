@@ -62,6 +62,20 @@ def resolve_ids(run_ids: list[int] | None, draft_config_path: str, target_dir: s
         "aux": layout.aux_feature, "last": layout.last_hidden_feature}
 
 
+def ttt_length(draft_config_path: str, target_dir: str) -> dict:
+    """The depth SpecForge trains the draft to (parity.contract.TrainedDepth): its typed
+    `Config`'s `training.ttt_length` for a run on this draft, the run's own default (neither the
+    draft's config.json nor SpecForge's export writes it; the run's training state records it
+    as `eagle3_ttt_length`, which parity does not read)."""
+    from specforge.config import Config
+
+    cfg = Config(model={"target_model_path": target_dir, "draft_model_config": draft_config_path},
+                 data={"hidden_states_path": target_dir})
+    return {"steps": int(cfg.training.ttt_length), "recorded": False,
+            "source": "training.ttt_length of SpecForge's Config, its default for a run (the draft's config.json "
+                      "records no depth)"}
+
+
 def set_capture(model, method: str, ids: list[int]) -> None:
     """SpecForge's capture backend sets the layers on the (already built) target model."""
     from specforge.offline_capture.sglang_backend.capture import OfflineSGLangCaptureBackend
