@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .contract import BuiltDraft, ContractDiff, FindingKind, ServingContract, TrainingContract, diff
+from .contract.diff import unread_keys
 from .extract.candidates import candidate_id_lists
 from .extract.engines import BoundEngine, engine as default_engine
 from .inputs import Draft, Target
@@ -145,7 +146,7 @@ def decide(training: TrainingContract, serving: ServingContract, retrained: Trai
     `retrained`: for a lock, the training contract the installed trainer gives today; where it
     left the locked one (`training`), each change is a difference of its own."""
     d = diff(training, serving)
-    differences = _differences(d, training, serving) + launch_differences(serving)
+    differences = _differences(d, training, serving) + launch_differences(serving) + key_differences(training, serving)
     if retrained is not None:
         differences += _lock_differences(training, retrained)
     unservable = [f.message for f in serving.findings if f.severity == "error" and f.kind in UNSERVABLE_KINDS]
@@ -169,6 +170,19 @@ def _differences(d: ContractDiff, training: TrainingContract, serving: ServingCo
             if f.severity == "error" and f.kind != FindingKind.not_captured:
                 out.append(Difference(kind=f.kind, where=side, message=f"{side}: {f.message}"))
     return out
+
+
+def key_differences(training: TrainingContract, serving: ServingContract) -> list[Difference]:
+    """Each key the served config sets that the training side read while building the draft
+    and the engine never reads while building it (docs/built-draft.md, "Config keys read"):
+    training built the draft with it, the engine builds it without."""
+    unread, _ = unread_keys(training.draft, serving.draft)
+    release = f"{serving.engine} {serving.provenance.version}"
+    trainer = f"{training.provenance.package} {training.provenance.version}"
+    return [Difference(kind=FindingKind.config_key_unread, where=f"config.{key}", training="read", serving="never read",
+                       message=f"{release} never reads `{key}`, which {trainer} built the draft with: the served "
+                               "config sets it and the engine builds the draft without it")
+            for key in unread]
 
 
 def target_misfits(serving: ServingContract) -> list[str]:

@@ -124,6 +124,17 @@ def _built_fields(a: Contract, b: Contract) -> list[FieldDiff]:
     return out
 
 
+def unread_keys(trained: BuiltDraft | None, served: BuiltDraft | None) -> tuple[list[str], list[str]]:
+    """Of the keys the served config sets and the engine never read while building the draft:
+    (those the training side read: it built the draft with them; those neither side read).
+    Empty where either side did not record its reads."""
+    if trained is None or served is None or trained.config_keys_read is None or served.config_keys_unread is None:
+        return [], []
+    used = set(trained.config_keys_read)
+    return ([k for k in served.config_keys_unread if k in used],
+            [k for k in served.config_keys_unread if k not in used])
+
+
 def diff(expected: Contract, actual: Contract) -> ContractDiff:
     """Compare `actual` against `expected`, slot by slot, then the rest."""
     canon = lambda c: [t.canonical(c.target_model.num_hidden_layers) if t is not None else None  # noqa: E731

@@ -151,6 +151,29 @@ class BuiltDraft(_Frozen):
                               "judged: a checkpoint does not record the dtype it was trained in).")
     max_token_id: int | None = Field(default=None, description="The largest target token id the draft can emit "
                                      "(draft_vocab_size - 1, or the d2t table's largest target id).")
+    config_keys_read: tuple[str, ...] | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="The keys of the config.json this side built from that its own code read while building the "
+        "draft (its config reader, converter and draft class; a nested transformer_layer_config's keys spelled "
+        "bare, as the served form writes them), sorted. None: not recorded.")
+    config_keys_unread: tuple[str, ...] | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="The keys that config.json sets and this side never read while building the draft, sorted. "
+        "None: not recorded.")
+
+    @field_validator("config_keys_read", "config_keys_unread")
+    @classmethod
+    def _sorted_keys(cls, v: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if v is not None and list(v) != sorted(set(v)):
+            raise ValueError("config keys are listed sorted, each once")
+        return v
+
+    @model_validator(mode="after")
+    def _read_or_unread(self) -> "BuiltDraft":
+        both = set(self.config_keys_read or ()) & set(self.config_keys_unread or ())
+        if both:
+            raise ValueError(f"config keys both read and unread: {sorted(both)}")
+        return self
 
     # What the draft's math depends on: compared trained-as-built vs served-as-built. The rest
     # is shown beside them (docs/built-draft.md says why each is or is not judged).
@@ -219,6 +242,8 @@ class FindingKind(StrEnum):
     release_note = "release_note"  # a release parity has not verified, run by a family's adapter
     draft_not_built = "draft_not_built"  # this side's own code did not build the draft: its fields are not compared
     positions_short = "positions_short"  # the draft declares fewer positions than the served context
+    config_key_unread = "config_key_unread"  # a served config key training built the draft with, never read by the engine
+    config_key_unused = "config_key_unused"  # a served config key neither side reads while building the draft
     # training: the trainer and the dump
     convention_assumed = "convention_assumed"  # the dump layout derived from a typed numbering rule
     typed_rule_not_run = "typed_rule_not_run"  # that rule was not run against the data-generation engine

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import shlex
 
-from ..contract import Contract, ServingContract, TrainingContract
+from ..contract import Contract, FindingKind, ServingContract, TrainingContract
+from ..contract.diff import unread_keys
 from ..extract.engines import release_flag
 from .table import Column, Table
 
@@ -109,7 +110,7 @@ def built_lines(result) -> list[str]:
              f"    trained  {t.built_by}, from {t.config_from}",
              f"    served   {s.built_by}, from {s.config_from}"]
     if not judged and not shown:
-        return lines
+        return lines + key_lines(result)
     table = Table([Column("field"), Column("trained"), Column("served"), Column("verdict")])
     for name in t.JUDGED:
         if name in judged:
@@ -125,7 +126,29 @@ def built_lines(result) -> list[str]:
                f"NOT enough: {release} still builds {', '.join(fix.still_differ)} otherwise")
         lines += ["", f"  FIX (draft config): write {json.dumps(fix.edit)} in the served config.json",
                   f"       ({how})"]
-    return lines
+    return lines + key_lines(result)
+
+
+def key_lines(result) -> list[str]:
+    """The served config's keys the engine never reads while building the draft (key, trained,
+    served, verdict): a MISMATCH where training built the draft with the key, a note where
+    neither side reads it; one line when the engine reads every key; nothing where a side did
+    not record its reads."""
+    t, s = result.training.draft, result.serving.draft
+    if t is None or s is None or t.config_keys_read is None or s.config_keys_read is None:
+        return []
+    unread, unused = unread_keys(t, s)
+    release = f"{result.serving.engine} {result.serving.provenance.version}"
+    if not unread and not unused:
+        return ["", f"  config keys: {release} reads all {len(s.config_keys_read)} keys the served config sets "
+                    "while building the draft"]
+    table = Table([Column("config key"), Column("trained"), Column("served"), Column("verdict")])
+    for key in unread:
+        table.row(key, "read", "never read", "MISMATCH: training built the draft with it")
+    for key in unused:
+        table.row(key, "never read", "never read", "note: neither side reads it")
+    return ["", f"  config keys the served config sets and {release} never reads while building the draft:", ""
+            ] + table.lines()
 
 
 def render_contract(c: Contract) -> str:
@@ -199,7 +222,8 @@ def render_check(result, target_path: str = "", draft_path: str = "") -> str:
     n = t.target_model.num_hidden_layers
     only_launch = result.differences and all(d.kind == "launch" for d in result.differences)
     # every slot fed as trained, and the draft itself (its build, graph flags, vocabulary) differs
-    only_built = result.differences and all(d.kind == "field" for d in result.differences)
+    only_built = result.differences and all(d.kind in ("field", FindingKind.config_key_unread)
+                                            for d in result.differences)
     head = {"parity": "PARITY: the draft will be fed exactly what it was trained on.",
             "drift": (f"DRIFT: {s.engine} {s.provenance.version} will not serve the draft as the serve command asks."
                       if only_launch else
@@ -231,7 +255,8 @@ def render_check(result, target_path: str = "", draft_path: str = "") -> str:
     lines += launch_lines(s)
     lines += built_lines(result)
     other = [d for d in result.differences  # the built draft's own fields are in its table above
-             if d.kind not in ("slot", "launch") and not (d.kind == "field" and d.where.startswith("draft."))]
+             if d.kind not in ("slot", "launch", FindingKind.config_key_unread)
+             and not (d.kind == "field" and d.where.startswith("draft."))]
     if other:
         lines += ["", "  Other differences:"] + [f"  - {d.message}" for d in other]
     if result.notes:

@@ -11,6 +11,7 @@ real forward with hooks.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 import torch
 
 from ...built import dtype_name, hf_sizes, max_token_id, module_facts
+from ...config_reads import read_fields, recording
 from ...shrink import shrunk_draft_dir
 from ....checkpoint import bias_weight, rename_tensor
 from ...child import one_line
@@ -162,13 +164,16 @@ def built_flags(draft) -> dict[str, bool]:
             "norm_output": bool(getattr(inner, "norm_output", False))}
 
 
-def built_draft(adapter, draft_dir: str, tiny, version: str) -> dict[str, Any]:
+def built_draft(adapter, draft_dir: str, tiny, version: str, reads: set[str] | None = None) -> dict[str, Any]:
     """The draft as SGLang builds it (parity.contract.BuiltDraft): sizes as its ModelConfig reads
     the real config.json (as a draft model), module facts off `tiny`, the same class built at
     tiny widths. SGLang's draft sets draft_vocab_size to vocab_size when absent; head_dim is
-    what its attention uses (the config's, else hidden_size / heads)."""
+    what its attention uses (the config's, else hidden_size / heads). `reads`: the config
+    attributes its ModelConfig and draft class read while building `tiny` (parity.extract.config_reads)."""
     model_config = adapter.model_config(draft_dir, is_draft=True)
     built = hf_sizes(model_config.hf_config)
+    if reads is not None:
+        built.update(read_fields(tiny.config, json.loads((Path(draft_dir) / "config.json").read_text()), reads))
     built["dtype"] = dtype_name(getattr(model_config, "dtype", None))
     built.update(module_facts(tiny, tiny.model.embed_tokens, getattr(tiny, "lm_head", None)))
     built["built_by"] = f"sglang {version} {type(tiny).__name__}"
@@ -214,11 +219,12 @@ def positions(adapter, draft_dir: str, context: int | None, version: str) -> dic
 def draft_facts(adapter, draft_dir: str, target_model, findings: list[dict], version: str = "?",
                 context: int | None = None) -> dict[str, Any]:
     tiny_dir, config = shrunk_draft_dir(draft_dir)
-    draft = adapter.build_draft(str(tiny_dir))
+    with recording(set()) as reads:  # every config key its reader and draft class read (BuiltDraft)
+        draft = adapter.build_draft(str(tiny_dir))
     inner = draft.model
     facts: dict[str, Any] = {"model_class": f"{type(draft).__module__}.{type(draft).__name__}"}
     try:
-        facts["built"] = built_draft(adapter, draft_dir, draft, version)
+        facts["built"] = built_draft(adapter, draft_dir, draft, version, reads)
         short = positions(adapter, draft_dir, context, version)
         if short is not None:
             findings.append(short)

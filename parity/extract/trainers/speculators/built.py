@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ...built import module_facts, plain_rope_scaling
+from ...config_reads import ReadingDict, read_fields, recording
 from ...shrink import shrink_config, shrink_draft_config
 
 CONVERTER = "speculators.convert.eagle.eagle3_converter.Eagle3Converter"
@@ -25,8 +26,9 @@ def is_speculators_format(config: dict) -> bool:
     return isinstance(config.get("speculators_config"), dict) or "transformer_layer_config" in config
 
 
-def _config(run, draft: dict, target: dict, work: Path):
-    """The release's Eagle3SpeculatorConfig for `draft` (a config.json dict) against `target`."""
+def _config(run, draft: dict, target: dict, work: Path, reads: set[str] | None = None):
+    """The release's Eagle3SpeculatorConfig for `draft` (a config.json dict) against `target`.
+    `reads` collects the keys its converter reads from `draft` (a config in the served form)."""
     config_cls = run.look_up(run.family.DRAFT_CONFIG)
     if config_cls is None:
         raise LookupError(f"no {run.family.DRAFT_CONFIG} in this release")
@@ -52,8 +54,9 @@ def _config(run, draft: dict, target: dict, work: Path):
     find_vocab_size = run.look_up(CONVERTER.rsplit(".", 1)[0] + ".find_vocab_size")
     if find_vocab_size is not None and "target_vocab_size" not in draft:
         draft = {**draft, "target_vocab_size": find_vocab_size(target)}
+    norm_before_residual = bool(draft.get("norm_before_residual", False))  # convert()'s argument, not a read
     config = converter()._build_eagle3_speculator_config(  # noqa: SLF001 - the converter's own mapping
-        draft, str(target_dir), norm_before_residual=bool(draft.get("norm_before_residual", False)))
+        ReadingDict(draft, set() if reads is None else reads), str(target_dir), norm_before_residual=norm_before_residual)
     return config, "mapped as its Eagle3Converter maps an EAGLE-3 config"
 
 
@@ -61,8 +64,12 @@ def built_draft(run, request: dict, version: str) -> dict[str, Any]:
     """{BuiltDraft fields} for request {"config": draft config.json, "target": the target's
     config.json (text part is enough), "from": what the config is}."""
     draft, target = request["config"], request["target"]
+    # The config keys its own code reads: the converter's reads of the served dict, or every
+    # attribute read of the checkpoint's config classes while they load and the model is built.
+    converted, attributes = set(), set()
     with tempfile.TemporaryDirectory(prefix="parity-built-") as tmp:
-        config, how = _config(run, draft, target, Path(tmp) / "real")
+        with recording(attributes):
+            config, how = _config(run, draft, target, Path(tmp) / "real", converted)
         tl = config.transformer_layer_config
         heads = getattr(tl, "num_attention_heads", None)
         hidden = getattr(tl, "hidden_size", None)
@@ -94,8 +101,11 @@ def built_draft(run, request: dict, version: str) -> dict[str, Any]:
             verifier.name_or_path = None  # built from its config alone: no verifier is loaded
         model_cls = run.look_up(run.family.DRAFT_MODEL)
         build = getattr(run.family, "draft_model", None)
-        model = (build(model_cls, tiny_config) if build else model_cls(tiny_config)).eval()
+        with recording(attributes):
+            model = (build(model_cls, tiny_config) if build else model_cls(tiny_config)).eval()
         built.update(module_facts(model, getattr(model, "embed_tokens", None), getattr(model, "lm_head", None)))
+    built.update(read_fields(config, draft, attributes) if is_speculators_format(draft)
+                 else read_fields(None, draft, converted))
     built["built_by"] = f"speculators {version} {type(model).__name__}"
     built["config_from"] = f"{request.get('from', 'the served config.json')} ({how})"
     return built

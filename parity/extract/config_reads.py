@@ -1,0 +1,149 @@
+"""Which of a draft config's keys a side reads while it builds the draft (docs/built-draft.md).
+
+Run inside an extraction child, around the side's own code only (its config reader, its
+converter, its draft class's constructor), never around parity's own readers. Every attribute
+read of any transformers config object during the block is recorded (a hook on the base
+class's `__getattribute__`, so nested configs such as speculators' `transformer_layer_config`
+and the copies a side makes count too; `getattr` with a default and `hasattr` go through it);
+a config given as a plain dict is wrapped so that its `[]`, `.get` and `in` reads count.
+
+Names are then spelled as the config.json spells them: an alias is mapped by the config class's
+own `attribute_map`, and a key the class keeps under other attributes (transformers 5 keeps
+`rope_theta` inside `rope_parameters` and `torch_dtype` as `dtype`) is followed by building the
+class again without that key and seeing which attributes change: the key counts as read when
+one of them was read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from typing import Any, Iterator
+
+
+class ReadingDict(dict):
+    """A config dict that records the keys read from it (`[]`, `.get`, `in`) into `reads`."""
+
+    def __init__(self, data: dict, reads: set[str]):
+        super().__init__(data)
+        self.reads = reads
+
+    def __getitem__(self, key):
+        self.reads.add(str(key))
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self.reads.add(str(key))
+        return super().get(key, default)
+
+    def __contains__(self, key):
+        self.reads.add(str(key))
+        return super().__contains__(key)
+
+
+def _own_files(cls: type, cache: dict[type, frozenset[str]]) -> frozenset[str]:
+    """The source files of `cls` and its bases: a config's own code (its validation, `to_dict`,
+    rope standardisation) reads every field, which is the config being read, not the side reading it."""
+    if cls not in cache:
+        files = set()
+        for base in cls.__mro__:
+            module = sys.modules.get(base.__module__)
+            if getattr(module, "__file__", None):
+                files.add(module.__file__)
+        cache[cls] = frozenset(files)
+    return cache[cls]
+
+
+# A source line that reads more keys than this goes over the config as a whole (copying one
+# config's fields into another, comparing, serialising): it uses none of them in particular.
+ONE_LINE_KEYS = 3
+
+
+@contextlib.contextmanager
+def recording(reads: set[str]) -> Iterator[set[str]]:
+    """Record into `reads` (filled when the block ends) the name of every attribute read of a
+    transformers config during the block, by code other than the config classes' own (and
+    huggingface_hub's field validation), aliases mapped through the class's `attribute_map`;
+    dunders, private names and the reads of a line that goes over the config as a whole
+    (ONE_LINE_KEYS) are left out."""
+    from transformers import PretrainedConfig
+
+    original = PretrainedConfig.__dict__["__getattribute__"]
+    cache: dict[type, frozenset[str]] = {}
+    by_line: dict[tuple[str, int], set[str]] = {}
+
+    def reading(self, key):
+        if not key.startswith("_"):
+            frame = sys._getframe(1)  # noqa: SLF001 - who reads, not what
+            caller = frame.f_code.co_filename
+            if caller not in _own_files(type(self), cache) and f"{os.sep}huggingface_hub{os.sep}" not in caller:
+                amap = object.__getattribute__(self, "attribute_map") if key != "attribute_map" else {}
+                name = amap.get(key, key) if isinstance(amap, dict) else key
+                by_line.setdefault((caller, frame.f_lineno), set()).add(name)
+        return original(self, key)
+
+    PretrainedConfig.__getattribute__ = reading
+    try:
+        yield reads
+    finally:
+        PretrainedConfig.__getattribute__ = original
+        for names in by_line.values():
+            if len(names) <= ONE_LINE_KEYS:
+                reads |= names
+
+
+def _rebuilt(cls: type, raw: dict) -> dict[str, Any] | None:
+    """The attributes `cls` holds when built from `raw` (None where it refuses)."""
+    try:
+        with contextlib.redirect_stderr(None), contextlib.redirect_stdout(None):
+            return dict(vars(cls.from_dict(dict(raw))))
+    except Exception:  # noqa: BLE001 - a class that cannot be built without the key: not followed
+        return None
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - values that do not compare (tensors): taken as changed
+        return False
+
+
+def keys_read(config: Any, raw: dict, reads: set[str]) -> tuple[set[str], set[str]]:
+    """(the keys of `raw`, a config.json as written, that were read; every key it sets), given
+    `reads` (the attribute names read on config objects) and `config` (the object the side built
+    from `raw`, or None for a config read as a dict: names are then taken as spelled). A nested
+    config (a dict in `raw` the object holds as a config object, speculators'
+    `transformer_layer_config`) has its keys checked the same way, spelled bare, as the served
+    EAGLE-3 form writes them."""
+    if config is None:
+        return {k for k in raw if k in reads}, set(raw)
+    amap = getattr(type(config), "attribute_map", {}) or {}
+    held = dict(vars(config))
+    read, every = set(), set(raw)
+    whole = None
+    for key, value in raw.items():
+        nested = held.get(key)
+        if isinstance(value, dict) and nested is not None and hasattr(nested, "attribute_map"):
+            inner_read, inner_every = keys_read(nested, value, reads)
+            read, every = read | inner_read, every | inner_every
+        stored = amap.get(key, key)
+        if stored in held:
+            if stored in reads:
+                read.add(key)
+            continue
+        # kept under other attributes: which ones change when the key is left out
+        whole = _rebuilt(type(config), raw) if whole is None else whole
+        without = _rebuilt(type(config), {k: v for k, v in raw.items() if k != key})
+        if whole is None or without is None:
+            continue
+        moved = {a for a in whole.keys() | without.keys() if not _same(whole.get(a), without.get(a))}
+        if moved & reads:
+            read.add(key)
+    return read, every
+
+
+def read_fields(config: Any, raw: dict, reads: set[str]) -> dict[str, list[str]]:
+    """BuiltDraft's `config_keys_read` and `config_keys_unread` (sorted) for `keys_read`'s arguments."""
+    read, every = keys_read(config, raw, reads)
+    return {"config_keys_read": sorted(read), "config_keys_unread": sorted(every - read)}

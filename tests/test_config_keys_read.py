@@ -1,0 +1,204 @@
+"""Which config keys each side reads while it builds the draft (issue 36 item 2,
+docs/built-draft.md "Config keys read"): the recorder on transformers' real config classes, the
+decision and the report on contracts, and, slow, the bundled Llama-3.1-8B draft under the
+installed SGLang and speculators, with an edit of SGLang's installed draft class followed."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from parity.contract import BuiltDraft
+from parity.extract.config_reads import ReadingDict, read_fields, recording
+from parity.report import render_check
+from parity.verdict import decide
+
+from .helpers import LLAMA, ROOT, edit_in_shadow, run_parity as parity, shadow_env
+from .test_rendering import SERVED_BUILT, TRAINED_BUILT, check_result, serving, training
+
+LLAMA_DRAFT = ROOT / "fixtures" / "drafts" / "llama-3.1-8b-eagle3"
+LAYOUT = ("--dump-layout", "h2,h16,h29,h32")
+
+
+# -- the recorder, on transformers' own config classes -------------------------------------
+
+def test_reads_are_recorded_and_spelled_as_the_config_json_spells_them():
+    """rope_theta is kept in rope_parameters and torch_dtype as dtype by transformers 5: a read
+    of the attribute that holds it counts as a read of the key; the config's own validation,
+    which reads every field, does not."""
+    from transformers import LlamaConfig
+
+    raw = json.loads((LLAMA_DRAFT / "config.json").read_text())
+    with recording(set()) as reads:
+        config = LlamaConfig.from_dict(dict(raw))
+        _ = config.hidden_size, config.rope_parameters  # one line reading a few keys: each used
+        _ = config.dtype, getattr(config, "fc_norm", None)
+    got = read_fields(config, raw, reads)
+    assert got["config_keys_read"] == ["hidden_size", "rope_theta", "torch_dtype"]
+    assert "rms_norm_eps" in got["config_keys_unread"] and "vocab_size" in got["config_keys_unread"]
+    assert "fc_norm" not in got["config_keys_unread"]  # not set: neither read nor unread
+
+
+def test_an_alias_is_mapped_through_the_classes_own_attribute_map():
+    from transformers import GPT2Config
+
+    raw = {"n_head": 4, "n_embd": 64, "n_layer": 2, "vocab_size": 100}
+    with recording(set()) as reads:
+        config = GPT2Config.from_dict(dict(raw))
+        _ = config.num_attention_heads  # GPT2Config.attribute_map: num_attention_heads -> n_head
+    assert read_fields(config, raw, reads)["config_keys_read"] == ["n_head"]
+
+
+def test_a_line_that_goes_over_the_whole_config_uses_no_key():
+    """A copy of every field (SGLang's get_config copies the text config's fields with one
+    `hasattr` each) reads each key and uses none."""
+    from transformers import LlamaConfig
+
+    config = LlamaConfig(hidden_size=64, num_attention_heads=4, rms_norm_eps=1e-5)
+    with recording(set()) as reads:
+        copied = {k: getattr(config, k) for k in ("hidden_size", "num_attention_heads", "rms_norm_eps", "vocab_size")}
+        _ = config.rms_norm_eps
+    assert copied and reads == {"rms_norm_eps"}
+
+
+def test_a_dict_config_records_its_reads():
+    reads: set[str] = set()
+    d = ReadingDict({"a": 1, "b": 2, "c": 3}, reads)
+    assert d["a"] == 1 and d.get("b") == 2 and "z" not in d
+    assert reads == {"a", "b", "z"}
+    assert read_fields(None, {"a": 1, "b": 2, "c": 3}, reads) == {"config_keys_read": ["a", "b"],
+                                                                   "config_keys_unread": ["c"]}
+
+
+def test_the_recorder_leaves_the_config_class_as_it_was():
+    from transformers import PretrainedConfig
+
+    before = PretrainedConfig.__dict__["__getattribute__"]
+    with pytest.raises(RuntimeError), recording(set()):
+        raise RuntimeError
+    assert PretrainedConfig.__dict__["__getattribute__"] is before
+
+
+# -- the decision and the report ---------------------------------------------------------------
+
+KEYS = ("fc_norm", "hidden_size", "rms_norm_eps")
+
+
+def _with_keys(trained_read, served_read, served_unread):
+    t = training().model_copy(update={"draft": TRAINED_BUILT.model_copy(update={
+        "config_keys_read": tuple(trained_read), "config_keys_unread": ()})})
+    s = serving(("h0", "h3", "h31"), ids=(0, 3, 31)).model_copy(update={"draft": SERVED_BUILT.model_copy(update={
+        "config_keys_read": tuple(served_read), "config_keys_unread": tuple(served_unread)})})
+    return t, s
+
+
+def test_a_key_training_read_and_the_engine_never_reads_is_a_drift_naming_it_and_the_release():
+    t, s = _with_keys(KEYS, ("hidden_size", "rms_norm_eps"), ("fc_norm",))
+    verdict, _, differences, _ = decide(t, s)
+    assert verdict == "drift"
+    assert [(d.kind, d.where) for d in differences] == [("config_key_unread", "config.fc_norm")]
+    assert differences[0].message.startswith("sglang 0.5.23 never reads `fc_norm`, which speculators 0.9.0 built "
+                                             "the draft with")
+    report = render_check(check_result(t, s))
+    assert "DRIFT: sglang 0.5.23 builds the draft otherwise than training did." in report
+    assert "fc_norm     read     never read  MISMATCH: training built the draft with it" in report, report
+    assert "Other differences" not in report
+
+
+def test_a_key_neither_side_reads_is_a_note_not_a_drift():
+    t, s = _with_keys(("hidden_size", "rms_norm_eps"), ("hidden_size", "rms_norm_eps"), ("fc_norm",))
+    result = check_result(t, s)
+    assert result.verdict == "parity" and not result.differences
+    assert "fc_norm     never read  never read  note: neither side reads it" in render_check(result)
+
+
+def test_every_key_read_by_the_engine_is_one_line():
+    t, s = _with_keys(KEYS, KEYS, ())
+    result = check_result(t, s)
+    assert result.verdict == "parity"
+    assert "config keys: sglang 0.5.23 reads all 3 keys the served config sets while building the draft" in (
+        render_check(result))
+
+
+def test_a_contract_without_keys_read_loads_and_is_not_compared():
+    """A lock written before the field existed reads back, and decides as before."""
+    t = training()
+    data = json.loads(t.to_json())
+    assert "config_keys_read" not in data["draft"]
+    again = type(t).model_validate(data)
+    assert again.draft.config_keys_read is None
+    t2, s = _with_keys((), ("hidden_size",), ("fc_norm",))
+    assert decide(again, s)[0] == "parity"
+
+
+def test_a_key_both_read_and_unread_is_refused():
+    with pytest.raises(ValueError, match="both read and unread"):
+        BuiltDraft(built_by="x", config_from="y", config_keys_read=("a",), config_keys_unread=("a",))
+    with pytest.raises(ValueError, match="sorted"):
+        BuiltDraft(built_by="x", config_from="y", config_keys_read=("b", "a"))
+
+
+# -- end to end on the installed SGLang 0.5.23 and speculators 0.9.0 (slow) ------------------------
+
+def _check(*args: str, **kw):
+    return parity("check", "--target-config", str(LLAMA), *LAYOUT, "--no-verify", *args, **kw)
+
+
+@pytest.mark.slow
+def test_the_bundled_draft_shows_what_each_side_reads():
+    proc = _check("--draft", str(LLAMA_DRAFT), "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout)
+    trained, served = result["training"]["draft"], result["serving"]["draft"]
+    written = set(json.loads((LLAMA_DRAFT / "config.json").read_text()))
+    # SGLang reads every key the draft sets; speculators' converter takes the vocabulary from the
+    # target, never ties the head, and reads no ids or architecture from the draft
+    assert served["config_keys_read"] == sorted(written) and served["config_keys_unread"] == []
+    assert {"rms_norm_eps", "rope_theta", "target_hidden_size", "draft_vocab_size"} <= set(trained["config_keys_read"])
+    assert {"vocab_size", "tie_word_embeddings", "eagle_config"} <= set(trained["config_keys_unread"])
+    assert set(trained["config_keys_read"]) | set(trained["config_keys_unread"]) == written
+
+
+@pytest.mark.slow
+def test_a_key_neither_side_reads_is_shown_and_passes(tmp_path):
+    draft = tmp_path / "draft"
+    draft.mkdir()
+    for f in LLAMA_DRAFT.iterdir():
+        (draft / f.name).symlink_to(f)
+    (draft / "config.json").unlink()
+    config = json.loads((LLAMA_DRAFT / "config.json").read_text())
+    (draft / "config.json").write_text(json.dumps({**config, "attention_dropout": 0.1}))
+    proc = _check("--draft", str(draft))
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+    row = next(line for line in proc.stdout.splitlines() if line.strip().startswith("attention_dropout"))
+    assert "note: neither side reads it" in row, proc.stdout
+
+
+SGLANG_EAGLE3 = "lib/python3.11/site-packages/sglang/srt/models/llama_eagle3.py"
+# The edit: SGLang's draft class stops reading target_hidden_size (it builds its fc from
+# hidden_size). The bundled draft's two widths are equal, so no built field changes: only the
+# reads show it.
+READS_TARGET_WIDTH = 'if hasattr(config, "target_hidden_size"):'
+
+
+@pytest.mark.slow
+def test_an_engine_that_stops_reading_a_key_training_read_is_a_drift_naming_it(tmp_path):
+    shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow", {SGLANG_EAGLE3: (READS_TARGET_WIDTH, READS_TARGET_WIDTH)})
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    python = str(shadow / "bin" / "python")
+    before = _check("--draft", str(LLAMA_DRAFT), python=python, env=env)
+    assert before.returncode == 0, before.stdout + before.stderr[-2000:]
+    assert "config keys: sglang 0.5.23 reads all 17 keys" in before.stdout, before.stdout
+    edit_in_shadow(shadow, SGLANG_EAGLE3, READS_TARGET_WIDTH, "if False:  # the edit: target_hidden_size unread")
+    after = _check("--draft", str(LLAMA_DRAFT), python=python, env=env)
+    assert after.returncode == 1, after.stdout + after.stderr[-2000:]
+    assert "DRIFT: sglang 0.5.23 builds the draft otherwise than training did." in after.stdout
+    row = next(line for line in after.stdout.splitlines() if line.strip().startswith("target_hidden_size"))
+    assert "never read" in row and "MISMATCH: training built the draft with it" in row, after.stdout
+    result = json.loads(_check("--draft", str(LLAMA_DRAFT), "--json", python=python, env=env).stdout)
+    assert [d["where"] for d in result["differences"]] == ["config.target_hidden_size"]
+    assert result["differences"][0]["message"].startswith(
+        "sglang 0.5.23 never reads `target_hidden_size`, which speculators 0.9.0 built the draft with")
