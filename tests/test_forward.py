@@ -18,6 +18,7 @@ import torch
 from parity import cli
 from parity.forward.cases import (DRIFTS, EXPECTED_STAGE, FLAG_DRIFTS, Case, fixture_cases, served_copy,
                                   fixture_target)
+from parity.forward.positions import WITHIN
 from parity.forward.compare import STAGES, compare
 from parity.forward.run import forward_parity
 from parity.forward.tolerances import BF16, FP32, for_dtype
@@ -27,7 +28,7 @@ from .helpers import ROOT, built
 
 pytestmark = [pytest.mark.parity, pytest.mark.slow]
 
-MATCHED = ("matched", "matched-fc_norm-norm_output", "matched-norm_before_fc")
+MATCHED = ("matched", "matched-fc_norm-norm_output", "matched-norm_before_fc", "matched-llama3-rope")
 STEPS = 3
 
 
@@ -35,7 +36,7 @@ STEPS = 3
 def llama_run():
     """Llama, 8 layers (dump [h2, h4, h5, h8]): every matched pair and every drift, one run."""
     target = fixture_target("llama-8l")
-    out = forward_parity(target, fixture_cases(target, DRIFTS, flags_on=True), steps=STEPS)
+    out = forward_parity(target, fixture_cases(target, DRIFTS, flags_on=True, rope=True), steps=STEPS)
     return {r.name: r for r in out["results"]}
 
 
@@ -116,6 +117,57 @@ def test_missing_d2t_keeps_logits_but_not_tokens(llama_run):
     v = r.stage(0, "vocab_mapping")
     assert v.mismatched == 64 and v.top1 < 0.5
     assert r.serving["vocab_mapping"].startswith("none")
+
+
+# -- positions past the draft's declared ones ----------------------------------------------------------
+
+
+def _groups(r, step: int, stage: str) -> dict:
+    return {g.group: g for g in r.stage(step, stage).groups}
+
+
+def test_rows_run_past_the_positions_the_draft_declares(llama_run):
+    """The fixture draft declares 512 positions; Llama-3.1's rope draft 2048, scaled from 8192. Each
+    side runs its last rows past them, with its own numbering (training's one higher), and every
+    position group of a matched pair agrees within the stage's tolerance."""
+    r = llama_run["matched"]
+    assert r.serving["positions"] == [*range(11), 511, 512, 513, 514, 515]
+    assert r.training["position_ids"] == [p + 1 for p in r.serving["positions"][:15]]
+    assert "with SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1" in r.serving["draft_positions"]
+    assert list(_groups(r, 0, "logits")) == [WITHIN, "within, just below max_position_embeddings 512",
+                                             "past max_position_embeddings 512"]
+    rope = llama_run["matched-llama3-rope"]
+    assert rope.serving["positions"] == [*range(6), *range(2047, 2052), *range(8191, 8196)]
+    for name in ("matched", "matched-llama3-rope"):
+        for s in llama_run[name].stages:
+            if s.stage != "vocab_mapping":
+                assert s.groups and all(g.ok for g in s.groups), (name, s)
+    past = _groups(rope, 0, "logits")["past rope_scaling.original_max_position_embeddings 8192"]
+    assert past.positions == [8192, 8193, 8194] and past.max_abs <= FP32.logits_atol
+
+
+def test_a_rope_scaling_drift_shows_past_the_declared_positions(llama_run):
+    """Trained with llama3 scaling, served without: only wavelengths above 2048 change, which barely
+    turn between the first rows; past the declared positions the logits move a thousand times more."""
+    r = llama_run["rope-scaling"]
+    for step in range(STEPS):
+        groups = _groups(r, step, "logits")
+        near = groups[WITHIN].max_abs
+        for name in ("past max_position_embeddings 2048", "past rope_scaling.original_max_position_embeddings 8192"):
+            assert groups[name].max_abs > 0.1 and groups[name].max_abs > 100 * near, (step, groups)
+            assert not groups[name].ok
+    assert "by position" in r.first_divergence.message
+    theta = llama_run["rope-theta"]  # a base changes the high frequencies too: every group moves
+    assert all(not g.ok for g in theta.stage(0, "logits").groups)
+
+
+def test_short_positions_run_rows_at_0_only():
+    target = fixture_target("llama-8l")
+    out = forward_parity(target, fixture_cases(target, ("rope-scaling",), matched=False), steps=1,
+                         long_positions=False)
+    (r,) = out["results"]
+    assert r.serving["positions"] == list(range(16)) and not r.stage(0, "logits").groups
+    assert r.stage(0, "logits").max_abs < 100 * FP32.logits_atol  # the same drift, barely visible here
 
 
 # -- the case this project was born from, on its real depth ---------------------------------------
@@ -200,8 +252,10 @@ def test_cli_forward_under_an_older_release_gives_the_same_verdicts(version, cap
     d2t tensor, so a draft without one fails at the EAGLE worker's start-up (unservable)."""
     if not built("sglang", version):
         pytest.skip(f"sglang {version}'s environment is not built (./dev setup sglang-{version})")
+    old = version.startswith("0.4.")
+    # 0.4.x's draft rope table ends at the draft's declared positions (test below): its rows run at 0..15
     rc = cli.main(["forward", "--fixture", "llama-8l", "--drift", "all", "--steps", "2", "--json",
-                   "--sglang", version])
+                   "--sglang", version, *(["--short-positions"] if old else [])])
     out = json.loads(capsys.readouterr().out)
     assert out["sglang"] == version and rc == 1
     results = {r["name"]: r for r in out["results"]}
@@ -210,7 +264,9 @@ def test_cli_forward_under_an_older_release_gives_the_same_verdicts(version, cap
     assert matched["verdict"] == "parity", matched["error"] or matched["first_divergence"]
     assert all(s["ok"] for s in matched["stages"]) and matched["serving"]["embedding"] == "target"
     assert matched["serving"]["capture_ids"] == [2, 4, 5]  # ids [1, 3, 4]: h2, h4, h5 in every release
-    old = version.startswith("0.4.")
+    if not old:  # every later release serves the rows past the draft's 512 positions, each as it builds it
+        assert matched["serving"]["positions"][-5:] == [511, 512, 513, 514, 515]
+        assert "the target's context length 131072" in matched["serving"]["draft_positions"]
     assert matched["serving"]["checkpoint_renames"] == (
         {"layers.0.": "midlayer."} if version in OLDER[OLDER.index("0.5.10"):] else {})
     assert matched["serving"]["checkpoint_zero_biases"] == (["fc.bias"] if old else [])
@@ -224,6 +280,19 @@ def test_cli_forward_under_an_older_release_gives_the_same_verdicts(version, cap
         order = [(s["step"], STAGES.index(s["stage"])) for s in r["stages"]]
         cut = order.index((first["step"], STAGES.index(first["stage"])))
         assert all(s["ok"] for s in r["stages"][:cut]) and not r["stages"][cut]["ok"], drift
+
+
+def test_before_0_5_the_draft_rope_table_ends_at_its_declared_positions(capsys):
+    """0.4.8.post1's EAGLE worker serves the target's context (it sets server_args.context_length to
+    it), but its ModelConfig does not raise the draft's max_position_embeddings to it, as every later
+    release does: the draft's rope table holds its 512 declared positions, and a row past them has
+    no entry. Unservable at those positions, and the report says so."""
+    if not built("sglang", "0.4.8.post1"):
+        pytest.skip("sglang 0.4.8.post1's environment is not built (./dev setup sglang-0.4.8.post1)")
+    rc = cli.main(["forward", "--fixture", "llama-8l", "--steps", "1", "--json", "--sglang", "0.4.8.post1"])
+    (r,) = json.loads(capsys.readouterr().out)["results"]
+    assert rc == 1 and r["verdict"] == "unservable", r
+    assert "rope table for 512 positions" in r["error"] and "position 515 is past the table" in r["error"], r["error"]
 
 
 def _forward_given(tmp_path, capsys, version: str, draft_vocab: int, served: bool) -> tuple[int, dict]:

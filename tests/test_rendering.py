@@ -389,6 +389,27 @@ def stages(diverge_at: str | None = None, steps: int = 2) -> list[StageDiff]:
     return out
 
 
+def _past_positions() -> ForwardResult:
+    """A rope drift that shows only past the draft's 512 declared positions (rows placed by
+    parity.forward.positions: 0..10, then 511..515), compared by compare() itself."""
+    import torch
+
+    from parity.forward.compare import compare
+    from parity.forward.positions import plan
+    from parity.forward.tolerances import FP32
+
+    where = plan(16, 1, {"max_position_embeddings": 512}, {"max_position_embeddings": 512}, 131072)
+    rows = torch.arange(15, dtype=torch.float64)[:, None]
+    train = {"0/layer_output": torch.cos(rows + torch.arange(4)), "0/logits": torch.sin(rows + torch.arange(3)),
+             "vocab_map": torch.arange(3)}
+    serve = {k: v.clone() for k, v in train.items()}
+    serve["0/layer_output"][12:] += 0.25
+    serve["0/logits"][12:, 0] += 0.5
+    got, first = compare("rope", train, serve, 1, FP32, where)
+    return ForwardResult(name="rope-past-512", verdict="drift", dtype="float32", tolerances=TOLERANCES,
+                         stages=got, first_divergence=first, training=TRAINING_META, serving=SERVING_META)
+
+
 FORWARDS = {
     "parity": lambda: ForwardResult(name="as-trained", verdict="parity", dtype="float32", tolerances=TOLERANCES,
                                     stages=stages(), training=TRAINING_META, serving=SERVING_META),
@@ -401,6 +422,7 @@ FORWARDS = {
     "error": lambda: ForwardResult(name="as-trained", verdict="error", dtype="float32", tolerances=TOLERANCES,
                                    error="the serving side raised: RuntimeError: no CPU kernel for fused MoE",
                                    training=TRAINING_META),
+    "past-positions": lambda: _past_positions(),
     "unservable": lambda: ForwardResult(
         name="no-d2t", verdict="unservable", dtype="float32", tolerances=TOLERANCES, training=TRAINING_META,
         serving=SERVING_META, error="serving: sglang 0.4.8.post1 cannot serve this draft: the EAGLE worker's "

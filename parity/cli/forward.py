@@ -38,6 +38,12 @@ def add_forward_parser(sub, parser_class) -> argparse.ArgumentParser:
                     help="with --fixture: also run this injected drift (repeatable; 'all')")
     fw.add_argument("--flags-on", action="store_true",
                     help="with --fixture: also the matched pairs with the flags SGLang honours turned on")
+    fw.add_argument("--rope", action="store_true",
+                    help="with --fixture: also the matched pair of a draft with Llama-3.1's rope (llama3 scaling "
+                         "from 8192, 2048 positions)")
+    fw.add_argument("--short-positions", action="store_true",
+                    help="run the draft's rows at positions 0..seq-len-1 only (default: the last rows placed "
+                         "past each position the draft declares, docs/forward.md)")
     fw.add_argument("--engine", default="sglang", choices=["sglang", "vllm"],
                     help="the serving engine whose draft forward is compared (default sglang; vllm: the "
                          "first step only, --steps 1)")
@@ -87,21 +93,23 @@ def run_forward(args) -> int:
             raise InputError("--fixture replaces --target-config/--draft/--served")
         target = fixture_target(args.fixture)
         drifts = tuple(DRIFTS) if "all" in args.drift else tuple(dict.fromkeys(args.drift))
-        cases = fixture_cases(target, drifts, flags_on=args.flags_on, work=work, engine_name=args.engine)
+        cases = fixture_cases(target, drifts, flags_on=args.flags_on, rope=args.rope, work=work,
+                              engine_name=args.engine)
         label = (f"fixture {args.fixture} ({target['architectures'][0]}, "
                  f"{text_part(target)['num_hidden_layers']} layers)")
     else:
         if not (args.target_config and args.draft):
             raise InputError("forward needs --target-config and --draft (or --fixture NAME)")
-        if args.drift or args.flags_on:
-            raise InputError("--drift/--flags-on apply to --fixture only")
+        if args.drift or args.flags_on or args.rope:
+            raise InputError("--drift/--flags-on/--rope apply to --fixture only")
         target = read_config(args.target_config, "target config")
         n = target_layers(target, args.target_config)
         layout = parse_dump(args.dump_layout).layout_names
         cases = [given_case(args.draft, layout, args.served, n, work, engine_name=args.engine)]
         label = str(args.target_config)
     out = forward_parity(target, cases, steps=args.steps, seq_len=args.seq_len, seed=args.seed,
-                         dtype=args.dtype, device=args.device, sglang_version=version, engine_name=args.engine)
+                         dtype=args.dtype, device=args.device, sglang_version=version, engine_name=args.engine,
+                         long_positions=not args.short_positions)
     results = out["results"]
     verdicts = {r.verdict for r in results}
     overall = next((v for v in ("error", "drift", "unservable") if v in verdicts), "parity")

@@ -20,6 +20,7 @@ from ..extract.engines import engine
 from ..fixtures import DraftRecipe, speculators_draft
 from ..home import shipped
 from ..inputs import InputError
+from .positions import PositionPlan
 
 TARGETS = shipped("fixtures", "targets")
 
@@ -27,7 +28,14 @@ TARGETS = shipped("fixtures", "targets")
 ARCHS = {"llama": "llama-3.1-8b", "qwen3": "qwen3-8b", "deepseek-v3": "deepseek-v3-61l"}
 
 FLAG_DRIFTS = ("norm_before_residual", "norm_before_fc", "fc_norm", "norm_output")
-DRIFTS = ("born-from",) + FLAG_DRIFTS + ("no-d2t", "draft-embedding")
+ROPE_DRIFTS = ("rope-theta", "rope-scaling")
+DRIFTS = ("born-from",) + FLAG_DRIFTS + ("no-d2t", "draft-embedding") + ROPE_DRIFTS
+# Llama-3.1's rope as its published EAGLE-3 draft declares it (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B:
+# 2048 positions, llama3 scaling from 8192): both bounds lie inside the target's 131072-token context
+LLAMA3_ROPE = {"max_position_embeddings": 2048,
+               "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+                                   "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                   "original_max_position_embeddings": 8192}}
 EXPECTED_STAGE = {  # where each injected drift must first show (step, stage)
     "born-from": (0, "fc_input"),
     "norm_before_residual": (0, "layer_output"),
@@ -36,6 +44,8 @@ EXPECTED_STAGE = {  # where each injected drift must first show (step, stage)
     "norm_output": (1, "fc_output"),
     "no-d2t": (0, "vocab_mapping"),
     "draft-embedding": (0, "embeddings"),
+    "rope-theta": (0, "layer_output"),
+    "rope-scaling": (0, "layer_output"),
 }
 
 
@@ -49,13 +59,16 @@ class Case:
     embedding: str = "target"  # training side: 'target' (as training loads it) or 'checkpoint'
     expect: tuple[int, str] | None = None  # injected drift: where it must first show
     notes: list[str] = field(default_factory=list)
+    positions: list[int] | None = None  # the draft rows' serving positions (parity.forward.positions)
+    plan: "PositionPlan | None" = None  # where they come from and how they are grouped
 
     def training_request(self) -> dict:
         return {"name": self.name, "draft_dir": str(self.draft_dir), "dump_layout": self.dump_layout,
-                "embedding": self.embedding}
+                "embedding": self.embedding, "positions": self.positions}
 
     def serving_request(self) -> dict:
-        return {"name": self.name, "served_dir": str(self.served_dir), "solve_taps": self.solve_taps}
+        return {"name": self.name, "served_dir": str(self.served_dir), "solve_taps": self.solve_taps,
+                "positions": self.positions}
 
 
 # -- targets ----------------------------------------------------------------------------------
@@ -120,8 +133,10 @@ def copy_served(served: Path, out: Path) -> Path:
 
 
 def fixture_cases(target: dict, drifts: tuple[str, ...] = (), *, matched: bool = True,
-                  flags_on: bool = False, work: Path | None = None, engine_name: str = "sglang") -> list[Case]:
-    """Cases on a tiny seeded draft for `target`: the matched pair, then each named drift."""
+                  flags_on: bool = False, rope: bool = False, work: Path | None = None,
+                  engine_name: str = "sglang") -> list[Case]:
+    """Cases on a tiny seeded draft for `target`: the matched pair, then each named drift
+    (`rope`: also the matched pair of a draft with Llama-3.1's rope, LLAMA3_ROPE)."""
     from ..inputs import text_part
 
     n = int(text_part(target)["num_hidden_layers"])
@@ -146,6 +161,8 @@ def fixture_cases(target: dict, drifts: tuple[str, ...] = (), *, matched: bool =
         # are mutually exclusive in speculators, so two drafts)
         cases.append(case("matched-fc_norm-norm_output", replace(base, fc_norm=True, norm_output=True)))
         cases.append(case("matched-norm_before_fc", replace(base, norm_before_fc=True)))
+    if rope:  # trained and served with Llama-3.1's rope: every position group within tolerance
+        cases.append(case("matched-llama3-rope", replace(base, layer=LLAMA3_ROPE)))
     for drift in drifts:
         if drift == "born-from":
             bl = born_from_layout(n)
@@ -169,6 +186,20 @@ def fixture_cases(target: dict, drifts: tuple[str, ...] = (), *, matched: bool =
                               expect=EXPECTED_STAGE[drift],
                               notes=["training keeps the checkpoint's own embed_tokens; SGLang binds "
                                      "the target's"]))
+        elif drift == "rope-theta":
+            # trained with rope base 10000; the served config says 500000 (both keys it may be read from)
+            served_rope = {"rope_type": "default", "rope_theta": 500000.0}
+            cases.append(case(drift, base, config_overrides={"rope_theta": 500000.0, "rope_parameters": served_rope},
+                              expect=EXPECTED_STAGE[drift],
+                              notes=["trained with rope_theta 10000; served config with rope_theta 500000"]))
+        elif drift == "rope-scaling":
+            # trained with llama3 scaling; the served config keeps the base and drops the scaling.
+            # Only wavelengths above 8192/4 change: they barely turn within 16 positions
+            served_rope = {"rope_type": "default", "rope_theta": 500000.0}
+            cases.append(case(drift, replace(base, layer=LLAMA3_ROPE), expect=EXPECTED_STAGE[drift],
+                              config_overrides={"rope_parameters": served_rope, "rope_theta": 500000.0},
+                              notes=["trained with Llama-3.1's llama3 rope scaling (factor 8 from 8192); "
+                                     "served config without the scaling, same base"]))
         else:
             raise InputError(f"unknown drift {drift!r}; known: {', '.join(DRIFTS)}")
     return cases

@@ -27,6 +27,7 @@ from typing import Any, Literal
 import torch
 from pydantic import BaseModel, Field
 
+from .positions import PositionPlan
 from .tolerances import Tolerances
 
 STAGES = ("fc_input", "fc_output", "embeddings", "layer_output", "logits", "vocab_mapping")
@@ -38,6 +39,16 @@ STAGE_WORDS = {
     "logits": "draft logits",
     "vocab_mapping": "draft -> target vocabulary mapping",
 }
+
+
+class GroupDiff(BaseModel):
+    group: str = Field(description="The position group: 'within' the positions the draft declares, or "
+                                   "'past KEY VALUE' (parity.forward.positions).")
+    rows: int = Field(description="Rows of the stage whose position at this step is in the group.")
+    positions: list[int] = Field(description="Their serving positions at this step.")
+    max_abs: float = Field(description="max |training - serving| over those rows.")
+    max_rel: float = Field(description="max_abs over max |training| of those rows.")
+    ok: bool = Field(description="max_abs within the stage's bound (and, for logits, KL within kl_max).")
 
 
 class StageDiff(BaseModel):
@@ -58,6 +69,9 @@ class StageDiff(BaseModel):
     kl_mean: float | None = None
     per_row_kl: list[float] = Field(default_factory=list)
     mismatched: int | None = Field(default=None, description="vocab_mapping: draft ids mapped differently.")
+    groups: list[GroupDiff] = Field(default_factory=list, description="The same difference per position "
+                                    "group (rows within / past each declared position); empty when the "
+                                    "rows ran at 0..T-1 only.")
 
 
 class Divergence(BaseModel):
@@ -167,9 +181,33 @@ def _vocab_diff(step: int, map_a: torch.Tensor, map_b: torch.Tensor, logits_a: t
                      top1=top1, mismatched=mismatched, why="; ".join(problems) or None)
 
 
+def _groups(d: StageDiff, a: torch.Tensor, tol: Tolerances, plan: PositionPlan | None) -> StageDiff:
+    """`d` with its difference split by position group (its per-row maxima, `a` the training side)."""
+    if plan is None or not plan.bounds or not d.per_row_max_abs:
+        return d
+    out = []
+    for group, rows in plan.rows_by_group(len(d.per_row_max_abs), d.step).items():
+        worst = max(d.per_row_max_abs[r] for r in rows)
+        ref = float(a[rows].double().abs().max())
+        ok = worst <= (d.tol if d.tol is not None else float("inf"))
+        if d.stage == "logits":
+            ok = ok and max(d.per_row_kl[r] for r in rows) <= tol.kl_max
+        out.append(GroupDiff(group=group, rows=len(rows), positions=[plan.positions[r] + d.step for r in rows],
+                             max_abs=worst, max_rel=worst / max(ref, 1e-30), ok=ok))
+    order = plan.groups()
+    d.groups = sorted(out, key=lambda g: order.index(g.group))
+    return d
+
+
+def by_group(d: StageDiff) -> str:
+    """'within, near 0: 3.1e-07; past max_position_embeddings 512: 0.42' (max |diff| per group)."""
+    return "; ".join(f"{g.group}: {g.max_abs:.2g}" for g in d.groups)
+
+
 def compare(name: str, train: dict[str, torch.Tensor], serve: dict[str, torch.Tensor], steps: int,
-            tol: Tolerances) -> tuple[list[StageDiff], Divergence | None]:
-    """Compare one case's stage tensors (keys 'k/stage' and 'vocab_map'); the first divergence."""
+            tol: Tolerances, plan: PositionPlan | None = None) -> tuple[list[StageDiff], Divergence | None]:
+    """Compare one case's stage tensors (keys 'k/stage' and 'vocab_map'); the first divergence.
+    With a position `plan`, each stage's difference is also given per position group."""
     out: list[StageDiff] = []
     for k in range(steps):
         for stage in STAGES:
@@ -187,11 +225,12 @@ def compare(name: str, train: dict[str, torch.Tensor], serve: dict[str, torch.Te
                                      why=f"the {side} path produced no {stage} at step {k}"))
                 continue
             if stage == "logits":
-                out.append(_logits_diff(k, train[key], serve[key], tol))
+                out.append(_groups(_logits_diff(k, train[key], serve[key], tol), train[key], tol, plan))
             else:
-                out.append(_state_diff(k, stage, train[key], serve[key], tol))
+                out.append(_groups(_state_diff(k, stage, train[key], serve[key], tol), train[key], tol, plan))
     first = next((s for s in out if not s.ok), None)
     div = None if first is None else Divergence(
         step=first.step, stage=first.stage,
-        message=f"step {first.step}, {STAGE_WORDS[first.stage]}: {first.why}")
+        message=f"step {first.step}, {STAGE_WORDS[first.stage]}: {first.why}"
+                + (f" (max |diff| by position: {by_group(first)})" if first.groups else ""))
     return out, div

@@ -26,6 +26,7 @@ from ..workspace import kill_children
 from ..extract.shrink import shrink_config
 from .cases import Case, seeded_tokens
 from .compare import ForwardResult, compare
+from .positions import PositionPlan, plan, spans
 from .tolerances import for_dtype
 
 TRAINING_MODULE = trainer().FORWARD_MODULE
@@ -94,9 +95,12 @@ def _notes(case: Case, tmeta: dict, smeta: dict, extra: list[str]) -> list[str]:
                          f"{smeta.get('next_token')}), not compared")
         else:
             notes.append(f"ROW ALIGNMENT BROKEN: training rows read {ti}, serving {si[:len(ti)]}")
-    if tmeta.get("position_ids"):
-        notes.append(f"positions: training {tmeta['position_ids'][0]}.., serving 0..; "
-                     "RoPE depends only on differences")
+    if tmeta.get("position_ids") and smeta.get("positions"):
+        tp, sp = tmeta["position_ids"], smeta["positions"]
+        notes.append(f"positions: serving {spans(sp)}, training {spans(tp)} (its shift_batch numbers "
+                     "a row one higher; rope sees position differences)")
+    if case.plan is not None:
+        notes += [f"positions: {n}" for n in case.plan.notes]
     return notes
 
 
@@ -119,7 +123,7 @@ def results_for(cases: list[Case], treply: dict, sreply: dict, ttensors: dict, s
                                      notes=list(case.notes), **common))
             continue
         stages, first = compare(case.name, _split(ttensors, case.name), _split(stensors, case.name),
-                                steps, tol)
+                                steps, tol, case.plan)
         out.append(ForwardResult(verdict="drift" if first else "parity", first_divergence=first,
                                  stages=stages, notes=_notes(case, tmeta, smeta, treply.get("notes", [])),
                                  **common))
@@ -129,22 +133,49 @@ def results_for(cases: list[Case], treply: dict, sreply: dict, ttensors: dict, s
 def forward_parity(target_config: dict, cases: list[Case], *, steps: int = 3, seq_len: int = 16,
                    seed: int = 0, dtype: str = "float32", device: str = "cpu", parallel: bool = True,
                    bare: bool = False, python: str | None = None,
-                   sglang_version: str | None = None, engine_name: str = "sglang") -> dict[str, Any]:
+                   sglang_version: str | None = None, engine_name: str = "sglang",
+                   long_positions: bool = True) -> dict[str, Any]:
     """Run and compare; returns {"results": [ForwardResult], "training": reply, "serving": reply,
-    "wall": {...}}. `bare` runs the same models and forwards without hooks, outputs or
+    "wall": {...}}. `long_positions` (default) places the draft's last rows past each position it
+    declares (parity.forward.positions); without it the rows run at 0..seq_len-1. `bare` runs the same models and forwards without hooks, outputs or
     comparison (the benchmark's baseline). `sglang_version` runs the serving path under that
     installed release (its environment), as `parity check --sglang` does."""
     for_dtype(dtype)  # unknown dtypes fail before anything runs
     with tempfile.TemporaryDirectory(prefix="parity-forward-") as work:
         return _forward_parity(target_config, cases, Path(work), steps=steps, seq_len=seq_len,
                                seed=seed, dtype=dtype, device=device, parallel=parallel, bare=bare,
-                               python=python, sglang_version=sglang_version, engine_name=engine_name)
+                               python=python, sglang_version=sglang_version, engine_name=engine_name,
+                               long_positions=long_positions)
+
+
+def position_plan(case: Case, target_config: dict, seq_len: int, steps: int) -> PositionPlan:
+    """The case's draft rows placed past the positions its trained and served configs declare,
+    within the target's context (parity.forward.positions)."""
+    import json
+
+    from ..inputs import text_part
+
+    spec = json.loads((Path(case.draft_dir) / "config.json").read_text())
+    served = json.loads((Path(case.served_dir) / "config.json").read_text())
+    context = text_part(target_config).get("max_position_embeddings")
+    return plan(seq_len, steps, spec.get("transformer_layer_config") or {}, served,
+                context if isinstance(context, int) else None)
 
 
 def _forward_parity(target_config, cases, work: Path, *, steps, seq_len, seed, dtype, device,
-                    parallel, bare, python, sglang_version, engine_name) -> dict[str, Any]:
+                    parallel, bare, python, sglang_version, engine_name, long_positions) -> dict[str, Any]:
     from ..inputs import text_part
 
+    for case in cases:
+        # vLLM: not yet. parity's vLLM config serves max_model_len 128 (families/), so vLLM never
+        # raises a draft's max_position_embeddings to the context as its SpeculativeConfig does
+        # for a real one; its draft's rope table would end at the draft's declared positions
+        long = long_positions and engine_name == "sglang"
+        case.plan = position_plan(case, target_config, seq_len, steps) if long else None
+        case.positions = case.plan.positions if case.plan is not None else None
+        if long_positions and not long:
+            case.notes.append(f"positions: 0..{seq_len - 1} only (rows past the draft's declared positions "
+                              f"are fed to SGLang's draft, not yet to {engine_name}'s)")
     vocab = text_part(shrink_config(target_config))["vocab_size"]  # the tiny target both sides build
     tokens = seeded_tokens(vocab, seq_len, seed)
     common = {"target_config": target_config, "tokens": tokens, "steps": steps, "seed": seed,

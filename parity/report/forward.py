@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..forward.compare import STAGE_WORDS, ForwardResult
+from ..forward.positions import spans
 from .table import Column, Table
 
 
@@ -50,6 +51,17 @@ def render_forward(result: ForwardResult, target: str = "", per_position: bool =
                   _g(d.kl_max), _g(d.kl_mean),
                   "ok" if d.ok else "DIVERGED")
     lines += table.lines()
+    grouped = [d for d in result.stages if d.groups]
+    if grouped:
+        lines += ["", "  by position group (rows placed as deep in a context as each position the draft declares; "
+                      "parity/forward/positions.py): max|diff|, and relative to max|training| of those rows"]
+        groups = Table([Column(t) for t in ("step", "stage", "group", "positions", "max|diff|", "rel",
+                                            "verdict")])
+        for d in grouped:
+            for g in d.groups:
+                groups.row(str(d.step), d.stage, g.group, spans(g.positions), _g(g.max_abs), _g(g.max_rel),
+                           "ok" if g.ok else "DIVERGED")
+        lines += groups.lines()
     if per_position:
         lines += ["", "  per position (draft logits): max|diff| and KL(training||serving), row t = "
                       "prediction after input_ids[t+1]"]

@@ -17,7 +17,9 @@ serves every variant of a request:
    target's `embed_tokens` bound as the release's EAGLE-3 worker binds it (`set_embed`, or
    `set_embed_and_head` when the draft takes its head from the target);
 4. the draft's prefill (EXTEND: input ids shifted left by one with the target's next
-   token appended, the aux states as `spec_info.hidden_states`, positions of the target)
+   token appended, the aux states as `spec_info.hidden_states`, positions 0..T-1, or with
+   `"positions"` in the variant those of parity.forward.positions: the draft then built as the
+   EAGLE worker builds it, with the target's context length, `as_eagle_worker`)
    and then, for TTT steps >= 1, DECODE batches in which each position is its own
    request: its KV context is the prefill's KV up to that position plus its own earlier
    draft steps, exactly the chain a draft decode runs, fed the state the previous step
@@ -73,8 +75,12 @@ class Runtime:
     """A model's KV pools and one of SGLang's attention backends over them (the adapter's)."""
 
     def __init__(self, adapter, *, model_config, kv_heads: int, head_dim: int, layers: int, rows: int,
-                 steps: int, dtype: torch.dtype, device: str, backend: str, is_draft: bool = False):
+                 steps: int, dtype: torch.dtype, device: str, backend: str, is_draft: bool = False,
+                 positions: list[int] | None = None):
         self.adapter, self.rows, self.device = adapter, rows, device
+        # the rows' positions (ForwardBatch.positions): 0..rows-1, or as deep in a context as the
+        # request places them (parity.forward.positions); a decode step k runs row r at positions[r] + k
+        self.positions = torch.tensor(positions[:rows] if positions else range(rows), device=device)
         self.kv, self.req = adapter.kv_pools(size=rows * (steps + 1) + 2, requests=rows + 2,
                                              context=rows + steps + 2, kv_heads=kv_heads,
                                              head_dim=head_dim, layers=layers, dtype=dtype, device=device)
@@ -94,6 +100,7 @@ class Runtime:
         locs = torch.tensor([self.loc(0, r) for r in range(t)], device=dev)
         self.req.req_to_token[1, :t] = locs.to(self.req.req_to_token.dtype)
         batch = self.adapter.extend_batch(input_ids.to(dev), out_cache_loc=locs, req_pool_index=1)
+        batch.positions = self.positions[:t].clone()
         return self._run(model, batch, hidden)
 
     def decode(self, draft, step: int, input_ids: torch.Tensor, hidden: torch.Tensor):
@@ -109,7 +116,7 @@ class Runtime:
         batch = self.adapter.decode_batch(
             input_ids.to(dev), req_pool_indices=torch.arange(2, 2 + n, dtype=torch.int32, device=dev),
             seq_lens=seq_lens, out_cache_loc=torch.tensor([self.loc(step, r) for r in range(n)], device=dev),
-            positions=torch.arange(n, device=dev) + step)
+            positions=self.positions[:n] + step)
         return self._run(draft, batch, hidden)
 
 
@@ -258,7 +265,8 @@ class Serving:
         aux, next_token = self._outputs[key]
         return aux, next_token, capture
 
-    def runtime_for(self, model_config, hf_config, steps: int, is_draft: bool = False) -> "Runtime":
+    def runtime_for(self, model_config, hf_config, steps: int, is_draft: bool = False,
+                    positions: list[int] | None = None) -> "Runtime":
         if self.adapter.is_mla(model_config):
             raise NotImplementedError("the GPU tier runs MHA targets (Llama, Qwen3); an MLA target "
                                       "needs SGLang's MLA KV pool, which this harness does not build")
@@ -266,7 +274,7 @@ class Serving:
         return Runtime(self.adapter, model_config=model_config, kv_heads=hf_config.num_key_value_heads,
                        head_dim=head_dim, layers=hf_config.num_hidden_layers, rows=self.tokens.shape[0],
                        steps=steps, dtype=self.dtype, device=self.device, backend=self.backend,
-                       is_draft=is_draft)
+                       is_draft=is_draft, positions=positions)
 
 
 class _default_dtype:
@@ -281,6 +289,87 @@ class _default_dtype:
 
     def __exit__(self, *exc):
         torch.set_default_dtype(self.saved)
+
+
+OVERWRITE = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
+
+
+def rope_rows(adapter, draft) -> int | None:
+    """The positions the built draft's rope table holds (its first layer's `cos_sin_cache` rows)."""
+    attention = getattr(adapter.draft_layers(draft)[0], "self_attn", None)
+    cache = getattr(getattr(attention, "rotary_emb", None), "cos_sin_cache", None)
+    return int(cache.shape[0]) if isinstance(cache, torch.Tensor) else None
+
+
+class as_eagle_worker:
+    """Within it, the adapter builds the draft's ModelConfig as SGLang's EAGLE worker does: with
+    the target's context length, so that the draft's rope serves every position of the context.
+    Releases give it one of two ways, both tried here in turn: 0.5.18 on, the worker passes it to
+    the draft's ModelConfig (`context_length=`; the adapter's `draft_model_config`); before, it
+    sets `server_args.context_length` to it and builds the ModelConfig from the server args
+    (0.5.18 on, server args are read-only). The same value then meets the same check: a draft
+    declaring fewer positions makes the ModelConfig raise unless
+    SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is set; it is then set, as published drafts are
+    served, and SGLang sets the draft's max_position_embeddings to the context. `note` says
+    what was done. Where neither way builds it, the draft is built from its own config, and a
+    position past it meets what the engine does with it."""
+
+    ROUTES = ("context_length argument", "server_args.context_length")
+
+    def __init__(self, adapter, served: str, context: int | None):
+        self.adapter, self.served, self.context = adapter, served, context
+        self.note = "the draft's ModelConfig as the draft declares it (no context length to give it)"
+        self.undo: list = []
+
+    def _install(self, route: str) -> None:
+        adapter, context = self.adapter, self.context
+        if route == self.ROUTES[0]:
+            build = adapter.draft_model_config  # AttributeError: an adapter without it
+            adapter.model_config = lambda model_dir, is_draft=False: (
+                build(model_dir, context) if is_draft else type(adapter).model_config(adapter, model_dir))
+            self.undo.append(lambda: adapter.__dict__.pop("model_config", None))
+        else:
+            args = adapter.server_args
+            saved = args.context_length
+            args.context_length = context  # AttributeError: read-only server args
+            self.undo.append(lambda: setattr(args, "context_length", saved))
+
+    def _uninstall(self) -> None:
+        while self.undo:
+            self.undo.pop()()
+
+    def __enter__(self):
+        import os
+
+        if self.context is None:
+            return self
+        for route in self.ROUTES:
+            try:
+                self._install(route)
+                self.adapter.model_config(self.served, is_draft=True)
+            except ValueError:  # the draft declares fewer positions: served with the override set
+                self.undo.append(self._restore_env(os.environ.get(OVERWRITE)))
+                os.environ[OVERWRITE] = "1"
+                self.note = (f"the draft's ModelConfig with the target's context length {self.context} ({route}), "
+                             f"as the EAGLE worker builds it, with {OVERWRITE}=1 (the draft declares fewer positions)")
+                return self
+            except Exception:  # noqa: BLE001 - not this release's way
+                self._uninstall()
+                continue
+            self.note = (f"the draft's ModelConfig with the target's context length {self.context} ({route}), "
+                         "as the EAGLE worker builds it")
+            return self
+        self.note = "the draft's ModelConfig as the draft declares it (this release's adapter takes no context length)"
+        return self
+
+    @staticmethod
+    def _restore_env(saved: str | None):
+        import os
+
+        return lambda: os.environ.pop(OVERWRITE, None) if saved is None else os.environ.__setitem__(OVERWRITE, saved)
+
+    def __exit__(self, *exc):
+        self._uninstall()
 
 
 class NoIdList(RuntimeError):
@@ -311,8 +400,15 @@ def run_variant(sv: Serving, variant: dict, req: dict, out: dict[str, torch.Tens
     aux, next_token, capture = sv.target_forward(use_aux, ids)
     meta["capture_ids"], meta["next_token"] = capture, next_token
 
-    with _default_dtype(sv.dtype):
-        draft = sv.adapter.build_draft(served)
+    positions = variant.get("positions")
+    if positions:
+        with as_eagle_worker(sv.adapter, served, getattr(sv.target_cfg, "context_len", None)) as worker, \
+                _default_dtype(sv.dtype):
+            draft = sv.adapter.build_draft(served)
+        meta["draft_positions"] = worker.note
+    else:
+        with _default_dtype(sv.dtype):
+            draft = sv.adapter.build_draft(served)
     tensors = {}
     for f in sorted(Path(served).glob("*.safetensors")):
         tensors.update(load_file(str(f)))
@@ -339,9 +435,16 @@ def run_variant(sv: Serving, variant: dict, req: dict, out: dict[str, torch.Tens
 
     t = sv.tokens.shape[0]
     steps = int(req.get("steps", 3))
+    rows = rope_rows(sv.adapter, draft)
+    if positions and rows is not None and max(positions[:t]) + steps - 1 >= rows:
+        top = max(positions[:t]) + steps - 1
+        return {**meta, "unservable": f"sglang {sv.version} builds the draft's rope table for {rows} positions "
+                f"({meta.get('draft_positions')}), but its EAGLE worker serves the target's context "
+                f"{getattr(sv.target_cfg, 'context_len', '?')}: position {top} is past the table (SGLang's "
+                "own CPU path raises IndexError there; what a GPU kernel reads past it is not run here)"}
     shifted = torch.cat([sv.tokens[1:], torch.tensor([next_token])])  # x_1..x_T
     runtime = sv.runtime_for(sv.adapter.model_config(served, is_draft=True), draft.config, steps,
-                             is_draft=True)
+                             is_draft=True, positions=positions)
     recorder = None if req.get("bare") else Recorder(sv.adapter, draft)
     started = time.perf_counter()
     result = runtime.prefill(draft, shifted, aux.to(sv.dtype))
@@ -365,6 +468,7 @@ def run_variant(sv: Serving, variant: dict, req: dict, out: dict[str, torch.Tens
     out[f"{name}/vocab_map"] = hot.cpu().long() if hot is not None else torch.arange(vocab)
     meta["vocab_mapping"] = "hot_token_id = d2t + arange" if hot is not None else "none (draft index = target id)"
     meta["input_ids"] = shifted.tolist()
+    meta["positions"] = runtime.positions.tolist()
     return meta
 
 

@@ -13,7 +13,8 @@ Per variant (one trained draft directory, one dump layout):
    read back by `ArrowDataset` (its default file transfer), then `CollateFn` with
    eagle3's `shift_batch`, exactly as the trainer wires them;
 3. speculators' own `Eagle3DraftModel` (loaded with its `from_pretrained`, sdpa attention)
-   run on that batch for `steps` TTT steps without a loss target (0.9's loss calls a
+   run on that batch (with `"positions"` in the variant, the batch's position_ids moved to
+   those positions, parity.forward.positions: its rotary module computes them itself) for `steps` TTT steps without a loss target (0.9's loss calls a
    Triton kernel that cannot run on a CPU); the logits are taken from `lm_head` by hooks.
 
 The embedding is the verifier's, loaded by speculators' own `load_verifier_weights` the
@@ -110,6 +111,15 @@ def load_draft(draft_dir: str, target_dir: Path, embedding: str, dtype: torch.dt
     return model.to(dtype)
 
 
+def long_context_positions(position_ids: torch.Tensor, positions: list[int]) -> torch.Tensor:
+    """shift_batch's position_ids [1, R] with row t moved to where `positions[t]` (the serving
+    numbering, row t at t) places it: its own numbering (one higher) kept, offset by
+    positions[t] - t. The model's TTT loop adds one per step itself."""
+    rows = position_ids.shape[-1]
+    offset = torch.tensor(positions[:rows], dtype=position_ids.dtype) - torch.arange(rows, dtype=position_ids.dtype)
+    return position_ids + offset.to(position_ids.device)
+
+
 class Recorder:
     """Forward hooks that keep each TTT step's stage tensors (rows of the packed batch)."""
 
@@ -149,6 +159,8 @@ def run_variant(variant: dict, req: dict, hf, target_dir: Path, tokens: torch.Te
     data_path = work / f"data-{name}"
     write_sample(data_path, tokens, dump)
     batch = trainer_batch(data_path, t_len, hidden, num_slots, dtype)
+    if variant.get("positions"):  # rows placed as deep in a context as the request says
+        batch["position_ids"] = long_context_positions(batch["position_ids"], variant["positions"])
     model = load_draft(variant["draft_dir"], target_dir, variant.get("embedding", "target"), dtype)
     model = model.to(device)
     recorder = None if req.get("bare") else Recorder(model)
