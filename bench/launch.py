@@ -1,13 +1,14 @@
 """Benchmark: what the launch contract (--serve-args) adds to an uncached `parity check`.
 
-    .venv/bin/python bench/launch.py [--engine vllm]
+    .venv/bin/python bench/launch.py [--engine vllm [--vllm VERSION]]
 
 Runs `parity check` on the bundled Llama-3.1-8B draft twice, with the reply cache off
 (PARITY_NO_CACHE=1), without and with the seed's --serve-args (the resolution, and the
 verified fix's second resolution), and prints both wall times and their ratio, measured in
 this one run (machines are noisy; the ratio is what to compare; target <= 1.20). With
 `--engine vllm`: under the newest vLLM environment, with a `draft_model` speculative config
-(vLLM's resolution, and the verified eagle3 fix's second one).
+(vLLM's resolution, and the verified eagle3 fix's second one); `--vllm VERSION`: under that
+release (e.g. 0.22.0, resolved by its family's own parser and answer).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ def timed(*extra: str) -> tuple[float, int]:
     env = {**os.environ, "PARITY_NO_CACHE": "1"}
     started = time.perf_counter()
     engine = ["--engine", "vllm"] if "--engine" in sys.argv[1:] and "vllm" in sys.argv[1:] else []
+    if "--vllm" in sys.argv[1:]:  # another installed vLLM release
+        engine += ["--vllm", sys.argv[sys.argv.index("--vllm") + 1]]
     proc = subprocess.run([sys.executable, "-m", "parity", *CHECK, *engine, *extra], cwd=ROOT, env=env,
                           capture_output=True, text=True)
     return time.perf_counter() - started, proc.returncode

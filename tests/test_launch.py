@@ -202,13 +202,6 @@ def test_vllm_a_method_that_captures_no_aux_states_is_never_a_pass(serve_args, a
 
 
 @pytest.mark.slow
-def test_vllm_releases_before_0_33_say_they_resolve_no_launch_yet():
-    proc = vllm_serving(VLLM_EAGLE3, "0.22.0")
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "serve arguments are resolved from vLLM 0.33 on" in proc.stderr
-
-
-@pytest.mark.slow
 def test_vllm_an_edit_of_the_installed_resolution_code_is_followed(tmp_path):
     """The effective values are vLLM's: with its installed speculator_config.py edited (in a
     linked copy of the 0.34 environment) to cap the draft tokens at 2, the 3 asked become 2,

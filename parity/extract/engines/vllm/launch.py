@@ -8,13 +8,20 @@ resolves them (run in the vLLM probe, in the release's environment).
     resolved by its own code) -> the launch fields the draft's serving depends on, before and
     after, and the vLLM function that changed each
 
-How a release answers "does the target capture the aux hidden states for the draft" is a
-family's concern (`Adapter.LAUNCH`, one of the two answers here):
-- `uses_aux_hidden_states` (0.34): `SpeculativeConfig.uses_aux_hidden_states`, what V2's model
-  runner reads;
-- `requires_aux_hidden_states` (0.33): V2's `eagle3_utils.requires_aux_hidden_states(spec)`.
-Either is an EAGLE-3 capture only with the method `eagle3` (dflash and dspark capture aux
-states for other draft kinds).
+How a release resolves is a family's concern (`Adapter.LAUNCH`, a `Launch` composed of the
+pieces here; 0.33 and 0.34 give their EAGLE-3 answer alone, the rest as 0.33 keeps it):
+- the parser: `make_arg_parser` from `vllm.entrypoints.common.cli_args` (0.33 on) or
+  `vllm.entrypoints.openai.cli_args` (before), `FlexibleArgumentParser` from
+  `vllm.utils.argparse_utils` (0.16 on) or `vllm.utils` (0.11);
+- the speculative config: `create_speculative_config(model_config, parallel)`, in 0.11 also
+  with the chunked-prefill and log-stats flags (`speculative_config_0_11`);
+- "does the target capture the aux hidden states for the draft": `uses_aux_hidden_states`
+  (0.34: `SpeculativeConfig.uses_aux_hidden_states`, what V2's model runner reads),
+  `requires_aux_hidden_states` (0.33: V2's `eagle3_utils.requires_aux_hidden_states(spec)`),
+  `eagle_proposer_answer` (0.16-0.22: V1's `EagleProposer._get_eagle3_use_aux_hidden_state_from_config`
+  for a `use_eagle()` method), `runner_0_11_answer` (0.11: its runner's inline rule). Each is
+  an EAGLE-3 capture only with the method `eagle3` (dflash and dspark capture aux states for
+  other draft kinds).
 
 Paths are parity's: MODEL (and `--model`, `--tokenizer`) is a folder holding the target's
 config.json as given, the speculative config's `model` (or `--spec-model`) the draft parity
@@ -28,6 +35,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -48,11 +56,48 @@ class Refused(Exception):
     """The engine's parser refused the arguments (its own message)."""
 
 
-def _parser():
+@dataclass(frozen=True)
+class Launch:
+    """How one release family resolves `vllm serve`, by concern (a family's `Adapter.LAUNCH`):
+    `aux`, its answer to "does the target capture the aux states for the draft" (spec ->
+    (answer, who answered)); `parser`, where `vllm serve` takes its parser from (the modules of
+    `make_arg_parser` and `FlexibleArgumentParser`, as vllm/entrypoints/cli/serve.py imports
+    them); `speculative`, how `create_engine_config` calls `create_speculative_config`."""
+
+    aux: Callable
+    parser: tuple[str, str] = ("vllm.entrypoints.common.cli_args", "vllm.utils.argparse_utils")
+    speculative: Callable = None  # type: ignore[assignment] - set in __post_init__
+
+    def __post_init__(self):
+        if self.speculative is None:
+            object.__setattr__(self, "speculative", speculative_config)
+
+
+def speculative_config(engine_args, model_config, parallel):
+    """0.16 on: `create_speculative_config(target_model_config, target_parallel_config)`."""
+    return engine_args.create_speculative_config(model_config, parallel)
+
+
+def speculative_config_0_11(engine_args, model_config, parallel):
+    """0.11: as its create_engine_config calls it, with the chunked-prefill and log-stats flags."""
+    return engine_args.create_speculative_config(target_model_config=model_config, target_parallel_config=parallel,
+                                                 enable_chunked_prefill=engine_args.enable_chunked_prefill,
+                                                 disable_log_stats=engine_args.disable_log_stats)
+
+
+def _how(how) -> Launch:
+    """A family's LAUNCH: a Launch, or (0.33, 0.34) its EAGLE-3 answer alone."""
+    return how if isinstance(how, Launch) else Launch(aux=how)
+
+
+def _parser(how=None):
     """The parser `vllm serve` builds (vllm/entrypoints/cli/serve.py: make_arg_parser on its
-    subparser), raising Refused instead of exiting."""
-    from vllm.entrypoints.common.cli_args import make_arg_parser
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
+    subparser), from where the release keeps it, raising Refused instead of exiting."""
+    import importlib
+
+    cli_args, argparse_utils = _how(how).parser
+    make_arg_parser = importlib.import_module(cli_args).make_arg_parser
+    FlexibleArgumentParser = importlib.import_module(argparse_utils).FlexibleArgumentParser
 
     class Parser(FlexibleArgumentParser):
         def error(self, message: str):  # argparse's own exit(2) would end the probe
@@ -72,10 +117,10 @@ def _option(arg: str) -> str | None:
     return name
 
 
-def parse(argv: list[str], model_dir: str, draft_dir: str | None):
+def parse(argv: list[str], model_dir: str, draft_dir: str | None, how=None):
     """(namespace, the dests the user gave, the speculative config as given, the replaced
     paths) from the engine's own parser; Refused with its message when it refuses."""
-    parser = _parser()
+    parser = _parser(how)
     ns = parser.parse_args([model_dir, *argv])  # MODEL is parity's: the user's args follow it
     named = {_option(a) for a in argv} - {None}
     given = {action.dest for action in parser._actions  # noqa: SLF001 - which options the user wrote
@@ -134,13 +179,14 @@ class _Trace:
         return self.by.get((id(obj), name))
 
 
-def resolve(aux_answer: Callable, argv: list[str], model_dir: str, draft_dir: str | None) -> dict:
-    """The launch contract of `argv`: {"argv", "replaced", "requested", "effective", "overrides",
-    "algorithm_is_eagle3", ...}. The process environment is restored after."""
+def resolve(how: Callable | Launch, argv: list[str], model_dir: str, draft_dir: str | None) -> dict:
+    """The launch contract of `argv` under a family's LAUNCH: {"argv", "replaced", "requested",
+    "effective", "overrides", "algorithm_is_eagle3", ...}. The process environment is restored after."""
     from vllm.config import ModelConfig, ParallelConfig, SpeculativeConfig
     from vllm.engine.arg_utils import AsyncEngineArgs
 
-    ns, given, spec_given, replaced = parse(argv, model_dir, draft_dir)
+    how = _how(how)
+    ns, given, spec_given, replaced = parse(argv, model_dir, draft_dir, how)
     saved = dict(os.environ)
     try:
         engine_args = AsyncEngineArgs.from_cli_args(ns)
@@ -148,7 +194,7 @@ def resolve(aux_answer: Callable, argv: list[str], model_dir: str, draft_dir: st
             model_config = engine_args.create_model_config()
             parallel = ParallelConfig(tensor_parallel_size=engine_args.tensor_parallel_size,
                                       pipeline_parallel_size=engine_args.pipeline_parallel_size)
-            spec = engine_args.create_speculative_config(model_config, parallel)
+            spec = how.speculative(engine_args, model_config, parallel)
     finally:
         os.environ.clear()
         os.environ.update(saved)
@@ -178,7 +224,7 @@ def resolve(aux_answer: Callable, argv: list[str], model_dir: str, draft_dir: st
                 effective[field], by[field] = getattr(spec, field, None), trace.get(spec, field) or "?"
         if draft is not None:
             effective[DRAFT_POSITIONS] = getattr(draft.hf_config, "max_position_embeddings", None)
-        aux, answered = aux_answer(spec)
+        aux, answered = how.aux(spec)
         is_eagle3 = None if aux is None else bool(spec.method == "eagle3" and aux)
     effective = {k: jsonable(v) for k, v in effective.items()}
     overrides = [{"field": f, "requested": v, "effective": effective.get(f), "by": by.get(f, "?")}
@@ -198,6 +244,36 @@ def requires_aux_hidden_states(spec) -> tuple[bool | None, str]:
     from vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils import requires_aux_hidden_states as requires
 
     return bool(requires(spec)), "eagle3_utils.requires_aux_hidden_states"
+
+
+def eagle_proposer_answer(spec) -> tuple[bool | None, str]:
+    """0.16-0.22: V1's GPUModelRunner captures the aux states for a `use_eagle()` method when
+    its EagleProposer says so for eagle3 (`_get_eagle3_use_aux_hidden_state_from_config`, which
+    reads the draft's eagle_config['use_aux_hidden_state']); the proposer itself needs a device,
+    so its method runs on a holder of the two attributes it reads."""
+    from vllm.v1.spec_decode.eagle import EagleProposer
+
+    holder = _Holder(method=spec.method, draft_model_config=spec.draft_model_config)
+    aux = bool(spec.use_eagle() and EagleProposer._get_eagle3_use_aux_hidden_state_from_config(holder))  # noqa: SLF001
+    return aux, "EagleProposer._get_eagle3_use_aux_hidden_state_from_config"
+
+
+def runner_0_11_answer(spec) -> tuple[bool | None, str]:
+    """0.11: V1's GPUModelRunner.__init__ sets `use_aux_hidden_state_outputs` for a `use_eagle()`
+    method whose name is eagle3 (inline, no function of its own to ask); `use_eagle()` is the
+    release's own."""
+    return bool(spec.use_eagle() and spec.method == "eagle3"), "SpeculativeConfig.use_eagle() and method 'eagle3' " \
+        "(as 0.11's GPUModelRunner.__init__ decides)"
+
+
+class _Holder:
+    """The attributes a vLLM method reads of `self`, and nothing else."""
+
+    def __init__(self, **attrs):
+        self.__dict__.update(attrs)
+
+    def __getattr__(self, name):
+        raise AttributeError(f"parity's holder has no {name!r}: vLLM's code reads more than parity set up")
 
 
 def method_fix(argv: list[str], spec_given: dict | None, merged: dict | None) -> list[str] | None:
@@ -228,19 +304,19 @@ def method_fix(argv: list[str], spec_given: dict | None, merged: dict | None) ->
     return out + ["--speculative-config", json.dumps(config)]
 
 
-def fixes(aux_answer: Callable, argv: list[str], launch: dict, model_dir: str, draft_dir: str | None) -> list[dict]:
+def fixes(how: Callable | Launch, argv: list[str], launch: dict, model_dir: str, draft_dir: str | None) -> list[dict]:
     """Argument lists that give an EAGLE-3 launch, each verified by resolving it again: for a
     method under which the target's aux states are not captured, the method `eagle3`."""
     if launch.get("algorithm_is_eagle3") is not False:
         return []
-    return _verified(aux_answer, method_fix(argv, launch.get("_spec"), launch.get("_merged")), model_dir, draft_dir)
+    return _verified(how, method_fix(argv, launch.get("_spec"), launch.get("_merged")), model_dir, draft_dir)
 
 
-def _verified(aux_answer: Callable, candidate: list[str] | None, model_dir: str, draft_dir: str | None) -> list[dict]:
+def _verified(how: Callable | Launch, candidate: list[str] | None, model_dir: str, draft_dir: str | None) -> list[dict]:
     if candidate is None:
         return []
     try:
-        again = resolve(aux_answer, candidate, model_dir, draft_dir)
+        again = resolve(how, candidate, model_dir, draft_dir)
     except Exception:  # noqa: BLE001 - a candidate the engine refuses is no fix
         return []
     if again["overrides"] or not again["algorithm_is_eagle3"]:
@@ -248,11 +324,11 @@ def _verified(aux_answer: Callable, candidate: list[str] | None, model_dir: str,
     return [{"argv": candidate, "effective": again["effective"]}]
 
 
-def fix_for_refused(aux_answer: Callable, argv: list[str], model_dir: str, draft_dir: str | None) -> list[dict]:
+def fix_for_refused(how: Callable | Launch, argv: list[str], model_dir: str, draft_dir: str | None) -> list[dict]:
     """When vLLM's resolution refuses the arguments: the method `eagle3` instead of the one
     given, if vLLM resolves that (e.g. `"method": "eagle"` with an EAGLE-3 draft)."""
     try:
-        ns = _parser().parse_args([model_dir, *argv])
+        ns = _parser(how).parse_args([model_dir, *argv])
     except Exception:  # noqa: BLE001
         return []
     spec = ns.speculative_config if isinstance(getattr(ns, "speculative_config", None), dict) else None
@@ -262,7 +338,7 @@ def fix_for_refused(aux_answer: Callable, argv: list[str], model_dir: str, draft
             merged[key] = getattr(ns, flag)
     if merged.get("method") == "eagle3":
         return []
-    return _verified(aux_answer, method_fix(argv, spec, merged), model_dir, draft_dir)
+    return _verified(how, method_fix(argv, spec, merged), model_dir, draft_dir)
 
 
 def write_model_dir(work: Path, target_config: dict) -> str:
@@ -273,5 +349,6 @@ def write_model_dir(work: Path, target_config: dict) -> str:
     return str(where)
 
 
-__all__ = ["Refused", "fix_for_refused", "fixes", "requires_aux_hidden_states", "resolve",
-           "uses_aux_hidden_states", "write_model_dir"]
+__all__ = ["Launch", "Refused", "eagle_proposer_answer", "fix_for_refused", "fixes", "requires_aux_hidden_states",
+           "resolve", "runner_0_11_answer", "speculative_config", "speculative_config_0_11", "uses_aux_hidden_states",
+           "write_model_dir"]

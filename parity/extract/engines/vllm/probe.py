@@ -271,7 +271,7 @@ def resolve_launch(adapter, request: dict, version: str, reply: dict) -> bool:
     resolution refuses them, or its family resolves none."""
     resolver = getattr(adapter, "LAUNCH", None)
     if resolver is None:
-        reply["launch_refused"] = (f"serve arguments are resolved from vLLM 0.33 on; this release's family "
+        reply["launch_refused"] = (f"serve arguments are resolved from vLLM 0.11 on; this release's family "
                                    f"({reply.get('family')}) has no launch resolver yet")
         return False
     argv, draft_dir = request["serve_args"], request.get("draft_dir")

@@ -15,7 +15,11 @@ What differs from the 0.33 family (v0_33.py), found by running 0.11.0's code:
   model's own capture returns for the launch ids set with its own setter
   (`set_aux_hidden_state_layers`), in the order it captures them;
 - DeepSeek-V3 is not an EAGLE-3 target (`supports_eagle3` is False), so no MLA or fused-MoE
-  stand-in is installed; only the attention body is replaced.
+  stand-in is installed; only the attention body is replaced;
+- the launch contract: `vllm serve`'s parser is `vllm.entrypoints.openai.cli_args.make_arg_parser`
+  on `vllm.utils.FlexibleArgumentParser`; `create_speculative_config` also takes the
+  chunked-prefill and log-stats flags; whether the aux states are captured is decided inline
+  in `GPUModelRunner.__init__` (`use_eagle()` and the method eagle3).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 from packaging.specifiers import SpecifierSet
 
 from . import v0_33
+from .. import launch
 
 RELEASES = SpecifierSet(">=0.11,<0.12")
 VERIFIED = ("0.11.0",)
@@ -54,7 +59,10 @@ class Adapter(v0_33.Adapter):
     # draft build is not verified, and its contract says the built draft is not compared.
     BUILDS_DRAFT = False
 
-    LAUNCH = None  # the launch contract is resolved from 0.33 on (not run for this family yet)
+    # The launch contract (parity.extract.engines.vllm.launch): 0.11's parser, its
+    # create_speculative_config call and its runner's rule for the aux states.
+    LAUNCH = launch.Launch(aux=launch.runner_0_11_answer, parser=("vllm.entrypoints.openai.cli_args", "vllm.utils"),
+                           speculative=launch.speculative_config_0_11)
 
     def cpu_platform(self) -> None:
         import vllm.platforms as platforms

@@ -14,7 +14,12 @@ What differs from the 0.33 family (v0_33.py), found by running 0.22.0's and 0.27
   a model whose architecture is not MoE (or is on its list), V1 for the others (DeepSeek-V3,
   gpt-oss) and for a speculative method V2 does not support (`extract_hidden_states`: the
   dump is V1's). parity evaluates that property as a GPU with Triton would (its `HAS_TRITON`
-  True while it runs; the CPU environment has no Triton).
+  True while it runs; the CPU environment has no Triton);
+- the launch contract: `vllm serve`'s parser is `vllm.entrypoints.openai.cli_args.make_arg_parser`
+  (0.16-0.27); whether the aux states are captured is V1's `EagleProposer`'s answer
+  (`_get_eagle3_use_aux_hidden_state_from_config`, for a `use_eagle()` method): V2, where a
+  GPU runs it, captures them for the method eagle3 inline in its runner, the same answer for a
+  draft whose eagle_config does not turn `use_aux_hidden_state` off (V1's alone reads it).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 from packaging.specifiers import SpecifierSet
 
 from . import v0_11, v0_33
+from .. import launch
 
 RELEASES = SpecifierSet(">=0.22,<0.28")
 VERIFIED = ("0.22.0",)
@@ -57,7 +63,10 @@ class Adapter(v0_33.Adapter):
     # draft build is not verified, and its contract says the built draft is not compared.
     BUILDS_DRAFT = False
 
-    LAUNCH = None  # the launch contract is resolved from 0.33 on (not run for this family yet)
+    # The launch contract (parity.extract.engines.vllm.launch), also for 0.16 and 0.17 (their
+    # adapters inherit it): the parser where these releases keep it, V1's EagleProposer's answer.
+    LAUNCH = launch.Launch(aux=launch.eagle_proposer_answer,
+                           parser=("vllm.entrypoints.openai.cli_args", "vllm.utils.argparse_utils"))
 
     def cpu_platform(self) -> None:
         v0_11.Adapter.cpu_platform(self)  # the CUDA wheel detects no CPU platform
