@@ -201,21 +201,28 @@ def test_vllm_a_method_that_captures_no_aux_states_is_never_a_pass(serve_args, a
     assert [(d["kind"], d["where"]) for d in result["differences"]] == [("launch", "method")]
 
 
-@pytest.mark.slow
-def test_vllm_an_edit_of_the_installed_resolution_code_is_followed(tmp_path):
-    """The effective values are vLLM's: with its installed speculator_config.py edited (in a
-    linked copy of the 0.34 environment) to cap the draft tokens at 2, the 3 asked become 2,
-    an override naming the edited function, and the verdict drift."""
+def vllm_shadow(version: str, file: str, old: str, tmp_path):
+    """(the vLLM `version` environment, a linked copy of it whose `file` (holding `old`) can be
+    edited, the process environment that makes parity find the copy as that release's)."""
     from parity.envs import find_env
 
-    file = "lib/python3.11/site-packages/vllm/v1/worker/gpu/spec_decode/speculator_config.py"
-    old = "        config_cls.resolve_num_speculative_tokens(spec)\n"
-    original = find_env("vllm", "0.34.0").path
+    original = find_env("vllm", version).path
     home = tmp_path / "home"
     home.mkdir()
     shadow = shadow_env(original, home / original.name, {file: (old, old)})
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PARITY_NO_CACHE")}
     env.update(PARITY_HOME=str(home), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    return original, shadow, env
+
+
+@pytest.mark.slow
+def test_vllm_an_edit_of_the_installed_resolution_code_is_followed(tmp_path):
+    """The effective values are vLLM's: with its installed speculator_config.py edited (in a
+    linked copy of the 0.34 environment) to cap the draft tokens at 2, the 3 asked become 2,
+    an override naming the edited function, and the verdict drift."""
+    file = "lib/python3.11/site-packages/vllm/v1/worker/gpu/spec_decode/speculator_config.py"
+    old = "        config_cls.resolve_num_speculative_tokens(spec)\n"
+    original, shadow, env = vllm_shadow("0.34.0", file, old, tmp_path)
     before = vllm_serving(VLLM_EAGLE3, env=env)
     assert before.returncode == 0, before.stderr
     assert json.loads(before.stdout)["launch"]["effective"]["num_speculative_tokens"] == 3

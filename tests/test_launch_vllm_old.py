@@ -6,12 +6,11 @@ installed proposer in a linked copy of its environment."""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
-from .helpers import edit_in_shadow, shadow_env
-from .test_launch import VLLM_EAGLE3, vllm_serving
+from .helpers import edit_in_shadow
+from .test_launch import VLLM_EAGLE3, vllm_serving, vllm_shadow
 
 pytestmark = pytest.mark.slow
 
@@ -47,17 +46,10 @@ def test_an_older_vllm_refuses_a_misspelled_flag_in_its_words():
 def test_an_edit_of_an_older_releases_installed_answer_is_followed(tmp_path):
     """With 0.22's installed proposer edited (in a linked copy of its environment) to say eagle3
     heads use no aux states, the same command is not EAGLE-3: a drift naming the method."""
-    from parity.envs import find_env
-
     file = "lib/python3.11/site-packages/vllm/v1/spec_decode/llm_base_proposer.py"
     old = "        # Assume that eagle3 heads use aux hidden states by default\n        use_aux_hidden_state = True\n"
-    original = find_env("vllm", "0.22.0").path
-    home = tmp_path / "home"
-    home.mkdir()
-    shadow = shadow_env(original, home / original.name, {file: (old, old)})
+    original, shadow, env = vllm_shadow("0.22.0", file, old, tmp_path)
     edit_in_shadow(shadow, file, old, old + "        return False  # the edit\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PARITY_NO_CACHE")}
-    env.update(PARITY_HOME=str(home), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
     after = vllm_serving(VLLM_EAGLE3, "0.22.0", env=env)
     assert after.returncode == 1, after.stderr[-2000:]
     launch = json.loads(after.stdout)["launch"]
