@@ -151,3 +151,18 @@ def test_depth_notes_compare_the_served_steps_with_the_trained_depth(depth, effe
 def test_a_training_contract_without_a_depth_serialises_as_before():
     training, _ = _contracts(None, {})
     assert "trained_depth" not in json.loads(training.model_dump_json())
+
+
+def test_a_lock_fails_when_the_installed_trainer_now_reads_another_depth():
+    """Checking a lock: a trainer whose own classes now give another depth than the lock holds is a
+    lock difference; a lock written before the field (no depth) is not compared."""
+    from parity.verdict import _lock_differences
+
+    depth = {"recorded": True, "source": "x"}
+    locked, _ = _contracts({**depth, "steps": 3}, {})
+    fresh, _ = _contracts({**depth, "steps": 5}, {})
+    [d] = _lock_differences(locked, fresh)
+    assert (d.kind, d.where, d.training, d.serving) == ("lock", "trained_depth", 3, 5)
+    assert _lock_differences(locked, locked) == []
+    older, _ = _contracts(None, {})
+    assert _lock_differences(older, fresh) == []
