@@ -239,7 +239,13 @@ def _lock_differences(locked: TrainingContract, fresh: TrainingContract) -> list
     out += [Difference(kind="lock", where=f.field, training=f.expected, serving=f.actual,
                        message=f"training {f.field} changed since the lock: {f.expected} -> {f.actual}")
             for f in moved.fields]
+    was, now = locked.trained_depth, fresh.trained_depth  # a lock written before the field has none
+    if was is not None and now is not None and was.steps != now.steps:
+        out.append(Difference(kind="lock", where="trained_depth", training=was.steps, serving=now.steps,
+                              message=f"training trained_depth changed since the lock: {was.steps} -> {now.steps} "
+                                      f"({now.source})"))
     return out
+
 
 # The launch field that is the served draft depth, per engine (the engine's own names): SGLang's
 # draft forward steps, vLLM's proposed tokens (one draft step each).
@@ -251,25 +257,6 @@ def depth_notes(training: TrainingContract, serving: ServingContract) -> list[st
     "The trained depth"): past the trained depth the draft proposes from its own outputs deeper
     than it ever saw, so acceptance there degrades; the draft is still fed what it was trained
     on and the server runs, so it is a note, not a drift."""
-def _lock_differences(locked: TrainingContract, fresh: TrainingContract) -> list[Difference]:
-    """What the installed trainer now does differently from what the lock recorded."""
-    moved = diff(locked, fresh)
-    name = lambda tap: tap.name if tap else "nothing"  # noqa: E731
-    out = [Difference(kind="lock", where="training", training=s.expected and s.expected.name,
-                      serving=s.actual and s.actual.name,
-                      message=f"the installed {fresh.provenance.package} {fresh.provenance.version} now trains slot "
-                              f"{s.slot} on {name(s.actual)}, the lock says {name(s.expected)} ({s.why})")
-           for s in moved.mismatched_slots]
-    out += [Difference(kind="lock", where=f.field, training=f.expected, serving=f.actual,
-                       message=f"training {f.field} changed since the lock: {f.expected} -> {f.actual}")
-            for f in moved.fields]
-    was, now = locked.trained_depth, fresh.trained_depth  # a lock written before the field has none
-    if was is not None and now is not None and was.steps != now.steps:
-        out.append(Difference(kind="lock", where="trained_depth", training=was.steps, serving=now.steps,
-                              message=f"training trained_depth changed since the lock: {was.steps} -> {now.steps} "
-                                      f"({now.source})"))
-    return out
-
     depth, launch = training.trained_depth, serving.launch
     if depth is None or launch is None:
         return []
@@ -311,6 +298,7 @@ def check(training: TrainingContract, target: Target, draft: Draft,
     verdict, d, differences, unservable = decide(training, serving, retrained)
     notes = [f"{c.side}: {f.message}" for c in (training, serving) for f in c.findings
              if f.severity == "warning" or f.kind == FindingKind.not_captured]
+    notes += depth_notes(training, serving)
 
     suggestion, unfixable = None, None
     if verdict == "drift" and _slots_differ(d, training, serving):  # ids fix slots only (not a flag, a tensor, the lock)
@@ -325,7 +313,6 @@ def check(training: TrainingContract, target: Target, draft: Draft,
     if verdict == "drift" and built and training.draft is not None:
         draft_fix = _fix_draft(training, target, draft, built, engine, verify)
     return CheckResult(verdict=verdict, training=training, serving=serving, diff=d,
-    notes += depth_notes(training, serving)
                        differences=differences, notes=notes, suggestion=suggestion,
                        unfixable=unfixable, unservable=unservable, draft_fix=draft_fix,
                        candidates_tried=tried)
