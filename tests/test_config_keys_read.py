@@ -39,6 +39,7 @@ def test_reads_are_recorded_and_spelled_as_the_config_json_spells_them():
     assert got["config_keys_read"] == ["hidden_size", "rope_theta", "torch_dtype"]
     assert "rms_norm_eps" in got["config_keys_unread"] and "vocab_size" in got["config_keys_unread"]
     assert "fc_norm" not in got["config_keys_unread"]  # not set: neither read nor unread
+    assert "tie_word_embeddings" in got["config_keys_default"] and "rms_norm_eps" not in got["config_keys_default"]
 
 
 def test_an_alias_is_mapped_through_the_classes_own_attribute_map():
@@ -69,7 +70,8 @@ def test_a_dict_config_records_its_reads():
     assert d["a"] == 1 and d.get("b") == 2 and "z" not in d
     assert reads == {"a", "b", "z"}
     assert read_fields(None, {"a": 1, "b": 2, "c": 3}, reads) == {"config_keys_read": ["a", "b"],
-                                                                   "config_keys_unread": ["c"]}
+                                                                   "config_keys_unread": ["c"],
+                                                                   "config_keys_default": None}
 
 
 def test_the_recorder_leaves_the_config_class_as_it_was():
@@ -114,11 +116,22 @@ def test_a_key_neither_side_reads_is_a_note_not_a_drift():
     assert "fc_norm     never read  never read  note: neither side reads it" in render_check(result)
 
 
+def test_a_key_at_its_default_is_a_note_not_a_drift():
+    """An exported speculators checkpoint writes `mlp_bias: false`: speculators' transformers
+    layers read it, SGLang's Llama MLP never does (no bias), and its config class takes false
+    without the key: the engine builds as the key says."""
+    t, s = _with_keys(("hidden_size", "mlp_bias"), ("hidden_size",), ("mlp_bias",))
+    s = s.model_copy(update={"draft": s.draft.model_copy(update={"config_keys_default": ("mlp_bias",)})})
+    result = check_result(t, s)
+    assert result.verdict == "parity" and not result.differences
+    assert "mlp_bias    read     never read  note: at its default" in render_check(result), render_check(result)
+
+
 def test_every_key_read_by_the_engine_is_one_line():
     t, s = _with_keys(KEYS, KEYS, ())
     result = check_result(t, s)
     assert result.verdict == "parity"
-    assert "config keys: sglang 0.5.23 reads all 3 keys the served config sets while building the draft" in (
+    assert "config keys: sglang 0.5.23 reads 3 of the 3 keys the served config sets while building the draft" in (
         render_check(result))
 
 
@@ -191,7 +204,7 @@ def test_an_engine_that_stops_reading_a_key_training_read_is_a_drift_naming_it(t
     python = str(shadow / "bin" / "python")
     before = _check("--draft", str(LLAMA_DRAFT), python=python, env=env)
     assert before.returncode == 0, before.stdout + before.stderr[-2000:]
-    assert "config keys: sglang 0.5.23 reads all 17 keys" in before.stdout, before.stdout
+    assert "config keys: sglang 0.5.23 reads 17 of the 17 keys" in before.stdout, before.stdout
     edit_in_shadow(shadow, SGLANG_EAGLE3, READS_TARGET_WIDTH, "if False:  # the edit: target_hidden_size unread")
     after = _check("--draft", str(LLAMA_DRAFT), python=python, env=env)
     assert after.returncode == 1, after.stdout + after.stderr[-2000:]

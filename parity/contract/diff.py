@@ -126,13 +126,15 @@ def _built_fields(a: Contract, b: Contract) -> list[FieldDiff]:
 
 def unread_keys(trained: BuiltDraft | None, served: BuiltDraft | None) -> tuple[list[str], list[str]]:
     """Of the keys the served config sets and the engine never read while building the draft:
-    (those the training side read: it built the draft with them; those neither side read).
-    Empty where either side did not record its reads."""
+    (those the training side read, set to other than the engine's config class takes without
+    them: training built the draft with them, the engine without; those to show: read by neither
+    side, or by training at their default). A key at its default that neither side read changes
+    nothing on either side: left out. Empty where either side did not record its reads."""
     if trained is None or served is None or trained.config_keys_read is None or served.config_keys_unread is None:
         return [], []
-    used = set(trained.config_keys_read)
-    return ([k for k in served.config_keys_unread if k in used],
-            [k for k in served.config_keys_unread if k not in used])
+    used, default = set(trained.config_keys_read), set(served.config_keys_default or ())
+    unread = [k for k in served.config_keys_unread if k in used and k not in default]
+    return unread, [k for k in served.config_keys_unread if k not in unread and (k in used or k not in default)]
 
 
 def diff(expected: Contract, actual: Contract) -> ContractDiff:

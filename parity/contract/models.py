@@ -160,8 +160,13 @@ class BuiltDraft(_Frozen):
         default=None, exclude_if=lambda v: v is None,
         description="The keys that config.json sets and this side never read while building the draft, sorted. "
         "None: not recorded.")
+    config_keys_default: tuple[str, ...] | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="The keys that config.json sets to their default: this side's config class, built again "
+        "without the key, holds the same values (an engine that never reads such a key builds as if it were "
+        "absent, as the class takes it), sorted. None: not recorded.")
 
-    @field_validator("config_keys_read", "config_keys_unread")
+    @field_validator("config_keys_read", "config_keys_unread", "config_keys_default")
     @classmethod
     def _sorted_keys(cls, v: tuple[str, ...] | None) -> tuple[str, ...] | None:
         if v is not None and list(v) != sorted(set(v)):
@@ -243,7 +248,6 @@ class FindingKind(StrEnum):
     draft_not_built = "draft_not_built"  # this side's own code did not build the draft: its fields are not compared
     positions_short = "positions_short"  # the draft declares fewer positions than the served context
     config_key_unread = "config_key_unread"  # a served config key training built the draft with, never read by the engine
-    config_key_unused = "config_key_unused"  # a served config key neither side reads while building the draft
     # training: the trainer and the dump
     convention_assumed = "convention_assumed"  # the dump layout derived from a typed numbering rule
     typed_rule_not_run = "typed_rule_not_run"  # that rule was not run against the data-generation engine

@@ -109,41 +109,40 @@ def _same(a: Any, b: Any) -> bool:
         return False
 
 
-def keys_read(config: Any, raw: dict, reads: set[str]) -> tuple[set[str], set[str]]:
-    """(the keys of `raw`, a config.json as written, that were read; every key it sets), given
-    `reads` (the attribute names read on config objects) and `config` (the object the side built
-    from `raw`, or None for a config read as a dict: names are then taken as spelled). A nested
-    config (a dict in `raw` the object holds as a config object, speculators'
-    `transformer_layer_config`) has its keys checked the same way, spelled bare, as the served
-    EAGLE-3 form writes them."""
+def keys_read(config: Any, raw: dict, reads: set[str]) -> tuple[set[str], set[str], set[str]]:
+    """(the keys of `raw`, a config.json as written, that were read; every key it sets; the keys
+    set to their default: the class built again without the key holds the same attributes),
+    given `reads` (the attribute names read on config objects) and `config` (the object the side
+    built from `raw`, or None for a config read as a dict: names are then taken as spelled, and
+    no default is known). A nested config (a dict in `raw` the object holds as a config object,
+    speculators' `transformer_layer_config`) has its keys checked the same way, spelled bare, as
+    the served EAGLE-3 form writes them."""
     if config is None:
-        return {k for k in raw if k in reads}, set(raw)
+        return {k for k in raw if k in reads}, set(raw), set()
     amap = getattr(type(config), "attribute_map", {}) or {}
     held = dict(vars(config))
-    read, every = set(), set(raw)
-    whole = None
+    read, every, default = set(), set(raw), set()
+    whole = _rebuilt(type(config), raw)
     for key, value in raw.items():
         nested = held.get(key)
         if isinstance(value, dict) and nested is not None and hasattr(nested, "attribute_map"):
-            inner_read, inner_every = keys_read(nested, value, reads)
-            read, every = read | inner_read, every | inner_every
-        stored = amap.get(key, key)
-        if stored in held:
-            if stored in reads:
-                read.add(key)
-            continue
-        # kept under other attributes: which ones change when the key is left out
-        whole = _rebuilt(type(config), raw) if whole is None else whole
+            inner = keys_read(nested, value, reads)
+            read, every, default = read | inner[0], every | inner[1], default | inner[2]
         without = _rebuilt(type(config), {k: v for k, v in raw.items() if k != key})
-        if whole is None or without is None:
-            continue
-        moved = {a for a in whole.keys() | without.keys() if not _same(whole.get(a), without.get(a))}
-        if moved & reads:
+        # the attributes that hold the key: its own (alias mapped), else those that change without it
+        moved = (set() if whole is None or without is None else
+                 {a for a in whole.keys() | without.keys() if not _same(whole.get(a), without.get(a))})
+        if whole is not None and without is not None and not moved:
+            default.add(key)
+        stored = amap.get(key, key)
+        if (stored in reads) if stored in held else bool(moved & reads):
             read.add(key)
-    return read, every
+    return read, every, default
 
 
 def read_fields(config: Any, raw: dict, reads: set[str]) -> dict[str, list[str]]:
-    """BuiltDraft's `config_keys_read` and `config_keys_unread` (sorted) for `keys_read`'s arguments."""
-    read, every = keys_read(config, raw, reads)
-    return {"config_keys_read": sorted(read), "config_keys_unread": sorted(every - read)}
+    """BuiltDraft's `config_keys_read`, `config_keys_unread` and `config_keys_default` (sorted; no
+    default known for a config read as a dict) for `keys_read`'s arguments."""
+    read, every, default = keys_read(config, raw, reads)
+    return {"config_keys_read": sorted(read), "config_keys_unread": sorted(every - read),
+            "config_keys_default": sorted(default) if config is not None else None}

@@ -140,13 +140,17 @@ def key_lines(result) -> list[str]:
     unread, unused = unread_keys(t, s)
     release = f"{result.serving.engine} {result.serving.provenance.version}"
     if not unread and not unused:
-        return ["", f"  config keys: {release} reads all {len(s.config_keys_read)} keys the served config sets "
-                    "while building the draft"]
+        total = len(s.config_keys_read) + len(s.config_keys_unread or ())
+        rest = "" if not s.config_keys_unread else "; the rest are at their defaults and read by neither side"
+        return ["", f"  config keys: {release} reads {len(s.config_keys_read)} of the {total} keys the served config "
+                    f"sets while building the draft{rest}"]
     table = Table([Column("config key"), Column("trained"), Column("served"), Column("verdict")])
     for key in unread:
         table.row(key, "read", "never read", "MISMATCH: training built the draft with it")
     for key in unused:
-        table.row(key, "never read", "never read", "note: neither side reads it")
+        trained = "read" if key in (t.config_keys_read or ()) else "never read"
+        table.row(key, trained, "never read", "note: at its default" if key in (s.config_keys_default or ())
+                  else "note: neither side reads it")
     return ["", f"  config keys the served config sets and {release} never reads while building the draft:", ""
             ] + table.lines()
 
