@@ -227,26 +227,6 @@ def launch_differences(serving: ServingContract) -> list[Difference]:
     return out
 
 
-def _lock_differences(locked: TrainingContract, fresh: TrainingContract) -> list[Difference]:
-    """What the installed trainer now does differently from what the lock recorded."""
-    moved = diff(locked, fresh)
-    name = lambda tap: tap.name if tap else "nothing"  # noqa: E731
-    out = [Difference(kind="lock", where="training", training=s.expected and s.expected.name,
-                      serving=s.actual and s.actual.name,
-                      message=f"the installed {fresh.provenance.package} {fresh.provenance.version} now trains slot "
-                              f"{s.slot} on {name(s.actual)}, the lock says {name(s.expected)} ({s.why})")
-           for s in moved.mismatched_slots]
-    out += [Difference(kind="lock", where=f.field, training=f.expected, serving=f.actual,
-                       message=f"training {f.field} changed since the lock: {f.expected} -> {f.actual}")
-            for f in moved.fields]
-    was, now = locked.trained_depth, fresh.trained_depth  # a lock written before the field has none
-    if was is not None and now is not None and was.steps != now.steps:
-        out.append(Difference(kind="lock", where="trained_depth", training=was.steps, serving=now.steps,
-                              message=f"training trained_depth changed since the lock: {was.steps} -> {now.steps} "
-                                      f"({now.source})"))
-    return out
-
-
 # The launch field that is the served draft depth, per engine (the engine's own names): SGLang's
 # draft forward steps, vLLM's proposed tokens (one draft step each).
 SERVED_STEPS = ("speculative_num_steps", "num_speculative_tokens")
@@ -270,6 +250,25 @@ def depth_notes(training: TrainingContract, serving: ServingContract) -> list[st
             f"deeper than the draft ever saw its own outputs, so their acceptance degrades (serve with {field} "
             f"{depth.steps} or retrain deeper; a warning, not a drift: docs/launch.md)"]
 
+
+def _lock_differences(locked: TrainingContract, fresh: TrainingContract) -> list[Difference]:
+    """What the installed trainer now does differently from what the lock recorded."""
+    moved = diff(locked, fresh)
+    name = lambda tap: tap.name if tap else "nothing"  # noqa: E731
+    out = [Difference(kind="lock", where="training", training=s.expected and s.expected.name,
+                      serving=s.actual and s.actual.name,
+                      message=f"the installed {fresh.provenance.package} {fresh.provenance.version} now trains slot "
+                              f"{s.slot} on {name(s.actual)}, the lock says {name(s.expected)} ({s.why})")
+           for s in moved.mismatched_slots]
+    out += [Difference(kind="lock", where=f.field, training=f.expected, serving=f.actual,
+                       message=f"training {f.field} changed since the lock: {f.expected} -> {f.actual}")
+            for f in moved.fields]
+    was, now = locked.trained_depth, fresh.trained_depth  # a lock written before the field has none
+    if was is not None and now is not None and was.steps != now.steps:
+        out.append(Difference(kind="lock", where="trained_depth", training=was.steps, serving=now.steps,
+                              message=f"training trained_depth changed since the lock: {was.steps} -> {now.steps} "
+                                      f"({now.source})"))
+    return out
 
 
 def _verify(target: Target, draft: Draft, ids: list[int], engine: BoundEngine) -> ServingContract:

@@ -262,6 +262,7 @@ class FindingKind(StrEnum):
     target_not_final_layer = "target_not_final_layer"  # the loss target is not the model's last layer
     target_norm_unknown = "target_norm_unknown"  # whether the trainer norms the loss target is unknown
     target_double_normed = "target_double_normed"  # a post-norm target normed again by the trainer
+    depth_unread = "depth_unread"  # the trainer's classes could not read the draft's trained depth
     # the draft's config
     not_speculators_format = "not_speculators_format"  # read as an EAGLE-format config
     no_config_class = "no_config_class"  # speculators is not importable: class defaults unknown
@@ -287,7 +288,6 @@ class Contract(_Frozen):
     side: Literal["training", "serving"] = Field(description="Which side of the train/serve boundary this describes.")
     target_model: TargetModel = Field(description="The target (verifier) model the states are taken from.")
     fc_input: tuple[TapName | None, ...] = Field(
-    depth_unread = "depth_unread"  # the trainer's classes could not read the draft's trained depth
         description="The hidden states concatenated, in this order, along the feature axis to "
         "form the draft's fc input. None marks a slot that was expected but not captured.")
     graph: GraphFlags = Field(default_factory=GraphFlags, description="Draft graph flags in effect.")
@@ -326,6 +326,17 @@ class Contract(_Frozen):
         return self.model_dump_json(indent=2, **kw)
 
 
+class TrainedDepth(_Frozen):
+    """The draft steps training unrolled, where the trainer's output or its loader says (docs/launch.md)."""
+
+    steps: int = Field(ge=1, description="Draft steps per position in training: speculators' "
+                       "speculators_config.proposal_methods[default].speculative_tokens (its trainer writes its "
+                       "ttt_steps there), SpecForge's ttt_length.")
+    recorded: bool = Field(description="True when the trained checkpoint records it; False when it is the "
+                           "trainer's own default for a config that records none (the served EAGLE-3 form).")
+    source: str = Field(description="Where it was read, in words: the config key or the trainer's class and default.")
+
+
 class TrainingContract(Contract):
     """What the draft was trained on, derived by running the installed speculators' data path."""
 
@@ -343,6 +354,10 @@ class TrainingContract(Contract):
     target_normed_by_trainer: bool | None = Field(
         default=None, description="True when training applies the verifier's final norm to the loss target before the LM head.")
     alignment: str = Field(description="How positions are aligned between inputs, hidden states and targets (shift_batch).")
+    trained_depth: TrainedDepth | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="How many draft steps deep training unrolled the draft (it saw its own outputs that deep), as the "
+        "trainer's own config classes read it; absent where no draft was given (docs/launch.md).")
 
     @model_validator(mode="after")
     def _slots_match_layout(self) -> "TrainingContract":
@@ -351,17 +366,6 @@ class TrainingContract(Contract):
         if bad:
             raise ValueError(f"slot(s) {bad} outside a dump of {n} slots")
         if len(self.fc_slots) != len(self.fc_input):
-class TrainedDepth(_Frozen):
-    """The draft steps training unrolled, where the trainer's output or its loader says (docs/launch.md)."""
-
-    steps: int = Field(ge=1, description="Draft steps per position in training: speculators' "
-                       "speculators_config.proposal_methods[default].speculative_tokens (its trainer writes its "
-                       "ttt_steps there), SpecForge's ttt_length.")
-    recorded: bool = Field(description="True when the trained checkpoint records it; False when it is the "
-                           "trainer's own default for a config that records none (the served EAGLE-3 form).")
-    source: str = Field(description="Where it was read, in words: the config key or the trainer's class and default.")
-
-
             raise ValueError("fc_slots and fc_input differ in length")
         for i, slot in enumerate(self.fc_slots):
             if self.fc_input[i] != self.dump_layout[slot]:
@@ -379,10 +383,6 @@ class TrainedDepth(_Frozen):
 LaunchValue = bool | int | float | str | list | None  # a ServerArgs value as the engine holds it (plain JSON)
 
 
-    trained_depth: TrainedDepth | None = Field(
-        default=None, exclude_if=lambda v: v is None,
-        description="How many draft steps deep training unrolled the draft (it saw its own outputs that deep), as the "
-        "trainer's own config classes read it; absent where no draft was given (docs/launch.md).")
 class LaunchOverride(_Frozen):
     """A launch field the user gave that the engine's resolution changed, silently or with a log line."""
 

@@ -349,11 +349,11 @@ def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, rep
     if reply.get("built_error"):
         all_findings.append(_finding(FindingKind.draft_not_built, f"speculators {reply.get('speculators_version')} "
                                      f"did not build the draft: {reply['built_error']}; the built draft is not "
+                                     "compared", "warning"))
     if reply.get("trained_depth_error"):
         all_findings.append(_finding(FindingKind.depth_unread, f"speculators {reply.get('speculators_version')} did "
                                      f"not read the draft's trained depth: {reply['trained_depth_error']}; the "
                                      "served steps are not compared with it", "warning"))
-                                     "compared", "warning"))
     return TrainingContract(
         target_model=target, fc_input=tuple(layout[s] for s in fc_slots),
         graph=draft.flags if draft else GraphFlags(),
