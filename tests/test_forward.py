@@ -421,7 +421,7 @@ def test_gpu_bf16_default_backend_gives_the_same_logits():
 # config that drops fc_norm while its weights remain does not load at all.
 VLLM_PARITY = {"matched", "matched-fc_norm-norm_output", "matched-norm_before_fc", "norm_before_residual",
                "norm_output", "draft-embedding"}
-VLLM_DRIFT = {"born-from", "norm_before_fc", "no-d2t"}
+VLLM_DRIFT = {"born-from", "norm_before_fc", "no-d2t", "rope-theta", "rope-scaling"}  # rope: rows at 0..15 only
 
 
 def test_vllm_forward_gives_the_first_steps_logits_of_training(capsys):

@@ -102,14 +102,19 @@ def born_from_layout(n: int) -> list[str]:
 
 
 def served_copy(draft_dir: Path, out: Path, *, ids: list[int] | None = None, drop: tuple[str, ...] = (),
-                config_overrides: dict | None = None, engine_name: str = "sglang") -> Path:
+                config_overrides: dict | None = None, layer_overrides: dict | None = None,
+                engine_name: str = "sglang") -> Path:
     """The form of a speculators draft `engine_name` loads: parity.export's config, tensors as
     trained (a case with solve_taps gets export's tensor renames and zero biases on the
-    engine's side, where its release is installed: parity/checkpoint.py)."""
+    engine's side, where its release is installed: parity/checkpoint.py). `layer_overrides`
+    change the decoder layer's keys where the served form keeps them: its
+    transformer_layer_config (vLLM serves the speculators format) or its top level (SGLang's)."""
     spec = json.loads((Path(draft_dir) / "config.json").read_text())
     config = engine(engine_name).served_config(
         spec, ids if ids is not None else list(spec.get("eagle_aux_hidden_state_layer_ids") or []))
     config.update(config_overrides or {})
+    layer = config.get("transformer_layer_config")
+    (layer if isinstance(layer, dict) else config).update(layer_overrides or {})
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     for f in Path(draft_dir).glob("*.safetensors"):
@@ -150,7 +155,7 @@ def fixture_cases(target: dict, drifts: tuple[str, ...] = (), *, matched: bool =
 
     def case(name: str, recipe: DraftRecipe, *, layout=layout, solve=fc_taps, **kw) -> Case:
         draft = speculators_draft(recipe)
-        served_kw = {k: kw.pop(k) for k in ("drop", "config_overrides") if k in kw}
+        served_kw = {k: kw.pop(k) for k in ("drop", "config_overrides", "layer_overrides") if k in kw}
         served = served_copy(draft, work / name, engine_name=engine_name, **served_kw)
         return Case(name=name, draft_dir=draft, dump_layout=list(layout), served_dir=served,
                     solve_taps=list(solve), **kw)
@@ -189,7 +194,7 @@ def fixture_cases(target: dict, drifts: tuple[str, ...] = (), *, matched: bool =
         elif drift == "rope-theta":
             # trained with rope base 10000; the served config says 500000 (both keys it may be read from)
             served_rope = {"rope_type": "default", "rope_theta": 500000.0}
-            cases.append(case(drift, base, config_overrides={"rope_theta": 500000.0, "rope_parameters": served_rope},
+            cases.append(case(drift, base, layer_overrides={"rope_theta": 500000.0, "rope_parameters": served_rope},
                               expect=EXPECTED_STAGE[drift],
                               notes=["trained with rope_theta 10000; served config with rope_theta 500000"]))
         elif drift == "rope-scaling":
@@ -197,7 +202,7 @@ def fixture_cases(target: dict, drifts: tuple[str, ...] = (), *, matched: bool =
             # Only wavelengths above 8192/4 change: they barely turn within 16 positions
             served_rope = {"rope_type": "default", "rope_theta": 500000.0}
             cases.append(case(drift, replace(base, layer=LLAMA3_ROPE), expect=EXPECTED_STAGE[drift],
-                              config_overrides={"rope_parameters": served_rope, "rope_theta": 500000.0},
+                              layer_overrides={"rope_parameters": served_rope, "rope_theta": 500000.0},
                               notes=["trained with Llama-3.1's llama3 rope scaling (factor 8 from 8192); "
                                      "served config without the scaling, same base"]))
         else:
