@@ -139,7 +139,8 @@ def newest(requirement: str, published_by: str | None = None) -> str:
 
 
 def release_line(family: str, version: str, template: dict) -> dict:
-    """The `[releases.FAMILY]` line for `version`: its template's pins from the wheel's metadata."""
+    """The `[releases.FAMILY]` line for `version`: its template's pins from the wheel's metadata
+    (a requirement without an exact pin: the newest release of it published by `version`'s own upload)."""
     reqs = requirements_by_name(family, version)  # older sglang pins transformers in `srt`
     defaults = template.get("defaults", {})
     line: dict = {}
@@ -159,7 +160,11 @@ def release_line(family: str, version: str, template: dict) -> dict:
         if req is None:  # the release does not require it: its line says so, the dependency is dropped
             line[m.group(2)] = ABSENT
             continue
-        line[m.group(2)] = pinned[0] if pinned else newest(str(req))
+        # An open requirement resolves to the newest release published by the engine release's own
+        # upload, what it got on its day: vLLM 0.8.5-0.10.2 require `transformers>=4.5x` with no
+        # bound, and transformers 5 (years later) drops the `rope_theta` attribute their Llama
+        # reads, so the newest today builds a different model (a rope base of 10000, not the config's).
+        line[m.group(2)] = pinned[0] if pinned else newest(str(req), published_by=uploaded(family, version))
     if family not in TEMPLATE_IS_COMPLETE:
         base = {_norm(r.name): r for r in wheel_requirements(family, version)}
         extra = [str(r) for n, r in sorted(base.items()) if n not in listed and n not in TORCH_FAMILY]
