@@ -36,9 +36,8 @@ from .cases import DUMP_CASES, SERVING_CASES, TRAINING_CASES, DumpCase, ServingC
 
 FORMAT = 1
 # Where 'all' starts: SGLang 0.4.4 (its two releases before the first with EAGLE-3, 0.4.4.post2, say
-# so in one line each); vLLM's oldest release parity has a family for (EAGLE-3 is older there; a
-# range reaches earlier ones); speculators' first with a data path.
-PACKAGES = {"sglang": "0.4.4", "vllm": "0.11.0", "speculators": "0.3.0"}
+# so in one line each); vLLM 0.8.5, its first with EAGLE-3; speculators' first with a data path.
+PACKAGES = {"sglang": "0.4.4", "vllm": "0.8.5", "speculators": "0.3.0"}
 ENGINES = ("sglang", "vllm")
 
 

@@ -8,7 +8,7 @@ each model runner's id resolution. A release outside every family's range runs w
 newest family whose code paths (its `IMPORTS`, every vLLM module its calls import, and its
 `REQUIRES`, the names its kernel stand-ins replace) are all in the installed source and
 none of its `ABSENT` names is (code whose presence the family would silently ignore, such as
-a model runner it does not run), and every report says so (parity.extract.families.place);
+a model runner it does not run; `ABSENT_WHY` says what, when not that), and every report says so (parity.extract.families.place);
 when none fits it is refused, naming what each family looked for.
 """
 
@@ -26,7 +26,7 @@ def _fits(module: ModuleType) -> None:
     from ....run_until import require, require_absent
 
     module.Adapter().platform()  # before anything imports vLLM: it picks its platform on import
-    require_absent("a model runner this family does not run", *getattr(module, "ABSENT", ()))
+    require_absent(getattr(module, "ABSENT_WHY", "a model runner this family does not run"), *getattr(module, "ABSENT", ()))
     require(*module.IMPORTS, *module.REQUIRES)
 
 

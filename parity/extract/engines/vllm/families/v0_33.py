@@ -155,14 +155,14 @@ class Adapter:
         from vllm.distributed import init_distributed_environment, initialize_model_parallel
 
         model_config = ModelConfig(model=target_dir, skip_tokenizer_init=True, dtype="float32",
-                                   enforce_eager=True, max_model_len=128)
+                                   enforce_eager=True, max_model_len=128, **self.model_config_args(target_dir))
         parallel = ParallelConfig()
         spec = None
         if speculative is not None:
             spec = SpeculativeConfig(**speculative, target_model_config=model_config,
                                      target_parallel_config=parallel)
         vllm_config = VllmConfig(model_config=model_config, parallel_config=parallel, speculative_config=spec,
-                                 compilation_config=self.compilation_config())
+                                 compilation_config=self.compilation_config(), **self.vllm_config_args())
         from vllm.distributed.parallel_state import model_parallel_is_initialized
 
         if not model_parallel_is_initialized():  # once per process (the forward builds one config per draft)
@@ -171,6 +171,14 @@ class Adapter:
                                              distributed_init_method=f"tcp://127.0.0.1:{port}")
                 initialize_model_parallel(1, 1, backend="gloo")
         return vllm_config
+
+    def model_config_args(self, target_dir: str) -> dict:
+        """The ModelConfig arguments a release requires beyond those above (none from 0.9 on)."""
+        return {}
+
+    def vllm_config_args(self) -> dict:
+        """The VllmConfig arguments a release requires beyond those above (none from 0.9 on)."""
+        return {}
 
     def gpu_default_runner(self, vllm_config) -> str:
         """The runner a GPU deployment of `vllm_config` gets: the family's GPU_DEFAULT_RUNNER
@@ -353,14 +361,15 @@ class Adapter:
         target id (`compute_logits` with a known d2t), whether `load_weights` takes a t2d and
         (given the built `target`) whose embedding it uses."""
         import torch
-        from vllm.config import set_current_vllm_config
-        from vllm.model_executor.model_loader.utils import process_weights_after_loading
 
         draft = self.build_draft(vllm_config)  # once: a release may name its layers whatever the prefix
         module = self.draft_module_facts(draft)  # as built: before any weight is loaded or shared
         if target is not None:  # loads the checkpoint (and processes the weights), then shares
             embedding = self.draft_embedding(draft, vllm_config, target, checkpoint)
         else:
+            from vllm.config import set_current_vllm_config
+            from vllm.model_executor.model_loader.utils import process_weights_after_loading
+
             embedding = "unknown"
             with set_current_vllm_config(vllm_config):
                 process_weights_after_loading(draft, vllm_config.speculative_config.draft_model_config,
