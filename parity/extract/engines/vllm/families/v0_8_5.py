@@ -82,15 +82,7 @@ class Adapter(v0_33.Adapter):
 
         v0_11.Adapter.cpu_platform(self)
 
-    def replace_kernels(self) -> list[str]:
-        """The 0.9 family's stand-ins (the attention body, the head sizes of V0's CPU attention
-        backend), and `torch.ops._C.silu_and_mul`, which `SiluAndMul.__init__` looks up on the
-        CPU too (its `forward_native` runs), registered where absent as an op that raises if called."""
-        from .. import kernels
-
-        looked_up = [f"torch.ops._C.{name} -> raises if called (looked up, never called, on this path)"
-                     for name in kernels.absent_custom_ops("silu_and_mul")]
-        return [*looked_up, *v0_9.Adapter.replace_kernels(self)]
+    replace_kernels = v0_9.Adapter.replace_kernels  # the attention body, the V0 head sizes, silu_and_mul
 
     compilation_config = v0_11.Adapter.compilation_config
     default_ids = v0_11.Adapter.default_ids

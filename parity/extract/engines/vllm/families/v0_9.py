@@ -18,6 +18,8 @@ release's installed `EagleProposer.load_model` (0.9.0, 0.9.0.1, 0.9.1, 0.9.2, 0.
 - 0.9.0-0.9.0.x's CPU attention backend is still V0's `TorchSDPABackend`, whose constructor
   refuses a head size its PagedAttention kernels lack (32-256): the tiny target's 16 is added to
   the list it reads (replace_kernels); its kernels are never called (parity's attention body runs);
+- `SiluAndMul.__init__` fetches `torch.ops._C.silu_and_mul` on the CPU too (its `forward_native`
+  runs): registered, where absent, as an op that raises if called (kernels.absent_custom_ops);
 - the config module is one file (`vllm/config.py`) up to 0.10.0 and a package from 0.10.1; the
   names parity calls (`ModelConfig`, `SpeculativeConfig`, `VllmConfig`, `CompilationConfig(level=)`)
   are the same in both.
@@ -104,7 +106,12 @@ class Adapter(v0_33.Adapter):
         a call raises)."""
         import importlib.util
 
-        replaced = v0_11.Adapter.replace_kernels(self)
+        from .. import kernels
+
+        # SiluAndMul.__init__ looks up torch.ops._C.silu_and_mul on the CPU too (0.8.5-0.10.1; its
+        # forward_native runs): registered where absent as an op that raises if called.
+        replaced = [*(f"torch.ops._C.{name} -> raises if called (looked up, never called, on this path)"
+                      for name in kernels.absent_custom_ops("silu_and_mul")), *v0_11.Adapter.replace_kernels(self)]
         if importlib.util.find_spec("vllm.attention.backends.torch_sdpa") is None:
             return replaced
         from vllm.attention.backends import torch_sdpa
