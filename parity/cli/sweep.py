@@ -21,7 +21,7 @@ def add_sweep_parser(sub) -> argparse.ArgumentParser:
                    help="the SGLang releases: 'all' (from 0.4.4; 0.4.4.post2 is the first with EAGLE-3), 'none', or a "
                         "version range such as '>=0.5.11,<0.5.20'")
     p.add_argument("--vllm", default="all", metavar="RANGE",
-                   help="the vLLM releases: 'all' (from 0.11.0, the oldest parity has a family for), 'none', "
+                   help="the vLLM releases: 'all' (from 0.8.5, the oldest parity has a family for), 'none', "
                         "or a version range (which may reach older releases)")
     p.add_argument("--speculators", default="all", metavar="RANGE",
                    help="the speculators releases: 'all' (from 0.3.0), 'none', or a version range")

@@ -65,7 +65,7 @@ class Adapter(v0_33.Adapter):
     """vLLM 0.8.5's calls: the 0.11 family's, but its config arguments and its proposer's draft."""
 
     BUILDS_DRAFT = False  # the built draft is read from the 0.33 family on
-    LAUNCH = None  # the launch contract is resolved from 0.33 on
+    LAUNCH = None  # no resolver before 0.11: the launch contract is refused (exit 2)
 
     def cpu_platform(self) -> None:
         """The 0.11 family's CPU platform, after torch's compiler modules are imported. Without

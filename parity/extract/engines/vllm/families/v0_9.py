@@ -94,7 +94,7 @@ class Adapter(v0_33.Adapter):
     """vLLM 0.9-0.10's calls: the 0.11 family's, but the proposer's sharing statements."""
 
     BUILDS_DRAFT = False  # the built draft is read from the 0.33 family on
-    LAUNCH = None  # the launch contract is resolved from 0.33 on
+    LAUNCH = None  # no resolver before 0.11: the launch contract is refused (exit 2)
 
     cpu_platform = v0_11.Adapter.cpu_platform
     def replace_kernels(self) -> list[str]:
