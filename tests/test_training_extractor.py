@@ -329,9 +329,10 @@ def test_trainer_registry():
 
     assert names() == ["specforge", "speculators"]
     t = trainer()
-    assert isinstance(t, Trainer) and t.NAME == "speculators"
+    assert isinstance(t.impl, Trainer) and t.name == "speculators" and t.release is None
     assert TrainingExtractionError in t.ERRORS and DraftError in t.ERRORS
-    assert isinstance(trainer("specforge"), Trainer) and trainer("specforge").NAME == "specforge"
+    assert isinstance(trainer("specforge").impl, Trainer) and trainer("specforge").name == "specforge"
+    assert trainer("speculators", "0.8.1").release == "0.8.1"
     with pytest.raises(InputError) as err:
         trainer("trtllm")
     assert "unknown trainer 'trtllm'" in str(err.value) and "\n" not in str(err.value)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 
 class ReadingDict(dict):
@@ -140,9 +140,29 @@ def keys_read(config: Any, raw: dict, reads: set[str]) -> tuple[set[str], set[st
     return read, every, default
 
 
-def read_fields(config: Any, raw: dict, reads: set[str]) -> dict[str, list[str]]:
-    """BuiltDraft's `config_keys_read`, `config_keys_unread` and `config_keys_default` (sorted; no
-    default known for a config read as a dict) for `keys_read`'s arguments."""
-    read, every, default = keys_read(config, raw, reads)
+def defaults_by_rebuild(build: Callable[[dict], Any], raw: dict) -> set[str]:
+    """The keys of `raw` (a config read as a dict) at their default for `build`, the side's own
+    reader from such a dict to its config object: built again without the key, the object holds
+    the same (its `to_dict()`, else its attributes). A key without which `build` refuses is not."""
+    def held(config: dict) -> Any:
+        try:
+            with contextlib.redirect_stderr(None), contextlib.redirect_stdout(None):
+                built = build(config)
+        except Exception:  # noqa: BLE001 - a reader that refuses without the key: not at its default
+            return None
+        return built.to_dict() if hasattr(built, "to_dict") else vars(built)
+
+    whole = held(dict(raw))
+    if whole is None:
+        return set()
+    return {key for key in raw if _same(held({k: v for k, v in raw.items() if k != key}), whole)}
+
+
+def read_fields(config: Any, raw: dict, reads: set[str], default: set[str] | None = None) -> dict[str, list[str]]:
+    """BuiltDraft's `config_keys_read`, `config_keys_unread` and `config_keys_default` (sorted)
+    for `keys_read`'s arguments; for a config read as a dict (`config` None) the defaults are
+    `default` (defaults_by_rebuild's), or unknown (None)."""
+    read, every, found = keys_read(config, raw, reads)
+    default = found if config is not None else default
     return {"config_keys_read": sorted(read), "config_keys_unread": sorted(every - read),
-            "config_keys_default": sorted(default) if config is not None else None}
+            "config_keys_default": sorted(default) if default is not None else None}

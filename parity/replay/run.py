@@ -164,9 +164,9 @@ def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_conf
 
     # 2. the training contract: which of the L slots speculators' data path feeds the fc
     t0 = time.perf_counter()
-    training = trainer().training_contract(
+    training = trainer("speculators", speculators_version).training_contract(
         target, dump_layout, datagen_ids=datagen_ids, datagen_convention=datagen_convention,
-        draft=Draft(path=draft, config=spec), release=speculators_version)
+        draft=Draft(path=draft, config=spec))
     wall["training_contract_s"] = time.perf_counter() - t0
     layout = list(training.dump_layout)
     if len(layout) != num_slots:

@@ -149,8 +149,8 @@ def key_lines(result) -> list[str]:
         table.row(key, "read", "never read", "MISMATCH: training built the draft with it")
     for key in unused:
         trained = "read" if key in (t.config_keys_read or ()) else "never read"
-        table.row(key, trained, "never read", "note: at its default" if key in (s.config_keys_default or ())
-                  else "note: neither side reads it")
+        table.row(key, trained, "never read",  # read by training: at the engine's or the trainer's default
+                  "note: at its default" if trained == "read" else "note: neither side reads it")
     return ["", f"  config keys the served config sets and {release} never reads while building the draft:", ""
             ] + table.lines()
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ...built import module_facts, plain_rope_scaling
-from ...config_reads import ReadingDict, read_fields, recording
+from ...config_reads import ReadingDict, defaults_by_rebuild, read_fields, recording
 from ...shrink import shrink_config, shrink_draft_config
 
 CONVERTER = "speculators.convert.eagle.eagle3_converter.Eagle3Converter"
@@ -47,7 +47,7 @@ def _config(run, draft: dict, target: dict, work: Path, reads: set[str] | None =
         raise LookupError(f"the draft is in the served EAGLE-3 form and this release has no {CONVERTER} "
                           "to load it as training would")
     target_dir = work / "target"
-    target_dir.mkdir()
+    target_dir.mkdir(exist_ok=True)
     (target_dir / "config.json").write_text(json.dumps(target))
     # As its convert() does before the mapping (with no t2d tensor to read): the vocabulary is
     # the target's, found at any level of the target's config.
@@ -104,8 +104,12 @@ def built_draft(run, request: dict, version: str) -> dict[str, Any]:
         with recording(attributes):
             model = (build(model_cls, tiny_config) if build else model_cls(tiny_config)).eval()
         built.update(module_facts(model, getattr(model, "embed_tokens", None), getattr(model, "lm_head", None)))
-    built.update(read_fields(config, draft, attributes) if is_speculators_format(draft)
-                 else read_fields(None, draft, converted))
+        if is_speculators_format(draft):
+            built.update(read_fields(config, draft, attributes))
+        else:  # its converter's reads, and the keys it maps to the same config without them
+            default = defaults_by_rebuild(  # one work dir: the target's path is part of the config
+                lambda served: _config(run, served, target, Path(tmp) / "rebuilt")[0], draft)
+            built.update(read_fields(None, draft, converted, default))
     built["built_by"] = f"speculators {version} {type(model).__name__}"
     built["config_from"] = f"{request.get('from', 'the served config.json')} ({how})"
     return built

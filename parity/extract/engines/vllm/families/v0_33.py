@@ -58,6 +58,25 @@ REQUIRES = (
 INSPECTION = "vllm.model_executor.models.registry._run_in_subprocess"
 
 
+def _never_called(x):
+    raise AssertionError("parity only applies torch.compile's decorator to this function, never calls it")
+
+
+def compiler_first() -> None:
+    """torch's compiler modules imported before vLLM. Without Triton, vLLM 0.8.5 puts a
+    placeholder module under `sys.modules['triton']` (only `jit`, `autotune`, `heuristics`,
+    `language`); the `@torch.compile` decorators its layers apply at import
+    (`vocab_parallel_embedding.get_masked_input_and_mask`) make torch 2.13 import its inductor
+    runtime, which imports `Config` from whatever `triton` is there and fails on the placeholder
+    (torch 2.6, which 0.8.5 pins, did not get that far). Imported first, torch finds no Triton,
+    as it does under 0.9 on. Every family does it (vLLM imports the same modules anyway), so a
+    release placed by its code paths is judged on them, whichever family looks first. Nothing
+    is compiled."""
+    import torch
+
+    torch.compile(_never_called, dynamic=True, backend="inductor")  # imports what the decorator does
+
+
 def private_cache() -> None:
     """vLLM's cache root (`VLLM_CACHE_ROOT`, by default ~/.cache/vllm: the registry's
     `modelinfos/`, any compile cache) in this process's private temp dir. Its `envs` reads the
@@ -110,9 +129,10 @@ class Adapter:
     LAUNCH = staticmethod(launch.requires_aux_hidden_states)
 
     def platform(self) -> None:
-        """Everything before any vLLM model code runs: vLLM's cache in this process's private
-        TMPDIR, the CPU platform (its non-AMX path, on every CPU), and the registry's model
-        inspection in this process."""
+        """Everything before any vLLM model code runs: torch's compiler modules, vLLM's cache in
+        this process's private TMPDIR, the CPU platform (its non-AMX path, on every CPU), and the
+        registry's model inspection in this process."""
+        compiler_first()
         private_cache()
         self.cpu_platform()
         without_amx()

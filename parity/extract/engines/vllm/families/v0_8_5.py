@@ -2,8 +2,9 @@
 
 What differs from the 0.9 family (v0_9.py), found by running 0.8.5's code (0.8.5.post1's
 `EagleProposer.load_model` and `ModelConfig` are the same):
-- torch's compiler modules are imported before vLLM (cpu_platform): vLLM's Triton placeholder
-  lacks `Config`, which torch 2.13's inductor imports when a `@torch.compile` decorator is applied;
+- vLLM's Triton placeholder lacks `Config`, which torch 2.13's inductor imports when a
+  `@torch.compile` decorator is applied: torch's compiler is imported first (every family's
+  platform does it, v0_33.compiler_first, so that code-path placement is not decided by it);
 - `ModelConfig.__init__` requires `task`, `tokenizer`, `tokenizer_mode`, `trust_remote_code`
   and `seed` (no defaults until 0.9's dataclass): parity passes what `LLM(model=...)` would
   (`task="generate"`, the model directory as tokenizer, `"auto"`, False, 0); `VllmConfig` leaves
@@ -57,31 +58,13 @@ BUILD = "self.vllm_config.speculative_config.method == 'eagle'"  # ... else: Eag
 SHARE_EMBEDDING = "'model.embed_tokens.weight' not in loaded_weights"
 
 
-def _never_called(x):
-    raise AssertionError("parity only applies torch.compile's decorator to this function, never calls it")
-
-
 class Adapter(v0_33.Adapter):
     """vLLM 0.8.5's calls: the 0.11 family's, but its config arguments and its proposer's draft."""
 
     BUILDS_DRAFT = False  # the built draft is read from the 0.33 family on
     LAUNCH = None  # no resolver before 0.11: the launch contract is refused (exit 2)
 
-    def cpu_platform(self) -> None:
-        """The 0.11 family's CPU platform, after torch's compiler modules are imported. Without
-        Triton, vLLM 0.8.5 puts a placeholder module under `sys.modules['triton']` (only `jit`,
-        `autotune`, `heuristics`, `language`); the `@torch.compile` decorators its layers apply
-        at import (`vocab_parallel_embedding.get_masked_input_and_mask`) make torch 2.13 import
-        its inductor runtime, which imports `Config` from whatever `triton` is there and fails on
-        the placeholder (torch 2.6, which 0.8.5 pins, did not get that far). Imported first, torch
-        finds no Triton, as it does in 0.9 on. Nothing is compiled: the decorated function runs
-        only with tensor parallelism, and the target is built eager."""
-        import torch
-
-        torch.compile(_never_called, dynamic=True, backend="inductor")  # imports what the decorator does; compiles nothing
-
-        v0_11.Adapter.cpu_platform(self)
-
+    cpu_platform = v0_11.Adapter.cpu_platform  # the CUDA wheel detects no CPU platform
     replace_kernels = v0_9.Adapter.replace_kernels  # the attention body, the V0 head sizes, silu_and_mul
 
     compilation_config = v0_11.Adapter.compilation_config
