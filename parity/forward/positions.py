@@ -26,7 +26,7 @@ RUN = 5  # rows per bound: bound-1, bound, ..., bound+3
 WITHIN = "within, near 0"
 
 
-class Bound(BaseModel):
+class PositionBound(BaseModel):
     position: int = Field(description="The first position past the declared one (its value: positions "
                                       "0..value-1 are declared).")
     key: str = Field(description="The config key that declares it (max_position_embeddings or "
@@ -43,7 +43,7 @@ class PositionPlan(BaseModel):
     positions: list[int] = Field(description="The serving position of each draft row at TTT step 0 (row "
                                              "t; step k feeds position + k; training numbers the same row "
                                              "one higher, as its shift_batch does).")
-    bounds: list[Bound] = Field(default_factory=list, description="The bounds fed past, ascending.")
+    bounds: list[PositionBound] = Field(default_factory=list, description="The bounds fed past, ascending.")
     notes: list[str] = Field(default_factory=list, description="Bounds not fed and why.")
 
     @model_validator(mode="after")
@@ -93,14 +93,14 @@ def declared(config: dict) -> dict[str, int]:
 def plan(seq_len: int, steps: int, trained: dict, served: dict, context: int | None) -> PositionPlan:
     """Positions for `seq_len` draft rows: the first at 0.., then RUN rows around each bound
     `trained` or `served` declares that the served `context` reaches past (steps included)."""
-    found: dict[int, Bound] = {}
+    found: dict[int, PositionBound] = {}
     for side, config in (("trained", trained), ("served", served)):
         for key, position in declared(config).items():
             if position in found:
                 if side not in found[position].sides:
                     found[position].sides.append(side)
             else:
-                found[position] = Bound(position=position, key=key, sides=[side])
+                found[position] = PositionBound(position=position, key=key, sides=[side])
     notes = []
     bounds = []
     for b in sorted(found.values(), key=lambda b: b.position):
