@@ -1,7 +1,8 @@
 """A new engine is a registration, nothing more: a fake engine defined here, registered the way
 the engine folders are (parity.extract.engines.register_engine), is reached by `parity check`,
 `parity lock` and `parity matrix` through the Engine protocol alone, with its own --fake option,
-and gets real verdicts (parity, and drift with a verified fix).
+and gets real verdicts (parity, and drift with a verified fix); `parity forward` takes it as
+--engine (its refusals and its interpreter are the fake's) and `parity sweep` runs its cases.
 
 The fake stands in for an engine's run (there is no fake package to run): it reads the served
 draft's ids from the config it is handed and names each captured state by SGLang's rule (aux id
@@ -19,6 +20,7 @@ import pytest
 from parity import cli
 from parity.contract import Provenance, ServingContract, Tap
 from parity.envs import EnvError
+from parity.inputs import InputError
 from parity.extract import engines
 from parity.lock import Lock, read_lock
 from parity.releases import Release
@@ -36,16 +38,21 @@ class FakeEngine:
     FORWARD_MODULE = "parity.extract.engines.fake.forward_side"  # none: python() refuses first
     IDS_KEY = "eagle_config.eagle_aux_hidden_state_layer_ids"
     RELEASES = ("1.0", "2.0")
+    FORWARD_LONG_POSITIONS = False
+    SWEEP_FROM = "1.0"
 
     def __init__(self):
         self.calls: list[tuple] = []
 
     def add_options(self, parser, command):
-        if command in ("contract", "check", "matrix", "can-i-deploy"):
+        if command in ("contract", "check", "matrix", "can-i-deploy", "forward", "sweep"):
             parser.add_argument(self.FLAG, metavar="VERSION", help="the fake engine's release")
 
     def release_from(self, args):
         return getattr(args, "fake", None)
+
+    def forward_refusal(self, steps):
+        return None if steps == 1 else "the fake compares one step only; use --steps 1"
 
     def python(self, version):
         raise EnvError("the fake engine runs in no interpreter")
@@ -58,6 +65,8 @@ class FakeEngine:
             raise EnvError("the fake engine resolves no serve command")
         version = version or self.RELEASES[-1]
         ids = (draft.config.get("eagle_config") or {}).get("eagle_aux_hidden_state_layer_ids")
+        if ids is None:
+            raise InputError("the fake reads eagle_config's ids only")
         self.calls.append(("probe_serving", version, tuple(ids), tuple(map(tuple, candidates or []))))
         contract = ServingContract(
             side="serving", target_model=target.model, fc_input=self._fed(ids), engine=self.NAME,
@@ -171,3 +180,32 @@ def test_a_lock_names_a_registered_engine_only(fake, tmp_path):
 def test_the_committed_locks_load_and_write_back_byte_identical(path):
     text = path.read_text()
     assert Lock.model_validate_json(text).model_dump_json(indent=2) + "\n" == text
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--engine", "fake", "--steps", "3"], "--engine fake --steps 3: the fake compares one step only; use --steps 1"),
+    (["--fake", "1.0"], "--fake names a fake release: add --engine fake"),
+    (["--engine", "fake", "--fake", "1.0", "--steps", "1"], "the fake engine runs in no interpreter"),
+])
+def test_forward_reaches_a_registered_engine(fake, capsys, argv, says):
+    """--engine fake is a choice, --fake its release flag; the refusal and the interpreter (which
+    the fake refuses before any case is built) are the fake's own."""
+    code, _, err = parity_cli(capsys, "forward", "--fixture", "llama-8l", *argv)
+    assert code == 2 and err.strip() == f"parity: {says}"
+    assert fake.calls == []
+
+
+def test_sweep_runs_a_registered_engines_cases(fake, capsys):
+    """The fake declares where its sweep starts: `parity sweep` takes its --fake RANGE, and a row
+    of it is every serving case probed through the protocol, as a real engine's row is."""
+    from parity.sweep.cases import SERVING_CASES
+    from parity.sweep.run import describe_cases, run_release
+
+    code, _, err = parity_cli(capsys, "sweep", "--fake", "none", "--sglang", "none", "--vllm", "none",
+                              "--speculators", "none")
+    assert code == 2 and err.strip() == "parity: --fake none --sglang none --vllm none --speculators none: nothing to sweep"
+    assert list(describe_cases()["fake"]) == [c.name for c in SERVING_CASES]
+    row = run_release("fake", "2.0", {"seconds": 0.0})
+    assert row["cases"]["llama32 [1,15,28]"]["fc"] == ["h2", "h16", "h29"]
+    assert row["cases"]["llama32 top-level [1,15,28]"] == {"error": "the fake reads eagle_config's ids only"}
+    assert sorted({c[1] for c in fake.calls if c[0] == "probe_serving"}) == ["2.0"]

@@ -14,6 +14,7 @@ from parity import cli
 from parity.report.releases import render_releases
 from parity.sweep import SERVING_CASES
 from parity.sweep.cases import DUMP_CASES
+from parity.extract.engines import engine
 from parity.sweep.run import drop_cached_wheel, drop_env, dump_cell, home_at, serving_cell
 
 from .helpers import ROOT
@@ -138,11 +139,12 @@ def test_a_vllm_cell_is_what_both_runners_feed(tmp_path):
     """The sweep's vLLM cells run vLLM 0.33.0's real runners and capture: nested ids are read by
     the V1 runner only (the V2 runner, the GPU default, serves the defaults), and the launch
     default dump holds the last layer too."""
-    cell = serving_cell(SERVING_CASES[0], "0.33.0", tmp_path, "vllm")
+    vllm = engine("vllm", "0.33.0")
+    cell = serving_cell(SERVING_CASES[0], vllm, tmp_path)
     assert cell["fc"] == ["h2", "h16", "h29"] and cell["default"], cell
     assert cell["runners"] == {"v1": ["h1", "h15", "h28"], "v2": ["h2", "h16", "h29"]}
     assert "error" not in cell
-    dump = dump_cell(DUMP_CASES[0], "0.33.0")
+    dump = dump_cell(DUMP_CASES[0], vllm)
     assert dump["layout"] == ["h2", "h16", "h29", "h32"] and dump["launch_ids"] == [2, 16, 29, 32], dump
 
 

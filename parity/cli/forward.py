@@ -19,6 +19,7 @@ from ..errors import ExitCode
 
 
 def add_forward_parser(sub, parser_class) -> argparse.ArgumentParser:
+    from ..extract import engines
     from ..forward.cases import DRIFTS
 
     fw = sub.add_parser("forward", help="prove numerically that training and serving give the same "
@@ -44,12 +45,11 @@ def add_forward_parser(sub, parser_class) -> argparse.ArgumentParser:
     fw.add_argument("--short-positions", action="store_true",
                     help="run the draft's rows at positions 0..seq-len-1 only (default: the last rows placed "
                          "past each position the draft declares, docs/forward.md)")
-    fw.add_argument("--engine", default="sglang", choices=["sglang", "vllm"],
-                    help="the serving engine whose draft forward is compared (default sglang; vllm: the "
-                         "first step only, --steps 1)")
-    fw.add_argument("--sglang", metavar="VERSION", help="run the serving path under another installed "
-                                                        "release (its environment)")
-    fw.add_argument("--vllm", metavar="VERSION", help="with --engine vllm: the release (default: the newest installed)")
+    fw.add_argument("--engine", default=engines.DEFAULT, choices=engines.names(),
+                    help=f"the serving engine whose draft forward is compared (default {engines.DEFAULT}; "
+                         + "; ".join(f"{e.name}: the first step only, --steps 1" for e in engines.engines()
+                                     if e.forward_refusal(2)) + ")")
+    engines.add_options(fw, "forward")  # each engine's release flag
     fw.add_argument("--steps", type=int, default=3, help="TTT steps to compare (default 3)")
     fw.add_argument("--seq-len", type=int, default=16, help="target tokens (default 16)")
     fw.add_argument("--seed", type=int, default=0)
@@ -75,18 +75,18 @@ def run_forward(args) -> int:
     if args.steps < 1 or args.seq_len < args.steps + 2:
         raise InputError(f"--steps {args.steps} / --seq-len {args.seq_len}: need steps >= 1 and "
                          "seq-len >= steps + 2")
-    from ..extract.engines import engine
+    from ..extract.engines import engine, foreign_release
+    from ..extract.trainers import trainer
 
-    if args.engine != "sglang" and args.sglang:
-        raise InputError(f"--sglang names an SGLang release, but the engine is {args.engine}: use --{args.engine} VERSION")
-    if args.engine == "sglang" and args.vllm:
-        raise InputError("--vllm names a vLLM release: add --engine vllm")
-    if args.engine == "vllm" and args.steps != 1:
-        raise InputError(f"--engine vllm --steps {args.steps}: vLLM's draft steps after the first attend over its "
-                         "paged KV cache, which parity's CPU kernel stand-in does not compute; use --steps 1")
-    version = args.sglang if args.engine == "sglang" else args.vllm
-    if version or args.engine != "sglang":  # a release without an environment fails here, first
-        engine(args.engine).python(version)
+    chosen = engine(args.engine)
+    foreign = foreign_release(args, chosen, datagen=False)  # forward takes no dump description
+    if foreign:
+        raise InputError(foreign)
+    refused = chosen.forward_refusal(args.steps)
+    if refused:
+        raise InputError(f"--engine {chosen.name} --steps {args.steps}: {refused}")
+    serving, training = chosen.at(chosen.impl.release_from(args)), trainer()
+    serving.python()  # a release without an environment fails here, first
     work = Path(tempfile.mkdtemp(prefix="parity-forward-cli-"))
     if args.fixture:
         if args.target_config or args.draft or args.served:
@@ -94,7 +94,7 @@ def run_forward(args) -> int:
         target = fixture_target(args.fixture)
         drifts = tuple(DRIFTS) if "all" in args.drift else tuple(dict.fromkeys(args.drift))
         cases = fixture_cases(target, drifts, flags_on=args.flags_on, rope=args.rope, work=work,
-                              engine_name=args.engine)
+                              serving=serving)
         label = (f"fixture {args.fixture} ({target['architectures'][0]}, "
                  f"{text_part(target)['num_hidden_layers']} layers)")
     else:
@@ -105,18 +105,18 @@ def run_forward(args) -> int:
         target = read_config(args.target_config, "target config")
         n = target_layers(target, args.target_config)
         layout = parse_dump(args.dump_layout).layout_names
-        cases = [given_case(args.draft, layout, args.served, n, work, engine_name=args.engine)]
+        cases = [given_case(args.draft, layout, args.served, n, work, serving=serving)]
         label = str(args.target_config)
     out = forward_parity(target, cases, steps=args.steps, seq_len=args.seq_len, seed=args.seed,
-                         dtype=args.dtype, device=args.device, sglang_version=version, engine_name=args.engine,
+                         dtype=args.dtype, device=args.device, serving=serving,
                          long_positions=not args.short_positions)
     results = out["results"]
     verdicts = {r.verdict for r in results}
     overall = next((v for v in ("error", "drift", "unservable") if v in verdicts), "parity")
     if args.json:
         print(json.dumps({"verdict": overall, "target": label,
-                          "speculators": out["training"].get("speculators_version"),
-                          args.engine: out["serving"].get(f"{args.engine}_version"),
+                          training.name: out["training"].get(f"{training.name}_version"),
+                          serving.name: out["serving"].get(f"{serving.name}_version"),
                           "results": [r.model_dump() for r in results], "wall_s": out["wall"],
                           "timings": {"training": out["training"].get("timings"),
                                       "serving": out["serving"].get("timings")}}, indent=2))

@@ -15,16 +15,12 @@ def _where(name: str) -> Path:
 
 
 def add_sweep_parser(sub) -> argparse.ArgumentParser:
+    from ..extract import engines, trainers
+
     p = sub.add_parser("sweep", help="every published SGLang, vLLM and speculators release over a fixed case set: "
                        "what each feeds (writes releases.json and docs/releases.md; resumable)")
-    p.add_argument("--sglang", default="all", metavar="RANGE",
-                   help="the SGLang releases: 'all' (from 0.4.4; 0.4.4.post2 is the first with EAGLE-3), 'none', or a "
-                        "version range such as '>=0.5.11,<0.5.20'")
-    p.add_argument("--vllm", default="all", metavar="RANGE",
-                   help="the vLLM releases: 'all' (from 0.8.5, the oldest parity has a family for), 'none', "
-                        "or a version range (which may reach older releases)")
-    p.add_argument("--speculators", default="all", metavar="RANGE",
-                   help="the speculators releases: 'all' (from 0.3.0), 'none', or a version range")
+    engines.add_options(p, "sweep")  # each swept engine's and trainer's RANGE flag ('all' when not given)
+    trainers.add_options(p, "sweep")
     p.add_argument("--results", type=Path, default=_where("releases.json"), help="the results file (read to resume)")
     p.add_argument("--markdown", type=Path, default=_where("docs/releases.md"), help="the table to write")
     p.add_argument("--home", type=Path, help="where release environments are built (default: "
@@ -54,7 +50,7 @@ def _wanted(text: str, flag: str):
 
 def run_sweep(args) -> int:
     from ..report.releases import render_releases
-    from ..sweep.run import load, sweep
+    from ..sweep.run import load, sweep, swept
 
     if args.limit is not None and args.limit < 1:
         raise UserError("--limit: at least 1")
@@ -63,11 +59,11 @@ def run_sweep(args) -> int:
             raise UserError(f"--results {args.results}: no such file to render")
         data = load(args.results)
     else:
-        wanted = {k: w for k, w in (("sglang", _wanted(args.sglang, "--sglang")),
-                                    ("vllm", _wanted(args.vllm, "--vllm")),
-                                    ("speculators", _wanted(args.speculators, "--speculators"))) if w is not None}
+        given = {s: s.impl.release_from(args) for s in swept()}
+        wanted = {s.name: w for s, text in given.items()
+                  if (w := _wanted("all" if text is None else text, s.impl.FLAG)) is not None}
         if not wanted:
-            raise UserError("--sglang none --vllm none --speculators none: nothing to sweep")
+            raise UserError(" ".join(f"{s.impl.FLAG} none" for s in given) + ": nothing to sweep")
         args.results.parent.mkdir(parents=True, exist_ok=True)
         data = sweep(args.results, (args.home or home() / "sweep").absolute(), wanted=wanted, redo=args.redo,
                      keep_envs=args.keep_envs, derive=args.derive, limit=args.limit)

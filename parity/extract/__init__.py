@@ -80,6 +80,12 @@ class Bound:
     def FORWARD_MODULE(self) -> str:  # noqa: N802 - the side's own name for it
         return self.impl.FORWARD_MODULE
 
+    @property
+    def sweep_from(self) -> str | None:
+        """The first release of it `parity sweep` covers under 'all' (its SWEEP_FROM); None: the
+        sweep does not cover it."""
+        return getattr(self.impl, "SWEEP_FROM", None)
+
     def at(self, release: str | None):
         """The same side under `release`."""
         return replace(self, release=release)

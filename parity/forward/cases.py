@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..contract.tap import Tap
-from ..extract.engines import engine
+from ..extract.engines import BoundEngine, engine
 from ..fixtures import DraftRecipe, speculators_draft
 from ..home import shipped
 from ..inputs import InputError
@@ -103,14 +103,14 @@ def born_from_layout(n: int) -> list[str]:
 
 def served_copy(draft_dir: Path, out: Path, *, ids: list[int] | None = None, drop: tuple[str, ...] = (),
                 config_overrides: dict | None = None, layer_overrides: dict | None = None,
-                engine_name: str = "sglang") -> Path:
-    """The form of a speculators draft `engine_name` loads: parity.export's config, tensors as
+                serving: BoundEngine | None = None) -> Path:
+    """The form of a speculators draft the engine `serving` (default: the default engine) loads: parity.export's config, tensors as
     trained (a case with solve_taps gets export's tensor renames and zero biases on the
     engine's side, where its release is installed: parity/checkpoint.py). `layer_overrides`
     change the decoder layer's keys where the served form keeps them: its
     transformer_layer_config (vLLM serves the speculators format) or its top level (SGLang's)."""
     spec = json.loads((Path(draft_dir) / "config.json").read_text())
-    config = engine(engine_name).served_config(
+    config = (serving or engine()).served_config(
         spec, ids if ids is not None else list(spec.get("eagle_aux_hidden_state_layer_ids") or []))
     config.update(config_overrides or {})
     layer = config.get("transformer_layer_config")
@@ -139,7 +139,7 @@ def copy_served(served: Path, out: Path) -> Path:
 
 def fixture_cases(target: dict, drifts: tuple[str, ...] = (), *, matched: bool = True,
                   flags_on: bool = False, rope: bool = False, work: Path | None = None,
-                  engine_name: str = "sglang") -> list[Case]:
+                  serving: BoundEngine | None = None) -> list[Case]:
     """Cases on a tiny seeded draft for `target`: the matched pair, then each named drift
     (`rope`: also the matched pair of a draft with Llama-3.1's rope, LLAMA3_ROPE)."""
     from ..inputs import text_part
@@ -156,7 +156,7 @@ def fixture_cases(target: dict, drifts: tuple[str, ...] = (), *, matched: bool =
     def case(name: str, recipe: DraftRecipe, *, layout=layout, solve=fc_taps, **kw) -> Case:
         draft = speculators_draft(recipe)
         served_kw = {k: kw.pop(k) for k in ("drop", "config_overrides", "layer_overrides") if k in kw}
-        served = served_copy(draft, work / name, engine_name=engine_name, **served_kw)
+        served = served_copy(draft, work / name, serving=serving, **served_kw)
         return Case(name=name, draft_dir=draft, dump_layout=list(layout), served_dir=served,
                     solve_taps=list(solve), **kw)
 
@@ -211,7 +211,7 @@ def fixture_cases(target: dict, drifts: tuple[str, ...] = (), *, matched: bool =
 
 
 def given_case(draft_dir: Path, dump_layout: list[str] | None, served_dir: Path | None, n: int,
-               work: Path, engine_name: str = "sglang") -> Case:
+               work: Path, serving: BoundEngine | None = None) -> Case:
     """A user's draft: its served directory as written, or (none given) its exported form."""
     draft_dir = Path(draft_dir)
     if not (draft_dir / "config.json").exists():
@@ -243,10 +243,11 @@ def given_case(draft_dir: Path, dump_layout: list[str] | None, served_dir: Path 
         served = copy_served(Path(served_dir), work / "served")
         return Case(name=draft_dir.name, draft_dir=draft_dir, dump_layout=dump_layout,
                     served_dir=served, notes=[f"served form: {served_dir} (ids as written)"])
-    served = served_copy(draft_dir, work / "served", engine_name=engine_name)
+    serving = serving or engine()
+    served = served_copy(draft_dir, work / "served", serving=serving)
     return Case(name=draft_dir.name, draft_dir=draft_dir, dump_layout=dump_layout, served_dir=served,
                 solve_taps=dump_layout[:-1],
-                notes=[f"served form: parity's {engine_name} export of the draft, ids found on the engine"])
+                notes=[f"served form: parity's {serving.name} export of the draft, ids found on the engine"])
 
 
 def seeded_tokens(vocab: int, length: int, seed: int) -> list[int]:

@@ -21,7 +21,7 @@ from safetensors.torch import load_file
 
 from ..envs import EnvError, run_module
 from ..extract.trainers import trainer
-from ..extract.engines import engine
+from ..extract.engines import BoundEngine, engine
 from ..workspace import kill_children
 from ..extract.shrink import shrink_config
 from .cases import Case, seeded_tokens
@@ -38,14 +38,14 @@ def run_side(module: str, request: dict, python: str | None = None, timeout: flo
 
 
 def run_both(training_req: dict, serving_req: dict, *, parallel: bool = True,
-             python: str | None = None, serving_version: str | None = None,
-             engine_name: str = "sglang") -> tuple[dict, dict, dict[str, float]]:
+             python: str | None = None, serving: BoundEngine | None = None) -> tuple[dict, dict, dict[str, float]]:
     """Both sides (concurrently unless parallel=False); their replies and wall times. The
-    serving side runs `engine_name`'s forward module under the interpreter that has
-    `serving_version` of it (None: `python`, by default this one; vLLM: its newest environment)."""
-    serving = engine(engine_name)
-    serving_python = (python if serving_version is None and engine_name == "sglang"
-                      else serving.python(serving_version))
+    serving side runs the engine's forward module under the interpreter of its bound release
+    (by default the default engine installed here): `python`, by default this one, where that is
+    this interpreter (an engine not installed here, e.g. vLLM, runs in its own environment)."""
+    serving = serving or engine()
+    own = serving.python()
+    serving_python = python if own == sys.executable else own
     results: dict[str, Any] = {}
     walls: dict[str, float] = {}
 
@@ -133,18 +133,18 @@ def results_for(cases: list[Case], treply: dict, sreply: dict, ttensors: dict, s
 def forward_parity(target_config: dict, cases: list[Case], *, steps: int = 3, seq_len: int = 16,
                    seed: int = 0, dtype: str = "float32", device: str = "cpu", parallel: bool = True,
                    bare: bool = False, python: str | None = None,
-                   sglang_version: str | None = None, engine_name: str = "sglang",
-                   long_positions: bool = True) -> dict[str, Any]:
+                   serving: BoundEngine | None = None, long_positions: bool = True) -> dict[str, Any]:
     """Run and compare; returns {"results": [ForwardResult], "training": reply, "serving": reply,
     "wall": {...}}. `long_positions` (default) places the draft's last rows past each position it
     declares (parity.forward.positions); without it the rows run at 0..seq_len-1. `bare` runs the same models and forwards without hooks, outputs or
-    comparison (the benchmark's baseline). `sglang_version` runs the serving path under that
-    installed release (its environment), as `parity check --sglang` does."""
+    comparison (the benchmark's baseline). `serving`: the engine whose forward is compared, bound to
+    the installed release it runs under (its environment), as `parity check --sglang` does; by
+    default the default engine installed here."""
     for_dtype(dtype)  # unknown dtypes fail before anything runs
     with tempfile.TemporaryDirectory(prefix="parity-forward-") as work:
         return _forward_parity(target_config, cases, Path(work), steps=steps, seq_len=seq_len,
                                seed=seed, dtype=dtype, device=device, parallel=parallel, bare=bare,
-                               python=python, sglang_version=sglang_version, engine_name=engine_name,
+                               python=python, serving=serving or engine(),
                                long_positions=long_positions)
 
 
@@ -163,19 +163,16 @@ def position_plan(case: Case, target_config: dict, seq_len: int, steps: int) -> 
 
 
 def _forward_parity(target_config, cases, work: Path, *, steps, seq_len, seed, dtype, device,
-                    parallel, bare, python, sglang_version, engine_name, long_positions) -> dict[str, Any]:
+                    parallel, bare, python, serving, long_positions) -> dict[str, Any]:
     from ..inputs import text_part
 
     for case in cases:
-        # vLLM: not yet. parity's vLLM config serves max_model_len 128 (families/), so vLLM never
-        # raises a draft's max_position_embeddings to the context as its SpeculativeConfig does
-        # for a real one; its draft's rope table would end at the draft's declared positions
-        long = long_positions and engine_name == "sglang"
+        long = long_positions and serving.FORWARD_LONG_POSITIONS  # an engine says why not, where not
         case.plan = position_plan(case, target_config, seq_len, steps) if long else None
         case.positions = case.plan.positions if case.plan is not None else None
         if long_positions and not long:
             case.notes.append(f"positions: 0..{seq_len - 1} only (rows past the draft's declared positions "
-                              f"are fed to SGLang's draft, not yet to {engine_name}'s)")
+                              f"are fed to SGLang's draft, not yet to {serving.name}'s)")
     vocab = text_part(shrink_config(target_config))["vocab_size"]  # the tiny target both sides build
     tokens = seeded_tokens(vocab, seq_len, seed)
     common = {"target_config": target_config, "tokens": tokens, "steps": steps, "seed": seed,
@@ -186,7 +183,7 @@ def _forward_parity(target_config, cases, work: Path, *, steps, seq_len, seed, d
             "variants": [c.serving_request() for c in cases]}
     started = time.perf_counter()
     treply, sreply, walls = run_both(treq, sreq, parallel=parallel, python=python,
-                                     serving_version=sglang_version, engine_name=engine_name)
+                                     serving=serving)
     walls["sides"] = time.perf_counter() - started
     for side, reply in (("training", treply), ("serving", sreply)):
         if reply.get("error"):

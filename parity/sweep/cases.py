@@ -70,6 +70,9 @@ SERVING_CASES: tuple[ServingCase, ...] = (
 class TrainingCase(_Case):
     dump: tuple[Tap, ...]  # the dump's layout, slot by slot
 
+    def describe(self) -> str:
+        return f"{self.target}, dump layout [{', '.join(t.name for t in self.dump)}]"
+
 
 TRAINING_CASES: tuple[TrainingCase, ...] = (
     TrainingCase("4-slot dump [h0,h3,h31,h59]", "deepseek-v3-61l", tuple(Tap.stream(k) for k in (0, 3, 31, 59))),

@@ -31,14 +31,14 @@ from typing import TYPE_CHECKING, Callable, Iterator, Literal
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
 
+    from ..extract import Bound
+    from ..extract.engines import BoundEngine
+    from ..extract.trainers import BoundTrainer
+
 from ..contract import FindingKind
 from .cases import DUMP_CASES, SERVING_CASES, TRAINING_CASES, DumpCase, ServingCase, TrainingCase
 
 FORMAT = 1
-# Where 'all' starts: SGLang 0.4.4 (its two releases before the first with EAGLE-3, 0.4.4.post2, say
-# so in one line each); vLLM 0.8.5, its first with EAGLE-3; speculators' first with a data path.
-PACKAGES = {"sglang": "0.4.4", "vllm": "0.8.5", "speculators": "0.3.0"}
-ENGINES = ("sglang", "vllm")
 
 
 # Releases built ahead of the one whose cases run, at once. A release parity has never built has
@@ -76,20 +76,44 @@ def home_at(path: Path) -> Iterator[None]:
             os.environ["PARITY_HOME"] = saved
 
 
+def swept() -> "list[Bound]":
+    """The engines and trainers the sweep covers, engines first, each in name order: every one
+    that says where its 'all' starts (SWEEP_FROM), each answering for itself."""
+    from ..extract.engines import engines
+    from ..extract.trainers import trainers
+
+    return [s for s in (*engines(), *trainers()) if s.sweep_from is not None]
+
+
+def side(name: str) -> "Bound":
+    """The swept engine or trainer called `name` (a package the sweep builds)."""
+    return next(s for s in swept() if s.name == name)
+
+
+def cases_of(bound: "Bound") -> list[ServingCase | DumpCase | TrainingCase]:
+    """Its cases: an engine's serving cases (and dump cases, if its data generation makes training
+    data), a trainer's training cases."""
+    from ..extract.engines import BoundEngine
+
+    if isinstance(bound, BoundEngine):
+        return [*SERVING_CASES, *(DUMP_CASES if bound.makes_dumps else ())]
+    return list(TRAINING_CASES)
+
+
 # -- one release ---------------------------------------------------------------------------------
 
-def serving_cell(case: ServingCase, version: str, work: Path, engine_name: str = "sglang") -> dict:
-    """What `engine_name` `version` feeds the fc for `case` (the GPU-default runner's, and every
-    runner's where the engine has several that disagree), or the one line saying why nothing."""
+def serving_cell(case: ServingCase, serving: "BoundEngine", work: Path) -> dict:
+    """What the engine `serving` (bound to a release) feeds the fc for `case` (the GPU-default
+    runner's, and every runner's where the engine has several that disagree), or the one line
+    saying why nothing."""
     from ..contract import names
     from ..errors import UserError
-    from ..extract.engines import engine
 
     from ..inputs import read_inputs
 
     draft = case.write_draft(work / case.name.replace(" ", "_").replace("/", "_"))
     try:
-        contract, _ = engine(engine_name, version).probe_serving(*read_inputs(case.target_config, draft))
+        contract, _ = serving.probe_serving(*read_inputs(case.target_config, draft))
     except UserError as exc:
         return {"error": first_line(exc)}
     fc = names(contract.fc_input)
@@ -109,29 +133,29 @@ def serving_cell(case: ServingCase, version: str, work: Path, engine_name: str =
     return out
 
 
-def dump_cell(case: DumpCase, version: str) -> dict:
-    """What vLLM `version`'s capture dumps for the launch ids of `case`, or why not."""
+def dump_cell(case: DumpCase, datagen: "BoundEngine") -> dict:
+    """What the data generation of `datagen` (an engine that makes training data, e.g. vLLM, bound
+    to a release) dumps for the launch ids of `case`, or why not."""
     from ..errors import UserError
-    from ..extract.engines import engine
 
     from ..inputs import Target
 
     try:
-        dump = engine("vllm", version).extract_dump(Target.read(case.target_config), case.datagen_ids)
+        dump = datagen.extract_dump(Target.read(case.target_config), case.datagen_ids)
     except UserError as exc:
         return {"error": first_line(exc)}
     return {"layout": [t.name for t in dump.layout], "launch_ids": list(dump.launch_ids), "method": dump.method}
 
 
-def training_cell(case: TrainingCase, version: str) -> dict:
-    """The training contract speculators `version` derives for `case`'s dump, or why not."""
+def training_cell(case: TrainingCase, training: "BoundTrainer") -> dict:
+    """The training contract the trainer `training` (bound to a release) derives for `case`'s
+    dump, or why not."""
     from ..contract import names
     from ..errors import UserError
-    from ..extract.trainers import trainer
     from ..inputs import Target
 
     try:
-        c = trainer("speculators", version).training_contract(Target.read(case.target_config), list(case.dump))
+        c = training.training_contract(Target.read(case.target_config), list(case.dump))
     except UserError as exc:
         return {"error": first_line(exc)}
     out = {"fc": names(c.fc_input), "target": str(c.target), "family": c.provenance.family,
@@ -194,10 +218,8 @@ def compile_ahead_of_cases(package: str, version: str) -> bool:
     otherwise its first case compiles it, about 25 s per release on the cases' own path
     (parity.envs.compile_ahead). Whether it ran."""
     from ..envs import EnvError, compile_ahead, find_env
-    from ..extract.engines import sglang, vllm
-    from ..extract.trainers import speculators
 
-    probe = {"sglang": sglang.PROBE, "vllm": vllm.PROBE, "speculators": speculators.PROBE_MODULE}[package]
+    probe = side(package).probe
     try:
         env = find_env(package, version)
     except EnvError:
@@ -236,6 +258,15 @@ def drop_cached_wheel(package: str, version: str, home: Path) -> None:
             entry.unlink()
 
 
+def run_case(case: ServingCase | DumpCase | TrainingCase, bound: "Bound", work: Path) -> dict:
+    """One case's cell under the engine or trainer `bound` (bound to the release)."""
+    if isinstance(case, ServingCase):
+        return serving_cell(case, bound, work)
+    if isinstance(case, DumpCase):
+        return dump_cell(case, bound)
+    return training_cell(case, bound)
+
+
 def run_release(package: str, version: str, built: dict) -> dict:
     """The row of `package` `version`: its build, and every case's cell."""
     from .. import forkserver
@@ -244,13 +275,9 @@ def run_release(package: str, version: str, built: dict) -> dict:
     if "error" in built:
         return row
     started = time.monotonic()
+    bound = side(package).at(version)
     with tempfile.TemporaryDirectory(prefix="parity-sweep-") as tmp:
-        if package in ENGINES:
-            row["cases"] = {c.name: serving_cell(c, version, Path(tmp), package) for c in SERVING_CASES}
-            if package == "vllm":
-                row["cases"].update({c.name: dump_cell(c, version) for c in DUMP_CASES})
-        else:
-            row["cases"] = {c.name: training_cell(c, version) for c in TRAINING_CASES}
+        row["cases"] = {c.name: run_case(c, bound, Path(tmp)) for c in cases_of(bound)}
     forkserver.forget()  # this release's warmed server goes before its environment does
     cells = list(row["cases"].values())
     row["family"] = next((c["family"] for c in cells if c.get("family")), None)
@@ -276,16 +303,15 @@ def save(path: Path, data: dict) -> None:
 
 
 def describe_cases() -> dict:
-    return {"sglang": {c.name: c.describe() for c in SERVING_CASES},
-            "vllm": {**{c.name: c.describe() for c in SERVING_CASES}, **{c.name: c.describe() for c in DUMP_CASES}},
-            "speculators": {c.name: f"{c.target}, dump layout [{', '.join(t.name for t in c.dump)}]" for c in TRAINING_CASES}}
+    """Each swept package's cases, described (the tables' order: parity.report.releases)."""
+    return {s.name: {c.name: c.describe() for c in cases_of(s)} for s in swept()}
 
 
 def sweep(results: Path, home: Path, *, wanted: "dict[str, SpecifierSet | Literal['all']]", redo: bool = False,
           keep_envs: bool = False, derive: bool = False, limit: int | None = None,
           on_row: Callable[[dict], None] | None = None) -> dict:
     """Run every release of each package in `wanted` ("all": from the package's first the sweep
-    covers, PACKAGES; else the releases in the range) that `results` does not hold yet (all of
+    covers, its side's SWEEP_FROM; else the releases in the range) that `results` does not hold yet (all of
     them with `redo`); returns the results, saved after every release. A release the published
     sweep ran is built from the line it derived (releases.json), unless `derive`."""
     from packaging.version import Version
@@ -296,7 +322,7 @@ def sweep(results: Path, home: Path, *, wanted: "dict[str, SpecifierSet | Litera
     data["cases"] = describe_cases()
     with home_at(home):
         todo: list[tuple[str, str]] = []
-        for package, since in PACKAGES.items():
+        for package, since in ((s.name, s.sweep_from) for s in swept()):
             if package not in wanted:
                 continue
             done = {r["version"] for r in data.get(package, {}).get("releases", [])}

@@ -26,8 +26,9 @@ DEFAULT = "sglang"
 
 # The commands that ask for an engine's release; each engine adds its flag to those it takes
 # (`add_options(parser, command)`): "datagen" is the dump description's flag (the release that
-# makes a data-generation dump), the others are the commands of that name.
-COMMANDS = ("contract", "datagen", "check", "export", "replay", "matrix", "can-i-deploy")
+# makes a data-generation dump), "sweep" the release range `parity sweep` runs (RANGE, 'all' when
+# not given, for an engine that declares SWEEP_FROM), the others are the commands of that name.
+COMMANDS = ("contract", "datagen", "check", "export", "replay", "matrix", "can-i-deploy", "forward", "sweep")
 
 
 class ServingExtractionError(UserError, RuntimeError):
@@ -56,6 +57,10 @@ class Engine(Protocol):
     FORWARD_MODULE: str
     """The module `parity forward` runs (`python -m`, JSON request on stdin) for the serving path."""
 
+    FORWARD_LONG_POSITIONS: bool
+    """Whether its forward side serves the draft's rows past the positions the draft declares
+    (parity.forward.positions); without, `parity forward` runs them at 0..seq-len-1."""
+
     IDS_KEY: str
     """Where in a draft's config.json the engine reads the aux ids, dotted (e.g.
     'eagle_config.eagle_aux_hidden_state_layer_ids'): the key a fix is written under."""
@@ -65,6 +70,10 @@ class Engine(Protocol):
 
     def release_from(self, args: argparse.Namespace, /) -> str | None:
         """The release of this engine the parsed command line names (None: none named)."""
+
+    def forward_refusal(self, steps: int, /) -> str | None:
+        """Why its forward side cannot compare `steps` draft steps on the CPU, as the rest of a
+        one-line refusal after '--engine NAME --steps N: '; None when it can."""
 
     def python(self, version: str | None, /) -> str:
         """The interpreter that has `version` of the engine installed (None: the running one);
@@ -114,6 +123,18 @@ class BoundEngine(Bound):
     @property
     def IDS_KEY(self) -> str:  # noqa: N802 - the engine's own name for it
         return self.impl.IDS_KEY
+
+    @property
+    def FORWARD_LONG_POSITIONS(self) -> bool:  # noqa: N802 - the engine's own name for it
+        return self.impl.FORWARD_LONG_POSITIONS
+
+    @property
+    def probe(self) -> str:
+        """The module its probe runs (`python -m`) in the release's environment."""
+        return self.impl.PROBE
+
+    def forward_refusal(self, steps: int) -> str | None:
+        return self.impl.forward_refusal(steps)
 
     @property
     def makes_dumps(self) -> bool:
@@ -173,14 +194,19 @@ def engines() -> list[BoundEngine]:
     return [engine(n) for n in names()]
 
 
-def foreign_release(args: argparse.Namespace, chosen: BoundEngine) -> str | None:
+def foreign_release(args: argparse.Namespace, chosen: BoundEngine, *, datagen: bool = True) -> str | None:
     """Why the parsed command line cannot be served by `chosen`: another engine's release flag
-    given (never silently ignored; an engine that also makes training data keeps its flag for
-    that), as one line; None when nothing is amiss."""
+    given (never silently ignored; on a command with a dump description, `datagen`, an engine
+    that also makes training data keeps its flag for that), as one line; None when nothing is
+    amiss. Under the default engine (--engine most likely not given) the line says to name the
+    flag's engine."""
     for other in engines():
-        if other.name != chosen.name and not other.makes_dumps and other.impl.release_from(args):
-            return (f"{other.impl.FLAG} names {other.impl.RELEASE_NOUN}, but the engine is {chosen.name}: "
-                    f"use {chosen.impl.FLAG} VERSION")
+        if other.name == chosen.name or (datagen and other.makes_dumps) or not other.impl.release_from(args):
+            continue
+        if chosen.name == DEFAULT:
+            return f"{other.impl.FLAG} names {other.impl.RELEASE_NOUN}: add --engine {other.name}"
+        return (f"{other.impl.FLAG} names {other.impl.RELEASE_NOUN}, but the engine is {chosen.name}: "
+                f"use {chosen.impl.FLAG} VERSION")
     return None
 
 

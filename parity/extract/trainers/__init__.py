@@ -34,8 +34,9 @@ DEFAULT = "speculators"  # the trainer a command uses when none is named
 
 # The commands that ask for a trainer's release or options; each trainer adds its own to those it
 # takes (`add_options(parser, command)`): "trainer" is where --trainer is (the options that only
-# mean something with --trainer NAME), the others are the commands of that name.
-COMMANDS = ("contract", "trainer", "check", "replay", "matrix", "can-i-deploy")
+# mean something with --trainer NAME), "sweep" the release range `parity sweep` runs (RANGE, 'all'
+# when not given, for a trainer that declares SWEEP_FROM), the others are the commands of that name.
+COMMANDS = ("contract", "trainer", "check", "replay", "matrix", "can-i-deploy", "sweep")
 
 
 @runtime_checkable
@@ -120,6 +121,11 @@ class BoundTrainer(Bound):
     @property
     def captures_states(self) -> bool:
         return self.impl.CAPTURES_STATES
+
+    @property
+    def probe(self) -> str:
+        """The module its probe runs (`python -m`) in the release's environment."""
+        return self.impl.PROBE_MODULE
 
     def training_contract(self, target: "Target", dump_layout: "list[Tap] | None" = None,
                           **kwargs: Any) -> "TrainingContract":

@@ -29,6 +29,10 @@ FORWARD_MODULE = "parity.extract.engines.sglang.forward_side"
 IDS_KEY = "eagle_config.eagle_aux_hidden_state_layer_ids"
 FLAG = "--sglang"
 RELEASE_NOUN = "an SGLang release"
+FORWARD_LONG_POSITIONS = True  # its forward side serves the rows past the draft's declared positions
+# Where the sweep's 'all' starts: its two releases before the first with EAGLE-3, 0.4.4.post2, say so
+# in one line each.
+SWEEP_FROM = "0.4.4"
 
 # The commands that take an SGLang release, and what its flag means there (metavar, help).
 OPTIONS = {
@@ -38,6 +42,9 @@ OPTIONS = {
     "replay": ("VERSION", "the serving contract under another installed release"),
     "matrix": ("V,V", "only these sglang releases (default: all in envs.toml)"),
     "can-i-deploy": ("VERSION", "served by this SGLang release"),
+    "forward": ("VERSION", "run the serving path under another installed release (its environment)"),
+    "sweep": ("RANGE", f"the SGLang releases: 'all' (from {SWEEP_FROM}; 0.4.4.post2 is the first with EAGLE-3), "
+                       "'none', or a version range such as '>=0.5.11,<0.5.20'"),
 }
 
 
@@ -48,6 +55,10 @@ def add_options(parser, command: str) -> None:
 
 def release_from(args) -> str | None:
     return getattr(args, "sglang", None)
+
+
+def forward_refusal(steps: int) -> str | None:
+    return None  # its draft steps run on the CPU, every one
 
 
 def write_ids(config: dict, ids: list[int]) -> dict:
@@ -174,6 +185,7 @@ def probe_serving(target: Target, draft: Draft, sglang_version: str | None = Non
     return to_contract(reply, target), reply.get("candidates", [])
 
 
-__all__ = ["FLAG", "FORWARD_MODULE", "IDS_KEY", "NAME", "OPTIONS", "RELEASE_NOUN", "ServingExtractionError",
-           "add_options", "extract_serving", "preflight", "release_from",
+__all__ = ["FLAG", "FORWARD_LONG_POSITIONS", "FORWARD_MODULE", "IDS_KEY", "NAME", "OPTIONS", "RELEASE_NOUN",
+           "SWEEP_FROM", "ServingExtractionError", "add_options", "extract_serving", "forward_refusal", "preflight",
+           "release_from",
            "probe_serving", "python", "run_probe", "served_config", "to_contract", "write_ids"]

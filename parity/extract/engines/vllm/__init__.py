@@ -30,6 +30,11 @@ FORWARD_MODULE = "parity.extract.engines.vllm.forward_side"
 IDS_KEY = "eagle_aux_hidden_state_layer_ids"  # top level: read first by both model runners
 FLAG = "--vllm"
 RELEASE_NOUN = "a vLLM release"
+# Not yet: parity's vLLM config serves max_model_len 128 (families/), so vLLM never raises a draft's
+# max_position_embeddings to the context as its SpeculativeConfig does for a real one; its draft's
+# rope table would end at the draft's declared positions.
+FORWARD_LONG_POSITIONS = False
+SWEEP_FROM = "0.8.5"  # where the sweep's 'all' starts: its first release with EAGLE-3
 
 # The commands that take a vLLM release, and what its flag means there (metavar, help): the
 # dump description's flag ("datagen") names the release whose data generation makes the dump.
@@ -38,6 +43,9 @@ OPTIONS = {
     "contract": ("VERSION", "with --engine vllm: the release (default: the newest installed)"),
     "matrix": ("V,V", "only these vLLM releases (serving by vLLM)"),
     "can-i-deploy": ("VERSION", "served by this vLLM release"),
+    "forward": ("VERSION", "with --engine vllm: the release (default: the newest installed)"),
+    "sweep": ("RANGE", f"the vLLM releases: 'all' (from {SWEEP_FROM}, the oldest parity has a family for), "
+                       "'none', or a version range (which may reach older releases)"),
 }
 
 
@@ -48,6 +56,13 @@ def add_options(parser, command: str) -> None:
 
 def release_from(args) -> str | None:
     return getattr(args, "vllm", None)
+
+
+def forward_refusal(steps: int) -> str | None:
+    if steps != 1:
+        return ("vLLM's draft steps after the first attend over its paged KV cache, which parity's CPU kernel "
+                "stand-in does not compute; use --steps 1")
+    return None
 
 
 class DatagenError(UserError, RuntimeError):
@@ -273,7 +288,7 @@ def extract_serving(target: Target, draft: Draft, vllm_version: str | None = Non
     return probe_serving(target, draft, vllm_version, serve_args=serve_args)[0]
 
 
-__all__ = ["FLAG", "FORWARD_MODULE", "IDS_KEY", "NAME", "OPTIONS", "RELEASE_NOUN", "DatagenError",
-           "ServingExtractionError", "add_options", "release_from",
+__all__ = ["FLAG", "FORWARD_LONG_POSITIONS", "FORWARD_MODULE", "IDS_KEY", "NAME", "OPTIONS", "RELEASE_NOUN",
+           "SWEEP_FROM", "DatagenError", "ServingExtractionError", "add_options", "forward_refusal", "release_from",
            "extract_dump", "extract_serving", "installed_versions", "launch_ids", "preflight", "probe_serving",
            "python", "served_config", "to_contract", "write_ids"]

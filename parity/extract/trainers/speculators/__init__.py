@@ -61,6 +61,7 @@ CAPTURES_STATES = False  # it trains on a dump (--dump-layout, or --datagen-ids 
 IDS_FLAG = None
 OWN_FLAGS = ()  # --speculators is also where a lock of another trainer is refused its release
 DATAGEN_ENGINE = "vllm"  # its data generation (speculators' launch script) runs vLLM
+SWEEP_FROM = "0.3.0"  # where the sweep's 'all' starts: its first release with a data path
 
 # The commands that take a speculators release, and what its flag means there (metavar, help).
 OPTIONS = {
@@ -69,6 +70,7 @@ OPTIONS = {
     "replay": ("VERSION", "replay under another installed release"),
     "matrix": ("V,V", "only these speculators releases (--trainer specforge: --specforge V,V)"),
     "can-i-deploy": ("VERSION", "the speculators release (required unless --trainer specforge, which takes --specforge)"),
+    "sweep": ("RANGE", f"the speculators releases: 'all' (from {SWEEP_FROM}), 'none', or a version range"),
 }
 
 
