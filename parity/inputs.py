@@ -294,6 +294,16 @@ def parse_ids(text: str | None, flag: str) -> list[int] | None:
         raise InputError(f"{flag} {text}: expected comma-separated integers, e.g. 2,30,58") from None
 
 
+class LaunchRefused(InputError):
+    """The serve arguments are not resolved under this release: its own parser or resolution
+    refused them (the engine's words), or (`unresolved`) its release family has no launch
+    resolver. Bad input for that release (exit 2); a matrix shows it in that release's cell."""
+
+    def __init__(self, message: str, *, unresolved: bool = False):
+        super().__init__(message)
+        self.unresolved = unresolved
+
+
 def parse_serve_args(text: str | None) -> tuple[str, ...] | None:
     """`--serve-args 'ARGS'`: the arguments exactly as given after `python -m sglang.launch_server`
     (shell quoting honoured), or `@FILE` for a file holding them (`#` comments allowed); None

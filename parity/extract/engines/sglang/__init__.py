@@ -18,7 +18,7 @@ from ....contract import BuiltDraft, Finding, FindingKind, GraphFlags, LaunchCon
 from ....envs import EnvError, display_python, find_env, run_module
 from ....reply_cache import SOURCE_KEY
 from ....errors import CannotExtract, HarnessLimit
-from ....inputs import Draft, InputError, Target
+from ....inputs import Draft, InputError, LaunchRefused, Target
 from ... import release_option
 from .. import ServingExtractionError
 from .served import served_config
@@ -175,7 +175,7 @@ def probe_serving(target: Target, draft: Draft, sglang_version: str | None = Non
     except EnvError as exc:
         raise ServingExtractionError(str(exc)) from exc
     if reply.get("launch_refused"):  # the engine's own words: bad input, one line
-        raise InputError(f"--serve-args: sglang {reply.get('sglang_version', '?')}'s {reply['launch_refused']}")
+        raise LaunchRefused(f"--serve-args: sglang {reply.get('sglang_version', '?')}'s {reply['launch_refused']}")
     unsupported = CannotExtract.from_reply(reply) or HarnessLimit.from_reply(reply, "sglang", "sglang_version")
     if unsupported is not None:  # no family can run it, or parity's CPU run cannot: one loud line
         raise unsupported

@@ -20,7 +20,7 @@ from ....contract import BuiltDraft, DatagenDump, Finding, GraphFlags, LaunchCon
 from ....envs import EnvError, display_python, environments, find_env, run_module
 from ....reply_cache import SOURCE_KEY
 from ....errors import CannotExtract, HarnessLimit, UserError
-from ....inputs import Draft, InputError, Target
+from ....inputs import Draft, LaunchRefused, Target
 from ... import release_option
 from .. import ServingExtractionError
 
@@ -277,7 +277,8 @@ def probe_serving(target: Target, draft: Draft, vllm_version: str | None = None,
     if limit is not None:
         raise limit
     if reply.get("launch_refused"):  # the engine's own words: bad input, one line
-        raise InputError(f"--serve-args: vllm {reply.get('vllm_version', '?')}'s {reply['launch_refused']}")
+        raise LaunchRefused(f"--serve-args: vllm {reply.get('vllm_version', '?')}'s {reply['launch_refused']}",
+                            unresolved=bool(reply.get("launch_unresolved")))
     if "error" in reply:
         raise ServingExtractionError(f"vllm {reply.get('vllm_version', '?')}: {reply['error']}")
     return to_contract(reply, target), reply.get("candidates", [])

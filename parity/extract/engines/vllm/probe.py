@@ -273,6 +273,7 @@ def resolve_launch(adapter, request: dict, version: str, reply: dict) -> bool:
     if resolver is None:
         reply["launch_refused"] = (f"serve arguments are resolved from vLLM 0.11 on; this release's family "
                                    f"({reply.get('family')}) has no launch resolver yet")
+        reply["launch_unresolved"] = True  # not the engine refusing them: parity cannot resolve them here
         return False
     argv, draft_dir = request["serve_args"], request.get("draft_dir")
     model_dir = launch.write_model_dir(Path(tempfile.mkdtemp(prefix="parity-vllm-launch-")), request["target_config"])
