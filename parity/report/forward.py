@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..extract.engines import DEFAULT as DEFAULT_ENGINE
 from ..forward.compare import STAGE_WORDS, ForwardResult
 from ..forward.positions import spans
 from .table import Column, Table
@@ -28,7 +29,7 @@ def render_forward(result: ForwardResult, target: str = "", per_position: bool =
     if s.get("capture_ids") is not None or s.get("requested_ids") is not None:
         g = s.get("graph") or {}
         runner = f" ({s['runner']} runner)" if s.get("runner") else ""
-        lines.append(f"  serving   {s.get('engine', 'sglang')}{runner}: draft config ids {s.get('requested_ids')} -> "
+        lines.append(f"  serving   {s.get('engine', DEFAULT_ENGINE)}{runner}: draft config ids {s.get('requested_ids')} -> "
                      f"captures at layer indices {s.get('capture_ids')}; {s.get('draft_class', 'LlamaForCausalLMEagle3')} ("
                      + ", ".join(f"{k}={v}" for k, v in g.items()) + f"); embedding: "
                      f"{s.get('embedding')}'s; vocab: {s.get('vocab_mapping')}")
