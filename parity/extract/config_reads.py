@@ -61,17 +61,20 @@ ONE_LINE_KEYS = 3
 
 
 @contextlib.contextmanager
-def recording(reads: set[str]) -> Iterator[set[str]]:
+def recording(reads: set[str], skip: list | None = None) -> Iterator[set[str]]:
     """Record into `reads` (filled when the block ends) the name of every attribute read of a
     transformers config during the block, by code other than the config classes' own (and
     huggingface_hub's field validation), aliases mapped through the class's `attribute_map`;
     dunders, private names and the reads of a line that goes over the config as a whole
-    (ONE_LINE_KEYS) are left out."""
+    (ONE_LINE_KEYS) are left out. `skip`: config objects whose reads do not count (another
+    model's, read by the same calls: vLLM's config classes read the target's config and the
+    draft's alike); the block may add to it before it ends, once it has built them."""
     from transformers import PretrainedConfig
 
     original = PretrainedConfig.__dict__["__getattribute__"]
     cache: dict[type, frozenset[str]] = {}
-    by_line: dict[tuple[str, int], set[str]] = {}
+    by_line: dict[tuple[str, int], set[tuple[str, int]]] = {}
+    held: dict[int, Any] = {}  # every config read, kept alive so that no id is reused during the block
 
     def reading(self, key):
         if not key.startswith("_"):
@@ -80,7 +83,8 @@ def recording(reads: set[str]) -> Iterator[set[str]]:
             if caller not in _own_files(type(self), cache) and f"{os.sep}huggingface_hub{os.sep}" not in caller:
                 amap = object.__getattribute__(self, "attribute_map") if key != "attribute_map" else {}
                 name = amap.get(key, key) if isinstance(amap, dict) else key
-                by_line.setdefault((caller, frame.f_lineno), set()).add(name)
+                held[id(self)] = self
+                by_line.setdefault((caller, frame.f_lineno), set()).add((name, id(self)))
         return original(self, key)
 
     PretrainedConfig.__getattribute__ = reading
@@ -88,9 +92,10 @@ def recording(reads: set[str]) -> Iterator[set[str]]:
         yield reads
     finally:
         PretrainedConfig.__getattribute__ = original
-        for names in by_line.values():
-            if len(names) <= ONE_LINE_KEYS:
-                reads |= names
+        skipped = {id(config) for config in skip or ()}
+        for pairs in by_line.values():
+            if len({name for name, _ in pairs}) <= ONE_LINE_KEYS:
+                reads |= {name for name, owner in pairs if owner not in skipped}
 
 
 def _rebuilt(cls: type, raw: dict) -> dict[str, Any] | None:

@@ -23,6 +23,7 @@ stand-ins: values near 1e18, or NaN) is an error, never a name.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import socket
@@ -34,6 +35,7 @@ from typing import Any
 
 from . import launch
 from .families import place
+from ...config_reads import recording
 from ...child import one_line, with_limits
 from ....envs import reply_over_stdio
 from ....errors import CannotExtract
@@ -168,8 +170,13 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
         served, checkpoint = built_draft_dir(request["draft_dir"])
         speculative = {"method": "eagle3", "model": served, "num_speculative_tokens": 1}
     torch.manual_seed(seed)
+    # the draft config's attributes vLLM's config classes read (BuiltDraft's config keys), the target's left out
+    reads = set() if request["mode"] == "serving" and getattr(adapter, "BUILDS_DRAFT", False) else None
+    skip: list = []
     try:
-        vllm_config = adapter.config(str(target_dir), speculative, free_port())
+        with recording(reads, skip) if reads is not None else contextlib.nullcontext():
+            vllm_config = adapter.config(str(target_dir), speculative, free_port())
+            skip.extend(adapter.target_configs(vllm_config))
     except Exception as exc:  # noqa: BLE001
         reply["error"] = f"vllm {version}'s config classes refused the {request['mode']} set-up: {one_line(exc)}"
         reply["config_refused"] = True
@@ -225,7 +232,7 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
     reply["candidates"] = candidates
     if request["mode"] == "serving":
         try:
-            reply["draft"] = adapter.draft_facts(vllm_config, model, checkpoint)
+            reply["draft"] = adapter.draft_facts(vllm_config, model, checkpoint, reads)
         except Exception as exc:  # noqa: BLE001 - the contract says what could not be read
             reply["draft_error"] = f"vllm {version}'s draft class could not be built: {one_line(exc)}"
         try:  # the sizes: read from the draft's real config files, never the shrunk copy's
@@ -257,6 +264,7 @@ def built_draft(adapter, version: str, request: dict, reply: dict) -> dict[str, 
         raise LookupError(reply.get("draft_error") or "its draft class was not built")
     built = adapter.real_draft_built(request["draft_dir"], request["target_config"])
     built.update(facts["module"])
+    built.update(facts.get("config_keys") or {})  # the config keys it read building the draft
     has_weights, d2t = checkpoint_d2t(request["draft_dir"])
     if has_weights:
         built["max_token_id"] = max_token_id(d2t, (facts.get("vocab") or {}).get("d2t"), built["draft_vocab_size"])

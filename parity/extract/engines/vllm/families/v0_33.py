@@ -12,6 +12,9 @@ Every call below is vLLM's own code, run on the CPU platform from the official w
   `_get_eagle3_aux_layers_from_config`) and V2's `eagle3_utils.set_eagle3_aux_hidden_state_layers`
   (`get_eagle3_aux_layers_from_config`); both fall back to the model's own default.
 Only the three kernel bodies the wheel lacks on a CPU are replaced (parity.extract.engines.vllm.kernels).
+The draft config keys vLLM reads (BuiltDraft's config keys) are recorded while `config` reads the
+served draft and `build_draft` builds its class, the target's config objects left out
+(`target_configs`); 0.33 is the first family that does (BUILDS_DRAFT).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import os
 from packaging.specifiers import SpecifierSet
 
 from .. import launch
+from ....config_reads import read_fields, recording
 
 RELEASES = SpecifierSet(">=0.33,<0.34")
 VERIFIED = ("0.33.0",)
@@ -375,15 +379,23 @@ class Adapter:
         draft_vocab = getattr(config, "draft_vocab_size", None)
         return {"draft_vocab_size": draft_vocab if draft_vocab is not None else getattr(config, "vocab_size", None)}
 
-    def draft_facts(self, vllm_config, target=None, checkpoint: str | None = None) -> dict:
+    def draft_facts(self, vllm_config, target=None, checkpoint: str | None = None,
+                    reads: set[str] | None = None) -> dict:
         """What vLLM's own draft class (built from the draft's config, as the proposer builds it)
         applies: the graph flags it stores and, run on probes, how a draft token index becomes a
         target id (`compute_logits` with a known d2t), whether `load_weights` takes a t2d and
-        (given the built `target`) whose embedding it uses."""
+        (given the built `target`) whose embedding it uses. With `reads` (the draft config's
+        attributes vLLM's config classes read building `vllm_config`, parity.extract.config_reads):
+        the class's constructor's reads are added, and the config keys it read (`config_keys`)."""
         import torch
 
-        draft = self.build_draft(vllm_config)  # once: a release may name its layers whatever the prefix
+        if reads is None:
+            draft = self.build_draft(vllm_config)  # once: a release may name its layers whatever the prefix
+        else:
+            with recording(reads, skip=self.target_configs(vllm_config)):
+                draft = self.build_draft(vllm_config)
         module = self.draft_module_facts(draft)  # as built: before any weight is loaded or shared
+        keys = self.config_keys(draft, vllm_config, checkpoint, reads) if reads is not None else {}
         if target is not None:  # loads the checkpoint (and processes the weights), then shares
             embedding = self.draft_embedding(draft, vllm_config, target, checkpoint)
         else:
@@ -402,7 +414,7 @@ class Adapter:
         mapping = getattr(draft, "draft_id_to_target_id", None)
         if mapping is None:
             vocab.update(d2t="absent", t2d="absent", mapping="draft index = target id (same vocabulary)")
-            return {"graph": graph, "vocab": vocab, "embedding": embedding, "module": module,
+            return {"graph": graph, "vocab": vocab, "embedding": embedding, "module": module, "config_keys": keys,
                     "class": f"{type(draft).__module__}.{type(draft).__name__}"}
         # d2t = shift everywhere: offsets put draft index i at target id i + shift, absolute all at
         # shift (0 when the draft vocabulary is the target's: i + 1 would leave it)
@@ -421,8 +433,35 @@ class Adapter:
         t2d = "ignored" if all(same(before[k], v) for k, v in draft.state_dict().items()) else "present"
         vocab.update(d2t=d2t, t2d=t2d, mapping=f"target id = draft index + d2t[draft index] (compute_logits; "
                      f"ran it: d2t = {shift} put draft index 0 at target id {finite[0] if finite else None})")
-        return {"graph": graph, "vocab": vocab, "embedding": embedding, "module": module,
+        return {"graph": graph, "vocab": vocab, "embedding": embedding, "module": module, "config_keys": keys,
                 "class": f"{type(draft).__module__}.{type(draft).__name__}"}
+
+    @staticmethod
+    def target_configs(vllm_config) -> list:
+        """The target's config objects: vLLM's config classes read them beside the draft's (the
+        same `ModelConfig` code runs for both), and those reads are not the draft's."""
+        model_config = vllm_config.model_config
+        return [model_config.hf_config, model_config.hf_text_config]
+
+    @staticmethod
+    def config_keys(draft, vllm_config, checkpoint: str | None, reads: set[str]) -> dict:
+        """BuiltDraft's config_keys_read/unread/default for the real draft config.json (`checkpoint`,
+        else the directory the draft was built from), given `reads`. The draft's hf_config is vLLM's
+        `EAGLEConfig`, which holds the config class the draft's config.json builds as `model` and
+        copies every field of it: keys are followed through that class. A speculators-format
+        config (`speculators_config`) is converted by vLLM from the dict, which the recorder does
+        not see: none (not compared)."""
+        import json
+        from pathlib import Path
+
+        from transformers import PretrainedConfig
+
+        folder = checkpoint or vllm_config.speculative_config.draft_model_config.model
+        raw = json.loads((Path(folder) / "config.json").read_text())
+        if "speculators_config" in raw:
+            return {}
+        inner = getattr(draft.config, "model", None)
+        return read_fields(inner if isinstance(inner, PretrainedConfig) else draft.config, raw, reads)
 
     # The built draft (parity.contract.BuiltDraft) is read from this family on (0.33, 0.34);
     # an older family's adapter sets False and the contract says its draft is not compared.
