@@ -289,7 +289,7 @@ def _names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
-def import_as_on_gpu(name: str, flag: str = "_is_cuda", package: str = "vllm") -> ModuleType:
+def import_as_on_gpu(name: str, flag: str = "_is_cuda", *, package: str) -> ModuleType:
     """Import module `name` from its installed source as it runs on a GPU: without its
     top-level fallbacks `if not (<... flag ...>): from <package>... import ...`, the statements
     that on a machine without `flag` re-bind the module's own classes to another engine's

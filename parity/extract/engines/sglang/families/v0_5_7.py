@@ -80,7 +80,7 @@ class Adapter(v0_5_10.Adapter):
         layers to vLLM's imported without it: before anything imports a model or layer module."""
         standins.install(*v0_5_10.KERNEL_STANDINS)
         for name in ON_GPU:
-            import_as_on_gpu(name)
+            import_as_on_gpu(name, package="vllm")
 
     def setup(self, port: int, draft_dir: str | None, device: str = "cpu") -> None:
         self.before_engine_imports()
