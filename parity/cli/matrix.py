@@ -25,6 +25,7 @@ def add_matrix_parsers(sub) -> None:
                             "(contracts/NAME.json); --contract is its older name")
         p.add_argument("--no-verify", action="store_true",
                        help="skip the second extraction that confirms each suggested fix")
+        common.add_serve_args(p)
         p.add_argument("--json", action="store_true")
         common.add_trainer_args(p)
         p.add_argument("--build", action="store_true",
@@ -123,27 +124,35 @@ def _build_releases(args, **wanted: list[str] | None) -> None:
 
 
 def run_matrix(args) -> int:
+    from ..inputs import parse_serve_args
     from ..matrix import build_matrix
     from ..report.matrix import render_markdown, render_text
 
+    serve_args = parse_serve_args(args.serve_args)  # bad input before any extraction
     split = lambda v: [x.strip() for x in v.split(",") if x.strip()] if v else None  # noqa: E731
     trainer_releases = _trainer_releases(args, True)
     engine, serving = _engine(args)
     _build_releases(args, **{engine.name: split(serving)}, **{_trainer(args).name: trainer_releases})
     m = build_matrix(**_inputs(args), serving=split(serving), speculators=trainer_releases,
-                     workers=args.workers, verify=not args.no_verify, engine=engine)
+                     workers=args.workers, verify=not args.no_verify, engine=engine, serve_args=serve_args)
     if args.json:
         print(json.dumps(m.to_json_dict(), indent=2))
     elif args.markdown:
         print(render_markdown(m))
     else:
         print(render_text(m))
+    if m.serve_args_refused:  # no release resolved them: bad input (or unsupported), not a verdict
+        print(f"parity: no {m.engine} release resolved the serve arguments: {m.serving[-1].launch.text()}",
+              file=sys.stderr)
+        return ExitCode.BAD_INPUT
     return ExitCode.OK if m.ok else ExitCode.DRIFT
 
 
 def run_can_i_deploy(args) -> int:
+    from ..inputs import parse_serve_args
     from ..matrix import can_i_deploy
 
+    serve_args = parse_serve_args(args.serve_args)  # bad input before any extraction
     inputs = _inputs(args)
     release = _trainer_releases(args, False)
     if release is None:
@@ -153,7 +162,7 @@ def run_can_i_deploy(args) -> int:
         raise usage(f"can-i-deploy needs the trainer's release: {default.impl.FLAG} VERSION ({others})")
     engine, serving = _engine(args)
     _build_releases(args, **{engine.name: [serving]}, **{_trainer(args).name: [release]})
-    a = can_i_deploy(serving, release, **inputs, verify=not args.no_verify, engine=engine)
+    a = can_i_deploy(serving, release, **inputs, verify=not args.no_verify, engine=engine, serve_args=serve_args)
     if args.json:
         print(json.dumps(a.to_json_dict(), indent=2))
     if a.deploy is None:  # cannot tell: an error, one line on stderr like every other one

@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
-from ..contract import FindingKind, TrainingContract, diff
+from ..contract import FindingKind, LaunchContract, TrainingContract, diff
 from ..errors import CannotExtract
+from ..inputs import LaunchRefused
+from ..lock import launch_moved
 from ..releases import Release
 from .changes import mark_changes
-from .rows import CANNOT, PairVerdict, ServingRow, TrainingRow
+from .rows import CANNOT, LaunchCell, PairVerdict, ServingRow, TrainingRow
 from .schedule import Extractions, first_line
 
 
 def matrix_rows(speculators: list[Release], sglang: list[Release], extractions: Extractions,
-                locked: TrainingContract | None) -> tuple[list[TrainingRow], list[ServingRow]]:
+                locked: TrainingContract | None, locked_launch: LaunchContract | None = None
+                ) -> tuple[list[TrainingRow], list[ServingRow]]:
     """Every row, oldest release first, with what changed since the release above marked.
-    Serving is judged against the lock's training contract, or each speculators release's."""
+    Serving is judged against the lock's training contract, or each speculators release's, and
+    (`locked_launch`) the launch contract the lock's serve arguments resolved to."""
     training = [training_row(r.version, extractions.training[r.version], locked) for r in speculators]
     names = {r.version: r.package for r in speculators}  # the trainer: speculators, or e.g. specforge
     against = ([("lock", locked, None)] if locked is not None else
                [(f"{names[row.version]} {row.version}", row.contract, row.error) for row in training])
-    serving = [serving_row(r, against, extractions) for r in sglang]
+    serving = [serving_row(r, against, extractions, locked_launch) for r in sglang]
     mark_changes(training, serving)
     return training, serving
 
@@ -45,9 +49,10 @@ def training_row(version: str, extracted: TrainingContract | str, locked: Traini
 
 
 def serving_row(release: Release, against: list[tuple[str, TrainingContract | None, str | None]],
-                extractions: Extractions) -> ServingRow:
+                extractions: Extractions, locked_launch: LaunchContract | None = None) -> ServingRow:
     """One SGLang release's row: its verdict against each (name, training contract, why there
-    is none) and, from its first check, what it feeds."""
+    is none) and, from its first check, what it feeds and how it resolves the serve arguments.
+    A release that refuses them (or cannot resolve any) has that launch cell and no verdict."""
     if release.problem:
         return ServingRow(version=release.version, error=serving_error(release))
     row, first = ServingRow(version=release.version), None
@@ -57,11 +62,16 @@ def serving_row(release: Release, against: list[tuple[str, TrainingContract | No
                                             differences=[training_error or "no training contract"]))
             continue
         result, exc = extractions.check(release.version, training)
+        if isinstance(exc, LaunchRefused):  # bad input under this release, in its own words: no verdict
+            words = first_line(exc)
+            return ServingRow(version=release.version, launch=LaunchCell(**{
+                "unresolved" if exc.unresolved else "refused": words}))
         error = serving_error(release, result, exc)
         if error:
             return ServingRow(version=release.version, error=error)
         first = first or result
-        row.verdicts.append(pair_verdict(result, training, name))
+        moved = launch_moved(locked_launch, result.serving.launch)
+        row.verdicts.append(pair_verdict(result, training, name, moved))
     if first is not None:
         s = first.serving
         row.fc_input = [t.name if t else None for t in s.fc_input]
@@ -71,14 +81,21 @@ def serving_row(release: Release, against: list[tuple[str, TrainingContract | No
         row.capture_ids = list(s.capture_ids) if s.capture_ids is not None else None
         row.engine_errors = [f.message for f in s.findings
                              if f.severity == "error" and f.kind in ENGINE_ERRORS]
+        if s.launch is not None:
+            row.launch = LaunchCell(resolved=s.launch,
+                                    lock_moved=[d.message for d in launch_moved(locked_launch, s.launch)])
     return row
 
 
-def pair_verdict(result, training: TrainingContract, against: str) -> PairVerdict:
-    """The gate's decision for `training` from a check run against an equivalent contract."""
+def pair_verdict(result, training: TrainingContract, against: str, moved: list | None = None) -> PairVerdict:
+    """The gate's decision for `training` from a check run against an equivalent contract;
+    `moved`: the launch fields resolved otherwise than the lock recorded (lock.launch_moved)."""
     from ..gate import decide
 
     verdict, _, diffs, unservable = decide(training, result.serving)
+    if moved:
+        diffs = [*diffs, *moved]
+        verdict = "drift" if verdict == "parity" else verdict
     s = result.suggestion
     bad = verdict != "parity"
     return PairVerdict(against=against, verdict=verdict,

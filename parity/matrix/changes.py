@@ -20,7 +20,18 @@ def _training_cells(row: TrainingRow) -> dict[str, Any]:
 
 def _serving_cells(row: ServingRow) -> dict[str, Any]:
     return {"fc": row.fc_input, "capture": row.capture_ids, "error": row.error,
-            "verdict": [v.verdict for v in row.verdicts], "fix": fix_text(row)}
+            "verdict": [v.verdict for v in row.verdicts], "fix": fix_text(row), "launch": _launch(row),
+            "unjudged": row.launch is not None and row.launch.resolved is None}
+
+
+def _launch(row: ServingRow) -> str | None:
+    """The launch cell as a change reads it: its outcome, and on a drift what drifts."""
+    cell = row.launch
+    if cell is None:
+        return None
+    if cell.resolved is None:
+        return "refused" if cell.refused is not None else "not resolved"
+    return cell.text()
 
 
 def _own_release_as_x(error: str | None, version: str) -> str | None:
@@ -41,10 +52,14 @@ def _mark(rows: list, cells) -> None:
             changed.append("extractable again")
         elif _own_release_as_x(a["error"], prev.version) != _own_release_as_x(b["error"], row.version):
             changed.append("cannot be extracted, for another reason")
-        if not (a["error"] or b["error"]):
+        if not (a["error"] or b["error"]) and (a.get("unjudged") or b.get("unjudged")):
+            # the serve arguments refused (or not resolvable) under one of them: no cell but the launch's
+            if a["launch"] != b["launch"]:
+                changed.append(f"launch {a['launch']} -> {b['launch']}")
+        elif not (a["error"] or b["error"]):
             changed += _slot_changes(a["fc"], b["fc"])
             for k in b:
-                if k not in ("fc", "error") and a[k] != b[k]:
+                if k not in ("fc", "error", "unjudged") and a[k] != b[k]:
                     changed.append(f"{k} {_short(a[k])} -> {_short(b[k])}")
         row.changed = changed
 

@@ -32,12 +32,14 @@ class Answer(BaseModel):
 
 def can_i_deploy(serving: str, speculators: str, target_config=None, draft=None, dump_layout=None, *,
                  contract=None, verify: bool = True, trainer: BoundTrainer | None = None,
-                 trainer_ids: list[int] | None = None, engine: BoundEngine | None = None) -> Answer:
+                 trainer_ids: list[int] | None = None, engine: BoundEngine | None = None,
+                 serve_args: tuple[str, ...] | None = None) -> Answer:
     """`serving`: the release of `engine` (the default engine unless named); `speculators`: the
-    release of `trainer` (the default trainer, or a lock's, unless named) to ask about."""
+    release of `trainer` (the default trainer, or a lock's, unless named) to ask about;
+    `serve_args`: the serve command's arguments, resolved by that release (default: a lock's)."""
     m = build_matrix(target_config, draft, dump_layout, contract=contract, serving=[serving],
                      speculators=[speculators], verify=verify, trainer=trainer, trainer_ids=trainer_ids,
-                     engine=engine)
+                     engine=engine, serve_args=serve_args)
     return answer(m, serving, speculators)
 
 
@@ -51,16 +53,25 @@ def answer(m: Matrix, serving: str, speculators: str) -> Answer:
         return Answer(**asked, deploy=None, reason=t.error)
     if row.error:
         return Answer(**asked, deploy=None, reason=row.error)
+    launch = row.launch
+    if launch is not None and launch.resolved is None:  # refused, or no resolver: no verdict
+        return Answer(**asked, deploy=None, reason=launch.refused or launch.unresolved)
     if t.lock_drift:
         return Answer(**asked, deploy=False, reason=f"no: {m.trainer} {speculators} no longer trains what "
                       f"the lock says ({'; '.join(t.lock_drift)})")
     v = row.verdicts[0]
+    as_asked = "" if launch is None else ", and resolves the serve command as asked"
     if v.verdict == "parity":
         return Answer(**asked, deploy=True, reason=f"yes: {pair} feeds the draft's fc exactly "
-                      f"{fc_text(row.fc_input)}, what it was trained on")
+                      f"{fc_text(row.fc_input)}, what it was trained on{as_asked}")
     if v.verdict == "unservable":
         return Answer(**asked, deploy=False, reason=f"no: {pair}: {served_by} cannot serve this draft "
                       f"as written: {v.unfixable}")
+    if launch is not None and launch.drift and v.fix is None and not v.unfixable and all(
+            d.startswith("launch ") for d in v.differences):  # only the serve command drifts
+        fix = f"; fix: {launch.fix()}" if launch.fix() else ""
+        return Answer(**asked, deploy=False, reason=f"no: {pair}: the serve command is not run as asked: "
+                      f"{'; '.join(v.differences)}{fix}")
     fix = (f"; fix: write {bind_engine(m.engine).IDS_KEY} = {v.fix}"
            + (" (verified on this release)" if v.fix_verified else "") if v.fix is not None else
            f"; no fix on this release: {v.unfixable}" if v.unfixable else "")

@@ -8,11 +8,12 @@ could not be computed holds a "cannot extract under X: <what was looked for>" er
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..contract import TrainingContract
+from ..contract import LaunchContract, TrainingContract
 from ..extract.engines import DEFAULT as DEFAULT_ENGINE
 from ..extract.trainers import DEFAULT as DEFAULT_TRAINER
 from ..gate import Verdict
@@ -57,6 +58,56 @@ class PairVerdict(_Row):
                                   "training contract (or why it cannot serve the draft).")
 
 
+class LaunchCell(_Row):
+    """The serve command (--serve-args, or a lock's) under one serving release (docs/launch.md):
+    resolved by the release's own code, refused by it, or not resolvable under it."""
+
+    resolved: LaunchContract | None = Field(default=None, description="The launch contract under this release: "
+                                            "the arguments as its own parser and resolution read them.")
+    refused: str | None = Field(default=None, description="The release's own parser or resolution refused the "
+                                "arguments, in its words: bad input under this release, so no verdict.")
+    unresolved: str | None = Field(default=None, description="The release's family has no launch resolver (vLLM "
+                                   "before 0.11): the arguments are not checked under it, so no verdict.")
+    lock_moved: list[str] = Field(default_factory=list, description="Against a lock written with serve arguments: "
+                                  "each launch field this release resolves otherwise than the lock recorded.")
+
+    @model_validator(mode="after")
+    def _one_outcome(self) -> "LaunchCell":
+        if sum(x is not None for x in (self.resolved, self.refused, self.unresolved)) != 1:
+            raise ValueError("a launch cell is resolved, refused or unresolved: exactly one")
+        if self.lock_moved and self.resolved is None:
+            raise ValueError("only resolved arguments can differ from the lock's resolution")
+        return self
+
+    @property
+    def drift(self) -> bool:
+        """The release runs something other than what the arguments ask (a drift of its cell)."""
+        r = self.resolved
+        return r is not None and bool(r.overrides or r.algorithm_is_eagle3 is False or self.lock_moved)
+
+    def text(self) -> str:
+        """The cell's launch result in one line: 'as asked', 'DRIFT: field asked -> runs (by)',
+        'REFUSED: <the engine's words>' or 'NOT RESOLVED: <why>'."""
+        if self.refused is not None:
+            return f"REFUSED: {self.refused}"
+        if self.unresolved is not None:
+            return f"NOT RESOLVED: {self.unresolved}"
+        r = self.resolved
+        if not self.drift:
+            return "as asked"
+        what = [f"{o.field} {o.requested} -> {o.effective} (by {o.by})" for o in r.overrides]
+        if r.algorithm_is_eagle3 is False:
+            what.append(f"{r.algorithm_field} {r.effective.get(r.algorithm_field)} is not EAGLE-3 "
+                        f"({r.algorithm_answer or 'its is_eagle3()'} is False)")
+        return "DRIFT: " + "; ".join(what + self.lock_moved)
+
+    def fix(self) -> str | None:
+        """The engine-verified launch arguments that give what was asked, on a drift."""
+        if not self.drift or not self.resolved.fixes:
+            return None
+        return f"serve with {shlex.join(self.resolved.fixes[0].argv)} (verified on this release)"
+
+
 class ServingRow(_Row):
     """One release of the serving engine: what it feeds the draft and how that compares with training."""
 
@@ -69,6 +120,8 @@ class ServingRow(_Row):
     engine_errors: list[str] = Field(default_factory=list, description="What the engine raised or dropped.")
     error: str | None = Field(default=None, description="'cannot extract under sglang X: ...'.")
     verdicts: list[PairVerdict] = Field(default_factory=list, description="One per training contract.")
+    launch: LaunchCell | None = Field(default=None, exclude_if=lambda v: v is None,
+                                      description="With serve arguments: the launch result under this release.")
     changed: list[str] = Field(default_factory=list, description="What changed since the previous (older) release.")
     code_path: str | None = Field(default=None, description="The release's code that was run.")
     release_note: str | None = Field(default=None, exclude_if=lambda v: v is None,
@@ -93,6 +146,8 @@ class Matrix(_Row):
     trainer: str = Field(default=DEFAULT_TRAINER, description="The training stack of the training rows.")
     engine: str = Field(default=DEFAULT_ENGINE, description="The serving engine of the serving rows.")
     contract: str | None = Field(description="The lock file the cells are judged against, if any.")
+    serve_args: list[str] | None = Field(default=None, description="The serve command's arguments each serving "
+                                         "release resolved (--serve-args, or the lock's), if any.")
     training: list[TrainingRow] = Field(description="Speculators releases, oldest first.")
     serving: list[ServingRow] = Field(description="The serving engine's releases, oldest first.")
     wall_s: float = Field(default=0.0, description="Wall time of the whole matrix.")
@@ -105,6 +160,12 @@ class Matrix(_Row):
                 and all(r.error is None and r.verdicts and all(v.verdict == "parity" for v in r.verdicts)
                         for r in self.serving))
 
+    @property
+    def serve_args_refused(self) -> bool:
+        """No serving release resolved the serve arguments: each refused them or cannot resolve
+        any (bad input or unsupported, not a verdict)."""
+        return bool(self.serving) and all(r.launch is not None and r.launch.resolved is None for r in self.serving)
+
     def cell(self, sglang: str, speculators: str | None = None) -> tuple[ServingRow, PairVerdict | None]:
         row = next(r for r in self.serving if r.version == sglang)
         if speculators is None or self.contract:
@@ -115,7 +176,8 @@ class Matrix(_Row):
         return {"target": self.target, "num_hidden_layers": self.num_layers, "draft": self.draft,
                 "dump_layout": self.dump_layout, **({"trainer": self.trainer} if self.trainer != DEFAULT_TRAINER else {}),
                 **({"engine": self.engine} if self.engine != DEFAULT_ENGINE else {}),
-                "contract": self.contract, "ok": self.ok,
+                "contract": self.contract, **({"serve_args": self.serve_args} if self.serve_args is not None else {}),
+                "ok": self.ok,
                 "wall_s": round(self.wall_s, 1), "timings": self.timings,
                 "training": [r.to_json() for r in self.training],
                 "serving": [r.to_json() for r in self.serving]}
@@ -128,12 +190,14 @@ def fc_text(fc: list | None) -> str:
 
 def fix_text(row: ServingRow, long: bool = False) -> str:
     """The fix the gate found on this release, per training contract (one text when all agree)."""
-    if row.error:
+    if row.error or not row.verdicts:  # no verdict: a release that refused the serve arguments
         return "-"
     texts = []
     for v in row.verdicts:
         if v.verdict == "parity":
             t = "none needed"
+        elif v.fix is None and not v.unfixable and row.launch is not None and row.launch.drift:
+            t = "see launch"  # the serve command drifts, not the ids: its fix is the launch line's
         elif v.fix is not None:
             t = f"write {v.fix}" + ("" if v.fix_verified else " (unverified)")
         elif v.verdict == "error":

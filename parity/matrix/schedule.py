@@ -17,7 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
-from ..contract import Tap, TrainingContract
+from ..contract import LaunchContract, Tap, TrainingContract
 from ..extract.engines import BoundEngine
 from ..extract.trainers import BoundTrainer
 from ..inputs import Draft, Target
@@ -47,6 +47,8 @@ class Inputs:
     trainer: BoundTrainer  # the trainer of the training rows (each row binds its release)
     engine: BoundEngine  # the serving engine of the serving rows (each row binds its release)
     trainer_ids: list[int] | None = None  # a trainer that captures its states: the run's own id override
+    serve_args: tuple[str, ...] | None = None  # the serve command's arguments, resolved under each serving release
+    locked_launch: LaunchContract | None = None  # the lock's launch contract, when its own arguments are used
 
 
 @dataclass
@@ -131,14 +133,17 @@ def _extract_training(release: Release, inputs: Inputs) -> TrainingContract | st
 
 
 def _check(release: Release, inputs: Inputs, training: TrainingContract, verify: bool) -> tuple:
-    """The gate's check under `release`: (result, None), or (None, the error it raised)."""
+    """The gate's check under `release` (with the serve arguments, the launch contract too):
+    (result, None), or (None, the error it raised: LaunchRefused when the release does not
+    resolve the serve arguments)."""
     from ..errors import UserError
     from ..gate import check
 
     if release.problem:
         return None, None
     try:
-        return check(training, inputs.target, inputs.draft, inputs.engine.at(release.version), verify=verify), None
+        return check(training, inputs.target, inputs.draft, inputs.engine.at(release.version), verify=verify,
+                     serve_args=inputs.serve_args), None
     except UserError as exc:
         return None, exc
 

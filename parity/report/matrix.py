@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from ..matrix.rows import Matrix, ServingRow, fc_text, fix_text
 from .table import Column, Table
 
@@ -32,6 +34,9 @@ def _changed_note(changed: list[str]) -> str:
 def render_text(m: Matrix) -> str:
     lines = [f"parity matrix: {m.target} ({m.num_layers} layers), draft {m.draft}, "
              + _source(m, "dump [{}]") + (f", lock {m.contract}" if m.contract else ""), ""]
+    if m.serve_args is not None:
+        lines[-1:-1] = [f"serve command: {shlex.join(m.serve_args)} (resolved by each {m.engine} release; "
+                        "parity's files stand for the model and draft paths)"]
     lines += _training_table(m).lines()
     lines.append("")
     lines += _serving_table(m).lines()
@@ -68,10 +73,16 @@ def _serving_table(m: Matrix) -> Table:
         mark = "*" if r.changed else " "
         if r.error:
             table.row(mark, r.version, r.error)
+        elif r.launch is not None and r.launch.resolved is None:  # no verdict: the launch line says why
+            table.row(mark, r.version, f"launch {r.launch.text()}")
         else:
             ids = str(r.requested_ids) if r.requested_ids is not None else "default"
             table.row(mark, r.version, ids, fc_text(r.fc_input), *(_verdict_cell(r, name) for name, _ in against),
                       fix_text(r))
+            if r.launch is not None:
+                table.note(f"      launch: {r.launch.text()}")
+                if r.launch.fix():
+                    table.note(f"          fix: {r.launch.fix()}")
             for e in r.engine_errors:
                 table.note(f"      engine: {e}")
             for why in dict.fromkeys(v.unfixable for v in r.verdicts if v.unfixable):
@@ -110,19 +121,25 @@ def render_markdown(m: Matrix) -> str:
             note = f" ({r.release_note})" if r.release_note else ""
             out.append(f"| {r.version}{_md(note)} | {_bold(_md(fc_text(r.fc_input)), bool(r.changed))} | "
                        f"{r.target}{_md(extra)} | {_md('; '.join(r.changed))} |")
-    out += ["", f"| {m.engine} | draft ids | fc input | " + " | ".join(names) + " | fix | changed |",
-            "|---" * (len(names) + 5) + "|"]
+    launch = m.serve_args is not None
+    out += ["", f"| {m.engine} | draft ids | fc input | " + " | ".join(names) + " | fix |"
+            + (" launch |" if launch else "") + " changed |", "|---" * (len(names) + 5 + launch) + "|"]
     for r in m.serving:
         changed = _changed_kinds(r)
         if r.error:
             out.append(f"| {r.version} | | {_bold('❌ ' + _md(r.error), bool(r.changed))} |" + " |" * len(names)
-                       + f" | {_md('; '.join(r.changed))} |")
+                       + " |" * launch + f" | {_md('; '.join(r.changed))} |")
+            continue
+        cell = _md(r.launch.text()) if r.launch is not None else "-"
+        if r.launch is not None and r.launch.resolved is None:
+            out.append(f"| {r.version} | | |" + " |" * len(names) + f" | ❌ {cell} | {_md('; '.join(r.changed))} |")
             continue
         ids = str(r.requested_ids) if r.requested_ids is not None else "default"
         verdicts = " | ".join(_bold(("✅ " if _verdict_cell(r, n) == "PARITY" else "❌ ") + _verdict_cell(r, n),
                                     "verdict" in changed) for n in names)
         note = f" ({r.release_note})" if r.release_note else ""
         out.append(f"| {r.version}{_md(note)} | {ids} | {_bold(_md(fc_text(r.fc_input)), 'fc' in changed)} | {verdicts} | "
-                   f"{_bold(_md(fix_text(r, long=True)), 'fix' in changed)} | {_md('; '.join(r.changed))} |")
+                   f"{_bold(_md(fix_text(r, long=True)), 'fix' in changed)} |"
+                   + (f" {_bold(cell, 'launch' in changed)} |" if launch else "") + f" {_md('; '.join(r.changed))} |")
     out += ["", "**All cells pass.**" if m.ok else "**Not every release pair is at parity.**"]
     return "\n".join(out)
