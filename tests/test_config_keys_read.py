@@ -215,3 +215,44 @@ def test_an_engine_that_stops_reading_a_key_training_read_is_a_drift_naming_it(t
     assert [d["where"] for d in result["differences"]] == ["config.target_hidden_size"]
     assert result["differences"][0]["message"].startswith(
         "sglang 0.5.23 never reads `target_hidden_size`, which speculators 0.9.0 built the draft with")
+
+
+# -- SpecForge's side: its resolve_draft_config and draft class, recorded the same way (slow) ----
+
+# What SpecForge 0.2.0 reads of the bundled Llama-3.1-8B draft: its draft class builds one layer
+# whatever num_hidden_layers says, and takes the dtype from the run's config, not the draft's.
+SPECFORGE_READS = ["architectures", "draft_vocab_size", "hidden_act", "hidden_size", "intermediate_size",
+                   "max_position_embeddings", "num_attention_heads", "num_key_value_heads", "rms_norm_eps",
+                   "rope_theta", "target_hidden_size", "tie_word_embeddings", "vocab_size"]
+
+
+@pytest.mark.slow
+def test_an_engine_that_stops_reading_a_key_specforge_read_is_a_drift_naming_it(tmp_path):
+    """The same edit of SGLang as above, the draft trained by SpecForge: its reads are recorded,
+    so the key it built the draft with and the edited engine never reads is a drift; unedited,
+    PARITY."""
+    from parity.envs import find_env
+
+    home = tmp_path / "home"
+    home.mkdir()
+    specforge = find_env("specforge", "0.2.0").path
+    (home / specforge.name).symlink_to(specforge)  # the trainer's environment, as built
+    shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow", {SGLANG_EAGLE3: (READS_TARGET_WIDTH, READS_TARGET_WIDTH)})
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PARITY_HOME=str(home), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    python = str(shadow / "bin" / "python")
+    args = ("check", "--trainer", "specforge", "--target-config", str(LLAMA), "--draft", str(LLAMA_DRAFT), "--json",
+            "--no-verify")  # SpecForge captures the states itself: no dump layout
+    before = parity(*args, python=python, env=env)
+    assert before.returncode == 0, before.stdout[-3000:] + before.stderr[-2000:]
+    trained = json.loads(before.stdout)["training"]["draft"]
+    assert trained["built_by"].startswith("specforge 0.2.0 ")
+    assert trained["config_keys_read"] == SPECFORGE_READS
+    assert {"num_hidden_layers", "torch_dtype"} <= set(trained["config_keys_unread"])
+    edit_in_shadow(shadow, SGLANG_EAGLE3, READS_TARGET_WIDTH, "if False:  # the edit: target_hidden_size unread")
+    after = parity(*args, python=python, env=env)
+    assert after.returncode == 1, after.stdout[-3000:] + after.stderr[-2000:]
+    result = json.loads(after.stdout)
+    assert [d["where"] for d in result["differences"]] == ["config.target_hidden_size"]
+    assert result["differences"][0]["message"].startswith(
+        "sglang 0.5.23 never reads `target_hidden_size`, which specforge 0.2.0 built the draft with")

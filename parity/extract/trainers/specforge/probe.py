@@ -29,6 +29,7 @@ import torch
 from .families import family_for
 from ... import standins
 from ...child import finding, one_line, with_limits
+from ...config_reads import read_fields, recording
 from ...identify import identify, identify_slots
 from ...engines.sglang.probe import adapter_for, setup_on_a_free_port
 from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model, seeded_tokens
@@ -166,7 +167,8 @@ def extract(request: dict) -> dict[str, Any]:
 def built_draft(family, draft_config_path: str, target: dict, work: Path, version: str, source: str) -> dict:
     """{BuiltDraft fields}: sizes from SpecForge's own resolution of the real draft config; rope,
     eps, activation and the head's tie off the draft class it builds from a shrunk copy of that
-    config (the same shrink the other sides' builds use), against the target given."""
+    config (the same shrink the other sides' builds use), against the target given; the config
+    keys its `resolve_draft_config` and draft class read while building it (parity.extract.config_reads)."""
     from ...built import dtype_name, hf_sizes, module_facts
     from ...shrink import shrink_draft_config
 
@@ -178,8 +180,10 @@ def built_draft(family, draft_config_path: str, target: dict, work: Path, versio
     built["dtype"] = dtype_name(family.train_dtype(cfg))
     tiny_path = work / "built-draft.json"
     tiny_path.write_text(json.dumps(shrink_draft_config(json.loads(Path(draft_config_path).read_text()))))
-    tiny_cfg, tiny_config = family.draft_config(str(tiny_path), str(real_target))
-    model = family.build_draft(tiny_cfg, tiny_config)
+    with recording(set()) as reads:  # every config key its resolution and draft class read (BuiltDraft)
+        tiny_cfg, tiny_config = family.draft_config(str(tiny_path), str(real_target))
+        model = family.build_draft(tiny_cfg, tiny_config)
+    built.update(read_fields(tiny_config, json.loads(Path(draft_config_path).read_text()), reads))
     built.update(module_facts(model, getattr(model, "embed_tokens", None), getattr(model, "lm_head", None)))
     built["built_by"] = f"specforge {version} {type(model).__name__}"
     built["config_from"] = f"{source} (its resolve_draft_config)"
