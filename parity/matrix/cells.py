@@ -93,6 +93,7 @@ def pair_verdict(result, training: TrainingContract, against: str, moved: list |
     from ..gate import decide
 
     verdict, _, diffs, unservable = decide(training, result.serving)
+    launch_only = all(x.kind == "launch" for x in diffs)  # `moved` are launch fields too
     if moved:
         diffs = [*diffs, *moved]
         verdict = "drift" if verdict == "parity" else verdict
@@ -102,6 +103,7 @@ def pair_verdict(result, training: TrainingContract, against: str, moved: list |
                        differences=[unservable] if unservable else [x.message for x in diffs],
                        fix=list(s.eagle_aux_hidden_state_layer_ids) if s and bad else None,
                        fix_verified=bool(s and s.verified),
+                       launch_only=bad and not unservable and launch_only,
                        unfixable=(unservable or result.unfixable) if bad else None)
 
 

@@ -67,8 +67,7 @@ def answer(m: Matrix, serving: str, speculators: str) -> Answer:
     if v.verdict == "unservable":
         return Answer(**asked, deploy=False, reason=f"no: {pair}: {served_by} cannot serve this draft "
                       f"as written: {v.unfixable}")
-    if launch is not None and launch.drift and v.fix is None and not v.unfixable and all(
-            d.startswith("launch ") for d in v.differences):  # only the serve command drifts
+    if launch is not None and launch.drift and v.fix is None and not v.unfixable and v.launch_only:
         fix = f"; fix: {launch.fix()}" if launch.fix() else ""
         return Answer(**asked, deploy=False, reason=f"no: {pair}: the serve command is not run as asked: "
                       f"{'; '.join(v.differences)}{fix}")

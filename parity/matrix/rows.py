@@ -52,6 +52,8 @@ class PairVerdict(_Row):
     against: str = Field(description="'speculators 0.9.0' or 'lock'.")
     verdict: Verdict = Field(description="The gate's decision for this pair.")
     differences: list[str] = Field(default_factory=list, description="Why it is not parity, one sentence each.")
+    launch_only: bool = Field(default=False, description="Every difference is the serve command's: the engine "
+                              "resolves it otherwise than asked or than the lock recorded (docs/launch.md).")
     fix: list[int] | None = Field(default=None, description="The ids the gate found on this release, if any.")
     fix_verified: bool = Field(default=False, description="A full extraction with the fix written matched.")
     unfixable: str | None = Field(default=None, description="Why no id list makes this release feed the "
