@@ -116,6 +116,23 @@ def shadow_env(env: Path, where: Path, edits: dict[str, tuple[str, str]]) -> Pat
     return where
 
 
+def shadow_release(tmp_path: Path, package: str, version: str, edits: dict[str, tuple[str, str]]
+                   ) -> tuple[Path, Path, dict[str, str]]:
+    """(a `shadow_env` of the installed `package` `version` environment, under a private
+    PARITY_HOME in `tmp_path` where parity finds it in its place; the original's path; the
+    environment a parity run on it takes: that home, no result cache, bytecode kept out of the
+    original)."""
+    from parity.envs import find_env
+
+    home = tmp_path / "home"
+    home.mkdir()
+    original = find_env(package, version).path
+    shadow = shadow_env(original, home / original.name, edits)
+    env = {k: v for k, v in os.environ.items() if k not in ("PARITY_NO_CACHE", "PYTHONDONTWRITEBYTECODE")}
+    env.update(PARITY_HOME=str(home), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    return shadow, original, env
+
+
 def edit_in_shadow(shadow: Path, relative: str, old: str, new: str) -> None:
     """Edit a file of a `shadow_env` (one of its real copies) in place, as a user patches site-packages."""
     path = shadow / relative

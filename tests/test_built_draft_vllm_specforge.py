@@ -6,12 +6,11 @@ with the other side, as tests/test_built_draft_cases.py does for speculators and
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 import pytest
 
-from .helpers import LLAMA, ROOT, edit_in_shadow, shadow_env
+from .helpers import LLAMA, ROOT, edit_in_shadow, shadow_release
 from .test_built_draft_cases import LAYOUT, LLAMA_DRAFT, SITE, llama_draft, parity
 
 pytestmark = pytest.mark.slow
@@ -114,17 +113,10 @@ def test_specforge_never_ties_the_head_so_sglang_s_tied_build_is_a_drift(tmp_pat
 def test_an_edit_of_vllm_s_installed_draft_class_is_followed(tmp_path):
     """vLLM 0.34's draft decoder layer edited (its first RMSNorm's eps) in a copy of the
     environment: the served built draft follows, a drift naming rms_norm_eps."""
-    from parity.envs import find_env
-
     file = f"{SITE}/vllm/model_executor/models/llama_eagle3.py"
     old = "        self.hidden_norm = RMSNorm(config.hidden_size, eps=config.rms_norm_eps)\n"
     new = old + "        self.input_layernorm.variance_epsilon = 1e-3  # the edit\n"
-    home = tmp_path / "home"
-    home.mkdir()
-    original = find_env("vllm", "0.34.0").path
-    shadow = shadow_env(original, home / original.name, {file: (old, old)})
-    env = {k: v for k, v in os.environ.items() if k not in ("PARITY_NO_CACHE", "PYTHONDONTWRITEBYTECODE")}
-    env.update(PARITY_HOME=str(home), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    shadow, original, env = shadow_release(tmp_path, "vllm", "0.34.0", {file: (old, old)})
     args = ("check", *VLLM, "--target-config", str(LLAMA), "--draft", str(LLAMA_DRAFT), *LAYOUT, "--json",
             "--no-verify")
     before = parity(*args, python=sys.executable, env=env)

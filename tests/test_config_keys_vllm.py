@@ -7,14 +7,13 @@ draft class so it stops reading `target_hidden_size`, followed (DRIFT naming it)
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 import pytest
 
 from parity.extract.config_reads import recording
 
-from .helpers import LLAMA, ROOT, edit_in_shadow, run_parity as parity, shadow_env
+from .helpers import LLAMA, ROOT, edit_in_shadow, run_parity as parity, shadow_release
 
 LLAMA_DRAFT = ROOT / "fixtures" / "drafts" / "llama-3.1-8b-eagle3"
 LAYOUT = ("--dump-layout", "h2,h16,h29,h32")
@@ -78,14 +77,8 @@ READS_TARGET_WIDTH = """getattr(
 
 @pytest.mark.slow
 def test_a_vllm_that_stops_reading_a_key_training_read_is_a_drift_naming_it(tmp_path):
-    from parity.envs import find_env
-
-    home = tmp_path / "home"
-    home.mkdir()
-    original = find_env("vllm", "0.34.0").path
-    shadow = shadow_env(original, home / original.name, {VLLM_EAGLE3: (READS_TARGET_WIDTH, READS_TARGET_WIDTH)})
-    env = {k: v for k, v in os.environ.items() if k not in ("PARITY_NO_CACHE", "PYTHONDONTWRITEBYTECODE")}
-    env.update(PARITY_HOME=str(home), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    shadow, original, env = shadow_release(tmp_path, "vllm", "0.34.0",
+                                           {VLLM_EAGLE3: (READS_TARGET_WIDTH, READS_TARGET_WIDTH)})
     before = _check("0.34.0", python=sys.executable, env=env)
     assert before.returncode == 0, before.stdout + before.stderr[-2000:]
     assert "config keys: vllm 0.34.0 reads 16 of the 17 keys" in before.stdout, before.stdout
