@@ -23,6 +23,10 @@ def pytest_addoption(parser):
     group.addoption("--parity-dump-layout", metavar="TAPS", help="dump layout for an ad-hoc check")
     group.addoption("--parity-trained", metavar="DIR", help="for an ad-hoc check: the draft as the trainer wrote "
                     "it (a lock names its own, `parity lock --trained`); the training side is built from it")
+    group.addoption("--parity-engine", metavar="NAME", default=None,
+                    help="for an ad-hoc check: the serving engine, installed (default: parity's default engine)")
+    group.addoption("--parity-trainer", metavar="NAME", default=None,
+                    help="for an ad-hoc check: the training stack, installed (default: parity's default trainer)")
     group.addoption("--parity-no-verify", action="store_true",
                     help="skip the confirming extraction of suggested fixes")
     group.addoption("--parity-serve-args", metavar="'ARGS' | @FILE", default=None,
@@ -103,20 +107,27 @@ def pytest_collection_modifyitems(session, config, items):
     if not (target and draft and layout):
         raise pytest.UsageError("--parity-target, --parity-draft and --parity-dump-layout go together")
 
+    from .extract.engines import engine
+    from .extract.trainers import trainer
+    from .inputs import InputError
+
+    try:  # an unknown name is a usage error, before anything runs
+        served_by = engine(config.getoption("parity_engine") or engine().name)
+        trained_by = trainer(config.getoption("parity_trainer") or trainer().name)
+    except InputError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
     def run():
         from .contract import parse_taps
-        from .extract.trainers import trainer
         from .gate import check
-        from .inputs import Draft, check_fit, read_inputs
+        from .inputs import Draft, check_fit, parse_serve_args, read_inputs
 
         given = read_inputs(target, draft)  # read once, here at the boundary
         trained = config.getoption("parity_trained")
         side = ({"draft": Draft.read(trained), "trained": True} if trained else {"draft": given[1]})
-        training = trainer().training_contract(given[0], parse_taps(layout), **side)
+        training = trained_by.training_contract(given[0], parse_taps(layout), **side)
         check_fit(*given, training)
-        from .inputs import parse_serve_args
-
-        return check(training, *given, verify=not config.getoption("parity_no_verify"),
+        return check(training, *given, served_by, verify=not config.getoption("parity_no_verify"),
                      serve_args=parse_serve_args(config.getoption("parity_serve_args")))
 
     items.append(ParityItem.from_parent(session, name=f"parity[{Path(draft).name}]", run=run))

@@ -49,6 +49,21 @@ def test_ad_hoc_options_run_one_check(tmp_path):
     assert "1 passed" in proc.stdout
 
 
+def test_ad_hoc_check_on_another_engine(tmp_path):
+    """`--parity-engine vllm`: the ad-hoc check is served by vLLM (its report names it), and the
+    bundled Llama-3.1-8B draft's ids feed what training took; an unknown engine is a usage error."""
+    args = ("--parity-target", str(ROOT / "fixtures/targets/llama-3.1-8b/config.json"),
+            "--parity-draft", str(ROOT / "fixtures/drafts/llama-3.1-8b-eagle3"),
+            "--parity-dump-layout", "h2,h16,h29,h32")
+    proc = run_pytest(tmp_path, *args, "--parity-engine", "vllm", "--parity-dump-layout", "h0,h16,h29,h32", "-rA")
+    assert proc.returncode == 1, proc.stdout[-3000:]  # the embedding where vLLM feeds h2: a drift, served by vLLM
+    assert "serving   vllm " in proc.stdout and "1 failed" in proc.stdout, proc.stdout[-3000:]
+    proc = run_pytest(tmp_path, *args, "--parity-engine", "vllm")
+    assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout[-3000:]
+    proc = run_pytest(tmp_path, *args, "--parity-engine", "trtllm")
+    assert proc.returncode == 4 and "unknown engine 'trtllm'" in proc.stderr, proc.stderr[-2000:]
+
+
 @pytest.mark.parametrize("given", ["missing_dir", "a_file.json"])
 def test_missing_contracts_dir_is_a_usage_error(tmp_path, given):
     """`--parity-contracts DIR` that is not a directory: pytest's usage error (exit 4) naming it,
