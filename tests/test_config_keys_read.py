@@ -74,6 +74,23 @@ def test_a_dict_config_records_its_reads():
                                                                    "config_keys_default": None}
 
 
+def test_a_key_the_side_set_itself_before_building_is_unread_whoever_reads_it():
+    """SpecForge sets tie_word_embeddings false in the dict it builds its config from, whatever
+    the config says: the attribute is read afterwards (transformers' tying), the written value
+    never reached the draft."""
+    from transformers import LlamaConfig
+
+    from parity.extract.config_reads import replaced
+
+    written = {"hidden_size": 64, "num_attention_heads": 4, "tie_word_embeddings": True, "rope_theta": 10000}
+    with recording(set()) as reads:
+        config = LlamaConfig.from_dict({**written, "tie_word_embeddings": False})
+        _ = config.tie_word_embeddings, config.hidden_size
+    assert replaced(config, written) == {"tie_word_embeddings"}
+    got = read_fields(config, written, reads, overridden=replaced(config, written))
+    assert got["config_keys_read"] == ["hidden_size"] and "tie_word_embeddings" in got["config_keys_unread"]
+
+
 def test_the_recorder_leaves_the_config_class_as_it_was():
     from transformers import PretrainedConfig
 

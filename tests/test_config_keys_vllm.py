@@ -94,3 +94,21 @@ def test_a_vllm_that_stops_reading_a_key_training_read_is_a_drift_naming_it(tmp_
     row = next(line for line in text.splitlines() if line.strip().startswith("target_hidden_size"))
     assert "never read" in row and "MISMATCH: training built the draft with it" in row, text
     assert "self.config.hidden_size  # the edit" not in (original / VLLM_EAGLE3).read_text()  # untouched
+
+
+@pytest.mark.slow
+def test_a_key_specforge_sets_itself_and_vllm_never_reads_is_no_drift(tmp_path):
+    """tie_word_embeddings true: SpecForge sets it false before building (whatever reads the
+    attribute afterwards, the written value never reached its draft), vLLM never reads it; both
+    build an untied head, so neither side read it: a note, PARITY."""
+    draft = tmp_path / "draft"
+    draft.mkdir()
+    config = json.loads((LLAMA_DRAFT / "config.json").read_text())
+    (draft / "config.json").write_text(json.dumps({**config, "tie_word_embeddings": True}))
+    proc = parity("check", "--trainer", "specforge", "--engine", "vllm", "--vllm", "0.34.0", "--target-config",
+                  str(LLAMA), "--draft", str(draft), "--no-verify", "--json")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    result = json.loads(proc.stdout)
+    assert "tie_word_embeddings" in result["training"]["draft"]["config_keys_unread"]
+    assert result["serving"]["draft"]["config_keys_unread"] == ["tie_word_embeddings"]
+    assert not result["differences"] and not result["diff"]["fields"]

@@ -163,11 +163,25 @@ def defaults_by_rebuild(build: Callable[[dict], Any], raw: dict) -> set[str]:
     return {key for key in raw if _same(held({k: v for k, v in raw.items() if k != key}), whole)}
 
 
-def read_fields(config: Any, raw: dict, reads: set[str], default: set[str] | None = None) -> dict[str, list[str]]:
+def replaced(config: Any, written: dict) -> set[str]:
+    """The keys of `written` (the config dict a side was given) whose value the config object it
+    built from it holds otherwise: the side's own resolution set them before building (SpecForge
+    sets tie_word_embeddings false whatever the config says), so the written value never reached
+    the draft, whatever reads the attribute afterwards. Only values a config.json can hold compare."""
+    held = vars(config)
+    plain = (bool, int, float, str, list, type(None))
+    return {key for key, value in written.items()
+            if key in held and isinstance(held[key], plain) and not isinstance(value, dict) and held[key] != value}
+
+
+def read_fields(config: Any, raw: dict, reads: set[str], default: set[str] | None = None,
+                overridden: set[str] = frozenset()) -> dict[str, list[str]]:
     """BuiltDraft's `config_keys_read`, `config_keys_unread` and `config_keys_default` (sorted)
     for `keys_read`'s arguments; for a config read as a dict (`config` None) the defaults are
-    `default` (defaults_by_rebuild's), or unknown (None)."""
+    `default` (defaults_by_rebuild's), or unknown (None). `overridden` (`replaced`'s): keys the
+    side set itself before building, unread whoever read the attribute."""
     read, every, found = keys_read(config, raw, reads)
+    read -= set(overridden)
     default = found if config is not None else default
     return {"config_keys_read": sorted(read), "config_keys_unread": sorted(every - read),
             "config_keys_default": sorted(default) if default is not None else None}

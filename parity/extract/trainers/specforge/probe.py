@@ -29,7 +29,7 @@ import torch
 from .families import family_for
 from ... import standins
 from ...child import finding, one_line, with_limits
-from ...config_reads import read_fields, recording
+from ...config_reads import read_fields, recording, replaced
 from ...identify import identify, identify_slots
 from ...engines.sglang.probe import adapter_for, setup_on_a_free_port
 from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model, seeded_tokens
@@ -183,7 +183,9 @@ def built_draft(family, draft_config_path: str, target: dict, work: Path, versio
     with recording(set()) as reads:  # every config key its resolution and draft class read (BuiltDraft)
         tiny_cfg, tiny_config = family.draft_config(str(tiny_path), str(real_target))
         model = family.build_draft(tiny_cfg, tiny_config)
-    built.update(read_fields(tiny_config, json.loads(Path(draft_config_path).read_text()), reads))
+    # a key its resolution sets itself (tie_word_embeddings) never reached the draft as written
+    built.update(read_fields(tiny_config, json.loads(Path(draft_config_path).read_text()), reads,
+                             overridden=replaced(tiny_config, json.loads(tiny_path.read_text()))))
     built.update(module_facts(model, getattr(model, "embed_tokens", None), getattr(model, "lm_head", None)))
     built["built_by"] = f"specforge {version} {type(model).__name__}"
     built["config_from"] = f"{source} (its resolve_draft_config)"
