@@ -144,6 +144,18 @@ def test_a_key_at_its_default_is_a_note_not_a_drift():
     assert "mlp_bias    read     never read  note: at its default" in render_check(result), render_check(result)
 
 
+def test_a_key_at_the_trainers_default_is_a_note_and_off_it_a_drift():
+    """speculators writes `norm_before_fc: false`, its own default (its converter maps the same
+    config without the key), and SGLang 0.4.8 never reads it: the trained draft is what the key's
+    absence builds, a note. The same key off the trainer's default is a drift."""
+    t, s = _with_keys(("hidden_size", "norm_before_fc"), ("hidden_size",), ("norm_before_fc",))
+    at = t.model_copy(update={"draft": t.draft.model_copy(update={"config_keys_default": ("norm_before_fc",)})})
+    result = check_result(at, s)
+    assert result.verdict == "parity" and not result.differences
+    assert "norm_before_fc  read     never read  note: at its default" in render_check(result), render_check(result)
+    assert check_result(t, s).verdict == "drift"
+
+
 def test_every_key_read_by_the_engine_is_one_line():
     t, s = _with_keys(KEYS, KEYS, ())
     result = check_result(t, s)

@@ -98,13 +98,19 @@ def recording(reads: set[str], skip: list | None = None) -> Iterator[set[str]]:
                 reads |= {name for name, owner in pairs if owner not in skipped}
 
 
-def _rebuilt(cls: type, raw: dict) -> dict[str, Any] | None:
-    """The attributes `cls` holds when built from `raw` (None where it refuses)."""
+def _built(build: Callable[[dict], Any], raw: dict, view: Callable[[Any], dict]) -> dict[str, Any] | None:
+    """`view` of what `build` makes of (a copy of) `raw`, quietly; None where it refuses (a
+    reader that cannot build without a key: that key is neither followed nor at its default)."""
     try:
         with contextlib.redirect_stderr(None), contextlib.redirect_stdout(None):
-            return dict(vars(cls.from_dict(dict(raw))))
-    except Exception:  # noqa: BLE001 - a class that cannot be built without the key: not followed
+            return dict(view(build(dict(raw))))
+    except Exception:  # noqa: BLE001 - any refusal of the side's own reader
         return None
+
+
+def _rebuilt(cls: type, raw: dict) -> dict[str, Any] | None:
+    """The attributes `cls` holds when built from `raw` (None where it refuses)."""
+    return _built(cls.from_dict, raw, vars)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -149,13 +155,8 @@ def defaults_by_rebuild(build: Callable[[dict], Any], raw: dict) -> set[str]:
     """The keys of `raw` (a config read as a dict) at their default for `build`, the side's own
     reader from such a dict to its config object: built again without the key, the object holds
     the same (its `to_dict()`, else its attributes). A key without which `build` refuses is not."""
-    def held(config: dict) -> Any:
-        try:
-            with contextlib.redirect_stderr(None), contextlib.redirect_stdout(None):
-                built = build(config)
-        except Exception:  # noqa: BLE001 - a reader that refuses without the key: not at its default
-            return None
-        return built.to_dict() if hasattr(built, "to_dict") else vars(built)
+    def held(config: dict) -> dict[str, Any] | None:
+        return _built(build, config, lambda built: built.to_dict() if hasattr(built, "to_dict") else vars(built))
 
     whole = held(dict(raw))
     if whole is None:
