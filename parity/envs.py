@@ -38,6 +38,9 @@ from .children import run_child
 from .workspace import workspace
 from .errors import TRANSIENT_KEY, UserError, transient
 
+# Template keys about deriving a release's line, not what its environment holds (kept out of
+# each release's spec, so out of its hash): a field's default, and whether the deps list every import.
+TEMPLATE_ONLY = frozenset({"defaults", "imports_listed"})
 STAMP = "parity-env.stamp"  # written by parity.build_env when an environment is complete
 
 
@@ -135,7 +138,7 @@ def specs_from(data: dict) -> dict[str, dict]:
             fields = {"version": version, **defaults, **{k: v for k, v in pins.items() if k != "extra"}}
             # A pin of "none": the release does not require that package; its dependency goes.
             absent = [f"{{{k}}}" for k, v in fields.items() if v == "none"]
-            kept = {k: v for k, v in template.items() if k != "defaults"}
+            kept = {k: v for k, v in template.items() if k not in TEMPLATE_ONLY}
             kept["deps"] = [d for d in template.get("deps", []) if not any(a in d for a in absent)]
             try:
                 spec = {k: _fill(v, fields) for k, v in kept.items()}

@@ -5,12 +5,12 @@ release named. One that an environment already pins is left alone; for any other
 envs.toml would need is derived, never typed: the release's wheel is fetched (pip, the
 ordinary client, no dependencies) and its METADATA read; each `{field}` of the family's
 `[template.FAMILY]` is the version its `Requires-Dist` pins for that package (a range is
-resolved to its newest release by uv), and for a family whose template does not list its
-imports (speculators) `extra` is every other requirement the wheel declares, less the torch
-family (the CPU torch is the template's). The line goes into `$PARITY_HOME/envs.toml` (the
-user's file; shipped ones are never edited), written with tomlkit, which keeps the file's
-comments, layout and other entries as they were, and the environment is built into the home
-from a lock resolved for it (parity.build_env), with progress lines on stderr.
+resolved to its newest release by uv), and for a family whose template does not say it lists
+its imports (`imports_listed = true`; speculators does not) `extra` is every other requirement
+the wheel declares, less the torch family (the CPU torch is the template's). The line goes
+into `$PARITY_HOME/envs.toml` (the user's file; shipped ones are never edited), written with
+tomlkit, which keeps the file's comments, layout and other entries as they were, and the
+environment is built into the home from a lock resolved for it (parity.build_env), with progress lines on stderr.
 """
 
 from __future__ import annotations
@@ -34,9 +34,7 @@ from .registry import uploaded
 
 ABSENT = "none"  # a pin whose package the release does not require (envs.toml drops that dependency)
 TORCH_FAMILY = frozenset({"torch", "torchvision", "torchaudio", "torchcodec"})
-# Families whose template names every import of the code parity runs (the engines: the rest of
-# their metadata is the GPU server); for the others the wheel's own requirements are added as `extra`.
-TEMPLATE_IS_COMPLETE = frozenset({"sglang", "vllm"})
+
 FIELD = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*==\s*\{(\w+)\}\s*$")
 
 
@@ -138,6 +136,13 @@ def newest(requirement: str, published_by: str | None = None) -> str:
     return pins[0]
 
 
+def imports_listed(template: dict) -> bool:
+    """Whether the family's template says its `deps` name every import of the code parity runs
+    (`imports_listed = true`: the engines, whose other requirements are the GPU server's); for
+    any other family the wheel's own requirements are added to a derived line as `extra`."""
+    return bool(template.get("imports_listed", False))
+
+
 def release_line(family: str, version: str, template: dict) -> dict:
     """The `[releases.FAMILY]` line for `version`: its template's pins from the wheel's metadata
     (a requirement without an exact pin: the newest release of it published by `version`'s own upload)."""
@@ -165,7 +170,7 @@ def release_line(family: str, version: str, template: dict) -> dict:
         # bound, and transformers 5 (years later) drops the `rope_theta` attribute their Llama
         # reads, so the newest today builds a different model (a rope base of 10000, not the config's).
         line[m.group(2)] = pinned[0] if pinned else newest(str(req), published_by=uploaded(family, version))
-    if family not in TEMPLATE_IS_COMPLETE:
+    if not imports_listed(template):
         base = {_norm(r.name): r for r in wheel_requirements(family, version)}
         extra = [str(r) for n, r in sorted(base.items()) if n not in listed and n not in TORCH_FAMILY]
         if extra:
@@ -280,7 +285,7 @@ def ensure_release(family: str, version: str, *, derive: bool = False) -> LineSo
         name = env.name
     log(f"{family} {version}: building its environment (progress below)")
     _build(family, version, name, specs[name])
-    if source is LineSource.DERIVED and family in TEMPLATE_IS_COMPLETE:
+    if source is LineSource.DERIVED and imports_listed(template):
         _step_back_too_new(family, version, name)
         _add_missing_imports(family, version, name)
     return source

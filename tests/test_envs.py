@@ -33,6 +33,14 @@ def test_one_line_adds_a_release():
                     "deps": ["transformers==5.16.0", "pydantic", "numpy<=2.5"]}
 
 
+def test_a_template_key_about_deriving_lines_stays_out_of_the_spec():
+    """`imports_listed` tells parity.ondemand how to derive a new release's line; it is not
+    something the environment holds, so no spec (and no spec hash, no lock) changes with it."""
+    plain = load_specs(TOML)["speculators-0.8.0"]
+    listed = load_specs(TOML.replace('torch = "2.13.0"', 'torch = "2.13.0"\nimports_listed = true'))
+    assert listed["speculators-0.8.0"] == plain
+
+
 def test_a_template_base_reuses_another_release_line():
     """SpecForge's line names the SGLang release it pins; its environment is that one's plus its own."""
     text = TOML + """
