@@ -84,10 +84,31 @@ def _wheel_metadata(package: str, version: str) -> str:
         wheels = list(Path(tmp).glob("*.whl"))
         if proc.returncode != 0 or not wheels:
             last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no wheel"]
-            raise BuildError(f"cannot fetch {package} {version}'s wheel to read its metadata: {last[0]}")
+            raise BuildError(f"cannot fetch {package} {version}'s wheel to read its metadata: "
+                             f"{_source_only(package, version) or last[0]}")
         with zipfile.ZipFile(wheels[0]) as whl:
             meta = next(n for n in whl.namelist() if n.endswith(".dist-info/METADATA"))
             return whl.read(meta).decode()
+
+
+def _source_only(package: str, version: str) -> str | None:
+    """Why a release with no wheel cannot be built, when it was published as a source archive
+    only (SpecForge 0.1.0): pip's own words if the archive cannot even be built (then no one
+    can install it from the registry), else that parity builds release environments from
+    wheels. None when there is no source archive either."""
+    with tempfile.TemporaryDirectory(prefix="parity-sdist-") as tmp:
+        proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                               "--disable-pip-version-check", "-d", tmp, f"{package}=={version}"],
+                              capture_output=True, text=True)
+        if proc.returncode == 0:
+            return (f"{package} {version} was published as a source archive only, and parity builds "
+                    "release environments from wheels")
+        lines = [ln.strip() for ln in (proc.stderr + proc.stdout).splitlines()]
+        if not any(ln.startswith("Collecting ") for ln in lines):
+            return None  # no source archive either: pip's first answer stands
+        cause = next((ln for ln in lines if re.match(r"\w+(Error|Exception): ", ln)), lines[-1] if lines else "")
+        return (f"{package} {version} was published as a source archive only, which pip cannot build "
+                f"({cause}), so no one can install it from the registry")
 
 
 def wheel_requirements(package: str, version: str, extras: bool = False) -> list:

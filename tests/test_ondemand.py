@@ -67,3 +67,13 @@ def test_a_release_no_sweep_ran_has_its_line_derived(no_build, monkeypatch):
     assert derived == ["0.5.99", "0.5.19"]
     assert [v for _, v in ran] == ["0.5.99", "0.5.99", "0.5.19", "0.5.19"]
     assert [name for name, _ in no_build] == ["sglang-0.5.99", "sglang-0.5.19"]
+
+
+def test_a_release_published_as_an_unbuildable_source_archive_says_so(no_build):
+    """SpecForge 0.1.0 is on the registry as a source archive only, whose setup.py reads a
+    requirements.txt it does not ship: the refusal names that (pip's own words), not "no
+    matching distribution", which would send the user looking for a typo."""
+    with pytest.raises(ondemand.BuildError) as err:
+        ensure_release("specforge", "0.1.0")
+    assert "source archive only" in str(err.value) and "requirements.txt" in str(err.value)
+    assert no_build == []
