@@ -50,7 +50,7 @@ def test_the_born_from_change_is_highlighted_where_it_happened():
     assert "| h2, h30, h58 |" in lines["0.5.14"] and "**" not in lines["0.5.14"]
     assert "h2, h16, h29 (default)" in lines["0.5.13"]
     assert "not built: ✗ 1" in lines["0.4.4"]
-    assert "1. no EAGLE-3 draft class" in md and "2. TypeError: Tensor + None" in md
+    assert "1. no EAGLE-3 draft class" in md and "2. (not classified) TypeError: Tensor + None" in md
     assert "3 of 4 sglang releases extracted" in md
     assert "| sglang | 0.5.13 | published | 3.0 | 21.5 | 91 | 30.0 |" in md
 

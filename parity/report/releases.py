@@ -1,16 +1,21 @@
 """docs/releases.md: the sweep's results (releases.json) as tables, generated, never typed.
 
-One table per package: a row per release, oldest first, a column per case; a cell is what that
-release feeds the fc (or trains on), or the error it gave, and is **bold** where it differs
+One table per package: a row per release, oldest first, a column per case (and, for an engine,
+its seed launch's effective values); a cell is what that release feeds the fc (or trains on), or
+the error it gave, marked by its outcome (parity.sweep.outcome: the engine refuses, parity cannot
+run it, or not classified when it was saved before cells were), and is **bold** where it differs
 from the release above. Errors are numbered under the table in full; a release that could not
-be built or run says why in its row.
+be built or run says why in its row. Each table opens with its count of cells per outcome.
 """
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from ..ondemand import LineSource
+from ..sweep.cases import SEED_LAUNCHES
+from ..sweep.outcome import Outcome, of_cell
 
 HEADER = """# What every release feeds the draft
 
@@ -22,8 +27,18 @@ above it. `(default)`: the engine found no ids it could use and fell back to its
 `v2: … / v1: …`: the engine's model runners feed the draft different states (the first named is
 the GPU default; `(default)` is said of it). A `dump` case is the dump speculators' data generation gets from that vLLM
 release for the launch ids shown, slot by slot.
-`✗ n`: the case gave error n, listed under its table (`X` in an error is the row's release).
-A row whose every case gave the same error shows it once."""
+Every cell is classified when it is extracted, by the type of what stopped it (never by its
+message): `✗ n`: **the engine refuses** (error n, listed under its table; `X` in an error is
+the row's release): the release's own code refuses or crashes on this case, as it would on a
+GPU. `⊘ n`: **parity cannot run it**: a limit of parity's CPU harness (a CUDA-only code path, a
+stand-in relied on, no release family of parity's for it, a captured state it cannot name), not
+the engine's answer. `✗? n`: **not classified**: saved before the sweep classified cells;
+the release must be swept again to say which. A row whose every case gave the same error shows
+it once. `seed launch`: the release's own parser and resolution code run on the fixed seed launch
+(`docs/launch.md`): the effective value of each field the seed gives, with what the engine
+changed (`asked`, and the function that changed it); `not resolved`: the release refused it (in
+its words, numbered like an error), its family has no resolver, or the row was swept before the
+sweep resolved it."""
 
 
 def _md(text: str) -> str:
@@ -50,6 +65,19 @@ def number(message: str, errors: list[str]) -> int:
     return errors.index(message) + 1
 
 
+# The mark of a cell that gave no result, by its outcome (None: saved before cells were classified).
+MARKS = {Outcome.engine_refuses: "✗", Outcome.parity_cannot_run: "⊘", None: "✗?"}
+SAID = {Outcome.engine_refuses: "the engine refuses", Outcome.parity_cannot_run: "parity cannot run it",
+        None: "not classified"}
+
+
+def failed(cell: dict, errors: list[str], version: str) -> str:
+    """`MARK n`: the cell's error, numbered, marked by the cell's outcome."""
+    outcome = of_cell(cell)
+    said = general(cell.get("error", "no result"), version)
+    return f"{MARKS[outcome]} {number(f'({SAID[outcome]}) {said}', errors)}"
+
+
 def _named(cell: dict) -> bool:
     """The case named at least one state (fc slots or dump slots), whatever else went wrong."""
     return bool((cell.get("fc") and any(cell["fc"])) or cell.get("layout"))
@@ -73,7 +101,7 @@ def cell_text(cell: dict, errors: list[str], version: str = "") -> str:
         if "target" in cell:  # a training case: what the fc is fed, and the loss target
             text = f"fc [{text}], target {cell.get('target')}"
         return text
-    shown = f"✗ {number(general(cell.get('error', 'no result'), version), errors)}"
+    shown = failed(cell, errors, version)
     if cell.get("fc") and any(cell["fc"]):  # some slots named before the error
         shown = ", ".join(s or "–" for s in cell["fc"]) + " " + shown
     return shown
@@ -85,13 +113,31 @@ def _comparable(cell: dict | None, version: str) -> Any:
     error = general(cell["error"], version) if cell.get("error") else None
     runners = tuple(sorted((k, tuple(v)) for k, v in (cell.get("runners") or {}).items()))
     return (tuple(cell.get("fc") or ()), runners, tuple(cell.get("layout") or ()), tuple(cell.get("launch_ids") or ()),
-            cell.get("target"), cell.get("default", False), error)
+            cell.get("target"), cell.get("default", False), error, cell.get("outcome"))
+
+
+def launch_text(launch: dict | None, errors: list[str], version: str) -> str:
+    """The seed launch's cell: each field the seed gives at its effective value (what the engine
+    changed: `asked`, and by whom), or `not resolved` and why."""
+    if launch is None:
+        return "not resolved"
+    if launch.get("error") is not None:
+        return f"not resolved {failed(launch, errors, version)}"
+    changed = {o["field"]: o for o in launch.get("overrides", [])}
+    shown = []
+    for field in launch.get("requested", {}):
+        value = launch.get("effective", {}).get(field)
+        o = changed.get(field)
+        shown.append(f"{field} {value}" + (f" (asked {o['requested']}, by {o['by']})" if o else ""))
+    return ", ".join(shown)
 
 
 def table(package: str, section: dict, cases: dict[str, str]) -> list[str]:
     names = list(cases)
-    out = [f"| {package} | family | " + " | ".join(_md(n) for n in names) + " |",
-           "|---|---|" + "---|" * len(names)]
+    seeded = package in SEED_LAUNCHES  # an engine: its seed launch is a column
+    extra = " seed launch (effective) |" if seeded else ""
+    out = [f"| {package} | family | " + " | ".join(_md(n) for n in names) + " |" + extra,
+           "|---|---|" + "---|" * (len(names) + seeded)]
     errors: list[str] = []
     previous: dict | None = None
     for row in section.get("releases", []):
@@ -99,15 +145,20 @@ def table(package: str, section: dict, cases: dict[str, str]) -> list[str]:
         build = row.get("build", {})
         if "error" in build or "cases" not in row:
             why = general(build.get("error", "not run"), version)
-            out.append(f"| {version} | | not built: ✗ {number(why, errors)} |" + " |" * (len(names) - 1))
+            out.append(f"| {version} | | not built: ✗ {number(why, errors)} |" + " |" * (len(names) - 1 + seeded))
             previous = None
             continue
-        alike = {general(c.get("error") or "", version) for c in row["cases"].values()}
-        if len(alike) == 1 and "" not in alike and not any(_named(c) for c in row["cases"].values()):
-            changed = previous is None or alike != {general(c.get("error") or "", previous["version"])
+        def launch() -> str:  # the seed launch's cell, numbered after the cases' errors
+            return _bold(_md(launch_text(row.get("launch"), errors, version)), previous is not None and (
+                _comparable_launch(row.get("launch"), version) != _comparable_launch(previous.get("launch"),
+                                                                                     previous["version"])))
+        alike = {(general(c.get("error") or "", version), c.get("outcome")) for c in row["cases"].values()}
+        if len(alike) == 1 and ("", None) not in alike and not any(_named(c) for c in row["cases"].values()):
+            changed = previous is None or alike != {(general(c.get("error") or "", previous["version"]), c.get("outcome"))
                                                     for c in previous["cases"].values()}
-            out.append(f"| {version} | | {_bold(f'every case: ✗ {number(alike.pop(), errors)}', changed)} |"
-                       + " |" * (len(names) - 1))
+            every = failed(next(iter(row["cases"].values())), errors, version)
+            out.append(f"| {version} | | {_bold(f'every case: {every}', changed)} |" + " |" * (len(names) - 1)
+                       + (f" {launch()} |" if seeded else ""))
             previous = row
             continue
         family = row.get("family") or ""
@@ -120,18 +171,49 @@ def table(package: str, section: dict, cases: dict[str, str]) -> list[str]:
             changed = previous is not None and (_comparable(cell, version)
                                                 != _comparable(previous["cases"].get(name), previous["version"]))
             cells.append(_bold(_md(text), changed))
-        out.append(f"| {version} | {_md(family)} | " + " | ".join(cells) + " |")
+        out.append(f"| {version} | {_md(family)} | " + " | ".join(cells) + " |" + (f" {launch()} |" if seeded else ""))
         previous = row
     if errors:
         out += ["", "Errors:", ""] + [f"{i}. {_md(e)}" for i, e in enumerate(errors, 1)]
     return out
 
 
+def _comparable_launch(launch: dict | None, version: str) -> Any:
+    if launch is None:
+        return None
+    error = general(launch["error"], version) if launch.get("error") else None
+    return (tuple(sorted((k, str(v)) for k, v in launch.get("effective", {}).items() if k in launch.get("requested", {}))),
+            tuple(sorted((o["field"], str(o["effective"])) for o in launch.get("overrides", []))), error,
+            launch.get("outcome"))
+
+
+def counts(section: dict) -> dict[Outcome | None, int]:
+    """The cells of the releases that ran, per outcome (None: not classified)."""
+    out: dict[Outcome | None, int] = {o: 0 for o in (*Outcome, None)}
+    for row in section.get("releases", []):
+        for cell in row.get("cases", {}).values():
+            out[of_cell(cell)] += 1
+    return out
+
+
 def summary(package: str, section: dict) -> str:
     rows = section.get("releases", [])
     ran = [r for r in rows if "cases" in r and any(_named(c) for c in r["cases"].values())]
-    return (f"{len(ran)} of {len(rows)} {package} releases extracted (at least one case's states named); "
-            f"every other release says why in its row.")
+    n = counts(section)
+    unbuilt = sum(1 for r in rows if "cases" not in r)
+    text = (f"{len(ran)} of {len(rows)} {package} releases extracted (at least one case's states named); "
+            f"every other release says why in its row. Cells, per outcome: {n[Outcome.extracted]} extracted, "
+            f"{n[Outcome.engine_refuses]} the engine refuses, {n[Outcome.parity_cannot_run]} parity cannot run")
+    if n[None]:
+        text += (f", {n[None]} not classified (swept before cells were classified: "
+                 f"`parity sweep --redo --{package} all` with the other packages `none` classifies them)")
+    text += f"; {unbuilt} release(s) not built." if unbuilt else "."
+    if package in SEED_LAUNCHES:
+        launches = [r.get("launch") for r in rows if "cases" in r]
+        resolved = sum(1 for x in launches if x is not None and x.get("outcome") == Outcome.extracted)
+        text += (f" Seed launch resolved by {resolved} of {len(launches)} releases' own code "
+                 f"({sum(1 for x in launches if x is None)} swept before the sweep resolved it).")
+    return text
 
 
 # Where each release's envs.toml line came from (parity.ondemand.LineSource), as the figures say it.
@@ -164,6 +246,8 @@ def render_releases(data: dict) -> str:
             continue
         out += [f"## {package}", "", summary(package, data[package]), "", "Cases:", ""]
         out += [f"- `{name}`: {_md(what)}" for name, what in cases.get(package, {}).items()]
+        if package in SEED_LAUNCHES:
+            out += [f"- seed launch: `{_md(shlex.join(SEED_LAUNCHES[package]))}`, on the first case's target and draft"]
         out += [""] + table(package, data[package], cases.get(package, {})) + [""]
     out += ["## Figures", "", "Per release: where the envs.toml line its environment was built from came "
             "from (`envs.toml`: shipped; `published`: the line a published sweep derived, as releases.json shipped it; `derived`: "

@@ -36,9 +36,13 @@ if TYPE_CHECKING:
     from ..extract.trainers import BoundTrainer
 
 from ..contract import FindingKind
-from .cases import DUMP_CASES, SERVING_CASES, TRAINING_CASES, DumpCase, ServingCase, TrainingCase
+from .cases import DUMP_CASES, SEED_LAUNCHES, SERVING_CASES, TRAINING_CASES, DumpCase, ServingCase, TrainingCase
+from .outcome import Outcome, of_error, of_finding
 
-FORMAT = 1
+# 2: each cell's `outcome` (parity.sweep.outcome) and each engine release's seed `launch`. A
+# format-1 file is read as it is: its cells say nothing of their outcome ("not classified").
+FORMAT = 2
+READABLE = (1, 2)
 
 
 # Releases built ahead of the one whose cases run, at once. A release parity has never built has
@@ -102,10 +106,15 @@ def cases_of(bound: "Bound") -> list[ServingCase | DumpCase | TrainingCase]:
 
 # -- one release ---------------------------------------------------------------------------------
 
+def refused(exc: BaseException) -> dict:
+    """The cell of a case an extraction stopped with `exc`: its one line, and its outcome by its type."""
+    return {"error": first_line(exc), "outcome": of_error(exc).value}
+
+
 def serving_cell(case: ServingCase, serving: "BoundEngine", work: Path) -> dict:
     """What the engine `serving` (bound to a release) feeds the fc for `case` (the GPU-default
     runner's, and every runner's where the engine has several that disagree), or the one line
-    saying why nothing."""
+    saying why nothing; its `outcome` (parity.sweep.outcome) either way."""
     from ..contract import names
     from ..errors import UserError
 
@@ -115,12 +124,12 @@ def serving_cell(case: ServingCase, serving: "BoundEngine", work: Path) -> dict:
     try:
         contract, _ = serving.probe_serving(*read_inputs(case.target_config, draft))
     except UserError as exc:
-        return {"error": first_line(exc)}
+        return refused(exc)
     fc = names(contract.fc_input)
     # Runners that disagree are a result of the case (a drift for one of them), not a failure.
-    errors = [f.message for f in contract.findings if f.severity == "error" and f.kind != "runners_differ"]
+    errors = [f for f in contract.findings if f.severity == "error" and f.kind != FindingKind.runners_differ]
     out = {"fc": fc, "ids_source": contract.ids_source, "family": contract.provenance.family,
-           "note": contract.provenance.release_note}
+           "note": contract.provenance.release_note, "outcome": Outcome.extracted.value}
     runners = {name: names(fed) for name, fed in contract.runners.items()}
     if len({tuple(v) for v in runners.values()}) > 1:
         out["runners"] = runners
@@ -129,7 +138,7 @@ def serving_cell(case: ServingCase, serving: "BoundEngine", work: Path) -> dict:
     if any(f.kind == FindingKind.default_layers_fallback for f in contract.findings):
         out["default"] = True
     if errors:
-        out["error"] = first_line(errors[0])
+        out.update(error=first_line(errors[0].message), outcome=of_finding(errors[0].kind).value)
     return out
 
 
@@ -143,8 +152,9 @@ def dump_cell(case: DumpCase, datagen: "BoundEngine") -> dict:
     try:
         dump = datagen.extract_dump(Target.read(case.target_config), case.datagen_ids)
     except UserError as exc:
-        return {"error": first_line(exc)}
-    return {"layout": [t.name for t in dump.layout], "launch_ids": list(dump.launch_ids), "method": dump.method}
+        return refused(exc)
+    return {"layout": [t.name for t in dump.layout], "launch_ids": list(dump.launch_ids), "method": dump.method,
+            "outcome": Outcome.extracted.value}
 
 
 def training_cell(case: TrainingCase, training: "BoundTrainer") -> dict:
@@ -157,13 +167,43 @@ def training_cell(case: TrainingCase, training: "BoundTrainer") -> dict:
     try:
         c = training.training_contract(Target.read(case.target_config), list(case.dump))
     except UserError as exc:
-        return {"error": first_line(exc)}
+        return refused(exc)
     out = {"fc": names(c.fc_input), "target": str(c.target), "family": c.provenance.family,
-           "note": c.provenance.release_note}
-    errors = [f.message for f in c.findings if f.severity == "error"]
+           "note": c.provenance.release_note, "outcome": Outcome.extracted.value}
+    errors = [f for f in c.findings if f.severity == "error"]
     if errors:
-        out["error"] = first_line(errors[0])
+        out.update(error=first_line(errors[0].message), outcome=of_finding(errors[0].kind).value)
     return out
+
+
+def launch_cell(serving: "BoundEngine", work: Path) -> dict | None:
+    """The engine's (bound to a release) resolution of its fixed seed launch (cases.SEED_LAUNCHES)
+    on the first serving case's target and draft, by its own parser and resolution code (the
+    launch contract, docs/launch.md): the fields the seed gives, their effective values and what
+    the engine changed, or the one line saying why not, with its outcome (a release whose family
+    has no resolver: parity cannot run it, "not resolved"). None: no seed for this engine."""
+    from ..errors import UserError
+    from ..inputs import LaunchRefused, read_inputs
+
+    seed = SEED_LAUNCHES.get(serving.name)
+    if seed is None:
+        return None
+    case = SERVING_CASES[0]
+    draft = case.write_draft(work / "seed-launch")
+    try:
+        contract, _ = serving.probe_serving(*read_inputs(case.target_config, draft), serve_args=seed)
+    except LaunchRefused as exc:
+        kind = Outcome.parity_cannot_run if exc.unresolved else Outcome.engine_refuses
+        return {"argv": list(seed), "error": first_line(exc), "outcome": kind.value}
+    except UserError as exc:
+        return {"argv": list(seed), **refused(exc)}
+    launch = contract.launch
+    if launch is None:  # an engine that took the arguments and resolved nothing
+        return {"argv": list(seed), "error": f"{serving.name} {serving.release} returned no launch contract",
+                "outcome": Outcome.parity_cannot_run.value}
+    return {"argv": list(seed), "requested": dict(launch.requested),
+            "effective": dict(launch.effective),
+            "overrides": [o.model_dump() for o in launch.overrides], "outcome": Outcome.extracted.value}
 
 
 def env_size(package: str, version: str) -> int | None:
@@ -270,6 +310,7 @@ def run_case(case: ServingCase | DumpCase | TrainingCase, bound: "Bound", work: 
 def run_release(package: str, version: str, built: dict) -> dict:
     """The row of `package` `version`: its build, and every case's cell."""
     from .. import forkserver
+    from ..extract.engines import BoundEngine
 
     row: dict = {"version": version, "build": built}
     if "error" in built:
@@ -278,6 +319,8 @@ def run_release(package: str, version: str, built: dict) -> dict:
     bound = side(package).at(version)
     with tempfile.TemporaryDirectory(prefix="parity-sweep-") as tmp:
         row["cases"] = {c.name: run_case(c, bound, Path(tmp)) for c in cases_of(bound)}
+        if isinstance(bound, BoundEngine) and (seed := launch_cell(bound, Path(tmp))) is not None:
+            row["launch"] = seed
     forkserver.forget()  # this release's warmed server goes before its environment does
     cells = list(row["cases"].values())
     row["family"] = next((c["family"] for c in cells if c.get("family")), None)
@@ -291,8 +334,8 @@ def run_release(package: str, version: str, built: dict) -> dict:
 def load(path: Path) -> dict:
     if path.is_file():
         data = json.loads(path.read_text())
-        if data.get("format") == FORMAT:
-            return data
+        if data.get("format") in READABLE:
+            return {**data, "format": FORMAT}
     return {"format": FORMAT}
 
 

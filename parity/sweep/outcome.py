@@ -1,0 +1,86 @@
+"""What each cell of the release table is: extracted, refused by the engine's own code, or out of
+reach of parity's CPU harness, decided when the cell is extracted from the TYPE of what stopped it
+(the exception's class, or the kind of the contract's error finding), never from its message.
+
+- `extracted`: the case's states were named and nothing stopped it.
+- `engine refuses`: the release's own code refuses or crashes on this input, as it would on a
+  GPU: no EAGLE-3 model class for the target (the preflight's InputError), its config classes
+  refuse the set-up or its forward raises (the probe's reply error: ServingExtractionError,
+  DatagenError), it captures fewer states than asked (`not_captured`), it raises while
+  capturing (`engine_error`).
+- `parity cannot run`: a limit of parity's CPU harness: `HarnessLimit` (a CUDA-only code path,
+  a stand-in relied on), `CannotExtract` (no release family of parity runs it), an environment
+  parity could not build or find (`EnvError`, `BuildError`, `HomeError`), or a captured tensor
+  parity could not name (`unidentified_state`).
+
+A cell saved before the sweep classified cells has no outcome: one that failed reads "not
+classified" until the release is swept again, never a class guessed from its message.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from ..contract import FindingKind
+
+
+class Outcome(StrEnum):
+    """A cell's outcome, as releases.json stores it (its `outcome`)."""
+
+    extracted = "extracted"
+    engine_refuses = "engine refuses"
+    parity_cannot_run = "parity cannot run"
+
+
+# Error findings whose kind says parity could not name or read what the engine did: a limit of
+# parity, not the engine refusing. Every other kind an error finding can have is the engine's
+# own behaviour (it raised, dropped a state, refused the draft). test_sweep_outcome checks that
+# every FindingKind is placed on one side, so a new kind is decided, not defaulted.
+PARITY_KINDS: frozenset[FindingKind] = frozenset({
+    FindingKind.unidentified_state, FindingKind.draft_facts_unread, FindingKind.draft_sizes_unread,
+    FindingKind.draft_not_built, FindingKind.depth_unread, FindingKind.no_config_class,
+    FindingKind.typed_rule_not_run, FindingKind.target_norm_unknown, FindingKind.d2t_ambiguous,
+    FindingKind.convention_assumed, FindingKind.default_layer_ids, FindingKind.unmapped_flag_field,
+    FindingKind.release_note,
+})
+ENGINE_KINDS: frozenset[FindingKind] = frozenset(FindingKind) - PARITY_KINDS
+
+
+def of_finding(kind: FindingKind) -> Outcome:
+    """The outcome of a cell stopped by an error finding of this kind."""
+    return Outcome.parity_cannot_run if FindingKind(kind) in PARITY_KINDS else Outcome.engine_refuses
+
+
+def _parity_errors() -> tuple[type[BaseException], ...]:
+    from ..envs import EnvError
+    from ..errors import CannotExtract, HarnessLimit
+    from ..home import HomeError
+    from ..ondemand import BuildError
+
+    return (HarnessLimit, CannotExtract, EnvError, BuildError, HomeError)
+
+
+def of_error(exc: BaseException) -> Outcome:
+    """The outcome of a cell stopped by `exc` (a UserError an extraction raised): a limit of
+    parity's harness when it, or the error it was raised from, is one of parity's own
+    (`_parity_errors`); else the engine's own refusal (its reply's error, its missing class)."""
+    parity = _parity_errors()
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, parity):
+            return Outcome.parity_cannot_run
+        current = current.__cause__
+    return Outcome.engine_refuses
+
+
+def of_cell(cell: dict) -> Outcome | None:
+    """A saved cell's outcome: its own; for a cell saved before cells were classified, `extracted`
+    when it gave no error and named states (its structure says so: fc slots, a training fc, dump
+    slots), else None: a failure of an unknown class, never guessed from its message."""
+    value = cell.get("outcome")
+    if value is not None:
+        return Outcome(value)
+    named = bool((cell.get("fc") and any(cell["fc"])) or cell.get("layout"))
+    return Outcome.extracted if named and cell.get("error") is None else None
