@@ -244,9 +244,9 @@ def depth_notes(training: TrainingContract, serving: ServingContract) -> list[st
     if field is None or launch.effective[field] <= depth.steps:
         return []
     served = launch.effective[field]
-    trained = f"{depth.steps}" if depth.recorded else f"{depth.steps}, the trainer's own value: no depth is recorded"
+    trained = f"{depth.steps}" if depth.recorded else f"{depth.steps}, not recorded"
     return [f"launch {field}: {serving.engine} {serving.provenance.version} drafts {served} steps deep, deeper than "
-            f"training unrolled the draft ({trained}; {depth.source}): proposals past step {depth.steps} come from "
+            f"training unrolled the draft ({trained}: {depth.source}): proposals past step {depth.steps} come from "
             f"deeper than the draft ever saw its own outputs, so their acceptance degrades (serve with {field} "
             f"{depth.steps} or retrain deeper; a warning, not a drift: docs/launch.md)"]
 

@@ -38,8 +38,8 @@ def trained_depth(run, request: dict) -> dict[str, Any] | None:
                 "source": f"{key} of {request.get('from', 'the draft')}, read by its Eagle3SpeculatorConfig "
                           "(speculators' trainer writes its ttt_steps there)"}
     return {"steps": steps, "recorded": False,
-            "source": f"{key} as speculators' Eagle3Converter loads the served config (its own value: the served "
-                      "EAGLE-3 config records no trained depth; give --trained for the checkpoint's)"}
+            "source": f"speculators' own {key}, filled in by its Eagle3Converter loading the served config, "
+                      "which records no depth; give --trained for the checkpoint's"}
 
 
 __all__ = ["trained_depth"]
