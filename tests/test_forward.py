@@ -419,13 +419,13 @@ def test_gpu_bf16_default_backend_gives_the_same_logits():
 # reads from a speculators-format config it honours (norm_before_residual, both fc norms), it
 # keeps a draft's own embedding, norm_output only changes the state fed back (step 1 on), and a
 # config that drops fc_norm while its weights remain does not load at all.
-VLLM_PARITY = {"matched", "matched-fc_norm-norm_output", "matched-norm_before_fc", "norm_before_residual",
-               "norm_output", "draft-embedding"}
-VLLM_DRIFT = {"born-from", "norm_before_fc", "no-d2t", "rope-theta", "rope-scaling"}  # rope: rows at 0..15 only
+VLLM_PARITY = {"matched", "matched-fc_norm-norm_output", "matched-norm_before_fc", "matched-llama3-rope",
+               "norm_before_residual", "norm_output", "draft-embedding"}
+VLLM_DRIFT = {"born-from", "norm_before_fc", "no-d2t", "rope-theta", "rope-scaling"}
 
 
 def test_vllm_forward_gives_the_first_steps_logits_of_training(capsys):
-    rc = cli.main(["forward", "--engine", "vllm", "--fixture", "llama-8l", "--drift", "all", "--flags-on",
+    rc = cli.main(["forward", "--engine", "vllm", "--fixture", "llama-8l", "--drift", "all", "--flags-on", "--rope",
                    "--steps", "1", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 2 and out["vllm"] == "0.34.0"  # fc_norm: vLLM cannot load it, so that case could not run
@@ -442,6 +442,20 @@ def test_vllm_forward_gives_the_first_steps_logits_of_training(capsys):
     matched = results["matched"]["serving"]
     assert matched["engine"] == "vllm" and matched["runner"] == "v2" and matched["embedding"] == "target"
     assert results["draft-embedding"]["serving"]["embedding"] == "draft"
+    # rows past the declared positions (512; Llama-3.1's rope: 2048, scaled from 8192), each group within
+    # tolerance: vLLM's SpeculativeConfig raised the draft's max_position_embeddings to the target's context
+    rope = results["matched-llama3-rope"]["serving"]
+    assert rope["positions"] == [*range(6), *range(2047, 2052), *range(8191, 8196)]
+    assert rope["draft_positions"] == ("the draft's max_position_embeddings 131072 (raised by vllm 0.34.0's config "
+                                       "classes from the declared 2048), rope table 131072 rows; served context "
+                                       "(max_model_len) 131072")
+    for name in ("matched", "matched-llama3-rope"):
+        groups = [g for s in results[name]["stages"] if s["stage"] != "vocab_mapping" for g in s["groups"]]
+        assert groups and all(g["ok"] for g in groups), name
+    scaling = {g["group"]: g for s in results["rope-scaling"]["stages"] if s["stage"] == "logits" for g in s["groups"]}
+    near = scaling[WITHIN]["max_abs"]
+    for name in ("past max_position_embeddings 2048", "past rope_scaling.original_max_position_embeddings 8192"):
+        assert scaling[name]["max_abs"] > 100 * near, scaling  # 0.37 and 0.27 against 4.8e-4 near 0
 
 
 def test_vllm_forward_runs_an_mla_moe_target(capsys):

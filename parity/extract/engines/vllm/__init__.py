@@ -30,10 +30,10 @@ FORWARD_MODULE = "parity.extract.engines.vllm.forward_side"
 IDS_KEY = "eagle_aux_hidden_state_layer_ids"  # top level: read first by both model runners
 FLAG = "--vllm"
 RELEASE_NOUN = "a vLLM release"
-# Not yet: parity's vLLM config serves max_model_len 128 (families/), so vLLM never raises a draft's
-# max_position_embeddings to the context as its SpeculativeConfig does for a real one; its draft's
-# rope table would end at the draft's declared positions.
-FORWARD_LONG_POSITIONS = False
+# Its forward side serves the rows past the draft's declared positions: with positions, its config
+# serves the target's own context (vLLM's default max_model_len), so vLLM's config classes treat the
+# draft's max_position_embeddings as in a deployment (forward_side.py, docs/forward.md).
+FORWARD_LONG_POSITIONS = True
 SWEEP_FROM = "0.8.5"  # where the sweep's 'all' starts: its first release with EAGLE-3
 
 # The commands that take a vLLM release, and what its flag means there (metavar, help): the

@@ -72,6 +72,10 @@ class Serving:
         self.adapter.replace_kernels()
         if req.get("dtype", "float32") != "float32" or req.get("device", "cpu") != "cpu":
             raise ValueError("parity runs vLLM's forward on the CPU in float32 only")
+        # rows past the draft's declared positions (parity.forward.positions): the context vLLM serves
+        # by default, the target config's (no --max-model-len), so that its SpeculativeConfig treats
+        # the draft's max_position_embeddings as it does in a deployment; else parity's 128
+        self.max_model_len = None if any(v.get("positions") for v in req["variants"]) else 128
         self.work = Path(tempfile.mkdtemp(prefix="parity-forward-vllm-"))
         self.target_dir = self.work / "target"
         self.target_dir.mkdir()
@@ -94,7 +98,8 @@ class Serving:
     def config(self, served_dir: str):
         """The VllmConfig of the target with this served draft as its EAGLE-3 drafter."""
         return self.adapter.config(str(self.target_dir), {"method": "eagle3", "model": served_dir,
-                                                          "num_speculative_tokens": 1}, self.port)
+                                                          "num_speculative_tokens": 1}, self.port,
+                                   max_model_len=self.max_model_len)
 
     def refs(self):
         from ...reference import candidate_states
@@ -223,12 +228,18 @@ def run_variant(sv: Serving, variant: dict, req: dict, out: dict[str, torch.Tens
     meta["engine"], meta["draft_class"] = "vllm", type(draft).__name__
     shifted = torch.cat([sv.tokens[1:], torch.tensor([next_token])])  # x_1..x_T
     t = shifted.shape[0]
+    positions = torch.tensor(variant["positions"][:t]) if variant.get("positions") else torch.arange(t)
+    if variant.get("positions"):
+        meta["draft_positions"] = draft_positions(sv, served, draft, vllm_config)
+        refused = past_what_vllm_serves(sv, vllm_config, draft, int(positions.max()), meta["draft_positions"])
+        if refused:
+            return {**meta, "unservable": refused}
     recorder = None if req.get("bare") else Recorder(draft)
     started = time.perf_counter()
     with set_current_vllm_config(vllm_config), torch.no_grad(), \
             set_forward_context(None, vllm_config, num_tokens=t):
         g = draft.combine_hidden_states(aux)
-        last, _ = draft(input_ids=shifted, positions=torch.arange(t), hidden_states=g)
+        last, _ = draft(input_ids=shifted, positions=positions, hidden_states=g)
         full = draft.compute_logits(last)
     meta["forward_s"] = time.perf_counter() - started
     if recorder is None:
@@ -244,7 +255,50 @@ def run_variant(sv: Serving, variant: dict, req: dict, out: dict[str, torch.Tens
     meta["vocab_mapping"] = ("read off compute_logits (target id = draft index + d2t[draft index])"
                              if mapping is not None else "none (draft index = target id)")
     meta["input_ids"] = shifted.tolist()
+    meta["positions"] = positions.tolist()
     return meta
+
+
+def rope_rows(draft) -> int | None:
+    """The positions the built draft's rope table holds (its first layer's `cos_sin_cache` rows)."""
+    attention = getattr(draft.model.layers[0], "self_attn", None)
+    cache = getattr(getattr(attention, "rotary_emb", None), "cos_sin_cache", None)
+    return int(cache.shape[0]) if isinstance(cache, torch.Tensor) else None
+
+
+def draft_positions(sv: Serving, served: str, draft, vllm_config) -> str:
+    """What vLLM's config classes made of the positions the served draft declares: the
+    `max_position_embeddings` of its config.json (a speculators-format config's
+    transformer_layer_config, where vLLM reads it) against the one the built draft holds (0.33 on,
+    `SpeculativeConfig` raises it to the target's max_model_len for a rope type that only sizes
+    the table), the rows of the rope table built, and the context served (`max_model_len`, which
+    `VllmConfig` lowers to the draft's where it does not raise it)."""
+    written = json.loads((Path(served) / "config.json").read_text())
+    layer = written.get("transformer_layer_config")
+    declared = (layer if isinstance(layer, dict) else written).get("max_position_embeddings")
+    built = getattr(draft.config, "max_position_embeddings", None)
+    context = vllm_config.model_config.max_model_len
+    how = ("as declared" if built == declared else
+           f"raised by vllm {sv.version}'s config classes from the declared {declared}")
+    return (f"the draft's max_position_embeddings {built} ({how}), rope table {rope_rows(draft)} rows; "
+            f"served context (max_model_len) {context}")
+
+
+def past_what_vllm_serves(sv: Serving, vllm_config, draft, top: int, note: str) -> str | None:
+    """Why the rows cannot run at positions up to `top` as this release serves the draft, or None:
+    past the context it serves (its VllmConfig lowered max_model_len to the draft's: the target's
+    context is not served at all), or past the draft's rope table (a release that never raises the
+    draft's positions: its CPU rotary path raises IndexError; a GPU kernel reads past the table)."""
+    context = vllm_config.model_config.max_model_len
+    if top >= context:
+        return (f"vllm {sv.version} serves a context of {context} positions with this draft ({note}), "
+                f"below the target's; position {top} is never served")
+    rows = rope_rows(draft)
+    if rows is not None and top >= rows:
+        return (f"vllm {sv.version} serves the target's context with the draft as built ({note}): position {top} "
+                "is past the draft's rope table (vLLM's own CPU path raises IndexError there; what a GPU kernel "
+                "reads past it is not run here)")
+    return None
 
 
 def run(req: dict) -> dict[str, Any]:

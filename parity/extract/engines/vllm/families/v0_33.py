@@ -171,15 +171,18 @@ class Adapter:
                 "vllm.model_executor.layers.fused_moe.experts.cpu_moe.CPUUnquantizedExperts.apply -> "
                 "per-expert SiLU or SwiGLU-OAI MLP, biases added (router real)"]
 
-    def config(self, target_dir: str, speculative: dict | None, port: int):
+    def config(self, target_dir: str, speculative: dict | None, port: int, max_model_len: int | None = 128):
         """The VllmConfig `LLM(model=target_dir, speculative_config=speculative)` would build
-        (eager, fp32, no compilation), with a world-size-1 gloo process group."""
+        (eager, fp32, no compilation), with a world-size-1 gloo process group. `max_model_len`:
+        the served context (128: parity's extraction runs 8 tokens; None: vLLM's own default, the
+        target config's context, as a server launched without --max-model-len serves it)."""
         from vllm.config import ModelConfig, ParallelConfig, SpeculativeConfig, VllmConfig
         from vllm.config import set_current_vllm_config
         from vllm.distributed import init_distributed_environment, initialize_model_parallel
 
         model_config = ModelConfig(model=target_dir, skip_tokenizer_init=True, dtype="float32",
-                                   enforce_eager=True, max_model_len=128, **self.model_config_args(target_dir))
+                                   enforce_eager=True, max_model_len=max_model_len,
+                                   **self.model_config_args(target_dir))
         parallel = ParallelConfig()
         spec = None
         if speculative is not None:

@@ -66,11 +66,11 @@ class Adapter(v0_33.Adapter):
     # config's own `SpeculativeConfig.uses_aux_hidden_states` (what V2's runner reads in 0.34).
     LAUNCH = staticmethod(launch.uses_aux_hidden_states)
 
-    def config(self, target_dir: str, speculative: dict | None, port: int):
+    def config(self, target_dir: str, speculative: dict | None, port: int, max_model_len: int | None = 128):
         """0.33's, with the CPU platform's config check run as on an x86 CPU with Triton-CPU
         (only while this config is built; afterwards the platform's own check is back)."""
         with _triton_read_as_present_by_the_platform_check():
-            return super().config(target_dir, speculative, port)
+            return super().config(target_dir, speculative, port, max_model_len)
 
     def config_ids(self, vllm_config, runner: str) -> list[int] | None:
         return super().config_ids(vllm_config, _only_v2(runner))
