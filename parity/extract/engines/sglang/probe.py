@@ -216,6 +216,22 @@ def engine_reader(exc: BaseException) -> str:
     return f"{found.tb_frame.f_globals['__name__']}.{found.tb_frame.f_code.co_name}"
 
 
+CAPTURE_HOOK = "set_eagle3_layers_to_capture"  # what an EAGLE-3 start-up calls on the target model
+
+
+def no_capture_hook(exc: BaseException, model, arch: str, version: str) -> str | None:
+    """The engine's own verdict when its EAGLE-3 start-up asked the target's model object for
+    `set_eagle3_layers_to_capture` and the release's model class has none (DeepSeek-V3 up to
+    SGLang 0.5.4.post1, Qwen3 up to 0.4.8.post1): every EAGLE-3 launch of that target fails
+    there, on any hardware, so no draft can be served for it. None for any other failure."""
+    if not (isinstance(exc, AttributeError) and getattr(exc, "name", None) == CAPTURE_HOOK
+            and getattr(exc, "obj", None) is model and not hasattr(type(model), CAPTURE_HOOK)):
+        return None
+    return (f"sglang {version} cannot serve an EAGLE-3 draft for {arch}: its model class "
+            f"{type(model).__module__}.{type(model).__name__} has no {CAPTURE_HOOK}, which its EAGLE-3 start-up "
+            f"calls on the target model, so every EAGLE-3 launch of this target fails there ({one_line(exc)})")
+
+
 def why_fallback(draft_config: dict) -> str:
     """Name why the engine found no ids, from the draft config the user wrote."""
     eagle = draft_config.get("eagle_config")
@@ -393,8 +409,8 @@ def extract(request: dict) -> dict[str, Any]:
         adapter.configure_capture(model, use_aux, ids)
     except Exception as exc:
         handed = "" if never else ids  # a release that never reads the ids hands none
-        findings.append(finding("engine_error", f"set_eagle3_layers_to_capture({handed}) raised "
-                                f"{one_line(exc)}", "error"))
+        findings.append(finding("engine_error", no_capture_hook(exc, model, arch, version) or
+                                f"set_eagle3_layers_to_capture({handed}) raised {one_line(exc)}", "error"))
     capture = adapter.capture_indices(model)
     reply["capture_ids"] = capture
     expected = len(ids) if isinstance(ids, (list, tuple)) else len(capture or [])

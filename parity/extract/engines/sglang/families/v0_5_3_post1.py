@@ -15,6 +15,17 @@ server args and model config from 0.5.0rc2: parity runs the runner's own call of
 statement of `ModelRunner.init_torch_distributed`, run_until.run_call) on a runner holding
 them, whichever the release's signature.
 
+An MLA model (DeepSeek): `ModelRunner.model_specific_adjustment`, run by that `__init__`, refuses
+it under any attention backend outside its MLA list off a "cpu" device ("Invalid attention
+backend for MLA: torch_native"; 0.5.4 dropped the check). torch_native is parity's choice, so
+for an MLA model the runner is handed MLA_BACKEND (triton: what that method's own default
+selection names for an MLA model on a CUDA GPU that is neither Hopper nor Blackwell); DeepSeek's
+prefill dispatch takes the same MHA path either way, answered by parity's prefill SDPA backend
+(runner_args_for). Its dispatch reads `global_server_args_dict["prefill_attention_backend"]`,
+which the runner's `_get_attention_backend` publishes in one statement: run alone where the
+release has it (publish_phase_backends). DeepSeek's model class then has no
+`set_eagle3_layers_to_capture` in these releases: the engine's own verdict (probe.no_capture_hook).
+
 CPU shims:
 - 0.4.9-0.4.10 import `default_cache_dir`, `default_dump_dir` and `default_override_dir` from
   `triton.runtime.cache` for a triton cache manager no CPU path runs; the triton parity
@@ -30,6 +41,8 @@ CPU shims:
 
 from __future__ import annotations
 
+import copy
+
 from packaging.specifiers import SpecifierSet
 
 from . import v0_5_3
@@ -41,6 +54,7 @@ VERIFIED = ("0.5.3.post1",)  # releases whose capture and forward were verified 
 
 TRITON_CACHE_HELPERS = ("default_cache_dir", "default_dump_dir", "default_override_dir")
 GLOBALS = "global_server_args_dict.update"  # the statement of ModelRunner.__init__ that publishes them
+MLA_BACKEND = "triton"  # the attention backend an MLA model's runner is handed (Adapter.runner_args_for)
 
 CODE_PATHS = {
     **v0_5_3.CODE_PATHS,
@@ -80,7 +94,8 @@ class Adapter(v0_5_3.Adapter):
 
     def publish_globals(self, model_config) -> None:
         """The real `ModelRunner.__init__` for `model_config`, stopped after it fills
-        `global_server_args_dict`."""
+        `global_server_args_dict`. For an MLA model (DeepSeek-V2/V3) the runner is handed the
+        server args with no attention backend named (runner_args_for)."""
         from sglang.srt.model_executor.model_runner import ModelRunner
 
         runner = ModelRunner.__new__(ModelRunner)
@@ -88,8 +103,43 @@ class Adapter(v0_5_3.Adapter):
             ModelRunner.__init__, GLOBALS, runner,
             model_config=model_config, mem_fraction_static=0.1, gpu_id=0, tp_rank=0, tp_size=1,
             moe_ep_rank=0, moe_ep_size=1, pp_rank=0, pp_size=1, nccl_port=self.port,
-            server_args=self.server_args, is_draft_worker=False)
+            server_args=self.runner_args_for(model_config), is_draft_worker=False)
+        self.publish_phase_backends(runner)
         self._globals_for = model_config
+
+    def publish_phase_backends(self, runner) -> None:
+        """Where this release's `ModelRunner._get_attention_backend` publishes the prefill and
+        decode backends (`global_server_args_dict.update({"decode_attention_backend": ...,
+        "prefill_attention_backend": ...})`, from `server_args.get_attention_backends()`, which
+        DeepSeek's attention dispatch reads), that statement of the real method, run alone on
+        the runner `__init__` left (the rest of the method builds a GPU backend). A release
+        without it publishes neither (up to 0.4.8 the dispatch reads `attention_backend`)."""
+        from sglang.srt.model_executor.model_runner import ModelRunner
+
+        method = getattr(ModelRunner, "_get_attention_backend", None)
+        if method is None or not hasattr(runner.server_args, "get_attention_backends"):
+            return
+        runner.prefill_attention_backend_str, runner.decode_attention_backend_str = (
+            runner.server_args.get_attention_backends())  # the method's first statement
+        run_call(method, GLOBALS, runner)
+
+    def runner_args_for(self, model_config):
+        """The server args `ModelRunner.__init__` is handed for `model_config`. Its
+        `model_specific_adjustment` refuses an MLA model under an attention backend outside its
+        MLA list unless the device is "cpu" (`ValueError: Invalid attention backend for MLA:
+        torch_native`; 0.5.4 dropped the check), and torch_native is parity's choice for its
+        CPU harness, not the deployment's. So for an MLA model the runner gets a copy naming
+        MLA_BACKEND, what that same method's default selection names for an MLA model on a CUDA
+        GPU that is neither Hopper nor Blackwell (its selection itself asks the GPU, which a CPU
+        run cannot: 0.4.8's `is_sm100_supported` asserts CUDA). The model's attention dispatch
+        then takes, for a prefill, the same MHA path it takes under torch_native (the triton
+        branch, which torch_native falls back to), and parity's prefill SDPA backend answers
+        it, as in the later families: every captured state is matched against transformers."""
+        if not self.is_mla(model_config):
+            return self.server_args
+        args = copy.copy(self.server_args)
+        args.attention_backend = MLA_BACKEND
+        return args
 
     def initialize_dp_attention(self, server_args, model_config) -> None:
         """The runner's own `initialize_dp_attention(...)` statement, whichever its signature."""
