@@ -299,9 +299,27 @@ class LaunchRefused(InputError):
     refused them (the engine's words), or (`unresolved`) its release family has no launch
     resolver. Bad input for that release (exit 2); a matrix shows it in that release's cell."""
 
-    def __init__(self, message: str, *, unresolved: bool = False):
-        super().__init__(message)
+    def __init__(self, message: str, *, unresolved: bool = False, argv: tuple[str, ...] | list[str] = ()):
+        super().__init__(message + quoting_hint(argv))
         self.unresolved = unresolved
+
+
+def quoting_hint(argv: tuple[str, ...] | list[str]) -> str:
+    """What to add to an engine's refusal of the serve arguments when one of them is a JSON object
+    whose quotes were removed by splitting the arguments as a shell does (`--speculative-config
+    {"method": "eagle3"}` unquoted arrives as `{method:`, `eagle3}`): '' when none is."""
+    import json
+
+    for arg in argv:
+        if not arg.startswith("{"):
+            continue
+        try:
+            json.loads(arg)
+        except ValueError:
+            return (f" (the argument {arg!r} is not JSON: --serve-args is split as a shell splits a command line, "
+                    "which removes quotes; quote a JSON value whole as in the shell, --speculative-config "
+                    "'{\"method\": \"eagle3\", ...}', or give the arguments in a file, --serve-args @FILE)")
+    return ""
 
 
 def parse_serve_args(text: str | None) -> tuple[str, ...] | None:

@@ -169,6 +169,16 @@ def test_vllm_a_misspelled_flag_is_refused_in_its_words():
 
 
 @pytest.mark.slow
+def test_vllm_an_unquoted_json_value_is_refused_in_its_words_saying_why():
+    """The shell's splitting removes the quotes of a JSON value given unquoted (as docs/launch.md
+    once showed it): vLLM's refusal comes with what parity can see and vLLM cannot."""
+    proc = vllm_serving('--speculative-config {"method": "eagle3", "num_speculative_tokens": 3}')
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "argument --speculative-config/-sc: Value {method: cannot be converted" in proc.stderr
+    assert "the argument '{method:' is not JSON" in proc.stderr and "@FILE" in proc.stderr
+
+
+@pytest.mark.slow
 def test_vllm_eagle_with_an_eagle3_draft_is_refused_by_vllm_with_a_verified_method():
     """vLLM's own answer to `"method": "eagle"` with an EAGLE-3 draft: its SpeculativeConfig
     refuses it (`vllm serve` would not start); the line says so, with eagle3 verified."""
@@ -306,6 +316,19 @@ def test_serve_args_that_cannot_be_read_are_refused_before_any_extraction(given,
 
     with pytest.raises(InputError, match=says):
         parse_serve_args(given)
+
+
+@pytest.mark.parametrize("argv, hinted", [
+    (("--speculative-config", "{method:", "eagle3}"), True),
+    (("--speculative-config", '{"method": "eagle3"}'), False),  # quoted whole: JSON, no hint
+    (("--speculative-num-steps", "3"), False),
+])
+def test_a_refusal_says_when_a_json_value_lost_its_quotes(argv, hinted):
+    from parity.inputs import LaunchRefused
+
+    message = str(LaunchRefused("--serve-args: vllm 9.9's argument parser refused them: X", argv=argv))
+    assert message.startswith("--serve-args: vllm 9.9's argument parser refused them: X")
+    assert ("is not JSON" in message) is hinted
 
 
 def test_serve_args_from_a_file_keep_their_quoting(tmp_path):

@@ -175,7 +175,8 @@ def probe_serving(target: Target, draft: Draft, sglang_version: str | None = Non
     except EnvError as exc:
         raise ServingExtractionError(str(exc)) from exc
     if reply.get("launch_refused"):  # the engine's own words: bad input, one line
-        raise LaunchRefused(f"--serve-args: sglang {reply.get('sglang_version', '?')}'s {reply['launch_refused']}")
+        raise LaunchRefused(f"--serve-args: sglang {reply.get('sglang_version', '?')}'s {reply['launch_refused']}",
+                            argv=serve_args)
     unsupported = CannotExtract.from_reply(reply) or HarnessLimit.from_reply(reply, "sglang", "sglang_version")
     if unsupported is not None:  # no family can run it, or parity's CPU run cannot: one loud line
         raise unsupported

@@ -278,7 +278,7 @@ def probe_serving(target: Target, draft: Draft, vllm_version: str | None = None,
         raise limit
     if reply.get("launch_refused"):  # the engine's own words: bad input, one line
         raise LaunchRefused(f"--serve-args: vllm {reply.get('vllm_version', '?')}'s {reply['launch_refused']}",
-                            unresolved=bool(reply.get("launch_unresolved")))
+                            unresolved=bool(reply.get("launch_unresolved")), argv=serve_args or ())
     if "error" in reply:
         raise ServingExtractionError(f"vllm {reply.get('vllm_version', '?')}: {reply['error']}")
     return to_contract(reply, target), reply.get("candidates", [])
