@@ -207,5 +207,6 @@ def test_sweep_runs_a_registered_engines_cases(fake, capsys):
     assert list(describe_cases()["fake"]) == [c.name for c in SERVING_CASES]
     row = run_release("fake", "2.0", {"seconds": 0.0})
     assert row["cases"]["llama32 [1,15,28]"]["fc"] == ["h2", "h16", "h29"]
-    assert row["cases"]["llama32 top-level [1,15,28]"] == {"error": "the fake reads eagle_config's ids only"}
+    assert row["cases"]["llama32 top-level [1,15,28]"] == {"error": "the fake reads eagle_config's ids only",
+                                                            "outcome": "engine refuses"}  # its InputError
     assert sorted({c[1] for c in fake.calls if c[0] == "probe_serving"}) == ["2.0"]
