@@ -21,9 +21,11 @@ backend for MLA: torch_native"; 0.5.4 dropped the check). torch_native is parity
 for an MLA model the runner is handed MLA_BACKEND (triton: what that method's own default
 selection names for an MLA model on a CUDA GPU that is neither Hopper nor Blackwell); DeepSeek's
 prefill dispatch takes the same MHA path either way, answered by parity's prefill SDPA backend
-(runner_args_for). Its dispatch reads `global_server_args_dict["prefill_attention_backend"]`,
-which the runner's `_get_attention_backend` publishes in one statement: run alone where the
-release has it (publish_phase_backends). DeepSeek's model class then has no
+(runner_args_for; where the args leave `page_size` unset, as `__post_init__` would resolve it,
+since 0.5.0rc0-0.5.2's method compares it for an MLA model). Its dispatch reads
+`global_server_args_dict["prefill_attention_backend"]`, which the runner's
+`_get_attention_backend` publishes in one statement: run alone, with the statements setting the
+two backends before it, where the release has it (publish_phase_backends). DeepSeek's model class then has no
 `set_eagle3_layers_to_capture` in these releases: the engine's own verdict (probe.no_capture_hook).
 
 CPU shims:
@@ -47,7 +49,8 @@ from packaging.specifiers import SpecifierSet
 
 from . import v0_5_3
 from .... import standins
-from ....run_until import call_stop_line, require, run_call, run_until_after_call
+from ....run_until import (CodePathMoved, call_stop_line, require, run_assignment, run_call, run_statement,
+                          run_until_after_call)
 
 RELEASES = SpecifierSet(">=0.4.9,<0.5.3.post2")  # the releases this family's adapter serves
 VERIFIED = ("0.5.3.post1",)  # releases whose capture and forward were verified against transformers
@@ -61,6 +64,18 @@ CODE_PATHS = {
     "server_args": f"sglang.srt.model_executor.model_runner.ModelRunner.__init__ (its `{GLOBALS}(...)` "
                    "statement: managers.schedule_batch.global_server_args_dict)",
 }
+
+
+def resolve_page_size(args) -> None:
+    """`args.page_size` as the release's own `ServerArgs.__post_init__` resolves an unset one
+    (parity's server args are unresolved: v0_5_3.unresolved): its `_handle_page_size()` where it
+    has one (0.5.3), else its `if self.page_size is None:` statement, run alone (0.5.0rc0)."""
+    from sglang.srt.server_args import ServerArgs
+
+    if hasattr(ServerArgs, "_handle_page_size"):
+        ServerArgs._handle_page_size(args)
+    else:
+        run_statement(ServerArgs.__post_init__, "self.page_size is None", args)
 
 
 class Adapter(v0_5_3.Adapter):
@@ -110,17 +125,26 @@ class Adapter(v0_5_3.Adapter):
     def publish_phase_backends(self, runner) -> None:
         """Where this release's `ModelRunner._get_attention_backend` publishes the prefill and
         decode backends (`global_server_args_dict.update({"decode_attention_backend": ...,
-        "prefill_attention_backend": ...})`, from `server_args.get_attention_backends()`, which
-        DeepSeek's attention dispatch reads), that statement of the real method, run alone on
-        the runner `__init__` left (the rest of the method builds a GPU backend). A release
-        without it publishes neither (up to 0.4.8 the dispatch reads `attention_backend`)."""
+        "prefill_attention_backend": ...})`, which DeepSeek's attention dispatch reads), the
+        statements of the real method that set them and that one, run alone on the runner
+        `__init__` left (the rest of the method builds a GPU backend): each backend's own
+        assignment (0.5.0rc0), or the one statement assigning both from
+        `server_args.get_attention_backends()` (0.5.3.post1; a tuple target, run as written). A
+        release without that statement publishes neither (up to 0.4.8 the dispatch reads
+        `attention_backend`)."""
         from sglang.srt.model_executor.model_runner import ModelRunner
 
         method = getattr(ModelRunner, "_get_attention_backend", None)
-        if method is None or not hasattr(runner.server_args, "get_attention_backends"):
+        try:
+            call_stop_line(method, GLOBALS)
+        except (CodePathMoved, TypeError):  # no such method, or no such statement in it
             return
-        runner.prefill_attention_backend_str, runner.decode_attention_backend_str = (
-            runner.server_args.get_attention_backends())  # the method's first statement
+        try:
+            for attr in ("decode_attention_backend_str", "prefill_attention_backend_str"):
+                run_assignment(method, attr, runner)
+        except CodePathMoved:  # one statement assigns both
+            runner.prefill_attention_backend_str, runner.decode_attention_backend_str = (
+                runner.server_args.get_attention_backends())
         run_call(method, GLOBALS, runner)
 
     def runner_args_for(self, model_config):
@@ -139,6 +163,8 @@ class Adapter(v0_5_3.Adapter):
             return self.server_args
         args = copy.copy(self.server_args)
         args.attention_backend = MLA_BACKEND
+        if args.page_size is None:  # the same method compares it for an MLA model (0.5.0rc0-0.5.2)
+            resolve_page_size(args)
         return args
 
     def initialize_dp_attention(self, server_args, model_config) -> None:
