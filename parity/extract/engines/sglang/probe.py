@@ -22,7 +22,7 @@ import torch
 
 from ... import standins
 from ...families import UnsupportedRelease
-from . import launch
+from . import cpu_path, launch
 from .draft_facts import draft_facts
 from .families import place
 from ...child import finding, note, one_line, with_limits
@@ -400,9 +400,13 @@ def extract(request: dict) -> dict[str, Any]:
     try:  # can the engine's own model code run this architecture here at all?
         adapter.forward(model, input_ids)
     except Exception as exc:
-        reply["error"] = (f"sglang {version} cannot run architecture {arch} (model_type "
-                          f"{real.get('model_type')!r}) on parity's CPU harness: a plain prefill, "
-                          f"before any capture is set, raised {one_line(exc)} (at {engine_frame(exc)})")
+        own = cpu_path.method_lacks_argument(exc)
+        where = (f"sglang {version}'s own non-CUDA code path cannot run architecture {arch} (model_type "
+                 f"{real.get('model_type')!r}): {own}" if own else
+                 f"sglang {version} cannot run architecture {arch} (model_type {real.get('model_type')!r}) on "
+                 "parity's CPU harness")
+        reply["error"] = (f"{where}: a plain prefill, before any capture is set, raised {one_line(exc)} "
+                          f"(at {engine_frame(exc)})")
         reply["unsupported"] = True
         return reply
     try:
@@ -418,6 +422,13 @@ def extract(request: dict) -> dict[str, Any]:
 
     refs = candidate_states(hf, input_ids)
     slots = capture_and_identify(adapter, model, input_ids, refs, n, capture, expected, findings)
+    if any(f["kind"] == "unidentified_state" for f in findings):
+        unread = cpu_path.unread_parameters(lambda: adapter.forward(model, input_ids), model)
+        if unread:  # the engine's own non-CUDA forward is not the model: said first, as its own
+            findings.insert(0, finding("engine_error", (
+                f"sglang {version}'s own non-CUDA forward of {arch} is not the model: it never reads the loaded "
+                f"{', '.join(unread)} (zeroing them changes none of its outputs), so the states it computes off "
+                "CUDA match no state of the model"), "error"))
     reply["slots"] = slots
     reply["target"] = {"architecture": (real.get("architectures") or ["?"])[0],
                        "model_type": real.get("model_type"), "num_hidden_layers": n,

@@ -1,0 +1,14 @@
+"""Injected: the probe does not look for loaded parameters the engine's forward never reads
+(cpu_path.unread_parameters answers none).
+
+Run as `python -m tests.drift.serving_unread_parameters_unchecked` under SGLang 0.5.10's
+environment in place of the serving probe: gpt-oss's captured states, computed by that release's
+non-CUDA MoE without the experts' biases, are then only states parity could not name
+(`unidentified_state`), not the engine's own non-CUDA forward named as what it is."""
+
+from parity.extract.engines.sglang import cpu_path, probe
+
+cpu_path.unread_parameters = lambda forward, model: []
+
+if __name__ == "__main__":
+    raise SystemExit(probe.main())
