@@ -17,8 +17,10 @@ one of them was read.
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import sys
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 
@@ -40,6 +42,33 @@ class ReadingDict(dict):
     def __contains__(self, key):
         self.reads.add(str(key))
         return super().__contains__(key)
+
+
+@contextlib.contextmanager
+def reading_dicts(folder: str, reads: dict[str, set[str]]) -> Iterator[dict[str, set[str]]]:
+    """While the block runs, the config.json that transformers' `PretrainedConfig.get_config_dict`
+    loads from `folder` reaches whoever asked for it as a ReadingDict: the keys read of its top
+    level are recorded into `reads[""]`, those of a dict it holds under key K into `reads[K]`
+    (a side that reads a config as a dict before it builds a config object from it: vLLM's
+    speculators-format converter). The values are those loaded; a config of another folder (the
+    target's) is handed out as loaded."""
+    from transformers import PretrainedConfig
+
+    original = PretrainedConfig.__dict__["get_config_dict"]
+    folder_path = Path(folder).resolve()
+
+    def get_config_dict(cls, path, *args, **kwargs):
+        config, rest = original.__func__(cls, path, *args, **kwargs)
+        if not isinstance(path, (str, os.PathLike)) or Path(path).resolve() != folder_path or not isinstance(config, dict):
+            return config, rest
+        held = {k: ReadingDict(v, reads.setdefault(k, set())) if isinstance(v, dict) else v for k, v in config.items()}
+        return ReadingDict(held, reads.setdefault("", set())), rest
+
+    PretrainedConfig.get_config_dict = classmethod(get_config_dict)
+    try:
+        yield reads
+    finally:
+        PretrainedConfig.get_config_dict = original
 
 
 def _own_files(cls: type, cache: dict[type, frozenset[str]]) -> frozenset[str]:
@@ -186,3 +215,37 @@ def read_fields(config: Any, raw: dict, reads: set[str], default: set[str] | Non
     default = found if config is not None else default
     return {"config_keys_read": sorted(read), "config_keys_unread": sorted(every - read),
             "config_keys_default": sorted(default) if default is not None else None}
+
+
+def converted_fields(config: Any, raw: dict, nested: str, convert: Callable[[dict], dict],
+                     build: Callable[[dict], Any], reads: set[str], dict_reads: dict[str, set[str]]) -> dict[str, list[str]]:
+    """BuiltDraft's config keys of a config.json (`raw`) that a side reads as a dict and converts
+    (`convert`: raw -> the dict its config object is built from; `build`: raw -> that object; both
+    the side's own code) before it builds the draft from `config`, the object so built. `nested`:
+    the key of raw whose dict holds the layer's keys (speculators' transformer_layer_config),
+    spelled bare as training spells them; `reads`: the attributes read on config objects;
+    `dict_reads`: `reading_dicts`' record of the dict reads. A top-level key the converter read
+    and copied unchanged into the converted dict counts as read when its copy was read on the
+    object (copying is not using); one it read otherwise (to decide: `speculators_model_type`,
+    the nested key itself) is read; a nested key counts as read when the converter read it, or
+    when the converted dict holds its value (not overwritten from the top level) and the object's
+    attribute was read (`keys_read`). At its default: a copied key the converter, run without it,
+    copies the same value for (its own default); a nested key without which `build` gives the
+    same object (`defaults_by_rebuild`). A top-level key the converter never copies never reaches
+    the config object at all: not at a default (what the engine builds without it is the built
+    fields' to judge)."""
+    converted = convert(copy.deepcopy(raw))
+    on_object = keys_read(config, converted, reads)[0]
+    top, inner = dict_reads.get("", set()), dict_reads.get(nested, set())
+    layer = raw.get(nested) if isinstance(raw.get(nested), dict) else {}
+    copied = {k for k in top if k != nested and k in raw and k in converted and _same(converted[k], raw[k])}
+    read = {k for k in raw if (k in on_object if k in copied else k in top)}
+    read |= {k for k in layer if k in inner or (k not in copied and k in converted and _same(converted[k], layer[k])
+                                                and k in on_object)}
+    missing = object()
+    default = {k for k in copied
+               if _same(convert(copy.deepcopy({j: v for j, v in raw.items() if j != k})).get(k, missing), converted[k])}
+    default |= defaults_by_rebuild(lambda d: build(copy.deepcopy({**raw, nested: d})), layer)
+    every = set(raw) | set(layer)
+    return {"config_keys_read": sorted(read), "config_keys_unread": sorted(every - read),
+            "config_keys_default": sorted(default)}

@@ -35,7 +35,7 @@ from typing import Any
 
 from . import launch
 from .families import place
-from ...config_reads import recording
+from ...config_reads import reading_dicts, recording
 from ...child import one_line, with_limits
 from ....envs import reply_over_stdio
 from ....errors import CannotExtract
@@ -173,8 +173,10 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
     # the draft config's attributes vLLM's config classes read (BuiltDraft's config keys), the target's left out
     reads = set() if request["mode"] == "serving" and getattr(adapter, "BUILDS_DRAFT", False) else None
     skip: list = []
+    dict_reads: dict[str, set[str]] = {}  # a config vLLM reads as a dict first (the speculators format)
     try:
-        with recording(reads, skip) if reads is not None else contextlib.nullcontext():
+        with recording(reads, skip) if reads is not None else contextlib.nullcontext(), \
+                reading_dicts(speculative["model"], dict_reads) if reads is not None else contextlib.nullcontext():
             vllm_config = adapter.config(str(target_dir), speculative, free_port())
             skip.extend(adapter.target_configs(vllm_config))
     except Exception as exc:  # noqa: BLE001
@@ -195,8 +197,10 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
     runners = {}
     for runner in family.RUNNERS:
         dump_on_model = request["mode"] == "dump" and speculative is None
-        entry: dict[str, Any] = {"config_ids": (list(request["launch_ids"]) if dump_on_model
-                                                else adapter.config_ids(vllm_config, runner))}
+        # the runner's own reading of the draft config's ids counts among vLLM's reads of it
+        with recording(reads, skip) if reads is not None else contextlib.nullcontext():
+            entry: dict[str, Any] = {"config_ids": (list(request["launch_ids"]) if dump_on_model
+                                                    else adapter.config_ids(vllm_config, runner))}
         try:
             if dump_on_model:
                 adapter.set_dump(model, request["launch_ids"])
@@ -232,7 +236,7 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
     reply["candidates"] = candidates
     if request["mode"] == "serving":
         try:
-            reply["draft"] = adapter.draft_facts(vllm_config, model, checkpoint, reads)
+            reply["draft"] = adapter.draft_facts(vllm_config, model, checkpoint, reads, dict_reads)
         except Exception as exc:  # noqa: BLE001 - the contract says what could not be read
             reply["draft_error"] = f"vllm {version}'s draft class could not be built: {one_line(exc)}"
         try:  # the sizes: read from the draft's real config files, never the shrunk copy's

@@ -24,7 +24,7 @@ import os
 from packaging.specifiers import SpecifierSet
 
 from .. import launch
-from ....config_reads import read_fields, recording
+from ....config_reads import converted_fields, read_fields, recording
 
 RELEASES = SpecifierSet(">=0.33,<0.34")
 VERIFIED = ("0.33.0",)
@@ -383,13 +383,14 @@ class Adapter:
         return {"draft_vocab_size": draft_vocab if draft_vocab is not None else getattr(config, "vocab_size", None)}
 
     def draft_facts(self, vllm_config, target=None, checkpoint: str | None = None,
-                    reads: set[str] | None = None) -> dict:
+                    reads: set[str] | None = None, dict_reads: dict[str, set[str]] | None = None) -> dict:
         """What vLLM's own draft class (built from the draft's config, as the proposer builds it)
         applies: the graph flags it stores and, run on probes, how a draft token index becomes a
         target id (`compute_logits` with a known d2t), whether `load_weights` takes a t2d and
         (given the built `target`) whose embedding it uses. With `reads` (the draft config's
         attributes vLLM's config classes read building `vllm_config`, parity.extract.config_reads):
-        the class's constructor's reads are added, and the config keys it read (`config_keys`)."""
+        the class's constructor's reads are added, and the config keys it read (`config_keys`;
+        `dict_reads`: the reads of the served config.json as a dict, `config_reads.reading_dicts`)."""
         import torch
 
         if reads is None:
@@ -398,7 +399,7 @@ class Adapter:
             with recording(reads, skip=self.target_configs(vllm_config)):
                 draft = self.build_draft(vllm_config)
         module = self.draft_module_facts(draft)  # as built: before any weight is loaded or shared
-        keys = self.config_keys(draft, vllm_config, checkpoint, reads) if reads is not None else {}
+        keys = self.config_keys(draft, vllm_config, checkpoint, reads, dict_reads or {}) if reads is not None else {}
         if target is not None:  # loads the checkpoint (and processes the weights), then shares
             embedding = self.draft_embedding(draft, vllm_config, target, checkpoint)
         else:
@@ -447,13 +448,17 @@ class Adapter:
         return [model_config.hf_config, model_config.hf_text_config]
 
     @staticmethod
-    def config_keys(draft, vllm_config, checkpoint: str | None, reads: set[str]) -> dict:
+    def config_keys(draft, vllm_config, checkpoint: str | None, reads: set[str],
+                    dict_reads: dict[str, set[str]]) -> dict:
         """BuiltDraft's config_keys_read/unread/default for the real draft config.json (`checkpoint`,
         else the directory the draft was built from), given `reads`. The draft's hf_config is vLLM's
         `EAGLEConfig`, which holds the config class the draft's config.json builds as `model` and
         copies every field of it: keys are followed through that class. A speculators-format
-        config (`speculators_config`) is converted by vLLM from the dict, which the recorder does
-        not see: none (not compared)."""
+        config (`speculators_config`) vLLM reads as a dict (`dict_reads`: its config parser picks
+        the format by `speculators_config`, its `SpeculatorsConfig.extract_transformers_pre_trained_config`
+        starts from `transformer_layer_config` and copies the EAGLE-3 keys of the top level into it)
+        and builds its `SpeculatorsConfig` from the result: keys are followed through that
+        conversion (`config_reads.converted_fields`), nested ones spelled bare."""
         import json
         from pathlib import Path
 
@@ -461,10 +466,15 @@ class Adapter:
 
         folder = checkpoint or vllm_config.speculative_config.draft_model_config.model
         raw = json.loads((Path(folder) / "config.json").read_text())
-        if "speculators_config" in raw:
-            return {}
         inner = getattr(draft.config, "model", None)
-        return read_fields(inner if isinstance(inner, PretrainedConfig) else draft.config, raw, reads)
+        config = inner if isinstance(inner, PretrainedConfig) else draft.config
+        if "speculators_config" in raw:
+            from vllm.transformers_utils.configs.speculators import SpeculatorsConfig
+
+            convert = SpeculatorsConfig.extract_transformers_pre_trained_config
+            return converted_fields(config, raw, "transformer_layer_config", convert,
+                                    lambda d: SpeculatorsConfig(**convert(d)), reads, dict_reads)
+        return read_fields(config, raw, reads)
 
     # The built draft (parity.contract.BuiltDraft) is read from this family on (0.33, 0.34);
     # an older family's adapter sets False and the contract says its draft is not compared.
