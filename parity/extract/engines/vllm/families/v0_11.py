@@ -20,6 +20,12 @@ What differs from the 0.33 family (v0_33.py), found by running 0.11.0's code:
   on `vllm.utils.FlexibleArgumentParser`; `create_speculative_config` also takes the
   chunked-prefill and log-stats flags; whether the aux states are captured is decided inline
   in `GPUModelRunner.__init__` (`use_eagle()` and the method eagle3).
+Config keys read (docs/built-draft.md): not recorded. The installed code would allow it (its config
+classes, `SpeculatorsConfig` and draft class are read the same way; its runner reads no ids from the
+draft config at all), but this family's draft build is not read (BUILDS_DRAFT False), and parity
+carries the reads in the built-draft contract, judged only beside a built draft: a contract holding
+reads alone would report a built draft compared in every field. They come with this family's built
+draft.
 """
 
 from __future__ import annotations

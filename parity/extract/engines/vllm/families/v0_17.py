@@ -15,6 +15,10 @@ What differs from the 0.22 family (v0_22.py), found by running 0.21.0's and 0.17
   release has); `default_ids` calls the one the model has, the newer name first;
 - the CPU platform, the MoE experts (vLLM's own pure-torch CPU experts; no MoE stand-in) and
   the kernel stand-ins are the 0.22 family's.
+Config keys read (docs/built-draft.md): not recorded, as for the 0.22 family: the installed code
+would allow it, but this family's draft build is not read (BUILDS_DRAFT False), and parity carries
+the reads in the built-draft contract, judged only beside a built draft: a contract holding reads
+alone would report a built draft compared in every field. They come with this family's built draft.
 """
 
 from __future__ import annotations

@@ -20,6 +20,12 @@ What differs from the 0.33 family (v0_33.py), found by running 0.22.0's and 0.27
   (`_get_eagle3_use_aux_hidden_state_from_config`, for a `use_eagle()` method): V2, where a
   GPU runs it, captures them for the method eagle3 inline in its runner, the same answer for a
   draft whose eagle_config does not turn `use_aux_hidden_state` off (V1's alone reads it).
+The draft config keys vLLM reads (BuiltDraft's config keys, docs/built-draft.md) are not recorded:
+the installed code would allow it (the same transformers config objects, its `SpeculatorsConfig` for
+the speculators format, the draft class built by `initialize_model`), but this family's draft build
+is not read (BUILDS_DRAFT False), and parity carries the reads in the built-draft contract, judged
+only beside a built draft: a contract holding reads alone would report a built draft compared in
+every field. They come with this family's built draft.
 """
 
 from __future__ import annotations

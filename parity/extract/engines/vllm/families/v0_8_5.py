@@ -30,6 +30,12 @@ What differs from the 0.9 family (v0_9.py), found by running 0.8.5's code (0.8.5
 The CPU platform, compilation, the runner's statement (the model's default layers), the capture,
 the dump (the model's own capture) and the attention stand-in are the 0.11 family's; the draft's
 `compute_logits(hidden, None)` is the 0.9 family's.
+Config keys read (docs/built-draft.md): not recorded. 0.8.5 has no speculators-format config class
+(no `transformers_utils/configs/speculators`) and its proposer builds the draft class itself; reads
+of the EAGLE-3 form would be recordable around that statement, but this family's draft build is not
+read (BUILDS_DRAFT False), and parity carries the reads in the built-draft contract, judged only
+beside a built draft: a contract holding reads alone would report a built draft compared in every
+field. They come with this family's built draft.
 """
 
 from __future__ import annotations

@@ -28,6 +28,11 @@ As in 0.11: the CPU platform set by hand, compilation off with `level=0`, the V1
 layers: the draft's config is never read), the Llama capture `hidden_states + residual` before
 layer i, no `extract_hidden_states` (a dump is the model's own capture of the launch ids), and
 only the attention body stood in; those calls are the 0.11 family's.
+Config keys read (docs/built-draft.md): not recorded. The installed code would allow it (0.10.2's
+`SpeculatorsConfig`, the draft class the proposer's statement builds), but this family's draft build
+is not read (BUILDS_DRAFT False), and parity carries the reads in the built-draft contract, judged
+only beside a built draft: a contract holding reads alone would report a built draft compared in
+every field. They come with this family's built draft.
 """
 
 from __future__ import annotations
