@@ -13,8 +13,9 @@ Every call below is vLLM's own code, run on the CPU platform from the official w
   (`get_eagle3_aux_layers_from_config`); both fall back to the model's own default.
 Only the three kernel bodies the wheel lacks on a CPU are replaced (parity.extract.engines.vllm.kernels).
 The draft config keys vLLM reads (BuiltDraft's config keys) are recorded while `config` reads the
-served draft and `build_draft` builds its class, the target's config objects left out
-(`target_configs`); 0.33 is the first family that does (BUILDS_DRAFT).
+served draft, `build_draft` builds its class and each runner reads its ids, the target's config
+objects left out (`target_configs`); a speculators-format config.json also as the dict its
+`SpeculatorsConfig` converter reads (`config_keys`); 0.33 is the first family that does (BUILDS_DRAFT).
 """
 
 from __future__ import annotations
