@@ -89,3 +89,28 @@ def test_a_forward_that_reads_every_loaded_parameter_has_none_unread():
     torch.manual_seed(0)
     model, x = Model(reads_bias=True), torch.randn(2, 4)
     assert unread_parameters(lambda: model(x), model) == []
+
+
+def _missing(name: str) -> ModuleNotFoundError:
+    return ModuleNotFoundError(f"No module named '{name}'", name=name)
+
+
+def test_a_module_of_a_required_package_parity_leaves_out_is_parity_s_limit():
+    """SGLang 0.5.15's DeepSeek module imports `cutlass`; its wheel requires nvidia-cutlass-dsl."""
+    from parity.extract.engines.sglang.cpu_path import requirement_not_installed
+
+    requires = ["torch==2.9.1", "nvidia-cutlass-dsl[cu13]==4.5.2", "pytest; extra == \"test\""]
+    assert requirement_not_installed(_missing("cutlass"), "0.5.15", requires) == (
+        "its model code imports 'cutlass', from nvidia-cutlass-dsl[cu13]==4.5.2, which sglang 0.5.15 requires and "
+        "parity's CPU environment does not install (ModuleNotFoundError: No module named 'cutlass')")
+
+
+def test_a_module_the_release_does_not_require_stays_the_engines_own():
+    from parity.extract.engines.sglang.cpu_path import requirement_not_installed
+
+    requires = ["nvidia-cutlass-dsl[cu13]==4.5.2"]
+    assert requirement_not_installed(_missing("flash_mla"), "0.5.15", requires) is None  # no requirement names it
+    extra_only = ["nvidia-cutlass-dsl; extra == \"test\""]
+    assert requirement_not_installed(_missing("cutlass"), "0.5.15", extra_only) is None  # required by an extra only
+    assert requirement_not_installed(_missing("json"), "0.5.15", ["json-tools"]) is None  # installed: another cause
+    assert requirement_not_installed(ImportError("cannot import name 'x'"), "0.5.15", requires) is None

@@ -16,6 +16,10 @@ limit of parity's harness):
   loaded parameters in turn and seeing the output unchanged. Parameters of an attention module
   are left out: parity's own prefill backend computes attention (sdpa_backend.py), so what it
   leaves unread would be parity's to answer, not the engine's.
+
+And one that is parity's, `requirement_not_installed`: a model module that imports a package the
+release requires but parity's CPU environment leaves out (its CUDA-only requirements): SGLang
+0.5.15's DeepSeek module imports `cutlass`, from `nvidia-cutlass-dsl`, which its wheel requires.
 """
 
 from __future__ import annotations
@@ -100,3 +104,38 @@ def _outputs(out) -> list[torch.Tensor]:
 def _same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
     return len(a) == len(b) and all(torch.equal(x, y) for x, y in zip(a, b))
 
+
+
+def requirement_not_installed(exc: BaseException, version: str, requires: list[str]) -> str | None:
+    """Why a model module could not be imported, when `exc` is a ModuleNotFoundError for a
+    top-level module that is not installed and one of `requires` (the installed SGLang's
+    `Requires-Dist`, unconditional ones only) is a distribution that is not installed either and
+    whose name has the module's as one of its words (`cutlass` in `nvidia-cutlass-dsl`): the
+    release requires it and parity's environment lacks it. None otherwise (the engine's own
+    import of something it does not require stays its own)."""
+    import importlib.util
+    from importlib import metadata
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    name = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+    if not name:
+        return None
+    top = name.split(".")[0]
+    if importlib.util.find_spec(top) is not None:
+        return None
+    for line in requires:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        if top.lower() not in re.split(r"[-_.]", req.name.lower()):
+            continue
+        try:
+            metadata.version(req.name)
+        except metadata.PackageNotFoundError:
+            return (f"its model code imports {top!r}, from {req}, which sglang {version} requires and parity's CPU "
+                    f"environment does not install ({type(exc).__name__}: {exc})")
+    return None

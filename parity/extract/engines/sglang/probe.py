@@ -25,7 +25,7 @@ from ...families import UnsupportedRelease
 from . import cpu_path, launch
 from .draft_facts import draft_facts
 from .families import place
-from ...child import finding, note, one_line, with_limits
+from ...child import HARNESS_LIMIT_KEY, finding, note, one_line, with_limits
 from ...identify import identify_slots
 from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model, seeded_tokens
 from ...shrink import shrink_config
@@ -98,7 +98,7 @@ def native_class_importable(cls: type, arch: str) -> None:
                     importlib.import_module(name)
                 except Exception as exc:  # noqa: BLE001 - the reason, named
                     raise ImportError(f"sglang's model module {name}, which defines {arch}, cannot be imported "
-                                      f"here ({one_line(exc)}), so SGLang would run {cls.__name__} instead") from None
+                                      f"here ({one_line(exc)}), so SGLang would run {cls.__name__} instead") from exc
 
 
 def engine_frame(exc: BaseException) -> str:
@@ -340,6 +340,10 @@ def extract(request: dict) -> dict[str, Any]:
         reply["error"] = (f"architecture {arch} (model_type {real.get('model_type')!r}) is not supported: "
                           f"{one_line(exc)}")
         reply["unsupported"] = True
+        lacking = cpu_path.requirement_not_installed(exc.__cause__ or exc, version,
+                                                     metadata.requires("sglang") or [])
+        if lacking:  # a requirement of the release parity's environment leaves out: parity's limit
+            reply[HARNESS_LIMIT_KEY] = lacking
         return reply
     n = adapter.text_layers(target_cfg)
     # A wrapper's checkpoint keeps the text model under a prefix its load_weights strips.
