@@ -3,8 +3,9 @@
 parity runs the engine's model code as SGLang runs it off CUDA: each of its multi-platform ops
 (`CustomOp` up to 0.5.x, `MultiPlatformOp` later) dispatches to its native or CPU method instead
 of its CUDA one. Two ways some releases' own non-CUDA path cannot run a model, each found by
-running it and said in the engine's terms (the probe reports them as the engine's, not as a
-limit of parity's harness):
+running it and said in the engine's terms. Each is a limit of parity's CPU run (the probe
+reports it as a harness limit: exit 2, "parity cannot run" in the release table), never the
+engine's refusal: a GPU runs the op's CUDA method, which takes the argument and reads the weights.
 
 - `method_lacks_argument`: the model code passes an op an argument only its CUDA method takes,
   and the CPU method it dispatched to raises TypeError (gpt-oss on SGLang 0.5.0rc0-0.5.3rc0:

@@ -404,14 +404,15 @@ def extract(request: dict) -> dict[str, Any]:
     try:  # can the engine's own model code run this architecture here at all?
         adapter.forward(model, input_ids)
     except Exception as exc:
+        # Off CUDA is where parity runs the engine, not where it serves: a model its non-CUDA path
+        # cannot run is a limit of the CPU run (exit 2, "parity cannot run"), never its refusal.
         own = cpu_path.method_lacks_argument(exc)
-        where = (f"sglang {version}'s own non-CUDA code path cannot run architecture {arch} (model_type "
-                 f"{real.get('model_type')!r}): {own}" if own else
-                 f"sglang {version} cannot run architecture {arch} (model_type {real.get('model_type')!r}) on "
-                 "parity's CPU harness")
-        reply["error"] = (f"{where}: a plain prefill, before any capture is set, raised {one_line(exc)} "
-                          f"(at {engine_frame(exc)})")
-        reply["unsupported"] = True
+        where = (f"its own non-CUDA code path, which parity runs, cannot run architecture {arch} (model_type "
+                 f"{real.get('model_type')!r}): {own}; a GPU runs its CUDA method" if own else
+                 f"its model code, run off CUDA by parity, cannot run architecture {arch} (model_type "
+                 f"{real.get('model_type')!r})")
+        limit = f"{where}: a plain prefill, before any capture is set, raised {one_line(exc)} (at {engine_frame(exc)})"
+        reply.update(error=f"sglang {version}: {limit}", **{HARNESS_LIMIT_KEY: limit})
         return reply
     try:
         adapter.configure_capture(model, use_aux, ids)
@@ -428,11 +429,11 @@ def extract(request: dict) -> dict[str, Any]:
     slots = capture_and_identify(adapter, model, input_ids, refs, n, capture, expected, findings)
     if any(f["kind"] == "unidentified_state" for f in findings):
         unread = cpu_path.unread_parameters(lambda: adapter.forward(model, input_ids), model)
-        if unread:  # the engine's own non-CUDA forward is not the model: said first, as its own
-            findings.insert(0, finding("engine_error", (
-                f"sglang {version}'s own non-CUDA forward of {arch} is not the model: it never reads the loaded "
+        if unread:  # its non-CUDA forward is not the model a GPU serves: parity's CPU run cannot check it
+            reply[HARNESS_LIMIT_KEY] = (
+                f"its own non-CUDA forward of {arch}, which parity runs, is not the model: it never reads the loaded "
                 f"{', '.join(unread)} (zeroing them changes none of its outputs), so the states it computes off "
-                "CUDA match no state of the model"), "error"))
+                "CUDA match no state of the model; a GPU runs its CUDA kernels")
     reply["slots"] = slots
     reply["target"] = {"architecture": (real.get("architectures") or ["?"])[0],
                        "model_type": real.get("model_type"), "num_hidden_layers": n,
