@@ -84,7 +84,7 @@ class FakeEngine:
         return {**config, "eagle_config": {**(config.get("eagle_config") or {}),
                                            "eagle_aux_hidden_state_layer_ids": list(ids)}}
 
-    def served_config(self, spec, ids):
+    def served_config(self, spec, ids, release=None):
         return self.write_ids(spec, ids)
 
     def releases(self, wanted):

@@ -296,6 +296,24 @@ def test_export_for_vllm_writes_the_top_level_ids_vllm_serves_as_trained(tmp_pat
     assert rc == 0, said + err  # the runner(s) feed what it was trained on
 
 
+def test_export_for_a_vllm_release_without_a_speculators_loader_writes_the_eagle3_format(tmp_path, capsys):
+    """vLLM 0.8.5 has no speculators-format config loader (its AutoConfig refused the speculators
+    config parity used to write: 'Unrecognized model'): the export writes the EAGLE-3 format, which
+    it loads, and what it then says is its own verdict (it keeps a draft's own embedding)."""
+    from parity.extract.engines import engine
+    from parity.fixtures import DraftRecipe, speculators_draft
+
+    draft = speculators_draft(DraftRecipe())
+    spec = json.loads((draft / "config.json").read_text())
+    assert engine("vllm", "0.8.5").served_config(spec, [2, 16, 29])["architectures"] == ["LlamaForCausalLMEagle3"]
+    assert "speculators_config" in engine("vllm", "0.34.0").served_config(spec, [2, 16, 29])
+    capsys.readouterr()
+    rc, said, err = run(capsys, "export", "--engine", "vllm", "--vllm", "0.8.5", draft, tmp_path / "served",
+                        "--target-config", LLAMA_32, "--dump-layout", "h2,h16,h29,h32")
+    assert rc == 2 and "Unrecognized model" not in err, err
+    assert "vllm 0.8.5 cannot serve it as trained: embedding: trained with target, served with draft" in err, err
+
+
 # -- vLLM 0.11: the older family (no config key, id N dropped, its own sharing) -------------------
 
 def test_a_dump_made_by_0_11_drops_the_last_layer_that_0_33_dumps(dump, capsys):

@@ -94,9 +94,10 @@ class Engine(Protocol):
         """A copy of the draft config `config` with `ids` written where the engine reads them
         (and nowhere it would read other ids first)."""
 
-    def served_config(self, spec: dict, ids: list[int], /) -> dict:
-        """The draft config in the engine's served format, from a speculators draft config
-        `spec`, with the aux ids `ids` written where the engine reads them."""
+    def served_config(self, spec: dict, ids: list[int], release: str | None = None, /) -> dict:
+        """The draft config in the served format of the engine's `release` (None: the installed
+        one), from a speculators draft config `spec`, with the aux ids `ids` written where the
+        engine reads them."""
 
     def extract_serving(self, target: "Target", draft: "Draft", version: str | None = None, /, *,
                         serve_args: "tuple[str, ...] | None" = None) -> "ServingContract":
@@ -165,7 +166,7 @@ class BoundEngine(Bound):
         return self.impl.write_ids(config, ids)
 
     def served_config(self, spec: dict, ids: list[int]) -> dict:
-        return self.impl.served_config(spec, ids)
+        return self.impl.served_config(spec, ids, self.release)
 
 
 def names() -> list[str]:

@@ -22,6 +22,7 @@ from ....reply_cache import SOURCE_KEY
 from ....errors import CannotExtract, HarnessLimit, UserError
 from ....inputs import Draft, LaunchRefused, Target
 from ... import release_option
+from ...eagle3_config import eagle3_config
 from .. import ServingExtractionError
 
 NAME = "vllm"
@@ -182,10 +183,22 @@ def write_ids(config: dict, ids: list[int]) -> dict:
     return cfg
 
 
-def served_config(spec: dict, ids: list[int]) -> dict:
-    """The draft config vLLM serves: a speculators-format config loads natively (vLLM copies its
-    top-level ids into the draft's config), so it is `spec` with the ids written by `write_ids`."""
-    return write_ids(spec, ids)
+def served_config(spec: dict, ids: list[int], release: str | None = None) -> dict:
+    """The draft config vLLM `release` (None: the newest installed) serves, with the ids written by
+    `write_ids`: a speculators-format config loads natively where the release's code has a
+    speculators-format loader (vLLM copies its top-level ids into the draft's config), so it is
+    `spec`; a release without one (0.8.5: transformers' AutoConfig refuses a config with no
+    `model_type`) serves the EAGLE-3 format (parity.extract.eagle3_config)."""
+    if loads_speculators_format(resolve_version(release)):
+        return write_ids(spec, ids)
+    return write_ids(eagle3_config(spec, ids), ids)
+
+
+def loads_speculators_format(version: str) -> bool:
+    """Whether vLLM `version`'s installed code has a speculators-format config loader (its
+    `transformers_utils/configs/speculators` package, from the release's files: nothing is imported)."""
+    env = find_env("vllm", version)
+    return any(env.path.glob("lib/python*/site-packages/vllm/transformers_utils/configs/speculators/__init__.py"))
 
 
 def _names(run: dict) -> list[str | None]:

@@ -223,6 +223,10 @@ def run_variant(sv: Serving, variant: dict, req: dict, out: dict[str, torch.Tens
     meta["next_token"] = next_token
 
     draft = sv.draft(vllm_config)
+    if not callable(getattr(draft, "combine_hidden_states", None)):  # 0.8.5-0.10.x: fc inside its forward
+        raise NotImplementedError(
+            f"parity runs vLLM's draft forward stage by stage from its 0.11 family on, through the draft's "
+            f"combine_hidden_states (the fc step); vllm {sv.version}'s {type(draft).__name__} has none: not yet")
     meta["embedding"] = "target" if draft.model.embed_tokens is sv.adapter.target_embedding(sv.model) else "draft"
     meta["graph"] = sv.adapter.draft_graph(draft)
     meta["engine"], meta["draft_class"] = "vllm", type(draft).__name__

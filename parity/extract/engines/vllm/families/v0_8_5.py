@@ -97,6 +97,10 @@ class Adapter(v0_33.Adapter):
         return {"cache_config": CacheConfig(), "scheduler_config": SchedulerConfig(),
                 "device_config": DeviceConfig("cpu"), "load_config": LoadConfig()}
 
+    def build_target(self, vllm_config):
+        """The 0.33 family's build, the target's compute_logits taking the runner's None (as 0.9's)."""
+        return v0_9.logits_as_proposed(super().build_target(vllm_config))
+
     def build_draft(self, vllm_config, prefix: str = "draft"):
         """The draft class as the installed `EagleProposer.load_model` builds it: its own statement,
         run on a holder, in the draft's dtype and with the config current (as the method does)."""

@@ -85,8 +85,9 @@ def first_statement(func, tests: tuple[str, ...]) -> str:
 
 
 def logits_as_proposed(draft):
-    """`draft` whose `compute_logits(hidden_states)` passes the `sampling_metadata=None` the V1
-    proposer passes (`self.model.compute_logits(sample_hidden_states, None)`, 0.8.5-0.10.x)."""
+    """`draft` (or the target) whose `compute_logits(hidden_states)` passes the
+    `sampling_metadata=None` the V1 proposer and runner pass (`self.model.compute_logits(
+    sample_hidden_states, None)`, 0.8.5-0.10.x)."""
     import functools
     import inspect
 
@@ -136,6 +137,11 @@ class Adapter(v0_33.Adapter):
     set_capture = v0_11.Adapter.set_capture
     dump_config = v0_11.Adapter.dump_config
     set_dump = v0_11.Adapter.set_dump
+
+    def build_target(self, vllm_config):
+        """The 0.33 family's build, with the target's `compute_logits` taking the `None` the V1
+        runner passes it (`self.model.compute_logits(sample_hidden_states, None)`), as the draft's."""
+        return logits_as_proposed(super().build_target(vllm_config))
 
     def build_draft(self, vllm_config, prefix: str = "draft"):
         """The 0.33 family's build, with the draft's `compute_logits(hidden_states,
