@@ -68,25 +68,31 @@ class UserError(Exception):
 
 class CannotExtract(UserError):
     """The installed release of an engine or trainer cannot be run by parity at all: no
-    release family fits it, or its own family's code path moved. Read from a probe's reply
-    (`cannot_extract`: package, version, reason); reads 'cannot extract under PACKAGE VERSION:
-    REASON', which is what a matrix cell shows for it."""
+    release family fits it, or its own family's code path moved, or (`engine_lacks`) the
+    release itself has no EAGLE-3 (SGLang 0.4.4: its SpeculativeAlgorithm has no EAGLE3), which
+    is the release's answer, as on a GPU, not a limit of parity. Read from a probe's reply
+    (`cannot_extract`: package, version, reason, engine_lacks); reads 'cannot extract under
+    PACKAGE VERSION: REASON', which is what a matrix cell shows for it."""
 
-    def __init__(self, package: str, version: str, reason: str):
+    def __init__(self, package: str, version: str, reason: str, *, engine_lacks: bool = False):
         self.package, self.version, self.reason = package, version, reason
+        self.engine_lacks = engine_lacks
         super().__init__(f"cannot extract under {package} {version}: {reason}")
 
     @classmethod
     def from_reply(cls, reply: dict) -> "CannotExtract | None":
         """The error a probe reply's `cannot_extract` entry describes, or None."""
         info = reply.get("cannot_extract")
-        return cls(info["package"], info["version"], info["reason"]) if isinstance(info, dict) else None
+        if not isinstance(info, dict):
+            return None
+        return cls(info["package"], info["version"], info["reason"], engine_lacks=bool(info.get("engine_lacks")))
 
     @staticmethod
-    def entry(package: str, version: str, reason: str) -> dict:
+    def entry(package: str, version: str, reason: str, *, engine_lacks: bool = False) -> dict:
         """What a probe puts in its reply (`reply.update(CannotExtract.entry(...))`): the typed
         entry, and the same sentence as the reply's `error`."""
-        return {"cannot_extract": {"package": package, "version": version, "reason": reason},
+        return {"cannot_extract": {"package": package, "version": version, "reason": reason,
+                                   **({"engine_lacks": True} if engine_lacks else {})},
                 "error": f"cannot extract under {package} {version}: {reason}"}
 
 

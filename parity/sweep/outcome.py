@@ -7,7 +7,8 @@ reach of parity's CPU harness, decided when the cell is extracted from the TYPE 
   GPU: no EAGLE-3 model class for the target (the preflight's InputError), its config classes
   refuse the set-up or its forward raises (the probe's reply error: ServingExtractionError,
   DatagenError), it captures fewer states than asked (`not_captured`), it raises while
-  capturing (`engine_error`).
+  capturing (`engine_error`), or the release has no EAGLE-3 at all (a `CannotExtract` its
+  probe typed `engine_lacks`: SGLang 0.4.4's SpeculativeAlgorithm has no EAGLE3).
 - `parity cannot run`: a limit of parity's CPU harness: `HarnessLimit` (a CUDA-only code path,
   a stand-in relied on), `CannotExtract` (no release family of parity runs it), an environment
   parity could not build or find (`EnvError`, `BuildError`, `HomeError`), or a captured tensor
@@ -64,11 +65,15 @@ def of_error(exc: BaseException) -> Outcome:
     """The outcome of a cell stopped by `exc` (a UserError an extraction raised): a limit of
     parity's harness when it, or the error it was raised from, is one of parity's own
     (`_parity_errors`); else the engine's own refusal (its reply's error, its missing class)."""
+    from ..errors import CannotExtract
+
     parity = _parity_errors()
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
+        if isinstance(current, CannotExtract) and current.engine_lacks:  # the release has no EAGLE-3
+            return Outcome.engine_refuses
         if isinstance(current, parity):
             return Outcome.parity_cannot_run
         current = current.__cause__

@@ -305,12 +305,15 @@ def extract(request: dict) -> dict[str, Any]:
         adapter, code_paths, placement = adapter_for(version)
         adapter.check_code_paths()  # its own family's too: a moved code path is never run
     except LookupError as exc:  # no family can run it, or its own family's code path moved
-        reply.update(CannotExtract.entry("sglang", version, no_eagle3(version) or (
-            str(exc) if isinstance(exc, UnsupportedRelease) else one_line(exc))))
+        lacks = no_eagle3(version)  # or the release has no EAGLE-3 at all: its own answer
+        reply.update(CannotExtract.entry("sglang", version, lacks or (
+            str(exc) if isinstance(exc, UnsupportedRelease) else one_line(exc)), engine_lacks=bool(lacks)))
         return reply
     except ImportError as exc:  # its code needs a dependency this environment lacks (or has too new)
-        reply.update(CannotExtract.entry("sglang", version, no_eagle3(version) or (
-            f"its code cannot be imported here: {one_line(exc)} (imported by {importer(exc)})")))
+        lacks = no_eagle3(version)
+        reply.update(CannotExtract.entry("sglang", version, lacks or (
+            f"its code cannot be imported here: {one_line(exc)} (imported by {importer(exc)})"),
+            engine_lacks=bool(lacks)))
         return reply
     reply["code_paths"] = code_paths
     reply["family"] = placement.family
