@@ -135,9 +135,11 @@ class Adapter(v0_5_3.Adapter):
         from sglang.srt.model_executor.model_runner import ModelRunner
 
         method = getattr(ModelRunner, "_get_attention_backend", None)
+        if method is None:  # no such method (0.4.4.post2-0.4.6.post5)
+            return
         try:
             call_stop_line(method, GLOBALS)
-        except (CodePathMoved, TypeError):  # no such method, or no such statement in it
+        except CodePathMoved:  # no such statement in it
             return
         try:
             for attr in ("decode_attention_backend_str", "prefill_attention_backend_str"):
