@@ -25,7 +25,7 @@ from ...families import UnsupportedRelease
 from . import cpu_path, launch
 from .draft_facts import draft_facts
 from .families import place
-from ...child import HARNESS_LIMIT_KEY, finding, note, one_line, with_limits
+from ...child import HARNESS_LIMIT_KEY, finding, harness_limit, note, one_line, with_limits
 from ...identify import identify_slots
 from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model, seeded_tokens
 from ...shrink import shrink_config
@@ -415,7 +415,8 @@ def extract(request: dict) -> dict[str, Any]:
                  f"its model code, run off CUDA by parity, cannot run architecture {arch} (model_type "
                  f"{real.get('model_type')!r})")
         limit = f"{where}: a plain prefill, before any capture is set, raised {one_line(exc)} (at {engine_frame(exc)})"
-        reply.update(error=f"sglang {version}: {limit}", **{HARNESS_LIMIT_KEY: limit})
+        # a CUDA-only path or a stand-in relied on is named as such (child.harness_limit)
+        reply.update(error=f"sglang {version}: {limit}", **{HARNESS_LIMIT_KEY: harness_limit(exc) or limit})
         return reply
     try:
         adapter.configure_capture(model, use_aux, ids)
