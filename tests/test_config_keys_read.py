@@ -42,6 +42,18 @@ def test_reads_are_recorded_and_spelled_as_the_config_json_spells_them():
     assert "tie_word_embeddings" in got["config_keys_default"] and "rms_norm_eps" not in got["config_keys_default"]
 
 
+def test_a_key_read_by_its_old_name_through_the_classes_property_is_read():
+    """transformers keeps torch_dtype as dtype and still answers to `config.torch_dtype` (a
+    property returning dtype): vLLM 0.11's `_find_dtype` reads it so. The read counts."""
+    from transformers import LlamaConfig
+
+    raw = json.loads((LLAMA_DRAFT / "config.json").read_text())
+    with recording(set()) as reads:
+        config = LlamaConfig.from_dict(dict(raw))
+        _ = getattr(config, "torch_dtype", None)
+    assert read_fields(config, raw, reads)["config_keys_read"] == ["torch_dtype"]
+
+
 def test_an_alias_is_mapped_through_the_classes_own_attribute_map():
     from transformers import GPT2Config
 

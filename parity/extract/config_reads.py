@@ -175,7 +175,9 @@ def keys_read(config: Any, raw: dict, reads: set[str]) -> tuple[set[str], set[st
         if whole is not None and without is not None and not moved:
             default.add(key)
         stored = amap.get(key, key)
-        if (stored in reads) if stored in held else bool(moved & reads):
+        # kept elsewhere: read through an attribute that holds it, or by its own name where the
+        # class still answers to it (transformers 4.56 on: the `torch_dtype` property returns `dtype`)
+        if (stored in reads) if stored in held else bool(moved & reads) or stored in reads:
             read.add(key)
     return read, every, default
 
