@@ -97,6 +97,8 @@ def draft_edit(trained: BuiltDraft, served_config: dict[str, Any], fields: list[
     """The config.json keys that give the served build `trained`'s value of each of `fields`."""
     edit: dict[str, Any] = {}
     for name in fields:
+        if name in BuiltDraft.WIRING:
+            continue
         if name == "lm_head_tied":
             edit["tie_word_embeddings"] = trained.lm_head_tied
         elif name == "hidden_act":
@@ -318,10 +320,13 @@ def check(training: TrainingContract, target: Target, draft: Draft,
 
 
 def _fix_draft(training: TrainingContract, target: Target, draft: Draft, fields: list[str], engine: BoundEngine,
-               verify: bool) -> DraftFix:
+               verify: bool) -> DraftFix | None:
     """The config edit for the built fields that differ, verified by building the served draft
-    again with it (the weights are linked, never copied or written)."""
+    again with it (the weights are linked, never copied or written); None where only the draft
+    class's wiring differs (BuiltDraft.WIRING: no config key sets it)."""
     edit = draft_edit(training.draft, draft.config, fields)
+    if not edit:  # only the draft class's wiring differs: no config key sets it
+        return None
     if not verify:
         return DraftFix(edit=edit, verified=False, still_differ=[])
     tmp = Path(tempfile.mkdtemp(prefix="parity-draft-fix-"))

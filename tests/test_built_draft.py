@@ -149,3 +149,68 @@ def test_the_config_edit_sets_each_judged_field_where_the_engine_reads_it():
     # a config in transformers 5's form keeps its rope in rope_parameters
     assert draft_edit(trained, {"rope_parameters": {"rope_theta": 1.0}}, ["rope_scale"]) == {
         "rope_parameters": {"rope_theta": 10000.0, "rope_type": "yarn", "factor": 4.0}}
+
+
+def _transformers_layers(n: int = 2):
+    """`n` of transformers' own Llama decoder layers (speculators' layers after the first) and a
+    forward that runs them in order, as its draft's forward loop does."""
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
+
+    config = LlamaConfig(hidden_size=32, intermediate_size=64, num_attention_heads=4, num_key_value_heads=2,
+                         head_dim=8, num_hidden_layers=n, vocab_size=64)
+    config._attn_implementation = "sdpa"  # noqa: SLF001
+    layers = torch.nn.ModuleList(LlamaDecoderLayer(config, i) for i in range(n))
+    rotary = LlamaRotaryEmbedding(config)
+
+    def forward():
+        x = torch.randn(1, 5, 32, generator=torch.Generator().manual_seed(0))
+        cos_sin = rotary(x, torch.arange(5)[None])
+        for layer in layers:
+            out = layer(x, attention_mask=None, position_ids=torch.arange(5)[None], position_embeddings=cos_sin)
+            x = out[0] if isinstance(out, tuple) else out
+    return layers, forward
+
+
+def test_the_norm_a_later_layer_applies_is_found_by_value():
+    """On transformers' own decoder layers (speculators' layers after the first): each later
+    layer's attention reads its input_layernorm's output. A layer whose attention reads a state
+    no norm of it produced (the injected drift: its normed input scaled on the way in) reads
+    'none'; a one-layer draft runs nothing."""
+    from parity.extract.built import later_layer_input_norms, seeded
+
+    layers, forward = _transformers_layers(3)
+    seeded(layers)
+    assert later_layer_input_norms(layers, forward) == ("input_layernorm", "input_layernorm")
+    layers[2].self_attn.register_forward_pre_hook(  # the drift, applied before parity's own hook
+        lambda m, args, kwargs: (args, {**kwargs, "hidden_states": 3 * kwargs["hidden_states"]}), with_kwargs=True)
+    assert later_layer_input_norms(layers, forward) == ("input_layernorm", "none")
+    assert later_layer_input_norms(layers[:1], lambda: pytest.fail("a one-layer draft runs no forward")) == ()
+
+
+def test_a_later_layer_fed_through_another_norm_is_a_drift_no_config_key_fixes():
+    """A two-layer draft trained with layer 1 normalised by its input_layernorm and served with
+    its hidden_norm (SGLang 0.5.23's wiring): DRIFT naming the field, no config edit offered;
+    one-layer drafts (no later layer) on both sides are PARITY."""
+    from parity.verdict import draft_edit
+
+    def sides(trained: tuple[str, ...], served: tuple[str, ...]):
+        layers = {"num_hidden_layers": len(trained) + 1, "layers_built": len(trained) + 1}
+        t = training().model_copy(update={"draft": TRAINED_BUILT.model_copy(
+            update={**layers, "later_layer_input_norms": trained})})
+        s = serving(("h0", "h3", "h31"), ids=(0, 3, 31)).model_copy(update={"draft": SERVED_BUILT.model_copy(
+            update={**layers, "later_layer_input_norms": served})})
+        return t, s
+
+    t, s = sides(("input_layernorm",), ("hidden_norm",))
+    result = check_result(t, s)
+    assert result.verdict == "drift"
+    assert [d.field for d in result.diff.fields] == ["draft.later_layer_input_norms"]
+    assert draft_edit(t.draft, {}, ["later_layer_input_norms", "layers_built"]) == {}
+    report = render_check(result)
+    row = next(line for line in report.splitlines() if line.strip().startswith("later_layer_input_norms"))
+    assert '["input_layernorm"]' in row and '["hidden_norm"]' in row and "MISMATCH" in row, report
+    assert "no config key changes which" in report
+    assert check_result(*sides((), ())).verdict == "parity"
+    with pytest.raises(ValueError, match="one per layer after the first"):
+        BuiltDraft(built_by="x", config_from="y", layers_built=2, later_layer_input_norms=())

@@ -43,9 +43,9 @@ CASES = {
     # SGLang ties the head to the draft's embedding; speculators never does
     "tie_word_embeddings": ({"tie_word_embeddings": True}, 1, "lm_head_tied"),
     # both sides build the same from the served config (a trained checkpoint that differs: --trained)
-    "rope_theta": ({"rope_theta": 10000.0}, 0, "the same in all 14 fields"),
-    "rope_scaling_added": ({"rope_scaling": LLAMA3_SCALING}, 0, "the same in all 14 fields"),
-    "torch_dtype_float16": ({"torch_dtype": "float16"}, 0, "the same in all 14 fields"),
+    "rope_theta": ({"rope_theta": 10000.0}, 0, "the same in all 16 fields"),
+    "rope_scaling_added": ({"rope_scaling": LLAMA3_SCALING}, 0, "the same in all 16 fields"),
+    "torch_dtype_float16": ({"torch_dtype": "float16"}, 0, "the same in all 16 fields"),
     # positions: shown (speculators' converter takes the larger of draft and target), not judged
     "max_position_embeddings_2048": ({"max_position_embeddings": 2048}, 0, "shown, not judged"),
 }
@@ -106,7 +106,7 @@ def _check_trained(served: Path) -> subprocess.CompletedProcess:
 def test_a_trained_checkpoint_and_the_draft_served_from_it_build_the_same(served_from_trained):
     proc = _check_trained(served_from_trained)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
-    assert "the same in all 14 fields" in proc.stdout
+    assert "the same in all 16 fields" in proc.stdout
     assert f"from the trained checkpoint {REPLAY / 'draft'}" in proc.stdout
 
 
@@ -182,7 +182,7 @@ def test_a_lock_holds_both_builds_and_names_the_trained_checkpoint(served_from_t
     assert data["training"]["draft"]["rope_theta"] == 10000.0
     checked = parity("check", "--lock", str(lock), "--no-verify")
     assert checked.returncode == 0, checked.stdout + checked.stderr[-2000:]
-    assert "the same in all 14 fields" in checked.stdout
+    assert "the same in all 16 fields" in checked.stdout
     # the lock as an older trainer would have built it: another rope. Today's build differs from it.
     data["training"]["draft"]["rope_frequencies"] = [f * 0.5 for f in data["training"]["draft"]["rope_frequencies"]]
     lock.write_text(json.dumps(data, indent=2))
@@ -199,4 +199,4 @@ def test_every_speculators_family_builds_the_bundled_draft_as_sglang_does(releas
                   "--speculators", release, "--no-verify")
     assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
     assert f"trained  speculators {release} Eagle3DraftModel" in proc.stdout
-    assert "the same in all 14 fields" in proc.stdout, proc.stdout
+    assert "the same in all 16 fields" in proc.stdout, proc.stdout

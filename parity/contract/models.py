@@ -126,6 +126,16 @@ class BuiltDraft(_Frozen):
     target_hidden_size: int | None = Field(default=None, description="The width of one target state the fc reads "
                                            "(fc input = number of aux states x this).")
     num_hidden_layers: int | None = Field(default=None, description="Decoder layers the draft builds.")
+    layers_built: int | None = Field(
+        default=None, ge=1, exclude_if=lambda v: v is None,
+        description="Decoder layers in the module tree this side's own code built (counted on the built draft, not "
+        "read from its config).")
+    later_layer_input_norms: tuple[str, ...] | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="For each decoder layer after the first (a multi-layer draft), in order: the norm module of that "
+        "layer whose output its attention reads, found by value on one forward of the built draft (e.g. "
+        "'input_layernorm', 'hidden_norm'; 'none' when no norm of the layer produced it): which checkpoint tensor, "
+        "layers.<i>.<name>.weight, scales that layer's input. Empty for a one-layer draft.")
     num_attention_heads: int | None = Field(default=None, description="Attention heads.")
     num_key_value_heads: int | None = Field(default=None, description="Key/value heads.")
     head_dim: int | None = Field(default=None, description="Width of one attention head.")
@@ -174,6 +184,14 @@ class BuiltDraft(_Frozen):
         return v
 
     @model_validator(mode="after")
+    def _one_norm_per_later_layer(self) -> "BuiltDraft":
+        norms, built = self.later_layer_input_norms, self.layers_built
+        if norms is not None and built is not None and len(norms) != built - 1:
+            raise ValueError(f"later_layer_input_norms names {len(norms)} layer(s), but {built} were built "
+                             "(one per layer after the first)")
+        return self
+
+    @model_validator(mode="after")
     def _read_or_unread(self) -> "BuiltDraft":
         both = set(self.config_keys_read or ()) & set(self.config_keys_unread or ())
         if both:
@@ -184,9 +202,12 @@ class BuiltDraft(_Frozen):
     # is shown beside them (docs/built-draft.md says why each is or is not judged).
     JUDGED: ClassVar[tuple[str, ...]] = (
         "vocab_size", "draft_vocab_size", "hidden_size", "target_hidden_size", "num_hidden_layers",
-        "num_attention_heads", "num_key_value_heads", "head_dim", "intermediate_size", "hidden_act",
+        "layers_built", "later_layer_input_norms", "num_attention_heads", "num_key_value_heads", "head_dim",
+        "intermediate_size", "hidden_act",
         "rms_norm_eps", "rope_frequencies", "rope_scale", "lm_head_tied")
     SHOWN: ClassVar[tuple[str, ...]] = ("rope_theta", "rope_scaling", "max_position_embeddings", "dtype")
+    # Judged fields no config key sets: the draft class's own wiring of its layers (no config edit fixes them).
+    WIRING: ClassVar[tuple[str, ...]] = ("layers_built", "later_layer_input_norms")
 
 
 class CachedReply(_Frozen):

@@ -99,6 +99,65 @@ def activation(model: torch.nn.Module) -> str | None:
     return None
 
 
+@torch.no_grad()
+def seeded(model: torch.nn.Module, seed: int = 3) -> torch.Generator:
+    """Every parameter of `model` drawn from a seeded normal (x 0.1), so each of its norms scales
+    differently and a forward's tensors can be told apart by value; returns the generator, for
+    the forward's inputs."""
+    gen = torch.Generator().manual_seed(seed)
+    for p in model.parameters():
+        p.copy_(0.1 * torch.randn(p.shape, generator=gen))
+    return gen
+
+
+def _output(out: Any) -> torch.Tensor:
+    return out if torch.is_tensor(out) else out[0]  # a fused norm returns (normed, residual)
+
+
+@torch.no_grad()
+def later_layer_input_norms(layers: list[torch.nn.Module], forward) -> tuple[str, ...]:
+    """For each decoder layer after the first, in order: the name of the norm module of that
+    layer (a child whose name holds "norm") whose output its attention (`self_attn`) reads, found
+    by value on one run of `forward()` (the side's own forward of its built draft, its
+    parameters `seeded`): 'none' when no norm of the layer produced it, the names joined with
+    '+' when several did. A one-layer draft: () and nothing runs. Only each module's first call
+    counts (a TTT loop runs the layers again)."""
+    later = list(layers)[1:]
+    if not later:
+        return ()
+    attn_in: dict[int, list[torch.Tensor]] = {}
+    norm_out: dict[int, dict[str, torch.Tensor]] = {i: {} for i in range(len(later))}
+
+    def took(i, module, args, kwargs):
+        if i not in attn_in:  # its hidden states by keyword (every engine's layer), else every tensor argument
+            given = [kwargs["hidden_states"]] if torch.is_tensor(kwargs.get("hidden_states")) else list(args)
+            attn_in[i] = [a.detach().clone() for a in given if torch.is_tensor(a) and a.is_floating_point()]
+
+    def gave(i, name, module, args, out):
+        norm_out[i].setdefault(name, _output(out).detach().clone())
+
+    hooks = []
+    for i, layer in enumerate(later):
+        hooks.append(layer.self_attn.register_forward_pre_hook(
+            lambda m, a, k, i=i: took(i, m, a, k), with_kwargs=True))
+        for name, child in layer.named_children():
+            if "norm" in name.lower():
+                hooks.append(child.register_forward_hook(lambda m, a, o, i=i, name=name: gave(i, name, m, a, o)))
+    try:
+        forward()
+    finally:
+        for h in hooks:
+            h.remove()
+    found = []
+    for i in range(len(later)):
+        if i not in attn_in:
+            raise LookupError(f"the attention of decoder layer {i + 1} never ran in the draft's forward")
+        names = sorted(n for n, out in norm_out[i].items()
+                       if any(x.shape == out.shape and torch.allclose(x, out) for x in attn_in[i]))
+        found.append("+".join(names) if names else "none")
+    return tuple(found)
+
+
 def module_facts(model: torch.nn.Module, embed: torch.nn.Module | None, head: torch.nn.Module | None
                  ) -> dict[str, Any]:
     """The facts read off a built draft: rope, eps, activation, and whether its lm_head is

@@ -126,6 +126,10 @@ def built_lines(result) -> list[str]:
                f"NOT enough: {release} still builds {', '.join(fix.still_differ)} otherwise")
         lines += ["", f"  FIX (draft config): write {json.dumps(fix.edit)} in the served config.json",
                   f"       ({how})"]
+    if "later_layer_input_norms" in judged:
+        lines += ["", "  each decoder layer after the first normalises its input with the norm named, whose weight is "
+                      "the checkpoint's layers.<i>.<norm>.weight: served, that layer runs with a weight other than the "
+                      "one training trained (no config key changes which: it is the draft class's own wiring)"]
     return lines + key_lines(result)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from ...built import dtype_name, hf_sizes, max_token_id, module_facts
+from ...built import dtype_name, hf_sizes, later_layer_input_norms, max_token_id, module_facts, seeded
 from ...config_reads import read_fields, recording
 from ...shrink import shrunk_draft_dir
 from ....checkpoint import bias_weight, rename_tensor
@@ -155,6 +155,18 @@ def residual_wiring(adapter, draft, n_aux: int, target_h: int) -> bool | None:
     return None
 
 
+def later_layer_wiring(adapter, draft, n_aux: int, target_h: int) -> tuple[str, ...]:
+    """Which norm each decoder layer after the first applies to its input, found on one forward
+    of SGLang's draft (parity.extract.built.later_layer_input_norms); () for a one-layer draft."""
+    def forward():
+        gen = seeded(draft)
+        t = 6
+        ids = torch.randint(0, draft.config.vocab_size, (t,), generator=gen)
+        adapter.forward(draft, ids, spec_hidden=torch.randn(t, n_aux * target_h, generator=gen))
+
+    return later_layer_input_norms(adapter.draft_layers(draft), forward)
+
+
 def built_flags(draft) -> dict[str, bool]:
     """The graph flags read off the built draft's modules (a release whose draft class lacks a
     module never applies that flag)."""
@@ -242,6 +254,14 @@ def draft_facts(adapter, draft_dir: str, target_model, findings: list[dict], ver
         findings.append(_finding("draft_forward_failed", f"the engine's draft forward could not be run "
                                  f"to read its residual wiring: {one_line(exc)}", "info"))
     facts["graph"] = flags
+    if "built" in facts:  # the layers its class built, and how each after the first is fed
+        facts["built"]["layers_built"] = len(adapter.draft_layers(draft))
+        try:
+            facts["built"]["later_layer_input_norms"] = later_layer_wiring(
+                adapter, draft, n_aux or 3, getattr(inner, "hidden_size_in", 64))
+        except Exception as exc:
+            findings.append(_finding("draft_forward_failed", f"the engine's draft forward could not be run to read "
+                                     f"which norm its later layers apply: {one_line(exc)}", "info"))
     eagle = config.get("eagle_config") if isinstance(config.get("eagle_config"), dict) else {}
     for key in FLAG_KEYS:
         written = eagle.get(key, config.get(key))

@@ -10,12 +10,15 @@ its own constructor at tiny widths (the same shrink the engines' builds use).
 
 from __future__ import annotations
 
+import inspect
 import json
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from ...built import module_facts, plain_rope_scaling
+import torch
+
+from ...built import later_layer_input_norms, module_facts, plain_rope_scaling, seeded
 from ...config_reads import ReadingDict, defaults_by_rebuild, read_fields, recording
 from ...shrink import shrink_config, shrink_draft_config
 
@@ -58,6 +61,26 @@ def _config(run, draft: dict, target: dict, work: Path, reads: set[str] | None =
     config = converter()._build_eagle3_speculator_config(  # noqa: SLF001 - the converter's own mapping
         ReadingDict(draft, set() if reads is None else reads), str(target_dir), norm_before_residual=norm_before_residual)
     return config, "mapped as its Eagle3Converter maps an EAGLE-3 config"
+
+
+def later_layer_wiring(model) -> tuple[str, ...]:
+    """Which norm each decoder layer after the first applies to its input, found on one forward
+    (one TTT step) of the release's own Eagle3DraftModel, called with the arguments its forward
+    names (parity.extract.built.later_layer_input_norms); () for a one-layer draft."""
+    def forward():
+        gen = seeded(model)
+        t = 6
+        takes = inspect.signature(model.forward).parameters
+        given: dict[str, Any] = {
+            "hidden_states": torch.randn(1, t, model.fc.in_features, generator=gen),
+            "input_ids": torch.randint(0, model.embed_tokens.num_embeddings, (1, t), generator=gen), "ttt_steps": 1}
+        if "document_ids" in takes:  # 0.8 on: one document
+            given["document_ids"] = torch.zeros(1, t, dtype=torch.long)
+        if "lengths" in takes:  # before: one sequence of t tokens
+            given["lengths"] = torch.tensor([t])
+        model(**given)
+
+    return later_layer_input_norms(model.layers, forward)
 
 
 def built_draft(run, request: dict, version: str) -> dict[str, Any]:
@@ -104,6 +127,8 @@ def built_draft(run, request: dict, version: str) -> dict[str, Any]:
         with recording(attributes):
             model = (build(model_cls, tiny_config) if build else model_cls(tiny_config)).eval()
         built.update(module_facts(model, getattr(model, "embed_tokens", None), getattr(model, "lm_head", None)))
+        built["layers_built"] = len(model.layers)
+        built["later_layer_input_norms"] = later_layer_wiring(model)
         if is_speculators_format(draft):
             built.update(read_fields(config, draft, attributes))
         else:  # its converter's reads, and the keys it maps to the same config without them
