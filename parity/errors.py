@@ -30,6 +30,9 @@ def forget_interrupt() -> None:
     exec("pass")
 
 
+# A probe's reply says so (`INTERNAL_ERROR_KEY`: the one line, with parity's frame) when parity's
+# own code failed on the way (parity.extract.child.parity_fault): read as InternalError, exit 3.
+INTERNAL_ERROR_KEY = "internal_error"
 # A child's reply says so (`TRANSIENT_KEY: true`) when it met a failure outside its inputs: such
 # a reply says nothing about the inputs, and the reply cache never stores it (parity.reply_cache).
 TRANSIENT_KEY = "transient"
@@ -112,3 +115,31 @@ class HarnessLimit(UserError):
         limit = reply.get("harness_limit")
         return cls(package, str(reply.get(version_key, "?")), limit) if isinstance(limit, str) else None
 
+
+
+class InternalError(Exception):
+    """parity's own code failed while it ran an engine or a trainer (the innermost frame of what
+    was raised is parity's, and the interpreter raised it there: parity.extract.child.parity_fault):
+    a bug of parity, never the engine's refusal nor a limit of its CPU harness. Not a UserError:
+    the CLI ends in exit 3 (internal error); the release table counts the cell "parity cannot
+    run". Read from a probe's reply (`INTERNAL_ERROR_KEY`)."""
+
+    def __init__(self, package: str, version: str, fault: str):
+        self.package, self.version, self.fault = package, version, fault
+        super().__init__(f"parity's own code failed running {package} {version}: {fault}. This is a bug in parity, "
+                         f"not {package} refusing the draft: no verdict is given")
+
+    @classmethod
+    def from_reply(cls, reply: dict, package: str, version_key: str) -> "InternalError | None":
+        fault = reply.get(INTERNAL_ERROR_KEY)
+        return cls(package, str(reply.get(version_key, "?")), fault) if isinstance(fault, str) else None
+
+
+def stop_from_reply(reply: dict, package: str) -> "InternalError | CannotExtract | HarnessLimit | None":
+    """What a probe's reply of `package` (its version under `PACKAGE_version`) says stopped it
+    before any verdict, by type: a failure of parity's own code (InternalError) first, then no
+    family to run the release (CannotExtract), then a limit of parity's CPU harness
+    (HarnessLimit); None when none did."""
+    key = f"{package}_version"
+    return (InternalError.from_reply(reply, package, key) or CannotExtract.from_reply(reply)
+            or HarnessLimit.from_reply(reply, package, key))

@@ -9,6 +9,17 @@ its import-time stand-ins). Every error a probe reports through `one_line` is lo
 first limit found goes into the reply (`HARNESS_LIMIT_KEY`, by reply_over_stdio), and the
 parent reads it as exit 2 naming the limit, never as a verdict on the draft (docs/engines-on-cpu.md).
 
+An engine's probe adds its own limits (`LIMIT_RULES`: vLLM's CPU platform branch, its unloaded
+CUDA op libraries, a module its wheel requires that parity's environment leaves out; SGLang's
+start-up arithmetic on the GPU's memory), each decided from the exception and its frames.
+
+A failure of parity's own code is neither the engine's refusal nor a limit: `parity_fault`
+types an exception by the frame that raised it (its innermost frame in the parity package, the
+interpreter raising it there: an attribute read, a call, a subscript, an assert), from the
+traceback's code objects and file paths, never from its message; the reply carries the first
+(`INTERNAL_ERROR_KEY`), read by the parent as InternalError (exit 3; "parity cannot run" in the
+release table).
+
 A failure outside the inputs (`parity.errors.transient`: memory, a resource, a killed
 subprocess) met on the way is remembered the same way (`note`, which `one_line` calls), and the
 reply says so (`TRANSIENT_KEY`): the reply cache never stores it. The child knows the
@@ -17,18 +28,28 @@ exception's type; the parent never reads it from the message.
 
 from __future__ import annotations
 
+import dis
+import functools
 import traceback
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
-from ..errors import TRANSIENT_KEY, transient
+from ..errors import INTERNAL_ERROR_KEY, TRANSIENT_KEY, transient
 
 HARNESS_LIMIT_KEY = "harness_limit"
+PARITY_ROOT = Path(__file__).resolve().parents[1]  # the parity package's own folder
+# The installed packages a probe runs (an engine or a trainer): a frame inside one of them is its code.
+RUN_PACKAGES = ("sglang", "vllm", "speculators", "specforge")
 STAND_IN_ERRORS = ("StandInUsed", "KernelStandInError")  # parity's own stand-ins, relied on
 _CUDA_WORDS = ("not compiled with CUDA", "Found no NVIDIA driver", "No CUDA GPUs are available",
                "CUDA driver initialization failed")
 
 limits: list[str] = []  # the harness limits this process has met, in order
 transients: list[str] = []  # the failures outside the inputs this process has met (type names)
+faults: list[str] = []  # the failures of parity's own code this process has met (parity_fault), in order
+# Engine-specific harness limits (each: exception -> what is missing, or None), registered by an
+# engine's probe at import (the vLLM probe: its CPU platform's branches, its unloaded op libraries).
+LIMIT_RULES: list[Callable[[BaseException], str | None]] = []
 
 
 def harness_limit(exc: BaseException) -> str | None:
@@ -45,7 +66,135 @@ def harness_limit(exc: BaseException) -> str | None:
             caller = frames[cuda[0] - 1] if cuda and cuda[0] > 0 else (frames[-1] if frames else None)
             where = f" from {_short(caller.filename)}:{caller.lineno} {caller.name}" if caller else ""
             return f"a CUDA-only code path{where} ({type(exc).__name__}: {' '.join(str(exc).split())})"
+        for rule in LIMIT_RULES:
+            found = rule(exc)
+            if found:
+                return found
         exc = exc.__cause__ or exc.__context__
+    return None
+
+
+@functools.cache
+def package_roots(name: str) -> tuple[Path, ...]:
+    """The folders of the installed package `name` here (found, not imported); () when absent."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return ()
+    return tuple(Path(p).resolve() for p in (spec.submodule_search_locations or ())) if spec else ()
+
+
+def owner(filename: str) -> str | None:
+    """Whose code a traceback frame's file is: "parity" (inside this package's folder), the name
+    of an installed package parity runs (`RUN_PACKAGES`, inside that package's folder), or None
+    (torch, transformers, the standard library, generated code)."""
+    try:
+        path = Path(filename).resolve()
+    except (OSError, ValueError):
+        return None
+    if path.is_relative_to(PARITY_ROOT):
+        return "parity"
+    for name in RUN_PACKAGES:
+        if any(path.is_relative_to(root) for root in package_roots(name)):
+            return name
+    return None
+
+
+def innermost(exc: BaseException, *owners: str):
+    """The innermost traceback entry of `exc` whose file is code of one of `owners` (`owner`;
+    all of parity's and the run packages' when none is named: a third-party frame below it,
+    torch's or transformers', counts for whoever called it), with its owner; (None, None) when
+    it has none."""
+    found, who = None, None
+    tb = exc.__traceback__
+    while tb is not None:
+        name = owner(tb.tb_frame.f_code.co_filename)
+        if name is not None and (not owners or name in owners):
+            found, who = tb, name
+        tb = tb.tb_next
+    return found, who
+
+
+def _raised_by_statement(tb) -> bool:
+    """Whether the traceback entry stops at a `raise` statement of its code (parity's own
+    deliberate, typed error), not at an operation the interpreter failed (an attribute read, a
+    call, a subscript). Read from the code object's instruction at the entry, not from any text."""
+    for instruction in dis.get_instructions(tb.tb_frame.f_code):
+        if instruction.offset == tb.tb_lasti:
+            return instruction.opname in ("RAISE_VARARGS", "RERAISE")
+    return False
+
+
+def parity_fault(exc: BaseException) -> str | None:
+    """Where `exc` shows a failure of parity's own code, or None. Decided from the traceback, never
+    from a message: its innermost frame is in the parity package (`owner`), and the interpreter
+    raised it there (an AttributeError of parity reading an attribute, a TypeError of a call
+    parity made with arguments the callee does not take, a KeyError of its subscript, an `assert`
+    of parity failing), not a `raise` statement of parity's: that is a typed error (a stand-in
+    relied on, a family's CodePathMoved, a translation of the engine's error), judged by what it
+    was raised from (`raise ... from exc`), or left to its type where it came from nothing. One
+    whose innermost frame is the engine's own code is the engine's; one raised inside a third
+    party's code (torch, pydantic) is not decided here: the library may be judging what the
+    engine gave it (pydantic running the engine's own validators). A bug of parity: the parent
+    reads it as an internal error (exit 3), never as the engine's refusal."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        if tb is not None and owner(tb.tb_frame.f_code.co_filename) != "parity":
+            return None  # the engine's (or trainer's) own code raised it, or a third party's
+        if tb is None or (_raised_by_statement(tb) and not isinstance(exc, AssertionError)):
+            exc = exc.__cause__  # a translation: judged by what it was raised from; None: parity's own type
+            continue
+        frame = traceback.extract_tb(tb, limit=1)[0]
+        where = f"{PARITY_ROOT.name}/{Path(frame.filename).resolve().relative_to(PARITY_ROOT).as_posix()}"
+        text = " ".join(str(exc).split())
+        return f"{type(exc).__name__}{': ' + text if text else ''} (at {where}:{frame.lineno} {frame.name})"
+    return None
+
+
+def requirement_not_installed(exc: BaseException, package: str, version: str, requires: list[str],
+                              importer: str = "its code") -> str | None:
+    """Why `package`'s code could not import a module, when `exc` (or what it was raised from)
+    is a ModuleNotFoundError for a top-level module that is not installed and one of `requires`
+    (the installed package's `Requires-Dist`, unconditional ones only) is a distribution that is
+    not installed either and whose name is the module's, or has it as one of its words
+    (`lm-format-enforcer` for `lmformatenforcer`, `nvidia-cutlass-dsl` for `cutlass`): the
+    release requires it and parity's environment leaves it out, a limit of parity's CPU run.
+    None otherwise (the engine's own import of something it does not require stays its own)."""
+    import importlib.util
+    import re
+    from importlib import metadata
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    while exc is not None and not isinstance(exc, ModuleNotFoundError):
+        exc = exc.__cause__
+    name = getattr(exc, "name", None)
+    if not name:
+        return None
+    top = name.split(".")[0]
+    if importlib.util.find_spec(top) is not None:
+        return None
+    for line in requires:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        dist = req.name.lower()
+        if top.lower() not in (*re.split(r"[-_.]", dist), re.sub(r"[-_.]", "", dist)):
+            continue
+        try:
+            metadata.version(req.name)
+        except metadata.PackageNotFoundError:
+            return (f"{importer} imports {top!r}, from {req}, which {package} {version} requires and parity's CPU "
+                    f"environment does not install ({type(exc).__name__}: {exc})")
     return None
 
 
@@ -55,10 +204,24 @@ def _short(path: str) -> str:
 
 
 def note(exc: BaseException) -> None:
-    """Remember `exc` when it is a failure outside the inputs (`transients`): the reply then
-    says so. Every error a probe reports, through `one_line` or in its own words, is noted."""
+    """Remember `exc` when it is a failure outside the inputs (`transients`), or a failure of
+    parity's own code that is no limit of its CPU harness (`parity_fault`: `faults`): the reply
+    then says so. Every error a probe reports, through `one_line` or in its own words, is noted
+    (`words`: the one line of an error the probe has already judged, noting nothing)."""
     if transient(exc):
         transients.append(type(exc).__name__)
+    fault = parity_fault(exc) if harness_limit(exc) is None else None
+    if fault is not None and fault not in faults:
+        faults.append(fault)
+
+
+def words(exc: BaseException) -> str:
+    """`Type: message` on one line, noting nothing: for an error the probe has judged itself
+    (SGLang's model class lacking the capture hook its EAGLE-3 start-up calls)."""
+    text = " ".join(str(exc).split())
+    if len(text) > 400:  # e.g. SGLang's list of every supported architecture after the missing one
+        text = text[:400] + " ..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def one_line(exc: BaseException) -> str:
@@ -69,10 +232,7 @@ def one_line(exc: BaseException) -> str:
     limit = harness_limit(exc)
     if limit is not None and limit not in limits:
         limits.append(limit)
-    text = " ".join(str(exc).split())
-    if len(text) > 400:  # e.g. SGLang's list of every supported architecture after the missing one
-        text = text[:400] + " ..."
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return words(exc)
 
 
 def with_limits(handler):
@@ -83,10 +243,12 @@ def with_limits(handler):
         try:
             reply = handler(request)
         except Exception as exc:
-            limit = harness_limit(exc)
-            if limit is None:
+            limit, fault = harness_limit(exc), parity_fault(exc)
+            if limit is None and fault is None:
                 raise  # the engine's own error: reply_over_stdio reports it (and whether transient)
-            reply = {"error": one_line(exc), HARNESS_LIMIT_KEY: limit}
+            reply = {"error": one_line(exc), **({HARNESS_LIMIT_KEY: limit} if limit else {})}
+        if faults and isinstance(reply, dict):
+            reply.setdefault(INTERNAL_ERROR_KEY, faults[0])
         if limits and isinstance(reply, dict):
             reply.setdefault(HARNESS_LIMIT_KEY, limits[0])
         if transients and isinstance(reply, dict):
@@ -99,8 +261,9 @@ def finding(kind: str, message: str, severity: str = "warning", slot: int | None
     return {"kind": kind, "message": message, "severity": severity, "slot": slot}
 
 
-__all__ = ["HARNESS_LIMIT_KEY", "TRANSIENT_KEY", "finding", "harness_limit", "limits", "note", "one_line", "transients",
-           "with_limits"]
+__all__ = ["HARNESS_LIMIT_KEY", "INTERNAL_ERROR_KEY", "LIMIT_RULES", "TRANSIENT_KEY", "faults", "finding",
+           "harness_limit", "innermost", "limits", "note", "one_line", "owner", "package_roots", "parity_fault",
+           "requirement_not_installed", "transients", "with_limits", "words"]
 
 
 def jsonable(value: Any) -> Any:

@@ -10,9 +10,12 @@ reach of parity's CPU harness, decided when the cell is extracted from the TYPE 
   capturing (`engine_error`), or the release has no EAGLE-3 at all (a `CannotExtract` its
   probe typed `engine_lacks`: SGLang 0.4.4's SpeculativeAlgorithm has no EAGLE3).
 - `parity cannot run`: a limit of parity's CPU harness: `HarnessLimit` (a CUDA-only code path,
-  a stand-in relied on), `CannotExtract` (no release family of parity runs it), an environment
-  parity could not build or find (`EnvError`, `BuildError`, `HomeError`), or a captured tensor
-  parity could not name (`unidentified_state`).
+  a stand-in relied on, a module the release requires that parity's CPU environment leaves
+  out), `CannotExtract` (no release family of parity runs it), an environment parity could not
+  build or find (`EnvError`, `BuildError`, `HomeError`), a captured tensor parity could not name
+  (`unidentified_state`); or a failure of parity's own code (`InternalError`: the innermost
+  frame of what the probe met is parity's, parity.extract.child.parity_fault), never counted
+  as the engine's refusal.
 
 A cell saved before the sweep classified cells has no outcome: one that failed reads "not
 classified" until the release is swept again, never a class guessed from its message.
@@ -54,17 +57,18 @@ def of_finding(kind: FindingKind) -> Outcome:
 
 def _parity_errors() -> tuple[type[BaseException], ...]:
     from ..envs import EnvError
-    from ..errors import CannotExtract, HarnessLimit
+    from ..errors import CannotExtract, HarnessLimit, InternalError
     from ..home import HomeError
     from ..ondemand import BuildError
 
-    return (HarnessLimit, CannotExtract, EnvError, BuildError, HomeError)
+    return (HarnessLimit, CannotExtract, EnvError, BuildError, HomeError, InternalError)
 
 
 def of_error(exc: BaseException) -> Outcome:
-    """The outcome of a cell stopped by `exc` (a UserError an extraction raised): a limit of
-    parity's harness when it, or the error it was raised from, is one of parity's own
-    (`_parity_errors`); else the engine's own refusal (its reply's error, its missing class)."""
+    """The outcome of a cell stopped by `exc` (a UserError an extraction raised, or the
+    InternalError of parity's own code failing): a limit of parity's harness when it, or the
+    error it was raised from, is one of parity's own (`_parity_errors`); else the engine's own
+    refusal (its reply's error, its missing class)."""
     from ..errors import CannotExtract
 
     parity = _parity_errors()

@@ -116,14 +116,14 @@ def serving_cell(case: ServingCase, serving: "BoundEngine", work: Path) -> dict:
     runner's, and every runner's where the engine has several that disagree), or the one line
     saying why nothing; its `outcome` (parity.sweep.outcome) either way."""
     from ..contract import names
-    from ..errors import UserError
+    from ..errors import InternalError, UserError
 
     from ..inputs import read_inputs
 
     draft = case.write_draft(work / case.name.replace(" ", "_").replace("/", "_"))
     try:
         contract, _ = serving.probe_serving(*read_inputs(case.target_config, draft))
-    except UserError as exc:
+    except (UserError, InternalError) as exc:
         return refused(exc)
     fc = names(contract.fc_input)
     # Runners that disagree are a result of the case (a drift for one of them), not a failure.
@@ -145,13 +145,13 @@ def serving_cell(case: ServingCase, serving: "BoundEngine", work: Path) -> dict:
 def dump_cell(case: DumpCase, datagen: "BoundEngine") -> dict:
     """What the data generation of `datagen` (an engine that makes training data, e.g. vLLM, bound
     to a release) dumps for the launch ids of `case`, or why not."""
-    from ..errors import UserError
+    from ..errors import InternalError, UserError
 
     from ..inputs import Target
 
     try:
         dump = datagen.extract_dump(Target.read(case.target_config), case.datagen_ids)
-    except UserError as exc:
+    except (UserError, InternalError) as exc:
         return refused(exc)
     return {"layout": [t.name for t in dump.layout], "launch_ids": list(dump.launch_ids), "method": dump.method,
             "outcome": Outcome.extracted.value}
@@ -161,12 +161,12 @@ def training_cell(case: TrainingCase, training: "BoundTrainer") -> dict:
     """The training contract the trainer `training` (bound to a release) derives for `case`'s
     dump, or why not."""
     from ..contract import names
-    from ..errors import UserError
+    from ..errors import InternalError, UserError
     from ..inputs import Target
 
     try:
         c = training.training_contract(Target.read(case.target_config), list(case.dump))
-    except UserError as exc:
+    except (UserError, InternalError) as exc:
         return refused(exc)
     out = {"fc": names(c.fc_input), "target": str(c.target), "family": c.provenance.family,
            "note": c.provenance.release_note, "outcome": Outcome.extracted.value}
@@ -182,7 +182,7 @@ def launch_cell(serving: "BoundEngine", work: Path) -> dict | None:
     launch contract, docs/launch.md): the fields the seed gives, their effective values and what
     the engine changed, or the one line saying why not, with its outcome (a release whose family
     has no resolver: parity cannot run it, "not resolved"). None: no seed for this engine."""
-    from ..errors import UserError
+    from ..errors import InternalError, UserError
     from ..inputs import LaunchRefused, read_inputs
 
     seed = SEED_LAUNCHES.get(serving.name)
@@ -195,7 +195,7 @@ def launch_cell(serving: "BoundEngine", work: Path) -> dict | None:
     except LaunchRefused as exc:
         kind = Outcome.parity_cannot_run if exc.unresolved else Outcome.engine_refuses
         return {"argv": list(seed), "error": first_line(exc), "outcome": kind.value}
-    except UserError as exc:
+    except (UserError, InternalError) as exc:
         return {"argv": list(seed), **refused(exc)}
     launch = contract.launch
     if launch is None:  # an engine that took the arguments and resolved nothing

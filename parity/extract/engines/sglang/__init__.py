@@ -17,7 +17,7 @@ from typing import Any
 from ....contract import BuiltDraft, Finding, FindingKind, GraphFlags, LaunchContract, Provenance, ServingContract, Tap, sources
 from ....envs import EnvError, display_python, find_env, run_module
 from ....reply_cache import SOURCE_KEY
-from ....errors import CannotExtract, HarnessLimit
+from ....errors import stop_from_reply
 from ....inputs import Draft, InputError, LaunchRefused, Target
 from ... import release_option
 from .. import ServingExtractionError
@@ -174,12 +174,12 @@ def probe_serving(target: Target, draft: Draft, sglang_version: str | None = Non
         reply = run_probe(target.config, draft.path.resolve(), sglang_version, candidates=candidates or [], **launch)
     except EnvError as exc:
         raise ServingExtractionError(str(exc)) from exc
+    unsupported = stop_from_reply(reply, "sglang")
+    if unsupported is not None:  # parity's own failure, no family to run it, or its CPU run cannot: one loud line
+        raise unsupported
     if reply.get("launch_refused"):  # the engine's own words: bad input, one line
         raise LaunchRefused(f"--serve-args: sglang {reply.get('sglang_version', '?')}'s {reply['launch_refused']}",
                             argv=serve_args)
-    unsupported = CannotExtract.from_reply(reply) or HarnessLimit.from_reply(reply, "sglang", "sglang_version")
-    if unsupported is not None:  # no family can run it, or parity's CPU run cannot: one loud line
-        raise unsupported
     if "error" in reply and ("sglang_version" not in reply or reply.get("unsupported")):
         raise ServingExtractionError(f"target config {target.path}: {reply['error']}"
                                      if reply.get("unsupported") else reply["error"])

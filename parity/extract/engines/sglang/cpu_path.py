@@ -18,17 +18,28 @@ engine's refusal: a GPU runs the op's CUDA method, which takes the argument and 
   are left out: parity's own prefill backend computes attention (sdpa_backend.py), so what it
   leaves unread would be parity's to answer, not the engine's.
 
-And one that is parity's, `requirement_not_installed`: a model module that imports a package the
+And two that are parity's: `requirement_not_installed`, a model module that imports a package the
 release requires but parity's CPU environment leaves out (its CUDA-only requirements): SGLang
-0.5.15's DeepSeek module imports `cutlass`, from `nvidia-cutlass-dsl`, which its wheel requires.
+0.5.15's DeepSeek module imports `cutlass`, from `nvidia-cutlass-dsl`, which its wheel requires;
+and `gpu_memory_unknown`, the start-up's arithmetic on the GPU's memory, which its device query
+answers only on a GPU: SGLang 0.4.5.post3-0.4.6.post4's `ServerArgs.__post_init__` sets
+`gpu_mem = get_device_memory_capacity(self.device)` (None for device cpu: "GPU memory is not
+known yet or no GPU is available") and, unless `--mem-fraction-static` is given, compares
+`gpu_mem <= 81920` (server_args.py:225 in 0.4.5.post3), a TypeError on CPU that a GPU start-up,
+where nvidia-smi answers, never meets. Both are found from the exception and its frames
+(`ModuleNotFoundError.name`; the failing frame's own bytecode and locals), never its message.
 """
 
 from __future__ import annotations
 
+import dis
 import inspect
 import re
+from pathlib import Path
 
 import torch
+
+from ... import child
 
 _UNEXPECTED = re.compile(r"^(\w+)\.(\w+)\(\) got an unexpected keyword argument '(\w+)'$")
 _LAYER_INDEX = re.compile(r"\.\d+\.")
@@ -106,37 +117,39 @@ def _same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
     return len(a) == len(b) and all(torch.equal(x, y) for x, y in zip(a, b))
 
 
-
 def requirement_not_installed(exc: BaseException, version: str, requires: list[str]) -> str | None:
     """Why a model module could not be imported, when `exc` is a ModuleNotFoundError for a
-    top-level module that is not installed and one of `requires` (the installed SGLang's
-    `Requires-Dist`, unconditional ones only) is a distribution that is not installed either and
-    whose name has the module's as one of its words (`cutlass` in `nvidia-cutlass-dsl`): the
-    release requires it and parity's environment lacks it. None otherwise (the engine's own
-    import of something it does not require stays its own)."""
-    import importlib.util
-    from importlib import metadata
+    module the release requires (`requires`: the installed SGLang's `Requires-Dist`) and parity's
+    environment lacks (parity.extract.child.requirement_not_installed). None otherwise (the
+    engine's own import of something it does not require stays its own)."""
+    return child.requirement_not_installed(exc, "sglang", version, requires, "its model code")
 
-    from packaging.requirements import InvalidRequirement, Requirement
 
-    name = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
-    if not name:
+MEMORY_QUERY = "get_device_memory_capacity"  # SGLang's question for the GPU's memory (None off a GPU)
+
+
+def gpu_memory_unknown(exc: BaseException) -> str | None:
+    """A limit of parity's CPU run when `exc` is a TypeError raised in SGLang's own code, in a
+    function that stores the answer of `get_device_memory_capacity` in a local (read from its
+    bytecode: the store that follows the call) and that local is None there: the start-up's
+    arithmetic on the GPU's memory, which a GPU answers. None for any other failure."""
+    if not isinstance(exc, TypeError):
         return None
-    top = name.split(".")[0]
-    if importlib.util.find_spec(top) is not None:
+    tb, _ = child.innermost(exc, "sglang")
+    if tb is None:
         return None
-    for line in requires:
-        try:
-            req = Requirement(line)
-        except InvalidRequirement:
-            continue
-        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
-            continue
-        if top.lower() not in re.split(r"[-_.]", req.name.lower()):
-            continue
-        try:
-            metadata.version(req.name)
-        except metadata.PackageNotFoundError:
-            return (f"its model code imports {top!r}, from {req}, which sglang {version} requires and parity's CPU "
-                    f"environment does not install ({type(exc).__name__}: {exc})")
-    return None
+    code, local = tb.tb_frame.f_code, None
+    if MEMORY_QUERY not in code.co_names:
+        return None
+    instructions = list(dis.get_instructions(code))
+    for i, instruction in enumerate(instructions):
+        if instruction.opname == "LOAD_GLOBAL" and instruction.argval == MEMORY_QUERY:
+            store = next((x for x in instructions[i + 1:] if x.opname.startswith("STORE_")), None)
+            if store is not None and store.opname == "STORE_FAST":
+                local = store.argval
+    frame = tb.tb_frame
+    if local is None or local not in frame.f_locals or frame.f_locals[local] is not None:
+        return None
+    where = f"{Path(code.co_filename).name}:{tb.tb_lineno} {code.co_qualname}"
+    return (f"sglang's start-up computes with the GPU's memory ({local} = {MEMORY_QUERY}(...), None off a GPU), at "
+            f"{where}: {child.words(exc)}; a GPU start-up, where the query answers, never meets it")

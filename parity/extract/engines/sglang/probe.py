@@ -25,7 +25,8 @@ from ...families import UnsupportedRelease
 from . import cpu_path, launch
 from .draft_facts import draft_facts
 from .families import place
-from ...child import HARNESS_LIMIT_KEY, finding, harness_limit, note, one_line, with_limits
+from ...child import (HARNESS_LIMIT_KEY, LIMIT_RULES, finding, harness_limit, note, one_line, parity_fault, with_limits,
+                      words)
 from ...identify import identify_slots
 from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model, seeded_tokens
 from ...shrink import shrink_config
@@ -33,6 +34,10 @@ from ....envs import reply_over_stdio
 from ....errors import CannotExtract
 from ....workspace import engine_cache
 from ....inputs import is_wrapper, text_part
+
+
+# SGLang's own limits of a CPU run, named where met (parity.extract.child.harness_limit)
+LIMIT_RULES.extend(rule for rule in (cpu_path.gpu_memory_unknown,) if rule not in LIMIT_RULES)
 
 
 def free_port() -> int:
@@ -229,7 +234,7 @@ def no_capture_hook(exc: BaseException, model, arch: str, version: str) -> str |
         return None
     return (f"sglang {version} cannot serve an EAGLE-3 draft for {arch}: its model class "
             f"{type(model).__module__}.{type(model).__name__} has no {CAPTURE_HOOK}, which its EAGLE-3 start-up "
-            f"calls on the target model, so every EAGLE-3 launch of this target fails there ({one_line(exc)})")
+            f"calls on the target model, so every EAGLE-3 launch of this target fails there ({words(exc)})")
 
 
 def why_fallback(draft_config: dict) -> str:
@@ -269,14 +274,19 @@ def resolve_launch(adapter, argv: list[str], target_config: dict, draft_dir: str
                    reply: dict) -> bool:
     """reply["launch"]: the serve arguments as the release parses and resolves them, with the
     verified fixes of what it overrode; False (reply["launch_refused"]: the engine's words)
-    when its parser or resolution refuses them."""
+    when its parser or resolution refuses them; False with reply["error"] when what stopped it
+    is parity's (a limit of its CPU run, a failure of its own code, noted for the reply:
+    parity.extract.child), never the engine's refusal."""
     model_dir = launch.write_model_dir(work, target_config)
     try:
         reply["launch"] = launch.resolve(adapter.LAUNCH, argv, model_dir, draft_dir)
     except launch.Refused as exc:
         reply["launch_refused"] = f"argument parser refused them: {exc}"
         return False
-    except Exception as exc:  # noqa: BLE001 - the engine's resolution refused the arguments
+    except Exception as exc:  # noqa: BLE001 - the engine's resolution refused the arguments, or parity failed
+        if harness_limit(exc) or parity_fault(exc):  # parity's (with_limits replies with it), never the engine's refusal
+            reply["error"] = f"resolving the serve arguments stopped: {one_line(exc)}"
+            return False
         reply["launch_refused"] = f"argument resolution refused them: {one_line(exc)}"
         return False
     reply["launch"]["fixes"] = launch.fixes(adapter.LAUNCH, argv, reply["launch"], model_dir, draft_dir)

@@ -19,7 +19,7 @@ from packaging.version import Version
 from ....contract import BuiltDraft, DatagenDump, Finding, GraphFlags, LaunchContract, Provenance, ServingContract, Tap, sources
 from ....envs import EnvError, display_python, environments, find_env, run_module
 from ....reply_cache import SOURCE_KEY
-from ....errors import CannotExtract, HarnessLimit, UserError
+from ....errors import UserError, stop_from_reply
 from ....inputs import Draft, LaunchRefused, Target
 from ... import release_option
 from ...eagle3_config import eagle3_config
@@ -118,7 +118,7 @@ def extract_dump(target: Target, datagen_ids: list[int] | None, vllm_version: st
     except EnvError as exc:
         raise DatagenError(str(exc)) from exc
     version = reply.get("vllm_version", "?")
-    stop = CannotExtract.from_reply(reply) or HarnessLimit.from_reply(reply, "vllm", "vllm_version")
+    stop = stop_from_reply(reply, "vllm")
     if stop is not None:  # no family can run it, or parity's CPU run cannot
         raise stop
     if "error" in reply:
@@ -286,7 +286,7 @@ def probe_serving(target: Target, draft: Draft, vllm_version: str | None = None,
                            "candidates": candidates or [], **launch}, vllm_version)
     except EnvError as exc:
         raise ServingExtractionError(str(exc)) from exc
-    limit = CannotExtract.from_reply(reply) or HarnessLimit.from_reply(reply, "vllm", "vllm_version")
+    limit = stop_from_reply(reply, "vllm")
     if limit is not None:
         raise limit
     if reply.get("launch_refused"):  # the engine's own words: bad input, one line

@@ -12,7 +12,8 @@ How a release resolves is a family's concern (`Adapter.LAUNCH`, a `Launch` compo
 pieces here; 0.33 and 0.34 give their EAGLE-3 answer alone, the rest as 0.33 keeps it):
 - the parser: `make_arg_parser` from `vllm.entrypoints.common.cli_args` (0.33 on) or
   `vllm.entrypoints.openai.cli_args` (before), `FlexibleArgumentParser` from
-  `vllm.utils.argparse_utils` (0.16 on) or `vllm.utils` (0.11);
+  `vllm.utils.argparse_utils` (0.16 on) or, for the 0.11 family, from the cli_args module
+  itself (what it imports: `vllm.utils` in 0.11.0, `vllm.utils.argparse_utils` in 0.12-0.15);
 - the speculative config: `create_speculative_config(model_config, parallel)`, in 0.11 also
   with the chunked-prefill and log-stats flags (`speculative_config_0_11`);
 - "does the target capture the aux hidden states for the draft": `uses_aux_hidden_states`
@@ -79,10 +80,16 @@ def speculative_config(engine_args, model_config, parallel):
 
 
 def speculative_config_0_11(engine_args, model_config, parallel):
-    """0.11: as its create_engine_config calls it, with the chunked-prefill and log-stats flags."""
+    """0.11: as its create_engine_config calls it, with the chunked-prefill and log-stats flags,
+    each passed where the release's `create_speculative_config` takes it (0.15, run with this
+    family outside its range, takes neither: its create_engine_config passes the two configs only)."""
+    import inspect
+
+    takes = inspect.signature(engine_args.create_speculative_config).parameters
+    flags = {name: getattr(engine_args, name) for name in ("enable_chunked_prefill", "disable_log_stats")
+             if name in takes}
     return engine_args.create_speculative_config(target_model_config=model_config, target_parallel_config=parallel,
-                                                 enable_chunked_prefill=engine_args.enable_chunked_prefill,
-                                                 disable_log_stats=engine_args.disable_log_stats)
+                                                 **flags)
 
 
 def _how(how) -> Launch:

@@ -33,13 +33,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from . import launch
+from . import cpu_limits, launch
 from .families import place
 from ...config_reads import reading_dicts, recording
-from ...child import one_line, with_limits
+from ...child import LIMIT_RULES, harness_limit, one_line, parity_fault, with_limits
 from ....envs import reply_over_stdio
 from ....errors import CannotExtract
 
+LIMIT_RULES.extend(rule for rule in cpu_limits.RULES if rule not in LIMIT_RULES)  # vLLM's own limits of a CPU run
 
 def warm() -> None:
     """The import-only first steps of `extract`, before any request (parity.forkserver forks
@@ -280,7 +281,9 @@ def built_draft(adapter, version: str, request: dict, reply: dict) -> dict[str, 
 def resolve_launch(adapter, request: dict, version: str, reply: dict) -> bool:
     """reply["launch"]: the serve arguments as the release parses and resolves them, with the
     verified fixes; False (reply["launch_refused"]: the engine's words) when its parser or
-    resolution refuses them, or its family resolves none."""
+    resolution refuses them, or its family resolves none; False with reply["error"] when what
+    stopped it is parity's (a limit of its CPU environment, a failure of its own code, noted
+    for the reply: parity.extract.child), never the engine's refusal."""
     resolver = getattr(adapter, "LAUNCH", None)
     if resolver is None:
         reply["launch_refused"] = (f"serve arguments are resolved from vLLM 0.11 on; this release's family "
@@ -294,7 +297,10 @@ def resolve_launch(adapter, request: dict, version: str, reply: dict) -> bool:
     except launch.Refused as exc:
         reply["launch_refused"] = f"argument parser refused them: {exc}"
         return False
-    except Exception as exc:  # noqa: BLE001 - the engine's resolution refused the arguments
+    except Exception as exc:  # noqa: BLE001 - the engine's resolution refused the arguments, or parity failed
+        if harness_limit(exc) or parity_fault(exc):  # parity's (with_limits replies with it), never the engine's refusal
+            reply["error"] = f"resolving the serve arguments stopped: {one_line(exc)}"
+            return False
         why = f"resolution refused them: {_words(exc)}"
         for fix in launch.fix_for_refused(resolver, argv, model_dir, draft_dir)[:1]:
             why += (f" (verified: with \"method\": \"eagle3\" it resolves them: serve with "

@@ -25,7 +25,7 @@ from ....contract import (BuiltDraft, DatagenDump, Finding, GraphFlags, Provenan
                          VocabMapping, sources)
 from ....envs import EnvError, display_python, environments, find_env, run_module
 from ....reply_cache import SOURCE_KEY
-from ....errors import CannotExtract, HarnessLimit, UserError
+from ....errors import UserError, stop_from_reply
 from ....inputs import Draft, Target, parse_ids
 from ..draft import DraftError, read_draft
 
@@ -103,7 +103,7 @@ def _ids_source(run_ids, draft) -> str:
 def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None) -> TrainingContract:
     """The TrainingContract a probe reply describes (an unidentified state is an error)."""
     version = reply.get("specforge_version", "?")
-    stop = CannotExtract.from_reply(reply) or HarnessLimit.from_reply(reply, "specforge", "specforge_version")
+    stop = stop_from_reply(reply, "specforge")
     if stop is not None:  # no family can run it, or parity's CPU run cannot
         raise stop
     if "error" in reply:

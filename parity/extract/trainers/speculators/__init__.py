@@ -25,7 +25,7 @@ from ....reply_cache import SOURCE_KEY
 from ....inputs import Draft, Target
 from ... import release_option
 from ..draft import DraftConfig, DraftError, draft_ids, load_config, read_draft
-from ....errors import CannotExtract, HarnessLimit, UserError
+from ....errors import UserError, stop_from_reply
 
 # -- as a `Trainer` (parity.extract.trainers) ---------------------------------------------------
 
@@ -142,7 +142,7 @@ def built_request(draft: "Draft | Path | str", target: TargetModel, trained: boo
 def choose_path(reply: dict, data_path: str | None, layout: list[Tap]) -> dict:
     """The probed path the contract describes: `data_path` (qualified name or a part), else the default."""
     version = reply.get("speculators_version", "?")
-    stop = CannotExtract.from_reply(reply) or HarnessLimit.from_reply(reply, "speculators", "speculators_version")
+    stop = stop_from_reply(reply, "speculators")
     if stop is not None:  # no family can run it, or parity's CPU run cannot
         raise stop
     if reply.get("error"):

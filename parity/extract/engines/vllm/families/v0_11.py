@@ -17,9 +17,13 @@ What differs from the 0.33 family (v0_33.py), found by running 0.11.0's code:
 - DeepSeek-V3 is not an EAGLE-3 target (`supports_eagle3` is False), so no MLA or fused-MoE
   stand-in is installed; only the attention body is replaced;
 - the launch contract: `vllm serve`'s parser is `vllm.entrypoints.openai.cli_args.make_arg_parser`
-  on `vllm.utils.FlexibleArgumentParser`; `create_speculative_config` also takes the
-  chunked-prefill and log-stats flags; whether the aux states are captured is decided inline
-  in `GPUModelRunner.__init__` (`use_eagle()` and the method eagle3).
+  on the `FlexibleArgumentParser` that module imports, taken from it: 0.11.0 keeps the class in
+  `vllm.utils`, later releases this family runs (0.12-0.15, outside every range) in
+  `vllm.utils.argparse_utils` (0.15 no longer re-exports it from `vllm.utils`);
+  `create_speculative_config` also takes the chunked-prefill and log-stats flags (passed where
+  the release's signature has them: 0.15 takes the two configs only); whether the
+  aux states are captured is decided inline in `GPUModelRunner.__init__` (`use_eagle()` and the
+  method eagle3).
 Config keys read (docs/built-draft.md): not recorded. The installed code would allow it (its config
 classes, `SpeculatorsConfig` and draft class are read the same way; its runner reads no ids from the
 draft config at all), but this family's draft build is not read (BUILDS_DRAFT False), and parity
@@ -67,7 +71,8 @@ class Adapter(v0_33.Adapter):
 
     # The launch contract (parity.extract.engines.vllm.launch): 0.11's parser, its
     # create_speculative_config call and its runner's rule for the aux states.
-    LAUNCH = launch.Launch(aux=launch.runner_0_11_answer, parser=("vllm.entrypoints.openai.cli_args", "vllm.utils"),
+    LAUNCH = launch.Launch(aux=launch.runner_0_11_answer,
+                           parser=("vllm.entrypoints.openai.cli_args", "vllm.entrypoints.openai.cli_args"),
                            speculative=launch.speculative_config_0_11)
 
     def cpu_platform(self) -> None:
