@@ -400,6 +400,10 @@ class Adapter:
             with recording(reads, skip=self.target_configs(vllm_config)):
                 draft = self.build_draft(vllm_config)
         module = self.draft_module_facts(draft)  # as built: before any weight is loaded or shared
+        if len(draft.model.layers) > 1:  # drawn before vLLM processes the weights: its CPU linears keep them
+            from ....built import seeded
+
+            seeded(draft)
         keys = self.config_keys(draft, vllm_config, checkpoint, reads, dict_reads or {}) if reads is not None else {}
         if target is not None:  # loads the checkpoint (and processes the weights), then shares
             embedding = self.draft_embedding(draft, vllm_config, target, checkpoint)
@@ -411,6 +415,7 @@ class Adapter:
             with set_current_vllm_config(vllm_config):
                 process_weights_after_loading(draft, vllm_config.speculative_config.draft_model_config,
                                               torch.device("cpu"))
+        module.update(self.layer_wiring(draft, vllm_config))
         graph = self.draft_graph(draft)
         # the built class's sizes are the shrunk copy's: used to run it, never reported (the
         # contract's sizes are `real_draft_sizes`', parity.contract.sources)
@@ -440,6 +445,29 @@ class Adapter:
                      f"ran it: d2t = {shift} put draft index 0 at target id {finite[0] if finite else None})")
         return {"graph": graph, "vocab": vocab, "embedding": embedding, "module": module, "config_keys": keys,
                 "class": f"{type(draft).__module__}.{type(draft).__name__}"}
+
+    @staticmethod
+    def layer_wiring(draft, vllm_config) -> dict:
+        """The decoder layers vLLM's draft class built, and which norm each after the first applies
+        to its input (parity.extract.built.later_layer_input_norms), found on one forward of the
+        draft as the proposer runs it: `combine_hidden_states` (the fc), then its forward, over
+        parity's attention stand-in (its parameters drawn before vLLM processed them)."""
+        import torch
+        from vllm.config import set_current_vllm_config
+        from vllm.forward_context import set_forward_context
+
+        from ....built import later_layer_input_norms
+
+        def forward():
+            gen = torch.Generator().manual_seed(3)
+            t = 6
+            ids = torch.randint(0, draft.config.vocab_size, (t,), generator=gen)
+            aux = torch.randn(t, draft.model.fc_input_size, generator=gen)
+            with set_current_vllm_config(vllm_config), set_forward_context(None, vllm_config, num_tokens=t):
+                draft(input_ids=ids, positions=torch.arange(t), hidden_states=draft.combine_hidden_states(aux))
+
+        layers = list(draft.model.layers)
+        return {"layers_built": len(layers), "later_layer_input_norms": later_layer_input_norms(layers, forward)}
 
     @staticmethod
     def target_configs(vllm_config) -> list:
