@@ -154,3 +154,29 @@ def test_owner_reads_module_paths():
     [root] = child.package_roots("sglang")
     assert child.owner(str(root / "srt" / "server_args.py")) == "sglang"
     assert child.owner(str(Path(root).parent / "torch" / "nn" / "modules" / "module.py")) is None
+
+
+@pytest.mark.slow  # runs SGLang 0.5.23's probe, with parity's own bug injected
+def test_parity_s_bug_inside_a_real_probe_is_exit_3_and_parity_cannot_run(tmp_path, monkeypatch):
+    """The regression end to end: parity's run_until raising inside the real SGLang probe, where
+    the probe reports a failure as the engine's (setting the capture). The CLI ends in exit 3
+    (internal error, one line, no traceback), never a verdict or exit 2; the sweep's cell is
+    "parity cannot run", never "engine refuses"."""
+    from parity.extract.engines import engine
+    from parity.sweep.cases import SERVING_CASES
+    from parity.sweep.run import serving_cell
+
+    from .helpers import LLAMA, ROOT, drift_overrides, run_parity
+
+    overrides = drift_overrides("tests.drift.serving_parity_bug_in_run_until")
+    proc = run_parity("contract", "serving", "--target-config", str(LLAMA), "--draft",
+                      str(ROOT / "fixtures" / "drafts" / "llama-3.1-8b-eagle3"), overrides=overrides)
+    assert proc.returncode == 3, proc.stdout[-2000:] + proc.stderr[-2000:]
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith("parity: internal error: InternalError: parity's own code failed running sglang "), line
+    assert "AttributeError" in line and "(at parity/extract/run_until.py:" in line and "Traceback" not in proc.stderr
+    monkeypatch.setenv("PARITY_PROBE_OVERRIDES", overrides)
+    monkeypatch.setenv("PARITY_NO_CACHE", "1")
+    cell = serving_cell(SERVING_CASES[0], engine("sglang"), tmp_path)
+    assert cell["outcome"] == "parity cannot run" and "fc" not in cell, cell
+    assert cell["error"].startswith("parity's own code failed running sglang"), cell
