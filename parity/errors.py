@@ -99,40 +99,45 @@ class CannotExtract(UserError):
                 "error": f"cannot extract under {package} {version}: {reason}"}
 
 
-class HarnessLimit(UserError):
+class _ReadFromReply:
+    """An error a probe's reply carries as one line under `KEY`, about `package` at its version."""
+
+    KEY: str
+
+    @classmethod
+    def from_reply(cls, reply: dict, package: str, version_key: str):
+        """`cls(package, version, reply[KEY])` when the reply has that line, else None."""
+        text = reply.get(cls.KEY)
+        return cls(package, str(reply.get(version_key, "?")), text) if isinstance(text, str) else None
+
+
+class HarnessLimit(_ReadFromReply, UserError):
     """parity's CPU harness cannot run what the engine (or trainer) runs here: a CUDA-only code
     path, or one of parity's stand-ins relied on. A limit of parity, never the engine's refusal
     of the draft, so never a verdict: exit 2, naming the limit (read from a probe's reply,
     parity.extract.child)."""
+
+    KEY = "harness_limit"
 
     def __init__(self, package: str, version: str, limit: str):
         self.package, self.version, self.limit = package, version, limit
         super().__init__(f"parity's CPU harness cannot run {package} {version} here: {limit}. This is a limit of "
                          f"parity's CPU run, not {package} refusing the draft: no verdict is given")
 
-    @classmethod
-    def from_reply(cls, reply: dict, package: str, version_key: str) -> "HarnessLimit | None":
-        limit = reply.get("harness_limit")
-        return cls(package, str(reply.get(version_key, "?")), limit) if isinstance(limit, str) else None
 
-
-
-class InternalError(Exception):
+class InternalError(_ReadFromReply, Exception):
     """parity's own code failed while it ran an engine or a trainer (the innermost frame of what
     was raised is parity's, and the interpreter raised it there: parity.extract.child.parity_fault):
     a bug of parity, never the engine's refusal nor a limit of its CPU harness. Not a UserError:
     the CLI ends in exit 3 (internal error); the release table counts the cell "parity cannot
     run". Read from a probe's reply (`INTERNAL_ERROR_KEY`)."""
 
+    KEY = INTERNAL_ERROR_KEY
+
     def __init__(self, package: str, version: str, fault: str):
         self.package, self.version, self.fault = package, version, fault
         super().__init__(f"parity's own code failed running {package} {version}: {fault}. This is a bug in parity, "
                          f"not {package} refusing the draft: no verdict is given")
-
-    @classmethod
-    def from_reply(cls, reply: dict, package: str, version_key: str) -> "InternalError | None":
-        fault = reply.get(INTERNAL_ERROR_KEY)
-        return cls(package, str(reply.get(version_key, "?")), fault) if isinstance(fault, str) else None
 
 
 def stop_from_reply(reply: dict, package: str) -> "InternalError | CannotExtract | HarnessLimit | None":
