@@ -10,7 +10,8 @@ its message (registered with parity.extract.child.LIMIT_RULES by the probe):
 - `intel_extension_missing`: vLLM's code imports `intel_extension_for_pytorch` (Intel's
   extension, which its CPU and XPU paths use: `attention/backends/torch_sdpa.py`,
   `_ipex_ops.py` up to 0.9, `v1/attention/backends/cpu_attn.py` later) and it is not installed:
-  the DeepSeek-V3 dump on 0.8.5-0.9.2; a GPU install takes its CUDA backend and never imports it;
+  the DeepSeek-V3 dump on 0.8.5-0.9.2, gpt-oss on 0.11.1-0.11.2; a GPU install takes its CUDA
+  backend and never imports it;
 - `op_library_not_loaded`: vLLM looks an op up in a `torch.ops` namespace that one of its own
   compiled libraries registers (`vllm/_moe_C.abi3.so` for `torch.ops._moe_C`, built against
   CUDA, which parity's CPU torch does not load): gpt-oss on 0.12.0-0.14.1
