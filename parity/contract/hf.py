@@ -18,4 +18,20 @@ def text_part(config: dict[str, Any]) -> dict[str, Any]:
     return config["text_config"] if is_wrapper(config) else config
 
 
-__all__ = ["is_wrapper", "text_part"]
+# The draft classes and speculators model types of a DFlash-family draft (DFlash, DFlash2,
+# DSpark): the engines' registries map these architectures to their DFlash draft classes.
+DFLASH_ARCHITECTURES = frozenset({"DFlashDraftModel", "DFlash2DraftModel", "DSparkDraftModel", "Qwen3DSparkModel"})
+DFLASH_MODEL_TYPES = frozenset({"dflash", "dflash2", "dspark"})
+
+
+def draft_kind(config: dict[str, Any]) -> str:
+    """Which kind of draft a draft's config.json describes: 'dflash' (a DFlash-family block
+    drafter, by its architecture or speculators model type), else 'eagle3'. It chooses the
+    algorithm parity serves the draft under when the serve arguments name none."""
+    archs = config.get("architectures") if isinstance(config.get("architectures"), list) else []
+    if DFLASH_ARCHITECTURES.intersection(archs) or config.get("speculators_model_type") in DFLASH_MODEL_TYPES:
+        return "dflash"
+    return "eagle3"
+
+
+__all__ = ["DFLASH_ARCHITECTURES", "DFLASH_MODEL_TYPES", "draft_kind", "is_wrapper", "text_part"]

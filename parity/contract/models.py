@@ -451,6 +451,11 @@ class ServingContract(Contract):
 
     side: Literal["serving"] = "serving"
     engine: str = Field(description="The serving engine, e.g. 'sglang'.")
+    draft_kind: Literal["eagle3", "dflash"] = Field(
+        default="eagle3", exclude_if=lambda v: v == "eagle3",
+        description="The kind of draft the engine serves, by the speculative algorithm it ran: 'eagle3' (the "
+        "default, not written) or 'dflash' (a DFlash-family block drafter: its fc takes the ordered target states "
+        "of fc_input, which become the context of every draft layer). fc_input means the same for both.")
     requested_ids: tuple[int, ...] | None = Field(
         description="The layer ids the engine resolved from the draft config, in its own "
         "convention; None when it fell back to its defaults.")

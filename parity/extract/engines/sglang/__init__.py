@@ -86,7 +86,8 @@ def to_contract(reply: dict[str, Any], target: Target) -> ServingContract:
         package="sglang", version=reply.get("sglang_version", "?"),
         code_path="; ".join(reply.get("code_paths", {}).values()) or "n/a",
         python=display_python(reply.get("python")),
-        details={k: str(reply[k]) for k in ("model_class", "capture_ids") if k in reply},
+        details={**{k: str(reply[k]) for k in ("model_class", "capture_ids", "algorithm") if k in reply},
+                 **{f"dflash_draft.{k}": str(v) for k, v in (reply.get("dflash_draft") or {}).items()}},
         family=reply.get("family"), release_note=reply.get("release_note"),
         reply_cache=reply.get(SOURCE_KEY))
     draft = reply.get("draft") or {}
@@ -103,7 +104,7 @@ def to_contract(reply: dict[str, Any], target: Target) -> ServingContract:
         vocab=sources.vocab(draft.get("vocab", {}), draft.get("sizes", {})),
         embedding=draft.get("embedding", "unknown"), provenance=provenance,
         draft=BuiltDraft(**draft["built"]) if draft.get("built") else None,
-        findings=tuple(findings), engine="sglang",
+        findings=tuple(findings), engine="sglang", draft_kind=reply.get("draft_kind", "eagle3"),
         requested_ids=tuple(ids) if isinstance(ids, list) and all(isinstance(i, int) for i in ids) else None,
         ids_source=reply.get("ids_source", "n/a"),
         capture_ids=tuple(reply["capture_ids"]) if reply.get("capture_ids") is not None else None,

@@ -333,3 +333,26 @@ def draft_facts(adapter, draft_dir: str, target_model, findings: list[dict], ver
         vocab.update(d2t="unknown", t2d="unknown")
     facts["vocab"] = vocab
     return facts
+
+
+def dflash_facts(adapter, draft_dir: str, aux, findings: list[dict], version: str = "?") -> dict[str, Any]:
+    """What SGLang's DFlash draft class makes of the draft (built by its config reader and model
+    class at tiny widths): how many target states its fc takes (`num_context_features`), and
+    whether it takes the concatenation the target captured (`aux`), fed through its own
+    `project_target_hidden`: a refusal there is the engine's own, quoted (an error finding)."""
+    tiny_dir, config = shrunk_draft_dir(draft_dir)
+    draft = adapter.build_draft(str(tiny_dir))
+    k = int(draft.num_context_features)
+    facts: dict[str, Any] = {"model_class": f"{type(draft).__module__}.{type(draft).__name__}",
+                             "num_context_features": k, "num_hidden_layers": len(draft.layers)}
+    if aux is None:
+        return facts
+    try:
+        with torch.no_grad():
+            out = draft.project_target_hidden(aux.reshape(-1, aux.shape[-1]))
+        facts["projected_width"] = int(out.shape[-1])
+    except Exception as exc:  # noqa: BLE001 - the engine's own refusal of this pair, in its words
+        findings.append(_finding("engine_error", f"sglang {version}'s DFlash draft ({type(draft).__name__}, "
+                                 f"{k} context features) refuses what the target captured: "
+                                 f"project_target_hidden raised {one_line(exc)}", "error"))
+    return facts

@@ -23,7 +23,7 @@ import torch
 from ... import standins
 from ...families import UnsupportedRelease
 from . import cpu_path, launch
-from .draft_facts import draft_facts
+from .draft_facts import dflash_facts, draft_facts
 from .families import place
 from ...child import (HARNESS_LIMIT_KEY, LIMIT_RULES, finding, harness_limit, note, one_line, parity_fault, with_limits,
                       words)
@@ -34,6 +34,7 @@ from ....envs import reply_over_stdio
 from ....errors import CannotExtract
 from ....workspace import engine_cache
 from ....inputs import is_wrapper, text_part
+from ....contract.hf import draft_kind
 
 
 # SGLang's own limits of a CPU run, named where met (parity.extract.child.harness_limit)
@@ -307,6 +308,25 @@ def _is_eagle3(name: str | None) -> bool | None:
     return bool(algorithm is not None and algorithm.is_eagle3())
 
 
+def served_algorithm(draft_config: dict, launch: dict | None) -> str:
+    """The speculative algorithm the draft is served under: the one the serve arguments resolve
+    to (the release's own resolution) when it is EAGLE3 or of the DFlash family, else the one
+    the draft is written for (DFLASH for a DFlash draft, EAGLE3 otherwise)."""
+    launched = ((launch or {}).get("effective") or {}).get("speculative_algorithm")
+    if isinstance(launched, str) and launched.upper() in ("EAGLE3", "DFLASH", "DSPARK"):
+        return launched.upper()
+    return "DFLASH" if draft_kind(draft_config) == "dflash" else "EAGLE3"
+
+
+def why_dflash_default(adapter, draft_dir: str, n: int, ids) -> str:
+    """Name the DFlash default SGLang fell back to (the draft has no target_layer_ids)."""
+    layers = json.loads((Path(draft_dir) / "config.json").read_text()).get("num_hidden_layers")
+    return (f"the DFlash draft config has no target_layer_ids (in dflash_config or at the top level), so SGLang "
+            f"took its DFlash default, build_target_layer_ids({n}, {layers}) = {ids} (captured after each of those "
+            "layers); other engines' defaults differ (vLLM's is its EAGLE-3 default): write the ids the draft "
+            "was trained on")
+
+
 def extract(request: dict) -> dict[str, Any]:
     version = metadata.version("sglang")
     reply: dict[str, Any] = {"sglang_version": version, "findings": [], "python": sys.executable}
@@ -338,6 +358,18 @@ def extract(request: dict) -> dict[str, Any]:
     if request.get("serve_args") is not None:  # the launch contract, before the runtime is set up
         if not resolve_launch(adapter, request["serve_args"], real, draft_dir, work, reply):
             return reply
+    algorithm = served_algorithm(draft_config, reply.get("launch")) if draft_dir else "EAGLE3"
+    if algorithm != "EAGLE3":
+        refused = adapter.dflash_refusal(version)
+        if refused is not None:  # the release has no DFlash (its answer), or parity's adapter cannot run it
+            reply.update(CannotExtract.entry("sglang", version, refused[0], engine_lacks=refused[1]))
+            return reply
+        adapter.use_algorithm(algorithm)
+        code_paths = getattr(placement.module, "DFLASH_CODE_PATHS", code_paths)
+    reply["code_paths"] = code_paths
+    reply["algorithm"] = algorithm
+    dflash = adapter.is_dflash()
+    reply["draft_kind"] = "dflash" if dflash else "eagle3"
     target_dir = work / "target"
     target_dir.mkdir()
     (target_dir / "config.json").write_text(json.dumps(shrink_config(real)))
@@ -387,7 +419,14 @@ def extract(request: dict) -> dict[str, Any]:
     reply["use_aux"] = bool(use_aux)
     reply["requested_ids"] = list(ids) if isinstance(ids, (list, tuple)) else ids
     never = adapter.ids_never_read(version)
-    if ids is None and never:
+    written = adapter.dflash_written_ids(draft_dir) if dflash else None
+    if dflash and written is None:
+        reply["ids_source"] = f"engine default: DFlash's build_target_layer_ids({n}, draft layers)"
+        reply["requested_ids"] = None  # the engine's own default, as for EAGLE-3 (the capture shows it)
+        findings.append(finding("default_layers_fallback", why_dflash_default(adapter, draft_dir, n, ids)))
+    elif dflash:
+        reply["ids_source"] = "the draft's target_layer_ids (dflash_config's, else top-level; parse_dflash_draft_config)"
+    elif ids is None and never:
         reply["ids_source"] = "engine default (this release never reads the draft's ids)"
         findings.append(finding(
             "default_layers_fallback",
@@ -432,15 +471,17 @@ def extract(request: dict) -> dict[str, Any]:
         adapter.configure_capture(model, use_aux, ids)
     except Exception as exc:
         handed = "" if never else ids  # a release that never reads the ids hands none
+        hook = "set_dflash_layers_to_capture" if dflash else CAPTURE_HOOK
         findings.append(finding("engine_error", no_capture_hook(exc, model, arch, version) or
-                                f"set_eagle3_layers_to_capture({handed}) raised {one_line(exc)}", "error"))
+                                f"{hook}({handed}) raised {one_line(exc)}", "error"))
     capture = adapter.capture_indices(model)
     reply["capture_ids"] = capture
     expected = len(ids) if isinstance(ids, (list, tuple)) else len(capture or [])
     reply["expected_slots"] = expected
 
     refs = candidate_states(hf, input_ids)
-    slots = capture_and_identify(adapter, model, input_ids, refs, n, capture, expected, findings)
+    aux: list = []
+    slots = capture_and_identify(adapter, model, input_ids, refs, n, capture, expected, findings, aux)
     if any(f["kind"] == "unidentified_state" for f in findings):
         unread = cpu_path.unread_parameters(lambda: adapter.forward(model, input_ids), model)
         if unread:  # its non-CUDA forward is not the model a GPU serves: parity's CPU run cannot check it
@@ -456,7 +497,13 @@ def extract(request: dict) -> dict[str, Any]:
     # 3. Other id lists on the same model (the gate's search for a fix).
     reply["candidates"] = [try_candidate(adapter, model, input_ids, refs, n, ids)
                            for ids in request.get("candidates", [])]
-    if draft_dir:
+    if draft_dir and dflash:
+        try:
+            reply["dflash_draft"] = dflash_facts(adapter, draft_dir, aux[0] if aux else None, findings, version)
+        except Exception as exc:
+            findings.append(finding("draft_unloadable", f"SGLang's DFlash draft class could not be built "
+                                    f"from {draft_dir}: {one_line(exc)}", "error"))
+    elif draft_dir:
         try:
             reply["draft"] = draft_facts(adapter, draft_dir, model, findings, version,
                                          getattr(target_cfg, "context_len", None))
@@ -466,11 +513,15 @@ def extract(request: dict) -> dict[str, Any]:
     return reply
 
 
-def capture_and_identify(adapter, model, input_ids, refs, n, capture, expected, findings) -> list[dict]:
-    """One real forward; name each H-wide slice of the captured concatenation."""
+def capture_and_identify(adapter, model, input_ids, refs, n, capture, expected, findings,
+                         keep: list | None = None) -> list[dict]:
+    """One real forward; name each H-wide slice of the captured concatenation (appended to
+    `keep` when given: what the draft's fc is handed)."""
     aux = None
     try:
         aux = adapter.forward(model, input_ids).hidden_states
+        if keep is not None and aux is not None:
+            keep.append(aux)
     except Exception as exc:
         note(exc)
         findings.append(finding("engine_error", f"the engine's forward raised {type(exc).__name__}: "

@@ -14,6 +14,15 @@ CPU shims, each the smallest that lets the real code run (docs/engines-on-cpu.md
 - the draft's embedding binding (`set_embed`, `set_embed_and_head`) under parity's
   `torch.cuda.synchronize` stand-in (standins.cuda_synchronize_on_cpu): the MLA draft class for
   Kimi-K2.5 (`Eagle3DeepseekV2ForCausalLM`) ends both with it.
+
+DFlash (`--speculative-algorithm DFLASH`, the algorithm a DFlash draft is served under unless
+the serve arguments name another): the ids are the draft's `target_layer_ids` (its
+`dflash_config`'s, else the top level), as `parse_dflash_draft_config` reads them, else
+`build_target_layer_ids(N, draft layers)`; the same start-up resolver
+(`resolve_spec_aux_hidden_state_config`) returns them, and `configure_aux_hidden_state_capture`
+hands them to the target's `set_dflash_layers_to_capture` (`set_dspark_layers_to_capture` under
+DSPARK). The draft class (`DFlashDraftModel`) takes their concatenation in
+`project_target_hidden`. This family runs all of it (REQUIRES_DFLASH).
 """
 
 from __future__ import annotations
@@ -40,6 +49,15 @@ CODE_PATHS = {
                "configure_aux_hidden_state_capture -> <Model>.set_eagle3_layers_to_capture",
     "model_class": "sglang.srt.model_loader.utils.get_model_architecture",
     "draft": "sglang.srt.models.llama_eagle3.LlamaForCausalLMEagle3",
+}
+# The same keys for a DFlash draft (served under DFLASH): the contract records these instead.
+DFLASH_CODE_PATHS = {
+    "ids": CODE_PATHS["ids"] + " -> _resolve_dflash_aux_hidden_state (sglang.srt.speculative.dflash_utils."
+           "parse_dflash_draft_config, build_target_layer_ids)",
+    "capture": "sglang.srt.model_executor.model_runner_components.attention_backend_setup."
+               "configure_aux_hidden_state_capture -> <Model>.set_dflash_layers_to_capture",
+    "model_class": CODE_PATHS["model_class"],
+    "draft": "sglang.srt.models.dflash.DFlashDraftModel.project_target_hidden",
 }
 
 
@@ -122,6 +140,49 @@ class Adapter:
         "sglang.srt.runtime_context.publish(ranks)",
     )
 
+    # What a DFlash extraction runs beside REQUIRES: kept apart, so that a release without DFlash
+    # keeps its EAGLE-3 placement and answers a DFlash draft with its own refusal.
+    REQUIRES_DFLASH: tuple[str, ...] = (
+        "sglang.srt.speculative.dflash_utils.parse_dflash_draft_config",
+        "sglang.srt.speculative.dflash_utils.build_target_layer_ids",
+        "sglang.srt.models.dflash.DFlashDraftModel.project_target_hidden",
+    )
+    # Whether this family's adapter runs DFlash capture (verified against transformers): a
+    # family that does not says so as parity's limit, never as the release's answer.
+    RUNS_DFLASH = True
+    algorithm = "EAGLE3"  # the speculative algorithm the server args name (use_algorithm)
+
+    def use_algorithm(self, name: str) -> None:
+        """Serve under SGLang's speculative algorithm `name` (EAGLE3, DFLASH, DSPARK): set before
+        `setup`, which publishes it in the server args."""
+        self.algorithm = name
+
+    def is_dflash(self) -> bool:
+        """Whether the algorithm served is of SGLang's DFlash family (its own answer)."""
+        if self.algorithm == "EAGLE3":  # asks nothing of a release older than DFlash
+            return False
+        from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+        return SpeculativeAlgorithm.from_string(self.algorithm).is_dflash_family()
+
+    def dflash_refusal(self, version: str) -> tuple[str, bool] | None:
+        """Why this release cannot extract a DFlash draft, and whether that is the release's own
+        answer (its SpeculativeAlgorithm has no DFLASH: as on a GPU) rather than parity's limit
+        (this family's adapter does not run DFlash, or a DFlash code path moved); None when it can."""
+        from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+        if not hasattr(SpeculativeAlgorithm, "DFLASH"):
+            return (f"sglang {version} has no DFlash: its SpeculativeAlgorithm has no DFLASH, so it cannot serve "
+                    "a DFlash draft", True)
+        if not self.RUNS_DFLASH:
+            return (f"parity's sglang {self.family}-family adapter does not run DFlash capture (verified on "
+                    "sglang 0.5.23 only)", False)
+        try:
+            require(*self.REQUIRES_DFLASH)
+        except LookupError as exc:
+            return (f"a DFlash code path parity runs moved: {exc}", False)
+        return None
+
     def check_code_paths(self) -> None:
         """A loud CodePathMoved (naming what was looked for) unless every engine name this
         adapter runs is in the installed source. Imports engine modules: run it after
@@ -151,7 +212,7 @@ class Adapter:
         self._published = (draft_dir, backend)
         spec = {}
         if draft_dir is not None:
-            spec = dict(speculative_algorithm="EAGLE3", speculative_draft_model_path=draft_dir)
+            spec = dict(speculative_algorithm=self.algorithm, speculative_draft_model_path=draft_dir)
         return ServerArgs(model_path="dummy", tp_size=1, device=device, attention_backend=backend, **spec)
 
     def publish(self, draft_dir: str | None, backend: str = "torch_native") -> None:
@@ -183,15 +244,27 @@ class Adapter:
                                             context_length=context_length)
 
     def resolve_aux_ids(self, target_config) -> tuple[bool, Any]:
-        """The draft's aux ids exactly as the engine resolves them at start-up."""
+        """The draft's aux ids exactly as the engine resolves them at start-up, under the
+        algorithm served (DFlash's: `dflash_target_layer_ids`, and whether it is DSpark)."""
         from sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state import \
             resolve_spec_aux_hidden_state_config
         from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
         resolved = resolve_spec_aux_hidden_state_config(
             server_args=self.server_args, model_config=target_config,
-            spec_algorithm=SpeculativeAlgorithm.from_string("EAGLE3"), is_draft_worker=False)
+            spec_algorithm=SpeculativeAlgorithm.from_string(self.algorithm), is_draft_worker=False)
+        if self.is_dflash():
+            self.is_dspark = bool(getattr(resolved, "is_dspark", False))
+            return resolved.dflash_use_aux_hidden_state, resolved.dflash_target_layer_ids
         return resolved.eagle_use_aux_hidden_state, resolved.eagle_aux_hidden_state_layer_ids
+
+    def dflash_written_ids(self, draft_dir: str) -> list[int] | None:
+        """The DFlash draft's own ids as the engine's parser reads them (its `target_layer_ids`),
+        None when it has none and the engine builds its default."""
+        from sglang.srt.speculative.dflash_utils import parse_dflash_draft_config
+
+        parsed = parse_dflash_draft_config(draft_hf_config=self.model_config(draft_dir, is_draft=True).hf_config)
+        return None if parsed.target_layer_ids is None else list(parsed.target_layer_ids)
 
     # -- the target -----------------------------------------------------------------
 
@@ -211,12 +284,16 @@ class Adapter:
             post()
 
     def configure_capture(self, model, use_aux: bool, ids) -> None:
+        """The capture set-up the model runner does at start-up, for the algorithm served."""
         from sglang.srt.model_executor.model_runner_components.attention_backend_setup import \
             configure_aux_hidden_state_capture
 
+        dflash = self.is_dflash()
         configure_aux_hidden_state_capture(
-            model=model, eagle_use_aux_hidden_state=use_aux, eagle_aux_hidden_state_layer_ids=ids,
-            dflash_use_aux_hidden_state=False, dflash_target_layer_ids=None, is_dspark=False)
+            model=model, eagle_use_aux_hidden_state=use_aux and not dflash,
+            eagle_aux_hidden_state_layer_ids=None if dflash else ids,
+            dflash_use_aux_hidden_state=use_aux and dflash, dflash_target_layer_ids=ids if dflash else None,
+            is_dspark=dflash and getattr(self, "is_dspark", False))
 
     def text_layers(self, model_config) -> int:
         """N as the engine reads it: its text config (a wrapper's `text_config`)."""
