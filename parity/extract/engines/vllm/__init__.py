@@ -244,7 +244,12 @@ def to_contract(reply: dict[str, Any], target: Target) -> ServingContract:
     if not chosen.get("config_ids"):
         findings.append(Finding(kind="default_layers_fallback", message=(
             f"vllm {version}'s {runner} runner found no ids it reads in the draft config and serves "
-            f"the model default {reply['default_ids']}")))
+            f"the model default {reply['default_ids']}"
+            + (" (its EAGLE-3 default, also for this DFlash draft: SGLang's DFlash default differs)"
+               if reply.get("draft_kind") == "dflash" else ""))))
+    if reply.get("dflash_refusal"):  # the engine's own refusal of the captured states, quoted
+        findings.append(Finding(kind="engine_error", severity="error", message=reply["dflash_refusal"]))
+    details.update({f"dflash_draft.{k}": str(v) for k, v in (reply.get("dflash_draft") or {}).items()})
     draft = reply.get("draft") or {}
     if reply.get("draft_error"):
         findings.append(Finding(kind="draft_facts_unread", message=reply["draft_error"]))
@@ -266,7 +271,8 @@ def to_contract(reply: dict[str, Any], target: Target) -> ServingContract:
         graph=GraphFlags(**draft.get("graph", {})),
         vocab=sources.vocab(draft.get("vocab", {}), real_sizes(reply, target)),
         embedding=draft.get("embedding", "unknown"), provenance=provenance, findings=tuple(findings),
-        draft=BuiltDraft(**reply["built"]) if reply.get("built") else None, engine=NAME, requested_ids=tuple(ids) if ids else None,
+        draft=BuiltDraft(**reply["built"]) if reply.get("built") else None, engine=NAME,
+        draft_kind=reply.get("draft_kind", "eagle3"), requested_ids=tuple(ids) if ids else None,
         ids_source=f"{runner} runner: " + ("the draft config" if ids else "engine default"),
         capture_ids=tuple(chosen["capture_ids"]) if chosen.get("capture_ids") is not None else None,
         runners={name: tuple(Tap.parse(s) if s else None for s in _names(run)) or (None,)

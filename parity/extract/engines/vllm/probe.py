@@ -37,6 +37,7 @@ from . import cpu_limits, launch
 from .families import place
 from ...config_reads import reading_dicts, recording
 from ...child import LIMIT_RULES, harness_limit, one_line, parity_fault, with_limits
+from ....contract.hf import draft_kind
 from ....envs import reply_over_stdio
 from ....errors import CannotExtract
 
@@ -119,6 +120,52 @@ def capture(adapter, model, vllm_config, input_ids, refs) -> dict:
     return entry
 
 
+def served_method(request: dict, reply: dict) -> str:
+    """The speculative method the draft is served with: the one the serve arguments resolve to
+    (the release's own resolution) when it is eagle3 or dflash, else the one the draft is written
+    for ('dflash' for a DFlash draft, as vLLM also infers from its architecture; else 'eagle3')."""
+    launched = ((reply.get("launch") or {}).get("effective") or {}).get("method")
+    if launched in ("eagle3", "dflash"):
+        return launched
+    config = json.loads((Path(request["draft_dir"]) / "config.json").read_text())
+    return "dflash" if draft_kind(config) == "dflash" else "eagle3"
+
+
+def dflash_refusal(adapter, version: str) -> tuple[str, bool] | None:
+    """Why this release cannot extract a DFlash draft, and whether that is the release's own
+    answer (its SpeculativeConfig has no dflash method: as on a GPU) rather than parity's limit
+    (its family adapter does not run DFlash); None when it can."""
+    from vllm.config import SpeculativeConfig
+
+    if not hasattr(SpeculativeConfig, "use_dflash"):
+        return f"vllm {version} has no DFlash: its SpeculativeConfig has no dflash method", True
+    if not getattr(adapter, "RUNS_DFLASH", False):
+        return (f"parity's vllm {getattr(adapter, 'family', '?')}-family adapter does not run DFlash capture "
+                "(verified on vllm 0.34.0 only)", False)
+    return None
+
+
+def dflash_draft(adapter, vllm_config, aux, version: str) -> tuple[dict, str | None]:
+    """What vLLM's DFlash draft class (built as the proposer builds it) makes of the captured
+    states: its class, and its own `combine_hidden_states` on their concatenation, whose refusal
+    is the engine's own, quoted (returned second)."""
+    import torch
+
+    draft = adapter.build_draft(vllm_config)
+    adapter.load_draft_weights(draft, vllm_config, [])  # process_weights_after_loading: its CPU linear
+    facts = {"model_class": f"{type(draft).__module__}.{type(draft).__name__}"}
+    if not aux:
+        return facts, None
+    try:
+        with torch.no_grad():
+            out = draft.combine_hidden_states(torch.cat(list(aux), dim=-1))
+        facts["projected_width"] = int(out.shape[-1])
+        return facts, None
+    except Exception as exc:  # noqa: BLE001 - the engine's own refusal of this pair
+        return facts, (f"vllm {version}'s DFlash draft ({type(draft).__name__}) refuses what the target captured: "
+                       f"combine_hidden_states raised {one_line(exc)}")
+
+
 def extract(request: dict) -> dict[str, Any]:
     """The reply to one request; whatever the engine raises on the way is its one-line error,
     with the release it came from."""
@@ -169,7 +216,16 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
         reply["dump_method"] = family.DUMP_METHOD
     else:
         served, checkpoint = built_draft_dir(request["draft_dir"])
-        speculative = {"method": "eagle3", "model": served, "num_speculative_tokens": 1}
+        method = served_method(request, reply)
+        if method == "dflash":
+            refused = dflash_refusal(adapter, version)
+            if refused is not None:  # the release has no DFlash (its answer), or parity's adapter cannot run it
+                reply.update(CannotExtract.entry("vllm", version, refused[0], engine_lacks=refused[1]))
+                return reply
+            reply["code_paths"] = getattr(family, "DFLASH_CODE_PATHS", family.CODE_PATHS)
+        reply["method"] = method
+        reply["draft_kind"] = "dflash" if method == "dflash" else "eagle3"
+        speculative = {"method": method, "model": served, "num_speculative_tokens": 1}
     torch.manual_seed(seed)
     # the draft config's attributes vLLM's config classes read (BuiltDraft's config keys), the target's left out
     reads = set() if request["mode"] == "serving" and getattr(adapter, "BUILDS_DRAFT", False) else None
@@ -196,6 +252,7 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
     refs = candidate_states(hf, input_ids)
 
     runners = {}
+    default_aux = None  # what the GPU-default runner captured (a DFlash draft's fc is handed it)
     for runner in family.RUNNERS:
         dump_on_model = request["mode"] == "dump" and speculative is None
         # the runner's own reading of the draft config's ids counts among vLLM's reads of it
@@ -218,6 +275,8 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
             # reads one: the runner set other layers than the model's default, from the config.
             entry["config_ids"] = list(entry["capture_ids"])
         aux = entry.pop("aux", None)
+        if runner == reply.get("gpu_default_runner"):
+            default_aux = aux
         if request["mode"] == "dump" and aux is not None:
             entry["dump_shape"] = list(adapter.dump_stack(aux).shape)
         runners[runner] = entry
@@ -235,7 +294,14 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
         candidates.append({"ids": ids, "capture_ids": got["capture_ids"], "error": got.get("error"),
                            "fc_input": [s["tap"] for s in got.get("slots", [])] or None})
     reply["candidates"] = candidates
-    if request["mode"] == "serving":
+    if request["mode"] == "serving" and reply.get("draft_kind") == "dflash":
+        try:
+            reply["dflash_draft"], refusal = dflash_draft(adapter, vllm_config, default_aux, version)
+            if refusal:
+                reply["dflash_refusal"] = refusal
+        except Exception as exc:  # noqa: BLE001 - the contract says what could not be read
+            reply["draft_error"] = f"vllm {version}'s DFlash draft class could not be built: {one_line(exc)}"
+    elif request["mode"] == "serving":
         try:
             reply["draft"] = adapter.draft_facts(vllm_config, model, checkpoint, reads, dict_reads)
         except Exception as exc:  # noqa: BLE001 - the contract says what could not be read

@@ -19,6 +19,14 @@ What differs from the 0.33 family (v0_33.py), found by running 0.34.0's code:
   it reads Triton as present; every other reading of `HAS_TRITON` is unchanged.
 The CPU platform, config classes, loading, MoE experts and the other kernel stand-ins are the
 0.33 family's.
+
+DFlash (method "dflash", which a DFlash draft is served with unless the serve arguments name
+another): the ids come from the same `get_eagle3_aux_layers_from_config` as EAGLE-3's (a
+top-level `eagle_aux_hidden_state_layer_ids` as written, else `dflash_config.target_layer_ids`
++1, ...), else the target's EAGLE-3 default; the same `set_eagle3_aux_hidden_state_layers`
+sets the capture, and the draft class (`DFlashQwen3ForCausalLM`) takes the concatenation in
+`combine_hidden_states`. This family runs it (RUNS_DFLASH); older families refuse it as
+parity's limit, or as the release's answer where its SpeculativeConfig has no dflash.
 """
 
 from __future__ import annotations
@@ -37,6 +45,11 @@ CODE_PATHS = {
     **{k: v for k, v in v0_33.CODE_PATHS.items() if k != "v1"},
     "share": "vllm.v1.worker.gpu.spec_decode.eagle.utils.maybe_share_target_embed / share_target_lm_head "
              "(as load_eagle_model calls them)",
+}
+DFLASH_CODE_PATHS = {  # the same keys for a DFlash draft (method "dflash"): the contract records these
+    **CODE_PATHS,
+    "v2": CODE_PATHS["v2"] + " (ids: get_eagle3_aux_layers_from_config, dflash_config.target_layer_ids +1) -> "
+          "vllm.model_executor.models.qwen3_dflash.DFlashQwen3ForCausalLM.combine_hidden_states",
 }
 DUMP_METHOD = v0_33.DUMP_METHOD
 RUNNERS = ("v2",)
@@ -65,6 +78,7 @@ class Adapter(v0_33.Adapter):
     # The launch contract: whether the target's aux states are captured is the resolved
     # config's own `SpeculativeConfig.uses_aux_hidden_states` (what V2's runner reads in 0.34).
     LAUNCH = staticmethod(launch.uses_aux_hidden_states)
+    RUNS_DFLASH = True  # a DFlash draft is extracted (probe.dflash_refusal)
 
     def config(self, target_dir: str, speculative: dict | None, port: int, max_model_len: int | None = 128):
         """0.33's, with the CPU platform's config check run as on an x86 CPU with Triton-CPU
