@@ -31,6 +31,7 @@ from __future__ import annotations
 import dis
 import functools
 import traceback
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
@@ -41,6 +42,7 @@ PARITY_ROOT = Path(__file__).resolve().parents[1]  # the parity package's own fo
 # The installed packages a probe runs (an engine or a trainer): a frame inside one of them is its code.
 RUN_PACKAGES = ("sglang", "vllm", "speculators", "specforge")
 STAND_IN_ERRORS = ("StandInUsed", "KernelStandInError")  # parity's own stand-ins, relied on
+_GPU_RUNTIMES = ("/torch/cuda/", "/triton/runtime/")  # code that runs only with a GPU and its driver
 _CUDA_WORDS = ("not compiled with CUDA", "Found no NVIDIA driver", "No CUDA GPUs are available",
                "CUDA driver initialization failed")
 
@@ -59,7 +61,9 @@ def harness_limit(exc: BaseException) -> str | None:
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
         frames = traceback.extract_tb(exc.__traceback__)
-        cuda = [i for i, f in enumerate(frames) if "/torch/cuda/" in f.filename.replace("\\", "/")]
+        # torch's CUDA module, or Triton's GPU runtime (which looks up the one active GPU driver
+        # when a Triton kernel is launched, and finds none on a CPU machine)
+        cuda = [i for i, f in enumerate(frames) if any(part in f.filename.replace("\\", "/") for part in _GPU_RUNTIMES)]
         if type(exc).__name__ in STAND_IN_ERRORS:
             return f"it relied on one of parity's CPU stand-ins ({type(exc).__name__}: {' '.join(str(exc).split())})"
         if cuda or any(word in str(exc) for word in _CUDA_WORDS):
@@ -235,6 +239,19 @@ def one_line(exc: BaseException) -> str:
     return words(exc)
 
 
+def _run_package_versions() -> dict[str, str]:
+    """`{NAME}_version` for each package parity runs that is installed here (the keys a probe's
+    reply names its releases by), so that a reply made from an escaped exception still says
+    which release stopped."""
+    found = {}
+    for name in RUN_PACKAGES:
+        try:
+            found[f"{name}_version"] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return found
+
+
 def with_limits(handler):
     """A probe's handler whose reply carries the first harness limit met on the way
     (HARNESS_LIMIT_KEY); one raised out of the handler becomes that reply, with its error. A
@@ -246,7 +263,7 @@ def with_limits(handler):
             limit, fault = harness_limit(exc), parity_fault(exc)
             if limit is None and fault is None:
                 raise  # the engine's own error: reply_over_stdio reports it (and whether transient)
-            reply = {"error": one_line(exc), **({HARNESS_LIMIT_KEY: limit} if limit else {})}
+            reply = {**_run_package_versions(), "error": one_line(exc), **({HARNESS_LIMIT_KEY: limit} if limit else {})}
         if faults and isinstance(reply, dict):
             reply.setdefault(INTERNAL_ERROR_KEY, faults[0])
         if limits and isinstance(reply, dict):
