@@ -29,6 +29,10 @@ CPU shims, each the smallest that lets the real code run:
 - `torch.cuda.synchronize` is a no-op when there is no CUDA device (the draft's
   `set_embed` calls it unconditionally in this family);
 - attention by parity's prefill SDPA backend (sdpa_backend.py); no layer is stubbed.
+
+DFlash: 0.5.12-0.5.15 have it (SpeculativeAlgorithm.DFLASH) and 0.5.10 and older do not (a DFlash
+draft is their own refusal, typed engine_lacks); parity runs DFlash capture with the 0.5.23
+family only, so on a release that has it a DFlash draft is refused as parity's limit.
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ give_standin_interpolation_modes = v0_5_23.give_standin_interpolation_modes  # m
 
 class Adapter(v0_5_23.Adapter):
     family = "0.5.14"
+    RUNS_DFLASH = False  # DFlash runs in the 0.5.23 family only: 0.5.12-0.5.20 have it, 0.5.10 and older do not
     LAUNCH = staticmethod(launch.traced)  # no resolve_once yet: __post_init__ resolves by assignment
     REQUIRES = v0_5_23._COMMON + (
         "sglang.srt.server_args.set_global_server_args_for_scheduler",

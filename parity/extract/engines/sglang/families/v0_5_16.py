@@ -23,6 +23,9 @@ CPU shims as in the 0.5.14 family: the torchvision stand-in's inert Interpolatio
 family's `sglang.srt.utils.common` imports `torchvision.io` at module level) and the rotary
 embedding's device lookup answering "cpu". The draft's `set_embed` asks the platform layer to
 synchronize, as in 0.5.23: no torch.cuda shim.
+
+DFlash: these releases have it (SpeculativeAlgorithm.DFLASH), but parity runs DFlash capture with
+the 0.5.23 family only: a DFlash draft is refused here as parity's limit, not the releases'.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ CODE_PATHS = v0_5_23.CODE_PATHS
 
 class Adapter(v0_5_23.Adapter):
     family = "0.5.16"
+    RUNS_DFLASH = False  # DFlash runs in the 0.5.23 family only (its docstring)
     LAUNCH = staticmethod(launch.traced)  # no resolve_once yet: __post_init__ resolves by assignment
     REQUIRES = v0_5_23._COMMON + (
         "sglang.srt.runtime_context.reset_context",

@@ -7,6 +7,9 @@ fail on it with a TypeError:
 everything else is the 0.5.23 family's: `runtime_context.publish(..., ranks=SpawnRanks(...))`,
 `spec_aux_hidden_state`, `attention_backend_setup`, and
 `pp_draft_embedding.resolve_target_embed_and_head(target, draft_model=...)`.
+
+DFlash: 0.5.22 has it (SpeculativeAlgorithm.DFLASH), but parity runs DFlash capture with the
+0.5.23 family only: a DFlash draft is refused here as parity's limit, not the release's.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ def without_keywords(requires: tuple[str, ...], *names: str) -> tuple[str, ...]:
 
 class Adapter(v0_5_23.Adapter):
     family = "0.5.22"
+    RUNS_DFLASH = False  # DFlash runs in the 0.5.23 family only (its docstring)
     REQUIRES = without_keywords(v0_5_23.Adapter.REQUIRES, "sglang.srt.model_executor.forward_context.forward_context")
 
     attention_context = v0_5_14.Adapter.attention_context  # the forward context carries the backend only

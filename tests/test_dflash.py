@@ -1,0 +1,156 @@
+"""DFlash drafts (issue 37 item 3): a contract kind of their own, read from each engine's own code.
+
+SGLang 0.5.23 serves a DFlash draft under `--speculative-algorithm DFLASH` (ids from the draft's
+`target_layer_ids`, else its `build_target_layer_ids(N, L)`; `set_dflash_layers_to_capture` adds 1);
+vLLM 0.34 with method `dflash` (the same id reader as EAGLE-3: `dflash_config.target_layer_ids` + 1,
+else the target's EAGLE-3 default). The rule is never typed here: each test runs the installed code,
+and the mutation tests edit that code in a shadow copy of the environment and see the contract follow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+from parity.contract import ServingContract, TargetModel, Provenance
+from parity.contract.hf import draft_kind
+
+from .helpers import QWEN3, ROOT, built, run_parity, shadow_env, shadow_release
+
+DFLASH = ROOT / "fixtures" / "drafts" / "qwen3-8b-dflash"  # ids [1, 9, 17, 25, 33]: h2 ... h34
+NO_IDS = ROOT / "fixtures" / "drafts" / "qwen3-8b-dflash-no-ids"  # 3 draft layers, no ids
+TRAINED = "h2,h10,h18,h26,h34,h36"  # what a DFlash draft with those ids is trained on (last: the target)
+TRAINED_NO_IDS = "h2,h18,h34,h36"  # SGLang's default for a 3-layer draft on 36 layers, as trained
+
+
+def check(draft, layout: str, *extra: str, python: str | None = None, env: dict | None = None):
+    proc = run_parity("check", "--json", "--target-config", str(QWEN3), "--draft", str(draft), "--dump-layout",
+                      layout, *extra, **({"python": python} if python else {}), env=env)
+    assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.returncode, json.loads(proc.stdout)
+
+
+# -- fast: the kind, and contracts that read unchanged ------------------------------------------
+
+def test_the_draft_kind_is_read_from_the_published_config_forms():
+    assert draft_kind(json.loads((DFLASH / "config.json").read_text())) == "dflash"
+    assert draft_kind({"speculators_model_type": "dflash", "architectures": ["DFlashDraftModel"]}) == "dflash"
+    assert draft_kind({"architectures": ["Qwen3DSparkModel"]}) == "dflash"
+    assert draft_kind({"architectures": ["LlamaForCausalLMEagle3"]}) == "eagle3"
+    assert draft_kind({"speculators_model_type": "eagle3"}) == "eagle3"
+
+
+def test_an_eagle3_serving_contract_serialises_without_the_kind_and_a_dflash_one_with_it():
+    common = dict(target_model=TargetModel(architecture="Qwen3ForCausalLM", num_hidden_layers=36),
+                  fc_input=("h2",), provenance=Provenance(package="sglang", version="0.5.23", code_path="x"),
+                  engine="sglang", requested_ids=None, ids_source="engine default")
+    eagle = json.loads(ServingContract(**common).to_json())
+    assert "draft_kind" not in eagle  # old contracts and locks read unchanged
+    assert ServingContract.model_validate(eagle).draft_kind == "eagle3"
+    assert json.loads(ServingContract(**common, draft_kind="dflash").to_json())["draft_kind"] == "dflash"
+
+
+# -- slow: each engine's own capture ---------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_a_dflash_draft_gets_a_contract_read_from_the_engine(engine):
+    if engine == "vllm" and not built("vllm", "0.34.0"):
+        pytest.skip("vllm 0.34.0 environment not built")
+    rc, result = check(DFLASH, TRAINED, "--engine", engine)
+    serving = result["serving"]
+    assert rc == 0, result["differences"]
+    assert serving["draft_kind"] == "dflash"
+    assert serving["fc_input"] == ["h2", "h10", "h18", "h26", "h34"]
+    details, code = serving["provenance"]["details"], serving["provenance"]["code_path"]
+    if engine == "sglang":
+        assert details["algorithm"] == "DFLASH" and details["dflash_draft.num_context_features"] == "5"
+        assert "set_dflash_layers_to_capture" in code and "DFlashDraftModel.project_target_hidden" in code
+        assert serving["capture_ids"] == [2, 10, 18, 26, 34]
+    else:
+        assert details["dflash_draft.model_class"].endswith("DFlashQwen3ForCausalLM")
+        assert "combine_hidden_states" in code
+    assert not [f for f in serving["findings"] if f["severity"] == "error"]
+
+
+@pytest.mark.slow
+def test_the_engines_id_less_defaults_differ_and_the_check_catches_it(tmp_path):
+    """A DFlash draft without ids: SGLang takes build_target_layer_ids(36, 3) = [1, 17, 33] (h2, h18,
+    h34), vLLM its EAGLE-3 default (2, 18, 33) (h2, h18, h33). Trained on SGLang's default: PASS on
+    SGLang, DRIFT on vLLM (slot 2); with the ids written, PASS on both."""
+    if not built("vllm", "0.34.0"):
+        pytest.skip("vllm 0.34.0 environment not built")
+    rc, result = check(NO_IDS, TRAINED_NO_IDS)
+    assert rc == 0 and result["serving"]["fc_input"] == ["h2", "h18", "h34"]
+    fallback = [f["message"] for f in result["serving"]["findings"] if f["kind"] == "default_layers_fallback"]
+    assert fallback and "build_target_layer_ids(36, 3) = [1, 17, 33]" in fallback[0]
+    rc, result = check(NO_IDS, TRAINED_NO_IDS, "--engine", "vllm")
+    assert rc == 1 and result["verdict"] == "drift" and result["serving"]["fc_input"] == ["h2", "h18", "h33"]
+    assert [d["where"] for d in result["differences"]] == ["slot 2"]
+    assert "its EAGLE-3 default, also for this DFlash draft" in " ".join(
+        f["message"] for f in result["serving"]["findings"] if f["kind"] == "default_layers_fallback")
+    fixed = tmp_path / "draft"
+    shutil.copytree(NO_IDS, fixed)
+    config = json.loads((fixed / "config.json").read_text())
+    config["dflash_config"]["target_layer_ids"] = [1, 17, 33]
+    (fixed / "config.json").write_text(json.dumps(config))
+    for engine in ("sglang", "vllm"):
+        rc, result = check(fixed, TRAINED_NO_IDS, "--engine", engine)
+        assert rc == 0 and result["serving"]["fc_input"] == ["h2", "h18", "h34"], (engine, result["differences"])
+
+
+# -- slow: the engines' capture edited in a shadow copy of their environment ----------------------
+
+QWEN3_MODEL = "lib/python3.11/site-packages/sglang/srt/models/qwen3.py"
+SGLANG_PLUS_ONE = "before layer `k + 1`.\n        self.model.layers_to_capture = [val + 1 for val in layer_ids]"
+VLLM_IDS = "lib/python3.11/site-packages/vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py"
+VLLM_PLUS_ONE = 'layer_ids = [i + 1 for i in (dflash_config.get("target_layer_ids") or [])]'
+
+
+@pytest.mark.slow
+def test_sglang_dflash_contract_follows_an_edit_of_its_capture(tmp_path):
+    """Qwen3's set_dflash_layers_to_capture edited to drop its +1: the contract follows (h1, h9, ...)
+    and the check, PASS before, is a DRIFT."""
+    shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow",
+                        {QWEN3_MODEL: (SGLANG_PLUS_ONE, SGLANG_PLUS_ONE.replace("val + 1", "val"))})
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    rc, result = check(DFLASH, TRAINED, python=str(shadow / "bin" / "python"), env=env)
+    assert rc == 1 and result["verdict"] == "drift"
+    assert result["serving"]["fc_input"] == ["h1", "h9", "h17", "h25", "h33"]
+    assert result["serving"]["capture_ids"] == [1, 9, 17, 25, 33]
+
+
+@pytest.mark.slow
+def test_vllm_dflash_contract_follows_an_edit_of_its_id_reader(tmp_path):
+    """vLLM 0.34's get_eagle3_aux_layers_from_config edited to take dflash_config's ids without the
+    +1: the contract follows (h1, h9, ...) and the check is a DRIFT."""
+    if not built("vllm", "0.34.0"):
+        pytest.skip("vllm 0.34.0 environment not built")
+    _, _, env = shadow_release(tmp_path, "vllm", "0.34.0", {VLLM_IDS: (VLLM_PLUS_ONE, VLLM_PLUS_ONE.replace("i + 1", "i"))})
+    rc, result = check(DFLASH, TRAINED, "--engine", "vllm", env=env)
+    assert rc == 1 and result["verdict"] == "drift"
+    assert result["serving"]["fc_input"] == ["h1", "h9", "h17", "h25", "h33"]
+
+
+# -- slow: releases that cannot extract a DFlash draft say whose answer that is ----------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version,engine_lacks,words", [
+    ("0.5.10", True, "sglang 0.5.10 has no DFlash: its SpeculativeAlgorithm has no DFLASH"),
+    ("0.5.22", False, "parity's sglang 0.5.22-family adapter does not run DFlash capture"),
+])
+def test_an_older_sglang_refuses_a_dflash_draft_typed(version, engine_lacks, words):
+    """0.5.10 has no DFlash at all: the release's own answer (engine_lacks, as 0.4.4's missing
+    EAGLE3). 0.5.22 has it, but parity's 0.5.22 family does not run it: parity's limit."""
+    from parity.extract.engines.sglang import run_probe
+
+    if not built("sglang", version):
+        pytest.skip(f"sglang {version} environment not built")
+    reply = run_probe(json.loads(QWEN3.read_text()), DFLASH, version)
+    info = reply["cannot_extract"]
+    assert info["reason"].startswith(words), info
+    assert bool(info.get("engine_lacks")) is engine_lacks
