@@ -187,6 +187,23 @@ class Draft:
         return cls(path=path, config=read_config(path / "config.json", "draft config"))
 
 
+@dataclass(frozen=True)
+class TrainingRun:
+    """A trainer's training output (--trained, for a trainer whose served draft is written apart
+    from its training state: SpecForge's run output directory, one of its checkpoint directories,
+    or its training state file). Parity never opens it: the trainer's own code reads it, in its
+    own environment's child (its checkpoint is a pickle); reading here checks only that it exists."""
+
+    path: Path                # as given (messages name it)
+
+    @classmethod
+    def read(cls, path: Path | str) -> "TrainingRun":
+        path = Path(path)
+        if not path.exists():
+            raise InputError(f"--trained {path}: does not exist")
+        return cls(path=path)
+
+
 def read_inputs(target_config: Path | str, draft_dir: Path | str) -> tuple[Target, Draft]:
     """The target and the draft a command names, each read once."""
     return Target.read(target_config), Draft.read(draft_dir)

@@ -51,8 +51,9 @@ class Lock(BaseModel):
     trainer_ids: list[int] | None = Field(None, description="SpecForge: the run's own id override "
                                           "(model.aux_hidden_state_layer_ids); None: the draft's or its default.")
     trained: str | None = Field(None, exclude_if=lambda v: v is None, description="The draft as the trainer "
-                                "wrote it (--trained), relative to this file: the training side is built from it; "
-                                "absent: from the served draft, as the trainer would load it.")
+                                "wrote it (--trained), relative to this file: the training side is built from it "
+                                "(SpecForge: its training output, read for the trained depth); absent: from the "
+                                "served draft, as the trainer would load it.")
     training: TrainingContract = Field(description="The training contract when the lock was written.")
     serve_args: list[str] | None = Field(None, exclude_if=lambda v: v is None, description="The serve "
                                          "command's arguments (--serve-args), resolved again at every check.")
@@ -86,21 +87,21 @@ class Lock(BaseModel):
         base = Path(lock_path).parent.resolve()
         return read_inputs((base / self.target_config).resolve(), (base / self.draft).resolve())
 
-    def trained_draft(self, lock_path: Path) -> Draft | None:
-        """The trained checkpoint this lock names (--trained), read; None when it names none."""
+    def trained_path(self, lock_path: Path) -> Path | None:
+        """What this lock names as --trained (relative to its own directory); None when it names none."""
         if self.trained is None:
             return None
-        return Draft.read((Path(lock_path).parent.resolve() / self.trained).resolve())
+        return (Path(lock_path).parent.resolve() / self.trained).resolve()
 
 
 def extract_for_lock(target: Target, draft: Draft, layout: Sequence[Tap] | None, trainer: BoundTrainer | None = None,
-                     *, trainer_ids: list[int] | None = None, trained: Draft | None = None) -> TrainingContract:
+                     *, trainer_ids: list[int] | None = None, trained: Path | None = None) -> TrainingContract:
     """The training contract a lock holds, from `trainer` bound to its release (default: the
     default trainer, installed); a trainer that captures its states itself takes no layout, and
-    its `trainer_ids` are the run's own; `trained`: the checkpoint as the trainer wrote it, else
-    the served draft is read."""
+    its `trainer_ids` are the run's own; `trained`: what the trainer wrote (--trained,
+    BoundTrainer.trained_side), else the served draft is read."""
     t = trainer or bind_trainer()
-    side = {"draft": trained or draft, "trained": trained is not None}
+    side = t.trained_side(trained, draft)
     if t.captures_states:
         return t.training_contract(target, None, datagen_ids=trainer_ids, **side)
     return t.training_contract(target, list(layout), **side)
@@ -128,7 +129,7 @@ def lock_destination(path: Path, target_config: Path, draft: Path) -> Path:
 def write_lock(path: Path, name: str, target: Target, draft: Draft, layout: Sequence[Tap] | None, *,
                trainer: BoundTrainer | None = None, trainer_ids: list[int] | None = None,
                serve_args: tuple[str, ...] | None = None, engine: BoundEngine | None = None,
-               trained: Draft | None = None) -> Lock:
+               trained: Path | None = None) -> Lock:
     """Extract the training contract under `trainer` (bound to its release; default: the default
     trainer, installed) and, with `serve_args`, the launch contract under the lock's serving
     `engine` (default: the default engine, installed), and write the lock."""
@@ -145,7 +146,7 @@ def write_lock(path: Path, name: str, target: Target, draft: Draft, layout: Sequ
                 dump_layout=tuple(layout or training.dump_layout), training=training,
                 trainer=trainer.name, trainer_release=training.provenance.version, trainer_ids=trainer_ids,
                 serve_args=list(serve_args) if serve_args is not None else None, launch=launch,
-                trained=_rel(trained.path, base) if trained is not None else None)
+                trained=_rel(trained, base) if trained is not None else None)
     write_atomically(path, lock.model_dump_json(indent=2) + "\n")
     return lock
 
@@ -181,7 +182,7 @@ def check_lock(path: Path, engine: BoundEngine | None = None, trainer_release: s
     engine = engine or bind_engine(lock.engine)
     engine.preflight(target)  # an architecture the engine lacks: refused first
     fresh = extract_for_lock(target, draft, lock.dump_layout, bind_trainer(lock.trainer, trainer_release),
-                             trainer_ids=lock.trainer_ids, trained=lock.trained_draft(path))
+                             trainer_ids=lock.trainer_ids, trained=lock.trained_path(path))
     if serve_args is None and lock.serve_args is not None:
         serve_args = tuple(lock.serve_args)
     result = check(lock.training, target, draft, engine, verify=verify, retrained=fresh, serve_args=serve_args)

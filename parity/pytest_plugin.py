@@ -120,11 +120,10 @@ def pytest_collection_modifyitems(session, config, items):
     def run():
         from .contract import parse_taps
         from .gate import check
-        from .inputs import Draft, check_fit, parse_serve_args, read_inputs
+        from .inputs import check_fit, parse_serve_args, read_inputs
 
         given = read_inputs(target, draft)  # read once, here at the boundary
-        trained = config.getoption("parity_trained")
-        side = ({"draft": Draft.read(trained), "trained": True} if trained else {"draft": given[1]})
+        side = trained_by.trained_side(config.getoption("parity_trained"), given[1])
         training = trained_by.training_contract(given[0], parse_taps(layout), **side)
         check_fit(*given, training)
         return check(training, *given, served_by, verify=not config.getoption("parity_no_verify"),

@@ -166,3 +166,17 @@ def test_a_lock_fails_when_the_installed_trainer_now_reads_another_depth():
     assert _lock_differences(locked, locked) == []
     older, _ = _contracts(None, {})
     assert _lock_differences(older, fresh) == []
+
+
+def test_trained_is_a_training_output_for_specforge_and_a_draft_for_speculators(tmp_path):
+    """--trained: SpecForge's training output, beside the served draft (read by its own code in its
+    probe, never here); speculators' checkpoint directory, read as the draft."""
+    from parity.extract.trainers import trainer
+    from parity.inputs import InputError, TrainingRun
+
+    assert trainer("specforge").trained_side(tmp_path, None) == {"draft": None, "trained_run": TrainingRun(tmp_path)}
+    with pytest.raises(InputError, match="does not exist"):
+        trainer("specforge").trained_side(tmp_path / "absent", None)
+    assert trainer("speculators").trained_side(None, "served") == {"draft": "served"}
+    side = trainer("speculators").trained_side(TRAINED, "served")
+    assert side["trained"] is True and side["draft"].path == TRAINED

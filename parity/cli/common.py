@@ -59,7 +59,9 @@ def add_engine_arg(p: argparse.ArgumentParser, default: str | None = engines.DEF
 def add_trained(p) -> None:
     p.add_argument("--trained", type=Path, metavar="DIR",
                    help="the draft as the trainer wrote it (its checkpoint directory): the training side is "
-                        "built from it; without it, from --draft as the trainer would load it (docs/built-draft.md)")
+                        "built from it; without it, from --draft as the trainer would load it (docs/built-draft.md); "
+                        "--trainer specforge: its training output (the run's output_dir or a checkpoint), read for "
+                        "the depth it trained the draft to (docs/launch.md)")
 
 
 def add_serve_args(p) -> None:
@@ -127,17 +129,13 @@ def given(args) -> "tuple[Target, Draft | None]":
 
 def training(args, target: "Target", draft: "Draft | None") -> "TrainingContract":
     """The training contract the command line names: its trainer, release and dump description."""
-    from ..inputs import Draft
-
     t = trainer_from(args)
-    trained = getattr(args, "trained", None) is not None
-    if trained:  # the training side is the checkpoint as the trainer wrote it
-        draft = Draft.read(args.trained)
+    side = t.trained_side(getattr(args, "trained", None), draft)  # --trained: as the trainer wrote it
     if t.captures_states:
         if args.dump_layout or args.datagen_ids:
             raise usage(f"--trainer {t.name} captures the states itself: drop --dump-layout/--datagen-ids "
                         f"({t.impl.IDS_FLAG} gives the run's ids)")
-        return t.training_contract(target, None, datagen_ids=t.impl.ids_from(args), draft=draft, trained=trained)
+        return t.training_contract(target, None, datagen_ids=t.impl.ids_from(args), **side)
     refuse_other_trainers(args, t)
     d = dump(args)
     run = {}
@@ -147,4 +145,4 @@ def training(args, target: "Target", draft: "Draft | None") -> "TrainingContract
         maker = engines.engine(t.impl.DATAGEN_ENGINE)
         run["datagen_dump"] = maker.at(maker.impl.release_from(args)).extract_dump(target, d.datagen_ids)
     return t.training_contract(target, d.layout, datagen_ids=d.datagen_ids, datagen_convention=d.convention,
-                               draft=draft, trained=trained, **run)
+                               **side, **run)

@@ -17,6 +17,7 @@ def add_contract_parser(sub, parser_class):
     tr.add_argument("--target-config", required=True, type=Path)
     common.add_dump_args(tr)
     tr.add_argument("--draft", type=Path, help="the trained draft directory (speculators format)")
+    common.add_trained(tr)
     trainers.add_options(tr, "contract")
     common.add_trainer_args(tr)
     tr.add_argument("--json", action="store_true")

@@ -26,7 +26,7 @@ def add_lock_parser(sub):
 
 
 def run_lock(args) -> int:
-    from ..inputs import Draft, parse_serve_args
+    from ..inputs import parse_serve_args
     from ..lock import lock_destination, write_lock
 
     lock_destination(args.out, args.target_config, args.draft)
@@ -43,10 +43,9 @@ def run_lock(args) -> int:
         common.refuse_other_trainers(args, trainer, ids_only=True)
         layout, ids = common.dump(args).layout, None
     serve_args = parse_serve_args(args.serve_args)
-    trained = Draft.read(args.trained) if args.trained is not None else None
     lock = write_lock(args.out, args.name or args.out.stem, *common.given(args), layout,
                       trainer=trainer, trainer_ids=ids, serve_args=serve_args,
-                      engine=common.engine_from(args), trained=trained)
+                      engine=common.engine_from(args), trained=args.trained)
     print(f"parity: locked {lock.name}: fc {[t.name for t in lock.training.fc_input]}, "
           f"target {lock.training.target.name} -> {args.out}")
     return ExitCode.OK

@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .. import Bound, Registry
+from ...inputs import Draft, TrainingRun
 
 if TYPE_CHECKING:
     from ...contract import DatagenDump, Tap, TrainingContract
-    from ...inputs import Draft, Target
+    from ...inputs import Target
 
 DEFAULT = "speculators"  # the trainer a command uses when none is named
 
@@ -90,6 +91,11 @@ class Trainer(Protocol):
         (SpecForge captures its states) builds it from `target.config`, and its `datagen_ids`
         are the run's own ids, given to it as is."""
 
+    # Optional: TRAINED_RUN (bool, default False). True for a trainer whose --trained is its
+    # training output (parity.inputs.TrainingRun, read by its own code in its probe, beside the
+    # served draft), not a draft directory in its own format: `training_contract` then takes
+    # `trained_run` (BoundTrainer.trained_side).
+
     def add_options(self, parser: Any, command: str, /) -> None:
         """Add this trainer's options to `command`'s parser (one of COMMANDS), if it takes any."""
 
@@ -137,6 +143,16 @@ class BoundTrainer(Bound):
 
     def is_trained_draft(self, config: dict) -> bool:
         return self.impl.is_trained_draft(config)
+
+    def trained_side(self, trained: Path | str | None, draft: Draft | None) -> dict[str, Any]:
+        """`training_contract`'s draft keywords for --trained `trained` (None: the served `draft`,
+        as the trainer would load it): the checkpoint directory as the trainer wrote it, read as
+        the draft; for a trainer with TRAINED_RUN, its training output beside the served draft."""
+        if trained is None:
+            return {"draft": draft}
+        if getattr(self.impl, "TRAINED_RUN", False):
+            return {"draft": draft, "trained_run": TrainingRun.read(trained)}
+        return {"draft": Draft.read(trained), "trained": True}
 
 
 def names() -> list[str]:

@@ -26,7 +26,7 @@ from ....contract import (BuiltDraft, DatagenDump, Finding, GraphFlags, Provenan
 from ....envs import EnvError, display_python, environments, find_env, run_module
 from ....reply_cache import SOURCE_KEY
 from ....errors import UserError, stop_from_reply
-from ....inputs import Draft, Target, parse_ids
+from ....inputs import Draft, Target, TrainingRun, parse_ids
 from ..draft import DraftError, read_draft
 
 NAME = "specforge"
@@ -36,6 +36,7 @@ CAPTURES_STATES = True  # with its pinned SGLang: no dump to describe
 IDS_FLAG = "--specforge-ids"
 OWN_FLAGS = ("--specforge-ids", "--specforge")
 DATAGEN_ENGINE = None
+TRAINED_RUN = True  # --trained is its training output (the recorded ttt length), beside the served draft
 PROBE_MODULE = "parity.extract.trainers.specforge.probe"
 FORWARD_MODULE = "parity.extract.trainers.specforge.forward_side"
 
@@ -82,12 +83,17 @@ def python(release: str | None) -> str:
 
 
 def run_probe(target_config: dict, draft_dir: Path | None, run_ids: list[int] | None,
-          release: str | None = None, seq_len: int = 8, seed: int = 0, built_from: str | None = None) -> dict:
+          release: str | None = None, seq_len: int = 8, seed: int = 0, built_from: str | None = None,
+          trained_run: Path | None = None) -> dict:
     """`built_from`: what the draft directory is (the served config, or the trained checkpoint),
-    to build the draft as SpecForge does (parity.contract.BuiltDraft); None builds none."""
+    to build the draft as SpecForge does (parity.contract.BuiltDraft); None builds none.
+    `trained_run`: SpecForge's training output (--trained), whose recorded ttt length its own
+    checkpoint reader gives (the trained depth)."""
     request = {"target_config": target_config, "run_ids": run_ids, "seq_len": seq_len, "seed": seed,
                "draft_config": str((Path(draft_dir) / "config.json").resolve()) if draft_dir else None,
-               **({"built": {"from": built_from}} if built_from and draft_dir else {})}
+               **({"built": {"from": built_from}} if built_from and draft_dir else {}),
+               **({"trained_run": {"path": str(Path(trained_run).resolve()), "given": str(trained_run)}}
+                  if trained_run is not None else {})}
     return run_module(python(release), PROBE_MODULE, request, cache=True)
 
 
@@ -149,10 +155,12 @@ def training_contract(target: Target, dump_layout: list[Tap] | None = None, *,
                       datagen_ids: list[int] | None = None, datagen_convention: str | None = None,
                       draft: Draft | None = None, release: str | None = None,
                       data_path: str | None = None, datagen_dump: DatagenDump | None = None,
-                      trained: bool = False) -> TrainingContract:
+                      trained: bool = False, trained_run: TrainingRun | None = None) -> TrainingContract:
     """The training contract SpecForge's own code gives for this target and draft, with the
     draft as SpecForge builds it (`trained`: the draft is the checkpoint SpecForge wrote, else
-    the served config as SpecForge would load it).
+    the served config as SpecForge would load it). `trained_run` (--trained): SpecForge's
+    training output; the trained depth is the ttt length its checkpoint records, as its own
+    reader gives it (else its run default, not recorded).
 
     `datagen_ids` is SpecForge's run override (`--specforge-ids`); SpecForge's capture runs a
     model of the target's config. A dump layout, a convention or a data path are speculators'
@@ -172,7 +180,7 @@ def training_contract(target: Target, dump_layout: list[Tap] | None = None, *,
         built_from = (f"the trained checkpoint {draft_dir}" if trained
                       else "the served config.json, no --trained given") if draft_dir is not None else None
         reply = run_probe(target.config, draft_dir, list(datagen_ids) if datagen_ids is not None else None, release,
-                          built_from=built_from)
+                          built_from=built_from, trained_run=trained_run.path if trained_run is not None else None)
     except EnvError as exc:
         raise SpecForgeError(str(exc)) from exc
     found = reply.get("specforge_version")

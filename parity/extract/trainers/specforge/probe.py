@@ -105,7 +105,19 @@ def extract(request: dict) -> dict[str, Any]:
         reply["refused"] = True
         return reply
     reply.update(capture_method=method, ids=ids, features=features)
-    if request.get("draft_config"):  # the depth training unrolls the draft to (parity.contract.TrainedDepth)
+    if request.get("trained_run"):  # the depth the run recorded (parity.contract.TrainedDepth)
+        try:
+            depth = recorded_depth(family, request["trained_run"], version)
+        except Exception as exc:  # noqa: BLE001 - its own reader refuses the path: bad input, in its words
+            reply["error"] = (f"--trained {request['trained_run']['given']}: its {family.READER} "
+                              f"reads no training checkpoint there: {one_line(exc)}")
+            reply["refused"] = True
+            return reply
+        if isinstance(depth, dict):
+            reply["trained_depth"] = depth
+        else:  # no reader, or no depth recorded: said, never a default standing for it
+            reply["findings"].append(finding("depth_unread", depth))
+    elif request.get("draft_config"):  # the depth training unrolls the draft to (parity.contract.TrainedDepth)
         try:
             reply["trained_depth"] = family.ttt_length(draft_config, str(target_dir))
         except Exception as exc:  # noqa: BLE001 - a finding: the served steps are not compared with it
@@ -162,6 +174,24 @@ def extract(request: dict) -> dict[str, Any]:
     reply["alignment"] = ("TargetHead.preprocess: target at position t = state at t+"
                           f"{int(shifted[0, 0, 0] - marks[0, 0, 0])} (last position zero-padded)")
     return reply
+
+
+def recorded_depth(family, trained_run: dict, version: str) -> dict[str, Any] | str:
+    """{TrainedDepth fields} for the ttt length SpecForge's training checkpoint records, as the
+    release's own reader gives it; else why not, in words (no reader in this release, or a
+    checkpoint that records no depth): the served depth is then not checked."""
+    given = trained_run["given"]
+    unchecked = "the served depth is not checked against the trained one"
+    try:
+        value, where = family.recorded_ttt_length(trained_run["path"])
+    except LookupError as exc:
+        return f"specforge {version} cannot read the training checkpoint --trained {given}: {exc}; {unchecked}"
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        return (f"the SpecForge training checkpoint --trained {given} ({where}) records no {family.TTT_KEY} "
+                f"(read by specforge {version}'s {family.READER}: {value!r}); {unchecked}")
+    return {"steps": value, "recorded": True,
+            "source": f"{family.TTT_KEY} of the SpecForge training checkpoint {given} ({where}), read by "
+                      f"specforge {version}'s {family.READER} (its exporter drops it)"}
 
 
 def built_draft(family, draft_config_path: str, target: dict, work: Path, version: str, source: str) -> dict:

@@ -13,7 +13,12 @@ installed release's own code:
 - the training sample: `algorithms.eagle3.data.normalize_offline_sample` (the stored features
   to the training names `hidden_state`, the fc input, and `target`);
 - the loss target: `modeling.target.target_head.TargetHead` (the LM head applied to `target`)
-  and its `preprocess` (the shift that aligns `target` with the next position).
+  and its `preprocess` (the shift that aligns `target` with the next position);
+- the trained depth: a run's training checkpoint (`training_state.pt`, which its exporter to
+  the served format drops) holds its EAGLE-3 resume contract (`algorithms.eagle3.providers.
+  resume_contract`), whose `eagle3_ttt_length` is the training model's `length`, the run's
+  `training.ttt_length`; `export.checkpoint_io.resolve_training_state` reads it from the state
+  file, a `{run_id}-step{N}` directory or the run's output_dir (its `{run_id}-latest`).
 """
 
 from __future__ import annotations
@@ -66,14 +71,33 @@ def ttt_length(draft_config_path: str, target_dir: str) -> dict:
     """The depth SpecForge trains the draft to (parity.contract.TrainedDepth): its typed
     `Config`'s `training.ttt_length` for a run on this draft, the run's own default (neither the
     draft's config.json nor SpecForge's export writes it; the run's training state records it
-    as `eagle3_ttt_length`, which parity does not read)."""
+    as `eagle3_ttt_length`, read with --trained: `recorded_ttt_length`)."""
     from specforge.config import Config
 
     cfg = Config(model={"target_model_path": target_dir, "draft_model_config": draft_config_path},
                  data={"hidden_states_path": target_dir})
     return {"steps": int(cfg.training.ttt_length), "recorded": False,
             "source": "training.ttt_length of SpecForge's Config, its default for a run (the draft's config.json "
-                      "records no depth)"}
+                      "records no depth; give --trained, the run's output, for the depth it recorded)"}
+
+
+TTT_KEY = "eagle3_ttt_length"  # resume_contract's key for the training model's length
+READER = "specforge.export.checkpoint_io.resolve_training_state"
+
+
+def recorded_ttt_length(path: str) -> tuple[object, str]:
+    """(the ttt length SpecForge's training checkpoint at `path` records, None when it records
+    none; which checkpoint it is, in words), read by the release's own checkpoint reader. A
+    LookupError when this release has no such reader; what the reader raises for a path that
+    holds no checkpoint (FileNotFoundError, or ValueError for several runs) propagates."""
+    try:
+        from specforge.export.checkpoint_io import resolve_training_state
+    except ImportError as exc:
+        raise LookupError(f"it has no {READER} ({exc})") from None
+    state = resolve_training_state(path)
+    if not isinstance(state, dict):
+        return None, f"a {type(state).__name__}, not a training state"
+    return state.get(TTT_KEY), f"run {state.get('run_id')!r}, step {state.get('global_step')}"
 
 
 def set_capture(model, method: str, ids: list[int]) -> None:
