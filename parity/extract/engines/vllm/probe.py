@@ -322,13 +322,13 @@ def built_draft(adapter, version: str, request: dict, reply: dict) -> dict[str, 
     and dtype as its config reader reads the real draft (and target) config; rotary frequencies,
     eps, activation and the head's tie off the draft class it built at tiny widths (read before
     any weight is loaded or shared with the target); the largest target id by the d2t mapping
-    its `compute_logits` was run with. Both of 0.33's runners build the draft with the same class
-    (V1's `EagleProposer.load_model` and V2's `load_eagle_model` each `get_model` the draft model
-    config's architecture from the registry), so one build is read for both."""
+    its `compute_logits` was run with. Where a release has two runners (0.17-0.33), both build the
+    draft with the same class (V1's `EagleProposer` and V2's `load_eagle_model` each `get_model` the
+    draft model config's architecture from the registry), so one build is read for both."""
     from ...built import checkpoint_d2t, max_token_id
 
     if not getattr(adapter, "BUILDS_DRAFT", False):
-        raise LookupError(f"parity reads vLLM's built draft from the 0.33 family on, not yet with the "
+        raise LookupError(f"parity reads vLLM's built draft from the 0.11 family on, not yet with the "
                           f"{reply.get('family')} family")
     facts = reply.get("draft") or {}
     if facts.get("module") is None:

@@ -24,12 +24,24 @@ What differs from the 0.33 family (v0_33.py), found by running 0.11.0's code:
   the release's signature has them: 0.15 takes the two configs only); whether the
   aux states are captured is decided inline in `GPUModelRunner.__init__` (`use_eagle()` and the
   method eagle3).
-Config keys read (docs/built-draft.md): not recorded. The installed code would allow it (its config
-classes, `SpeculatorsConfig` and draft class are read the same way; its runner reads no ids from the
-draft config at all), but this family's draft build is not read (BUILDS_DRAFT False), and parity
-carries the reads in the built-draft contract, judged only beside a built draft: a contract holding
-reads alone would report a built draft compared in every field. They come with this family's built
-draft.
+The built draft (BuiltDraft and its config keys, docs/built-draft.md), read as the 0.33 family
+reads it; what 0.11.0's own code builds otherwise (found by running it):
+- its `EagleProposer.load_model` builds the registry's `Eagle3LlamaForCausalLM` with `get_model` on
+  the draft's ModelConfig (at the target's dtype), as 0.33's proposers do;
+- that class builds one decoder layer whatever `num_hidden_layers` says (never read: at its
+  default where the config sets 1, `config_keys`; 0.15.1's installed class builds that many),
+  its fc a plain `torch.nn.Linear`, and none of `norm_before_fc`, `fc_norm` or `norm_output`
+  (never read: a draft trained with one is a drift on the graph flag and on the key);
+  `norm_before_residual` is read;
+- transformers 4.57: a config that writes its rope only as transformers 5's `rope_parameters`
+  is built with `LlamaConfig`'s default base 10000, whatever it says (as speculators' converter
+  builds a served EAGLE-3 config; a trained checkpoint with another base is a rope_frequencies
+  drift); `_find_dtype` reads `torch_dtype` by that name (the property transformers keeps it behind);
+- a speculators-format config: its `SpeculatorsConfig` (kept in `configs/speculators/base`) is
+  built from `extract_vllm_speculative_config`'s result (0.16 on: `extract_transformers_pre_trained_config`'s),
+  the keys followed through it (SPECULATORS_CONVERSION).
+Every fact is read off the class as built, so a release of this range that builds otherwise
+(0.12-0.15, placed here by their code paths) is reported as it builds.
 """
 
 from __future__ import annotations
@@ -65,15 +77,32 @@ REQUIRES = ("vllm.attention.layer.Attention.forward",)  # what the kernel stand-
 class Adapter(v0_33.Adapter):
     """vLLM 0.11's calls: the 0.33 adapter's, but where 0.11 differs."""
 
-    # The built draft (parity.contract.BuiltDraft) is read from the 0.33 family on: this family's
-    # draft build is not verified, and its contract says the built draft is not compared.
-    BUILDS_DRAFT = False
-
     # The launch contract (parity.extract.engines.vllm.launch): 0.11's parser, its
     # create_speculative_config call and its runner's rule for the aux states.
     LAUNCH = launch.Launch(aux=launch.runner_0_11_answer,
                            parser=("vllm.entrypoints.openai.cli_args", "vllm.entrypoints.openai.cli_args"),
                            speculative=launch.speculative_config_0_11)
+
+    # Its `SpeculatorsConfig.from_pretrained` builds the class from this method's result: the
+    # layer's keys, the speculative method and token count, and the algorithm's own keys.
+    SPECULATORS_CONVERSION = "extract_vllm_speculative_config"
+
+    def config_keys(self, draft, vllm_config, checkpoint: str | None, reads: set[str],
+                    dict_reads: dict[str, set[str]]) -> dict:
+        """0.33's, and `num_hidden_layers` at its default where the class, which builds one decoder
+        layer without reading it, built as many as the config sets: the key changes nothing 0.11
+        builds (a config with more is a drift, on this key and on the layers built)."""
+        import json
+        from pathlib import Path
+
+        keys = super().config_keys(draft, vllm_config, checkpoint, reads, dict_reads)
+        folder = checkpoint or vllm_config.speculative_config.draft_model_config.model
+        raw = json.loads((Path(folder) / "config.json").read_text())
+        layer = raw.get("transformer_layer_config") if isinstance(raw.get("transformer_layer_config"), dict) else raw
+        if ("num_hidden_layers" in keys.get("config_keys_unread", ())
+                and layer.get("num_hidden_layers") == len(draft.model.layers)):
+            keys["config_keys_default"] = sorted({*keys.get("config_keys_default", ()), "num_hidden_layers"})
+        return keys
 
     def cpu_platform(self) -> None:
         import vllm.platforms as platforms

@@ -9,10 +9,8 @@ What differs from the 0.17 family (v0_17.py), found by running 0.16.0's code:
 - the model's default layers are `get_eagle3_aux_hidden_state_layers()` (as in 0.17).
 The runner's statement, the CPU platform, the MoE experts (vLLM's own CPU experts) and the
 kernel stand-ins are the 0.17 family's.
-Config keys read (docs/built-draft.md): not recorded, as for the 0.17 family: the installed code
-would allow it, but this family's draft build is not read (BUILDS_DRAFT False), and parity carries
-the reads in the built-draft contract, judged only beside a built draft: a contract holding reads
-alone would report a built draft compared in every field. They come with this family's built draft.
+The built draft (BuiltDraft and its config keys, docs/built-draft.md): its `Eagle3LlamaForCausalLM`
+is 0.17.0's (the same installed source), built by V1's `EagleProposer._get_model`, read as there.
 """
 
 from __future__ import annotations

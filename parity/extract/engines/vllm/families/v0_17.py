@@ -15,10 +15,16 @@ What differs from the 0.22 family (v0_22.py), found by running 0.21.0's and 0.17
   release has); `default_ids` calls the one the model has, the newer name first;
 - the CPU platform, the MoE experts (vLLM's own pure-torch CPU experts; no MoE stand-in) and
   the kernel stand-ins are the 0.22 family's.
-Config keys read (docs/built-draft.md): not recorded, as for the 0.22 family: the installed code
-would allow it, but this family's draft build is not read (BUILDS_DRAFT False), and parity carries
-the reads in the built-draft contract, judged only beside a built draft: a contract holding reads
-alone would report a built draft compared in every field. They come with this family's built draft.
+The built draft (BuiltDraft and its config keys, docs/built-draft.md), read as the 0.33 family
+reads it (both runners build the registry's class with `get_model`: V1's `EagleProposer._get_model`,
+V2's `load_eagle_model`); what 0.17.0's own code builds otherwise (found by running it):
+- its `Eagle3LlamaForCausalLM` builds none of `norm_before_fc`, `fc_norm` or `norm_output` (never
+  read: a draft trained with one is a drift on the graph flag and on the key). The family spans
+  the change: 0.21.0's installed class reads and builds `norm_before_fc` (fc_norm and norm_output
+  from 0.22); the flags are read off the class as built, so each release is reported as it builds;
+- transformers 4.57 (0.21: 5.24); vLLM's `patch_rope_parameters` copies the config class's
+  `rope_theta` into `rope_parameters`, so a config that writes its rope only as `rope_parameters`
+  is built with base 10000 (measured on 0.16.0; as speculators' converter builds it).
 """
 
 from __future__ import annotations

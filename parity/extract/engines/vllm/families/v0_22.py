@@ -20,12 +20,15 @@ What differs from the 0.33 family (v0_33.py), found by running 0.22.0's and 0.27
   (`_get_eagle3_use_aux_hidden_state_from_config`, for a `use_eagle()` method): V2, where a
   GPU runs it, captures them for the method eagle3 inline in its runner, the same answer for a
   draft whose eagle_config does not turn `use_aux_hidden_state` off (V1's alone reads it).
-The draft config keys vLLM reads (BuiltDraft's config keys, docs/built-draft.md) are not recorded:
-the installed code would allow it (the same transformers config objects, its `SpeculatorsConfig` for
-the speculators format, the draft class built by `initialize_model`), but this family's draft build
-is not read (BUILDS_DRAFT False), and parity carries the reads in the built-draft contract, judged
-only beside a built draft: a contract holding reads alone would report a built draft compared in
-every field. They come with this family's built draft.
+The built draft (BuiltDraft and its config keys, docs/built-draft.md), found by running 0.22.0's
+code: as the 0.33 family reads it. Both runners build the registry's `Eagle3LlamaForCausalLM` from
+the draft's ModelConfig (V1's `SpecDecodeBaseProposer._get_model`, V2's `load_eagle_model`: each
+`get_model`, which `initialize_model`s it; one build is read for both), at the target's dtype
+(`SpeculativeConfig` passes `dtype=target_model_config.dtype`), with the same graph
+(`norm_before_fc`, `eagle_config`'s first; `fc_norm`; `norm_output`; `norm_before_residual`), its own
+head never tied, and transformers 5 (`rope_parameters`, `dtype`). It always builds the d2t buffer
+(0.33: only for a draft vocabulary other than the target's); the mapping is read by running its
+`compute_logits` either way.
 """
 
 from __future__ import annotations
@@ -64,10 +67,6 @@ REQUIRES = (
 
 class Adapter(v0_33.Adapter):
     """vLLM 0.22-0.27's calls: the 0.33 adapter's, but where these releases differ."""
-
-    # The built draft (parity.contract.BuiltDraft) is read from the 0.33 family on: this family's
-    # draft build is not verified, and its contract says the built draft is not compared.
-    BUILDS_DRAFT = False
 
     # The launch contract (parity.extract.engines.vllm.launch), also for 0.16 and 0.17 (their
     # adapters inherit it): the parser where these releases keep it, V1's EagleProposer's answer.

@@ -15,7 +15,7 @@ Only the three kernel bodies the wheel lacks on a CPU are replaced (parity.extra
 The draft config keys vLLM reads (BuiltDraft's config keys) are recorded while `config` reads the
 served draft, `build_draft` builds its class and each runner reads its ids, the target's config
 objects left out (`target_configs`); a speculators-format config.json also as the dict its
-`SpeculatorsConfig` converter reads (`config_keys`); 0.33 is the first family that does (BUILDS_DRAFT).
+`SpeculatorsConfig` converter reads (`config_keys`); so does every family from 0.11 on (BUILDS_DRAFT).
 """
 
 from __future__ import annotations
@@ -476,8 +476,11 @@ class Adapter:
         model_config = vllm_config.model_config
         return [model_config.hf_config, model_config.hf_text_config]
 
-    @staticmethod
-    def config_keys(draft, vllm_config, checkpoint: str | None, reads: set[str],
+    # The `SpeculatorsConfig` method whose result its `from_pretrained` builds the class from (the
+    # loaded config.json dict in, the class's keyword arguments out; 0.11: extract_vllm_speculative_config).
+    SPECULATORS_CONVERSION = "extract_transformers_pre_trained_config"
+
+    def config_keys(self, draft, vllm_config, checkpoint: str | None, reads: set[str],
                     dict_reads: dict[str, set[str]]) -> dict:
         """BuiltDraft's config_keys_read/unread/default for the real draft config.json (`checkpoint`,
         else the directory the draft was built from), given `reads`. The draft's hf_config is vLLM's
@@ -486,8 +489,9 @@ class Adapter:
         config (`speculators_config`) vLLM reads as a dict (`dict_reads`: its config parser picks
         the format by `speculators_config`, its `SpeculatorsConfig.extract_transformers_pre_trained_config`
         starts from `transformer_layer_config` and copies the EAGLE-3 keys of the top level into it)
-        and builds its `SpeculatorsConfig` from the result: keys are followed through that
-        conversion (`config_reads.converted_fields`), nested ones spelled bare."""
+        and builds its `SpeculatorsConfig` from the result (SPECULATORS_CONVERSION, as its
+        `from_pretrained` does): keys are followed through that conversion
+        (`config_reads.converted_fields`), nested ones spelled bare."""
         import json
         from pathlib import Path
 
@@ -498,15 +502,15 @@ class Adapter:
         inner = getattr(draft.config, "model", None)
         config = inner if isinstance(inner, PretrainedConfig) else draft.config
         if "speculators_config" in raw:
-            from vllm.transformers_utils.configs.speculators import SpeculatorsConfig
+            from vllm.transformers_utils.configs.speculators.base import SpeculatorsConfig  # 0.11 on
 
-            convert = SpeculatorsConfig.extract_transformers_pre_trained_config
+            convert = getattr(SpeculatorsConfig, self.SPECULATORS_CONVERSION)
             return converted_fields(config, raw, "transformer_layer_config", convert,
                                     lambda d: SpeculatorsConfig(**convert(d)), reads, dict_reads)
         return read_fields(config, raw, reads)
 
-    # The built draft (parity.contract.BuiltDraft) is read from this family on (0.33, 0.34);
-    # an older family's adapter sets False and the contract says its draft is not compared.
+    # The built draft (parity.contract.BuiltDraft) is read from the 0.11 family on; an older
+    # family's adapter (0.8.5, 0.9) sets False and the contract says its draft is not compared.
     BUILDS_DRAFT = True
 
     @staticmethod

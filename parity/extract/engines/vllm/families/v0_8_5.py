@@ -67,7 +67,7 @@ SHARE_EMBEDDING = "'model.embed_tokens.weight' not in loaded_weights"
 class Adapter(v0_33.Adapter):
     """vLLM 0.8.5's calls: the 0.11 family's, but its config arguments and its proposer's draft."""
 
-    BUILDS_DRAFT = False  # the built draft is read from the 0.33 family on
+    BUILDS_DRAFT = False  # the built draft is read from the 0.11 family on
     LAUNCH = None  # no resolver before 0.11: the launch contract is refused (exit 2)
 
     cpu_platform = v0_11.Adapter.cpu_platform  # the CUDA wheel detects no CPU platform

@@ -99,7 +99,7 @@ def logits_as_proposed(draft):
 class Adapter(v0_33.Adapter):
     """vLLM 0.9-0.10's calls: the 0.11 family's, but the proposer's sharing statements."""
 
-    BUILDS_DRAFT = False  # the built draft is read from the 0.33 family on
+    BUILDS_DRAFT = False  # the built draft is read from the 0.11 family on
     LAUNCH = None  # no resolver before 0.11: the launch contract is refused (exit 2)
 
     cpu_platform = v0_11.Adapter.cpu_platform
