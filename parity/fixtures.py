@@ -42,7 +42,7 @@ class DraftRecipe:
     with_d2t: bool = True
     seed: int = 0
     extra: dict = field(default_factory=dict, hash=False)
-    layer: dict = field(default_factory=dict, hash=False)  # transformer_layer_config keys (e.g. rope)
+    layer: dict = field(default_factory=dict, hash=False)  # transformer_layer_config keys (e.g. rope, num_hidden_layers)
 
     def key(self) -> str:
         fields = asdict(self)
@@ -138,9 +138,8 @@ def _build(r: DraftRecipe, out: Path) -> None:
 
     h = r.hidden_size
     layer = LlamaConfig(hidden_size=h, intermediate_size=2 * h, num_attention_heads=4,
-                        num_key_value_heads=2, head_dim=h // 4, num_hidden_layers=1,
-                        vocab_size=r.target_vocab, rms_norm_eps=1e-5,
-                        **{"max_position_embeddings": 512, **r.layer})
+                        num_key_value_heads=2, head_dim=h // 4, vocab_size=r.target_vocab, rms_norm_eps=1e-5,
+                        **{"max_position_embeddings": 512, "num_hidden_layers": 1, **r.layer})
     speculators = SpeculatorsConfig(
         algorithm="eagle3", proposal_methods=[GreedyTokenProposalConfig()],
         default_proposal_method="greedy",

@@ -59,6 +59,8 @@ RUN: frozenset[str] = frozenset({
     # the built draft's modules (built at tiny widths by the side's own classes): what they compute
     "draft.built_by", "draft.hidden_act", "draft.rms_norm_eps", "draft.rope_frequencies", "draft.rope_scale",
     "draft.lm_head_tied",
+    # the decoder layers it built and how each after the first is fed (its own forward, by value)
+    "draft.layers_built", "draft.later_layer_input_norms",
     # which config keys the side's own code read while building it (the shrunk copy holds the real
     # file's keys; the defaults by its config class built again without each key)
     "draft.config_keys_read", "draft.config_keys_unread", "draft.config_keys_default",
