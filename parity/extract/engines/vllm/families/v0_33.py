@@ -462,7 +462,9 @@ class Adapter:
             gen = torch.Generator().manual_seed(3)
             t = 6
             ids = torch.randint(0, draft.config.vocab_size, (t,), generator=gen)
-            aux = torch.randn(t, draft.model.fc_input_size, generator=gen)
+            # 0.12-0.21's class keeps no fc_input_size (0.22 on): its fc's own input_size
+            width = getattr(draft.model, "fc_input_size", None) or draft.model.fc.input_size
+            aux = torch.randn(t, width, generator=gen)
             with set_current_vllm_config(vllm_config), set_forward_context(None, vllm_config, num_tokens=t):
                 draft(input_ids=ids, positions=torch.arange(t), hidden_states=draft.combine_hidden_states(aux))
 
