@@ -94,3 +94,13 @@ def test_norm_before_fc_where_the_release_never_reads_it_is_a_drift_naming_it_an
     row = next(line for line in proc.stdout.splitlines() if line.strip().startswith("norm_before_fc"))
     assert "MISMATCH" in row, proc.stdout
     assert "vllm 0.17.0" in proc.stdout and "never reads" in proc.stdout, proc.stdout
+
+
+def test_a_two_layer_draft_is_built_and_wired_as_trained_on_0_17():
+    """0.12-0.21's class builds `num_hidden_layers` layers but keeps no `fc_input_size`: the
+    wiring forward takes its fc's own input width, and both layers are compared."""
+    code, result = _check("0.17.0", LLAMA_DRAFT.parent / "llama-3.1-8b-eagle3-2layer")
+    assert code == 0, result
+    trained, served = result["training"]["draft"], result["serving"]["draft"]
+    assert _drifted(result) == [] and served["layers_built"] == trained["layers_built"] == 2, served
+    assert served["later_layer_input_norms"] == trained["later_layer_input_norms"] == ["input_layernorm"]
