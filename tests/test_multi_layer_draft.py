@@ -31,7 +31,8 @@ VLLM_WIRING = "hidden_states, residual = self.input_layernorm(hidden_states, res
 
 
 def _check(draft, *args, python: str = sys.executable, env: dict | None = None):
-    proc = parity("check", "--target-config", str(LLAMA), "--draft", str(draft), *LAYOUT, "--json", "--no-verify",
+    layout = () if "specforge" in args else LAYOUT  # SpecForge captures the states itself
+    proc = parity("check", "--target-config", str(LLAMA), "--draft", str(draft), *layout, "--json", "--no-verify",
                   *args, python=python, env=env)
     return proc, (json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else None)
 
@@ -124,3 +125,14 @@ def test_the_forward_shows_the_second_layer_s_norm_in_the_logits(engine):
         assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
         assert (result["first_divergence"]["step"], result["first_divergence"]["stage"]) == (0, "layer_output")
         assert stages["layer_output"]["max_abs"] > 0.1 and stages["logits"]["max_abs"] > 0.01, stages
+
+
+def test_specforge_trains_one_layer_of_a_two_layer_draft():
+    """SpecForge 0.2.0's Llama EAGLE-3 draft class builds one decoder layer (`midlayer`) whatever
+    the config's num_hidden_layers (its config reader holds 2): served by SGLang with two, a DRIFT
+    on the layers built, which the config's num_hidden_layers alone never showed."""
+    proc, result = _check(TWO_LAYER, "--trainer", "specforge")
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert _wiring(result, "training") == (2, 1, ())
+    assert _wiring(result, "serving") == (2, 2, ("hidden_norm",))
+    assert [d["field"] for d in result["diff"]["fields"]] == ["draft.layers_built", "draft.later_layer_input_norms"]

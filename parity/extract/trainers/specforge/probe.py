@@ -217,6 +217,12 @@ def built_draft(family, draft_config_path: str, target: dict, work: Path, versio
     built.update(read_fields(tiny_config, json.loads(Path(draft_config_path).read_text()), reads,
                              overridden=replaced(tiny_config, json.loads(tiny_path.read_text()))))
     built.update(module_facts(model, getattr(model, "embed_tokens", None), getattr(model, "lm_head", None)))
+    # its decoder layers, counted on the built class (0.2.0's Llama EAGLE-3 draft builds one, `midlayer`,
+    # whatever num_hidden_layers says); how later ones are fed is read only where there are none
+    layers = getattr(model, "layers", None)
+    built["layers_built"] = len(layers) if layers is not None else int(getattr(model, "midlayer", None) is not None)
+    if built["layers_built"] == 1:
+        built["later_layer_input_norms"] = ()
     built["built_by"] = f"specforge {version} {type(model).__name__}"
     built["config_from"] = f"{source} (its resolve_draft_config)"
     return built
