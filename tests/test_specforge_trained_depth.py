@@ -131,3 +131,20 @@ def test_a_folder_without_a_training_checkpoint_is_refused_in_the_readers_words(
                                   "resolve_training_state reads no training checkpoint there: ")
     assert "is not a training_state.pt, a checkpoint directory, or an output_dir" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_lock_names_the_training_output_and_reads_its_depth_again(run_output, tmp_path):
+    """`parity lock --trainer specforge --trained RUN`: the lock names the run (relative to itself)
+    and holds its recorded depth; checking the lock reads the checkpoint again (the note)."""
+    lock = tmp_path / "contracts" / "sf.json"
+    proc = parity("lock", str(lock), "--trainer", "specforge", "--target-config", str(LLAMA), "--draft",
+                  str(SPECFORGE_DRAFT), "--trained", str(run_output), "--serve-args", sglang_steps(5))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    written = json.loads(lock.read_text())
+    assert (lock.parent / written["trained"]).resolve() == run_output.resolve()
+    assert written["training"]["trained_depth"]["steps"] == 3
+    proc = parity("check", "--lock", str(lock), "--no-verify", "--json")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    result = json.loads(proc.stdout)
+    [note] = deeper(result)
+    assert "drafts 5 steps deep, deeper than training unrolled the draft (3: eagle3_ttt_length" in note
