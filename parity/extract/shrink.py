@@ -93,8 +93,9 @@ def _shrink_text(config: dict[str, Any]) -> dict[str, Any]:
     for key, value in TINY.items():
         if key in tiny and tiny[key] is not None:
             tiny[key] = min(value, tiny[key]) if key == "num_experts_per_tok" else value
-    if tiny.get("model_type", "").startswith("deepseek"):
-        # MLA keeps one KV head per attention head.
+    if tiny.get("model_type", "").startswith("deepseek") and "num_attention_heads" in tiny:
+        # MLA keeps one KV head per attention head (a config that names no heads, such as the
+        # width-and-depth summary a trainer's converter reads of its target, gains none).
         tiny["num_key_value_heads"] = tiny["num_attention_heads"]
     if "vocab_size" in tiny:
         _special_ids_inside(tiny, tiny["vocab_size"])
