@@ -15,6 +15,8 @@ state passes through, keeps its widths and gets a single block (`VISION_DEPTH_KE
 from __future__ import annotations
 
 import copy
+import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -127,13 +129,9 @@ def shrink_draft_config(config: dict[str, Any]) -> dict[str, Any]:
     return tiny
 
 
-def shrunk_draft_dir(draft_dir) -> "tuple[Path, dict]":
+def shrunk_draft_dir(draft_dir) -> tuple[Path, dict]:
     """A new temporary directory holding the shrunk copy of the draft's config.json (no weights),
     and the real config."""
-    import json
-    import tempfile
-    from pathlib import Path
-
     config = json.loads((Path(draft_dir) / "config.json").read_text())
     out = Path(tempfile.mkdtemp(prefix="parity-draft-"))
     (out / "config.json").write_text(json.dumps(shrink_draft_config(config)))
