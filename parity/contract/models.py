@@ -319,6 +319,12 @@ class Contract(_Frozen):
         default=None, exclude_if=lambda v: v is None,
         description="The draft as this side's own code builds it; absent where the side does not build it (each "
         "report says which sides did).")
+    draft_kind: Literal["eagle3", "dflash"] = Field(
+        default="eagle3", exclude_if=lambda v: v == "eagle3",
+        description="The kind of draft this side feeds: 'eagle3' (the default, not written) or 'dflash' (a "
+        "DFlash-family block drafter: its fc takes the ordered target states of fc_input, which become the context "
+        "of every draft layer). Serving: by the speculative algorithm the engine ran; training: by the draft model "
+        "class the trainer ran. fc_input means the same for both.")
     provenance: Provenance = Field(description="Installed code this contract was derived from.")
     findings: tuple[Finding, ...] = Field(default=(), description="Everything noticed on the way, in order.")
 
@@ -451,11 +457,6 @@ class ServingContract(Contract):
 
     side: Literal["serving"] = "serving"
     engine: str = Field(description="The serving engine, e.g. 'sglang'.")
-    draft_kind: Literal["eagle3", "dflash"] = Field(
-        default="eagle3", exclude_if=lambda v: v == "eagle3",
-        description="The kind of draft the engine serves, by the speculative algorithm it ran: 'eagle3' (the "
-        "default, not written) or 'dflash' (a DFlash-family block drafter: its fc takes the ordered target states "
-        "of fc_input, which become the context of every draft layer). fc_input means the same for both.")
     requested_ids: tuple[int, ...] | None = Field(
         description="The layer ids the engine resolved from the draft config, in its own "
         "convention; None when it fell back to its defaults.")
