@@ -18,7 +18,10 @@ docs/engines-on-cpu.md, 'Runtime set-up per release family', says it differs:
   in `layers/rotary_embedding.py` (0.5.9) or nowhere (0.5.8): it answers "cpu" where it is; a
   rope class that defaults its cache's device to the literal "cuda" instead of asking (DeepSeek's
   YaRN rope up to 0.5.8) defaults to "cpu" (accelerator_default_on_cpu): on a CPU-only torch
-  that default could only raise.
+  that default could only raise;
+- (0.5.3rc2-0.5.10.post1, this family's and the older ones that run its `setup`) the non-CUDA
+  MoE method ignores the experts' biases and gpt-oss's clamped SwiGLU: moe_standin.py computes
+  the CUDA route for the layers that carry them (any other layer runs the release's own method).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import inspect
 from packaging.specifiers import SpecifierSet
 
 from . import v0_5_12, v0_5_14
+from .. import moe_standin
 from .... import standins
 from ....run_until import find_statement, run_statement
 
@@ -80,6 +84,8 @@ class Adapter(v0_5_12.Adapter):
     def setup(self, port: int, draft_dir: str | None, device: str = "cpu") -> None:
         standins.install(*KERNEL_STANDINS)  # before anything imports the model runner
         super().setup(port, draft_dir, device)
+        if not device.startswith("cuda"):
+            moe_standin.install()  # before the model is built (its ops bind their method then)
 
     def check_code_paths(self) -> None:
         standins.install(*KERNEL_STANDINS)
