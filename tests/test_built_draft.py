@@ -108,6 +108,24 @@ def test_a_side_that_did_not_build_the_draft_is_said_not_compared():
     assert "built draft: not compared (the serving side did not build it)" in render_check(result)
 
 
+def test_a_field_one_side_did_not_read_is_named_and_not_counted():
+    """A judged field one side leaves unread (None: e.g. a lock written before the field
+    existed) is not compared: the count says how many were, and the report names the others
+    and the side, so "the same in all N fields" never hides one. Both read: all 16 counted."""
+    unread = {"layers_built": None, "later_layer_input_norms": None}
+    s = serving(("h0", "h3", "h31"), ids=(0, 3, 31)).model_copy(
+        update={"draft": SERVED_BUILT.model_copy(update=unread)})
+    report = render_check(check_result(training(), s))
+    n = len(BuiltDraft.JUDGED)
+    assert f"the same in all {n - 2} fields compared" in report, report
+    assert "not read on sglang 0.5.23 (not compared): layers_built, later_layer_input_norms" in report, report
+    drifted = s.model_copy(update={"draft": s.draft.model_copy(update={"rms_norm_eps": 1e-6})})
+    assert f"1 of {n - 2} fields compared differ" in render_check(check_result(training(), drifted))
+    both = serving(("h0", "h3", "h31"), ids=(0, 3, 31))
+    report = render_check(check_result(training(), both))
+    assert f"the same in all {n} fields\n" in report and "not read on" not in report, report
+
+
 @pytest.mark.parametrize("update, reason", [
     ({"draft_vocab_size": 200000}, "lm_head has 200000 rows"),
     ({"max_token_id": 163840}, "maps to target id 163840, past the target's 163840 tokens"),

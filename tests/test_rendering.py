@@ -52,7 +52,8 @@ BUILT = dict(vocab_size=163840, draft_vocab_size=32000, hidden_size=7168, target
              intermediate_size=18432, hidden_act="silu", rms_norm_eps=1e-5, rope_scale=1.0,
              rope_frequencies=(1.0, 0.258503, 0.0668236, 0.0172739, 0.00446537, 0.00115431, 0.000298389,
                                0.0000771335),
-             rope_theta=50000.0, max_position_embeddings=262144, lm_head_tied=False, dtype="bfloat16")
+             rope_theta=50000.0, max_position_embeddings=262144, lm_head_tied=False, dtype="bfloat16",
+             layers_built=1, later_layer_input_norms=())
 TRAINED_BUILT = BuiltDraft(built_by="speculators 0.9.0 Eagle3DraftModel", config_from=(
     "the served config.json, no --trained given (mapped as its Eagle3Converter maps an EAGLE-3 config)"), **BUILT)
 SERVED_BUILT = BuiltDraft(built_by="sglang 0.5.23 LlamaForCausalLMEagle3",

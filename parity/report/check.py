@@ -104,11 +104,17 @@ def built_lines(result) -> list[str]:
                     "activation and head tie are unchecked"]
     judged = {d.field.removeprefix("draft."): d for d in result.diff.fields if d.field.startswith("draft.")}
     shown = [f for f in t.SHOWN if getattr(t, f) != getattr(s, f) and None not in (getattr(t, f), getattr(s, f))]
-    verdict = (f"{len(judged)} of {len(t.JUDGED)} fields differ" if judged
-               else f"the same in all {len(t.JUDGED)} fields")
+    unread = {side: [f for f in t.JUDGED if getattr(b, f) is None] for side, b in (
+        (f"{result.training.provenance.package} {result.training.provenance.version}", t),
+        (f"{result.serving.provenance.package} {result.serving.provenance.version}", s))}
+    compared = sum(getattr(t, f) is not None and getattr(s, f) is not None for f in t.JUDGED)
+    of = "" if compared == len(t.JUDGED) else " compared"  # the count never hides a field a side did not read
+    verdict = (f"{len(judged)} of {compared} fields{of} differ" if judged
+               else f"the same in all {compared} fields{of}")
     lines = ["", f"  built draft (what its math depends on, as each side builds it): {verdict}",
              f"    trained  {t.built_by}, from {t.config_from}",
              f"    served   {s.built_by}, from {s.config_from}"]
+    lines += [f"    not read on {side} (not compared): {', '.join(fields)}" for side, fields in unread.items() if fields]
     if not judged and not shown:
         return lines + key_lines(result)
     table = Table([Column("field"), Column("trained"), Column("served"), Column("verdict")])
