@@ -20,6 +20,7 @@ import pytest
 from parity import cli
 from parity.contract import Provenance, ServingContract, Tap
 from parity.envs import EnvError
+from parity.errors import InternalError
 from parity.inputs import InputError
 from parity.extract import engines
 from parity.lock import Lock, read_lock
@@ -43,6 +44,7 @@ class FakeEngine:
 
     def __init__(self):
         self.calls: list[tuple] = []
+        self.faulty: set[str] = set()  # releases whose probe reply names a failure of parity's own code
 
     def add_options(self, parser, command):
         if command in ("contract", "check", "matrix", "can-i-deploy", "forward", "sweep"):
@@ -64,6 +66,9 @@ class FakeEngine:
         if serve_args is not None:
             raise EnvError("the fake engine resolves no serve command")
         version = version or self.RELEASES[-1]
+        if version in self.faulty:  # what a probe's reply carrying INTERNAL_ERROR_KEY is read as
+            raise InternalError(self.NAME, version, "AttributeError: 'NoneType' object has no attribute 'ids' "
+                                "(at parity/extract/engines/fake/probe.py:1 probe)")
         ids = (draft.config.get("eagle_config") or {}).get("eagle_aux_hidden_state_layer_ids")
         if ids is None:
             raise InputError("the fake reads eagle_config's ids only")
@@ -165,6 +170,24 @@ def test_lock_and_matrix_reach_a_registered_engine(fake, capsys, tmp_path):
     assert (code, m["engine"], m["ok"]) == (0, "fake", True), err
     assert [r["version"] for r in m["serving"]] == ["1.0", "2.0"]
     assert sorted(c[1] for c in fake.calls if c[0] == "probe_serving") == ["1.0", "2.0"]
+
+
+@pytest.mark.slow  # the training side runs the installed speculators
+def test_an_internal_error_in_one_matrix_cell_is_that_cells_error(fake, capsys):
+    """parity's own code failing under one serving release is that cell's error, reported on
+    stderr and exit 3 at the end; the other releases are still answered."""
+    fake.faulty.add("2.0")
+    code, out, err = parity_cli(capsys, "matrix", "--engine", "fake", "--fake", "1.0,2.0", "--speculators", "0.9.0",
+                                "--target-config", LLAMA, "--draft", LLAMA_DRAFT, "--dump-layout", LAYOUT,
+                                "--no-verify", "--json")
+    assert code == 3, err
+    m = json.loads(out)
+    one, two = m["serving"]
+    assert (one["version"], [v["verdict"] for v in one["verdicts"]], one.get("internal_error")) == ("1.0", ["parity"], None)
+    assert two["version"] == "2.0" and two["internal_error"] is True and two["verdicts"] == []
+    assert two["error"].startswith("parity's own code failed running fake 2.0: AttributeError")
+    assert m["ok"] is False
+    assert err.strip().splitlines() == [f"parity: internal error: {two['error']}"]
 
 
 def test_a_lock_names_a_registered_engine_only(fake, tmp_path):

@@ -141,6 +141,8 @@ def run_matrix(args) -> int:
         print(render_markdown(m))
     else:
         print(render_text(m))
+    if _internal_errors(m):
+        return ExitCode.INTERNAL
     if m.serve_args_refused:  # no release resolved them: bad input (or unsupported), not a verdict
         print(f"parity: no {m.engine} release resolved the serve arguments: {m.serving[-1].launch.text()}",
               file=sys.stderr)
@@ -165,9 +167,19 @@ def run_can_i_deploy(args) -> int:
     a = can_i_deploy(serving, release, **inputs, verify=not args.no_verify, engine=engine, serve_args=serve_args)
     if args.json:
         print(json.dumps(a.to_json_dict(), indent=2))
+    if _internal_errors(a.matrix):
+        return ExitCode.INTERNAL
     if a.deploy is None:  # cannot tell: an error, one line on stderr like every other one
         print(f"parity: cannot tell: {a.reason}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     if not args.json:
         print(a.reason)
     return ExitCode.OK if a.deploy else ExitCode.DRIFT
+
+
+def _internal_errors(m) -> bool:
+    """Each failure of parity's own code a cell met, one line on stderr: the command then ends in
+    exit 3, after every other cell was answered."""
+    for error in m.internal_errors:
+        print(f"parity: internal error: {error}", file=sys.stderr)
+    return bool(m.internal_errors)

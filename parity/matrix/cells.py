@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..contract import FindingKind, LaunchContract, TrainingContract, diff
-from ..errors import CannotExtract
+from ..errors import CannotExtract, InternalError
 from ..inputs import LaunchRefused
 from ..lock import launch_moved
 from ..releases import Release
@@ -33,8 +33,11 @@ ENGINE_ERRORS = (FindingKind.engine_error, FindingKind.not_captured, FindingKind
                  FindingKind.runners_differ)
 
 
-def training_row(version: str, extracted: TrainingContract | str, locked: TrainingContract | None) -> TrainingRow:
+def training_row(version: str, extracted: TrainingContract | str | InternalError,
+                 locked: TrainingContract | None) -> TrainingRow:
     """One speculators release's row; against a lock, how its contract differs from the lock's."""
+    if isinstance(extracted, InternalError):
+        return TrainingRow(version=version, error=first_line(extracted), internal_error=True)
     if isinstance(extracted, str):
         return TrainingRow(version=version, error=extracted)
     row = TrainingRow(version=version, contract=extracted, fc_input=[t.name for t in extracted.fc_input],
@@ -68,7 +71,7 @@ def serving_row(release: Release, against: list[tuple[str, TrainingContract | No
                 "unresolved" if exc.unresolved else "refused": words}))
         error = serving_error(release, result, exc)
         if error:
-            return ServingRow(version=release.version, error=error)
+            return ServingRow(version=release.version, error=error, internal_error=isinstance(exc, InternalError))
         first = first or result
         moved = launch_moved(locked_launch, result.serving.launch)
         row.verdicts.append(pair_verdict(result, training, name, moved))
@@ -111,7 +114,7 @@ def serving_error(release: Release, result=None, exc: BaseException | None = Non
     """Why `release` gave no serving contract ('cannot extract under sglang X: ...'), or None."""
     if release.problem:
         return f"{CANNOT} {release.package} {release.version}: {release.problem}"
-    if isinstance(exc, CannotExtract):
+    if isinstance(exc, CannotExtract | InternalError):  # each names the release in its own words
         return first_line(exc)
     if exc is not None:
         return f"{CANNOT} {release.package} {release.version}: {first_line(exc)}"

@@ -36,6 +36,9 @@ class TrainingRow(_Row):
                                      description="Set for a release parity has not verified: "
                                      "which family's adapter extracted it (Provenance.release_note).")
     error: str | None = Field(default=None, description="'cannot extract under speculators X: ...'.")
+    internal_error: bool = Field(default=False, exclude_if=lambda v: not v,
+                                 description="The error is a failure of parity's own code (InternalError): that "
+                                 "row's, the other cells still answered; the command ends in exit 3.")
     lock_drift: list[str] = Field(default_factory=list,
                                   description="Against a lock: how this release's contract differs from it.")
     changed: list[str] = Field(default_factory=list, description="What changed since the previous (older) release.")
@@ -121,6 +124,9 @@ class ServingRow(_Row):
     capture_ids: list[int] | None = Field(default=None, description="The layer indices it captures at.")
     engine_errors: list[str] = Field(default_factory=list, description="What the engine raised or dropped.")
     error: str | None = Field(default=None, description="'cannot extract under sglang X: ...'.")
+    internal_error: bool = Field(default=False, exclude_if=lambda v: not v,
+                                 description="The error is a failure of parity's own code (InternalError): that "
+                                 "row's, the other cells still answered; the command ends in exit 3.")
     verdicts: list[PairVerdict] = Field(default_factory=list, description="One per training contract.")
     launch: LaunchCell | None = Field(default=None, exclude_if=lambda v: v is None,
                                       description="With serve arguments: the launch result under this release.")
@@ -161,6 +167,11 @@ class Matrix(_Row):
         return (all(r.error is None and not r.lock_drift for r in self.training)
                 and all(r.error is None and r.verdicts and all(v.verdict == "parity" for v in r.verdicts)
                         for r in self.serving))
+
+    @property
+    def internal_errors(self) -> list[str]:
+        """The rows' failures of parity's own code (each that row's error), training rows first."""
+        return [r.error for r in (*self.training, *self.serving) if r.internal_error and r.error]
 
     @property
     def serve_args_refused(self) -> bool:

@@ -18,6 +18,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from ..contract import LaunchContract, Tap, TrainingContract
+from ..errors import CannotExtract, InternalError, UserError
 from ..extract.engines import BoundEngine
 from ..extract.trainers import BoundTrainer
 from ..inputs import Draft, Target
@@ -53,10 +54,11 @@ class Inputs:
 
 @dataclass
 class Extractions:
-    """What the extractions returned: a training contract (or why not) per speculators
-    release, and a check result (or the error it raised) per serving check."""
+    """What the extractions returned: a training contract (or why not: a line, or the failure
+    of parity's own code met) per speculators release, and a check result (or the error it
+    raised) per serving check."""
 
-    training: dict[str, TrainingContract | str] = field(default_factory=dict)
+    training: dict[str, TrainingContract | str | InternalError] = field(default_factory=dict)
     checks: dict[tuple[str, str], tuple] = field(default_factory=dict)
     timings: list[dict] = field(default_factory=list)  # each task: what, start_s, seconds
 
@@ -115,9 +117,9 @@ def _start_checks(pool: ThreadPoolExecutor, clock: "_Clock", pending: dict, sgla
                                                 _check, r, inputs, training, verify)
 
 
-def _extract_training(release: Release, inputs: Inputs) -> TrainingContract | str:
-    """The training contract under `release`, or the 'cannot extract under' line saying why not."""
-    from ..errors import CannotExtract, UserError
+def _extract_training(release: Release, inputs: Inputs) -> TrainingContract | str | InternalError:
+    """The training contract under `release`, or the 'cannot extract under' line saying why not,
+    or the failure of parity's own code that stopped it (that row's error, not the matrix's)."""
     from ..lock import extract_for_lock
 
     if release.problem:
@@ -130,13 +132,14 @@ def _extract_training(release: Release, inputs: Inputs) -> TrainingContract | st
         return first_line(exc)
     except UserError as exc:
         return f"{CANNOT} {release.package} {release.version}: {first_line(exc)}"
+    except InternalError as exc:
+        return exc
 
 
 def _check(release: Release, inputs: Inputs, training: TrainingContract, verify: bool) -> tuple:
     """The gate's check under `release` (with the serve arguments, the launch contract too):
     (result, None), or (None, the error it raised: LaunchRefused when the release does not
-    resolve the serve arguments)."""
-    from ..errors import UserError
+    resolve the serve arguments; InternalError when parity's own code failed, that cell's error)."""
     from ..gate import check
 
     if release.problem:
@@ -144,7 +147,7 @@ def _check(release: Release, inputs: Inputs, training: TrainingContract, verify:
     try:
         return check(training, inputs.target, inputs.draft, inputs.engine.at(release.version), verify=verify,
                      serve_args=inputs.serve_args), None
-    except UserError as exc:
+    except (UserError, InternalError) as exc:
         return None, exc
 
 
