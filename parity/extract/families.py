@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import pkgutil
 import re
 from dataclasses import dataclass
@@ -168,3 +169,45 @@ def place(package: str, version: str, where: str, fits: Callable[[ModuleType], N
     raise UnsupportedRelease(f"no parity release family can run {package} {version}: it is in no family's "
                              f"range, and no family's code paths are all in its installed source ("
                              f"{'; '.join(missing) or 'no families in ' + where})")
+
+
+# -- how a family's adapter is composed ---------------------------------------------------------
+
+def protocol_gaps(cls: type, protocol: type) -> list[str]:
+    """What `cls` lacks of `protocol` (a typing.Protocol whose members are its methods and its
+    annotated attributes, its protocol bases' included): each member it does not have, and each
+    method whose parameters are not the protocol's (names and kinds, in order). Empty: it provides it."""
+    gaps = []
+    for base in reversed(protocol.__mro__):
+        if not getattr(base, "_is_protocol", False) or base.__module__ == "typing":
+            continue
+        for name in getattr(base, "__annotations__", {}):
+            if not hasattr(cls, name):
+                gaps.append(f"{cls.__qualname__} has no {name}")
+        for name, method in vars(base).items():
+            if name.startswith("_") or not inspect.isfunction(method):
+                continue
+            mine = getattr(cls, name, None)
+            if not callable(mine):
+                gaps.append(f"{cls.__qualname__} has no method {name}")
+                continue
+            want = [(p.name, p.kind) for p in inspect.signature(method).parameters.values()]
+            got = [(p.name, p.kind) for p in inspect.signature(mine).parameters.values()]
+            if got != want:
+                gaps.append(f"{cls.__qualname__}.{name}{inspect.signature(mine)} is not the protocol's "
+                            f"{name}{inspect.signature(method)}")
+    return gaps
+
+
+def family_chain(where: str, base: type) -> list[str]:
+    """Where a family of `where` (a families package) inherits through another family's adapter:
+    each `Adapter` whose MRO holds an `Adapter` of another family module other than `base`, the
+    base family's. Families compose their adapter from concern parts placed ahead of `base`, so
+    none inherits through more than two levels of families (base -> family). Empty: none does."""
+    adapters = {module.Adapter: module.__name__ for module in families(where)}
+    found = []
+    for module in families(where):
+        for cls in module.Adapter.__mro__[1:]:
+            if cls is not base and cls in adapters:
+                found.append(f"{module.__name__}.Adapter inherits {adapters[cls]}.Adapter")
+    return found

@@ -6,7 +6,12 @@ A family module defines
   transformers (the test suite runs them);
 - `CODE_PATHS`: the engine functions the extraction runs, recorded in every contract;
 - `Adapter`: the class whose methods hold every release-specific line (set-up, config
-  reading, capture, batches, forwards, KV pools, embedding binding).
+  reading, capture, batches, forwards, KV pools, embedding binding). It provides the adapter
+  protocol (parity.extract.engines.sglang.adapter), and is composed by concern: the 0.5.23
+  family's `Adapter` is the base, and every other family's `Adapter` is its own concern parts
+  and those it shares with other families (imported from the file where each began) placed
+  ahead of the base, never derived from another family's `Adapter`
+  (tests/test_adapter_protocol.py).
 
 Adding a family is adding one module here (parity.extract.families finds it and picks the
 one whose range holds the installed release). A release outside every family's range runs

@@ -35,6 +35,12 @@ set by one statement of the real `ModelRunner.initialize`), except where docs/en
   template (0.18.0) imports `transformers.masking_utils` (4.53+) while these releases pin
   transformers 4.50-4.52, so their environments take the compressed-tensors published by their
   own release day (parity.ondemand: 0.9.3 for 0.4.4.post4, 0.10.2 for 0.4.8.post1).
+
+Composed of: its own `Launch` (its code paths, `enable_multimodal`), `Config` (the
+`TpModelWorker` statement), `Capture` (no ids) and `Batches` (`seq_lens_cpu`), then the
+0.5.3.post1 family's `Launch` and `Globals`, v0_5_3.UnresolvedArgs, v0_5_7.Launch, v0_5_10.Launch
+and .Draft, v0_5_12.NoForwardContext, the 0.5.14 family's `Launch`, `DpAttention`,
+`DefaultBackend` and `Draft`, ahead of the 0.5.23 adapter.
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ from typing import Any
 
 from packaging.specifiers import SpecifierSet
 
-from . import v0_5_3_post1, v0_5_7
+from . import v0_5_3, v0_5_3_post1, v0_5_7, v0_5_10, v0_5_12, v0_5_14, v0_5_23
 from ....run_until import CodePathMoved, find_statement, require, run_assignment, run_statement
 
 RELEASES = SpecifierSet(">=0.4.4.post2,<0.4.9")  # the releases this family's adapter serves
@@ -79,12 +85,8 @@ class _Called:
                              f"{name!r}, which this family's adapter does not expect")
 
 
-class Adapter(v0_5_3_post1.Adapter):
-    family = "0.4.8"
-    REQUIRES = tuple(name for name in v0_5_3_post1.Adapter.REQUIRES
-                     if not name.endswith("ModelConfig.from_server_args")) + (
-        "sglang.srt.managers.tp_worker.TpModelWorker.__init__",
-    )
+class Launch:
+    """The code paths (the capture statement hands no ids) and the server args' `enable_multimodal`."""
 
     def check_code_paths(self) -> None:
         """As the 0.5.3.post1 family's, and: the capture statement's one call of
@@ -103,21 +105,6 @@ class Adapter(v0_5_3_post1.Adapter):
                                 f"{[ast.unparse(c) for c in calls]}; the 0.4.8-family adapter assumes one "
                                 f"{CAPTURE_CALL}() that hands no ids")
 
-    def ids_never_read(self, version: str) -> str | None:
-        return (f"sglang {version}'s ModelRunner.initialize calls set_eagle3_layers_to_capture() with no ids, "
-                "so every draft is fed the model's default layers whatever its config says")
-
-    def batch_fields(self, **fields) -> dict:
-        """`seq_lens_cpu` only where this release's ForwardBatch declares it (0.4.4.post4 on)."""
-        import dataclasses
-
-        from sglang.srt.model_executor.forward_batch_info import ForwardBatch
-
-        declared = {f.name for f in dataclasses.fields(ForwardBatch)}
-        if "seq_lens_cpu" not in declared:
-            fields.pop("seq_lens_cpu", None)
-        return fields
-
     def _server_args(self, draft_dir: str | None, backend: str, device: str | None = None):
         """As the 0.5.3 family's (declared defaults, `__post_init__` not run), and: where
         `enable_multimodal` is no field but set by `__post_init__` (0.4.5.post1-0.4.5.post3:
@@ -135,7 +122,9 @@ class Adapter(v0_5_3_post1.Adapter):
                 pass
         return args
 
-    # -- config reading -------------------------------------------------------------
+
+class Config:
+    """The ModelConfig built by one statement of the real `TpModelWorker.__init__`."""
 
     def model_config(self, model_dir: str, is_draft: bool = False):
         """The statement of the real `TpModelWorker.__init__` that builds its ModelConfig, run alone
@@ -150,6 +139,14 @@ class Adapter(v0_5_3_post1.Adapter):
         worker = TpModelWorker.__new__(TpModelWorker)
         run_assignment(TpModelWorker.__init__, CONFIG_STATEMENT, worker, server_args=args, is_draft_worker=is_draft)
         return worker.model_config
+
+
+class Capture:
+    """No ids read: the capture statement of the real `ModelRunner.initialize` hands none."""
+
+    def ids_never_read(self, version: str) -> str | None:
+        return (f"sglang {version}'s ModelRunner.initialize calls set_eagle3_layers_to_capture() with no ids, "
+                "so every draft is fed the model's default layers whatever its config says")
 
     def _capture_statement(self, model) -> None:
         from sglang.srt.model_executor.model_runner import ModelRunner
@@ -180,3 +177,29 @@ class Adapter(v0_5_3_post1.Adapter):
         (the engine hands none), so every id list captures the model's default layers."""
         if use_aux:
             self._capture_statement(model)
+
+
+class Batches:
+    """`seq_lens_cpu` only where this release's ForwardBatch declares it."""
+
+    def batch_fields(self, **fields) -> dict:
+        """`seq_lens_cpu` only where this release's ForwardBatch declares it (0.4.4.post4 on)."""
+        import dataclasses
+
+        from sglang.srt.model_executor.forward_batch_info import ForwardBatch
+
+        declared = {f.name for f in dataclasses.fields(ForwardBatch)}
+        if "seq_lens_cpu" not in declared:
+            fields.pop("seq_lens_cpu", None)
+        return fields
+
+
+class Adapter(Launch, Config, Capture, Batches, v0_5_3_post1.Launch, v0_5_3_post1.Globals, v0_5_3.UnresolvedArgs,
+              v0_5_7.Launch, v0_5_10.Launch, v0_5_10.Draft, v0_5_12.NoForwardContext, v0_5_14.Launch,
+              v0_5_14.DpAttention, v0_5_14.DefaultBackend, v0_5_14.Draft, v0_5_23.Adapter):
+    family = "0.4.8"
+    RUNS_DFLASH = False  # DFlash runs in the 0.5.23 family only (v0_5_14.py)
+    REQUIRES = tuple(name for name in v0_5_3_post1.Adapter.REQUIRES
+                     if not name.endswith("ModelConfig.from_server_args")) + (
+        "sglang.srt.managers.tp_worker.TpModelWorker.__init__",
+    )

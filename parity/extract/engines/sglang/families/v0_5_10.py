@@ -19,9 +19,15 @@ docs/engines-on-cpu.md, 'Runtime set-up per release family', says it differs:
   rope class that defaults its cache's device to the literal "cuda" instead of asking (DeepSeek's
   YaRN rope up to 0.5.8) defaults to "cpu" (accelerator_default_on_cpu): on a CPU-only torch
   that default could only raise;
-- (0.5.3rc2-0.5.10.post1, this family's and the older ones that run its `setup`) the non-CUDA
+- (0.5.3rc2-0.5.10.post1, this family's and the older ones that take its `Launch`, whose
+  `setup` installs it) the non-CUDA
   MoE method ignores the experts' biases and gpt-oss's clamped SwiGLU: moe_standin.py computes
   the CUDA route for the layers that carry them (any other layer runs the release's own method).
+
+Composed of: its own `Launch` (the kernel stand-in, the rope device lookup, the capture
+statement's code path), `Capture` and `Draft` (`midlayer`); v0_5_12.NoForwardContext; the 0.5.14
+family's `Launch`, `SchedulerArgs`, `Config`, `DpAttention`, `DefaultBackend` and `Draft`; ahead
+of the 0.5.23 adapter. The older families take this file's `Launch` and `Draft`.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ import inspect
 
 from packaging.specifiers import SpecifierSet
 
-from . import v0_5_12, v0_5_14
+from . import v0_5_12, v0_5_14, v0_5_23
 from .. import moe_standin
 from .... import standins
 from ....run_until import find_statement, run_statement
@@ -74,12 +80,9 @@ def accelerator_default_on_cpu(module) -> list[str]:
     return changed
 
 
-class Adapter(v0_5_12.Adapter):
-    family = "0.5.10"
-    REQUIRES = tuple(name for name in v0_5_12.Adapter.REQUIRES
-                     if not name.endswith(("ModelRunner.init_aux_hidden_state_capture", "rope_variant.get_device"))) + (
-        "sglang.srt.model_executor.model_runner.ModelRunner.initialize",
-    )
+class Launch:
+    """The `sgl_kernel.kvcacheio` stand-in installed before the model runner is imported; the rotary
+    embedding's device lookup wherever this release keeps it; the capture statement in the code paths."""
 
     def setup(self, port: int, draft_dir: str | None, device: str = "cpu") -> None:
         standins.install(*KERNEL_STANDINS)  # before anything imports the model runner
@@ -106,9 +109,9 @@ class Adapter(v0_5_12.Adapter):
             # launch's accelerator as its default instead of asking (DeepSeek's YaRN rope up to 0.5.8).
             accelerator_default_on_cpu(module)
 
-    def draft_layers(self, draft) -> list:
-        """This family's EAGLE-3 draft has one decoder layer, `model.midlayer`."""
-        return [draft.model.midlayer]
+
+class Capture:
+    """The capture set by one statement of the real `ModelRunner.initialize`."""
 
     def configure_capture(self, model, use_aux: bool, ids) -> None:
         """The capture statement of the real `ModelRunner.initialize`, on a runner holding the model."""
@@ -119,4 +122,22 @@ class Adapter(v0_5_12.Adapter):
         runner.eagle_use_aux_hidden_state = use_aux
         runner.eagle_aux_hidden_state_layer_ids = ids
         run_statement(ModelRunner.initialize, CAPTURE_TEST, runner)
+
+
+class Draft:
+    """The EAGLE-3 draft's one decoder layer, `model.midlayer`."""
+
+    def draft_layers(self, draft) -> list:
+        """This family's EAGLE-3 draft has one decoder layer, `model.midlayer`."""
+        return [draft.model.midlayer]
+
+
+class Adapter(Launch, Capture, Draft, v0_5_12.NoForwardContext, v0_5_14.Launch, v0_5_14.SchedulerArgs, v0_5_14.Config,
+              v0_5_14.DpAttention, v0_5_14.DefaultBackend, v0_5_14.Draft, v0_5_23.Adapter):
+    family = "0.5.10"
+    RUNS_DFLASH = False  # DFlash runs in the 0.5.23 family only (v0_5_14.py)
+    REQUIRES = tuple(name for name in v0_5_12.Adapter.REQUIRES
+                     if not name.endswith(("ModelRunner.init_aux_hidden_state_capture", "rope_variant.get_device"))) + (
+        "sglang.srt.model_executor.model_runner.ModelRunner.initialize",
+    )
 

@@ -9,6 +9,10 @@ family', says it differs: there is no `forward_context.py`. Attention layers tak
 backend from `forward_batch.attn_backend`, so a forward needs nothing but the ForwardBatch,
 which carries the backend, and the KV pool the model code of this release reaches through
 `forward_batch.token_to_kv_pool` (for parity's prefill SDPA backend, its write-only pool).
+
+Composed of: its own `NoForwardContext` (also taken by the older families), then the 0.5.14
+family's `Launch`, `SchedulerArgs`, `Config`, `DpAttention`, `Capture`, `DefaultBackend` and
+`Draft`, ahead of the 0.5.23 adapter.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from contextlib import nullcontext
 
 from packaging.specifiers import SpecifierSet
 
-from . import v0_5_14
+from . import v0_5_14, v0_5_23
 from ....run_until import CodePathMoved
 
 RELEASES = SpecifierSet(">=0.5.11,<0.5.13")  # the releases this family's adapter serves
@@ -27,10 +31,9 @@ VERIFIED = ("0.5.12.post1",)  # releases whose capture and forward were verified
 CODE_PATHS = dict(v0_5_14.CODE_PATHS)
 
 
-class Adapter(v0_5_14.Adapter):
-    family = "0.5.12"
-    REQUIRES = tuple(name for name in v0_5_14.Adapter.REQUIRES
-                     if not name.startswith(v0_5_14.FORWARD_CONTEXT + "."))
+class NoForwardContext:
+    """No forward context: the attention backend and the KV pool ride on the ForwardBatch (and the
+    code paths say the module is absent)."""
 
     def check_code_paths(self) -> None:
         super().check_code_paths()
@@ -46,3 +49,11 @@ class Adapter(v0_5_14.Adapter):
         if getattr(batch, "token_to_kv_pool", None) is None:
             batch.token_to_kv_pool = backend.token_to_kv_pool
         return nullcontext()
+
+
+class Adapter(NoForwardContext, v0_5_14.Launch, v0_5_14.SchedulerArgs, v0_5_14.Config, v0_5_14.DpAttention,
+              v0_5_14.Capture, v0_5_14.DefaultBackend, v0_5_14.Draft, v0_5_23.Adapter):
+    family = "0.5.12"
+    RUNS_DFLASH = False  # DFlash runs in the 0.5.23 family only (v0_5_14.py)
+    REQUIRES = tuple(name for name in v0_5_14.Adapter.REQUIRES
+                     if not name.startswith(v0_5_14.FORWARD_CONTEXT + "."))

@@ -33,6 +33,13 @@ CPU shims, each the smallest that lets the real code run:
 DFlash: 0.5.12-0.5.15 have it (SpeculativeAlgorithm.DFLASH) and 0.5.10 and older do not (a DFlash
 draft is their own refusal, typed engine_lacks); parity runs DFlash capture with the 0.5.23
 family only, so on a release that has it a DFlash draft is refused as parity's limit.
+
+Composed of its own parts, each shared with the older families that take it from here:
+`Launch` (traced launch; set-up without a runtime context; code paths), `SchedulerArgs`
+(`set_global_server_args_for_scheduler`), `Config` (ids read by `ModelRunner.__init__`),
+`DpAttention`, `Capture` (`init_aux_hidden_state_capture`), `ForwardContext` (no batch),
+`DefaultBackend` (`ServerArgs._get_default_attn_backend`) and `Draft` (`get_embed_and_head()`),
+ahead of the 0.5.23 adapter.
 """
 
 from __future__ import annotations
@@ -63,17 +70,12 @@ CODE_PATHS = {
 give_standin_interpolation_modes = v0_5_23.give_standin_interpolation_modes  # moved to the base
 
 
-class Adapter(v0_5_23.Adapter):
-    family = "0.5.14"
-    RUNS_DFLASH = False  # DFlash runs in the 0.5.23 family only: 0.5.12-0.5.20 have it, 0.5.10 and older do not
+class Launch:
+    """Launch arguments resolved by `__post_init__`'s assignments (launch.traced); the set-up
+    without a runtime context (gloo groups, the rotary embedding's device lookup, the
+    `torch.cuda.synchronize` no-op); the code paths, the ids' reading statement included."""
+
     LAUNCH = staticmethod(launch.traced)  # no resolve_once yet: __post_init__ resolves by assignment
-    REQUIRES = v0_5_23._COMMON + (
-        "sglang.srt.server_args.set_global_server_args_for_scheduler",
-        "sglang.srt.layers.dp_attention.initialize_dp_attention",
-        "sglang.srt.model_executor.model_runner.ModelRunner.init_aux_hidden_state_capture",
-        "sglang.srt.model_executor.forward_context.ForwardContext",
-        "sglang.srt.model_executor.forward_context.forward_context",
-    )
 
     def setup(self, port: int, draft_dir: str | None, device: str = "cpu") -> None:
         give_standin_interpolation_modes()
@@ -111,6 +113,10 @@ class Adapter(v0_5_23.Adapter):
 
         stop_line(ModelRunner.__init__, "eagle_aux_hidden_state_layer_ids")
 
+
+class SchedulerArgs:
+    """The process-wide server args published with `set_global_server_args_for_scheduler`."""
+
     def publish(self, draft_dir: str | None, backend: str = "torch_native") -> None:
         """(Re-)publish the process-wide server args naming this draft (no runtime_context yet)."""
         from sglang.srt.server_args import set_global_server_args_for_scheduler
@@ -118,7 +124,9 @@ class Adapter(v0_5_23.Adapter):
         self.server_args = self._server_args(draft_dir, backend)
         set_global_server_args_for_scheduler(self.server_args)
 
-    # -- config reading -------------------------------------------------------------
+
+class Config:
+    """The aux ids read by the real `ModelRunner.__init__`, stopped after the reading statement."""
 
     def resolve_aux_ids(self, target_config) -> tuple[bool, Any]:
         """The real `ModelRunner.__init__`, stopped after the statement that reads the ids."""
@@ -134,7 +142,9 @@ class Adapter(v0_5_23.Adapter):
             raise CodePathMoved("ModelRunner.__init__ no longer sets eagle_use_aux_hidden_state")
         return runner.eagle_use_aux_hidden_state, getattr(runner, "eagle_aux_hidden_state_layer_ids", None)
 
-    # -- the target -----------------------------------------------------------------
+
+class DpAttention:
+    """`initialize_dp_attention` run before a target or draft is built."""
 
     def _init_dp_attention(self, model_config) -> None:
         if not self._dp_ready:
@@ -158,6 +168,15 @@ class Adapter(v0_5_23.Adapter):
         self._init_dp_attention(target_config)
         return super().build_target(target_config)
 
+    def build_draft(self, draft_dir: str):
+        config = self.model_config(draft_dir, is_draft=True)
+        self._init_dp_attention(config)
+        return super().build_draft(draft_dir)
+
+
+class Capture:
+    """The capture configured by the real `ModelRunner.init_aux_hidden_state_capture`."""
+
     def configure_capture(self, model, use_aux: bool, ids) -> None:
         """The real `ModelRunner.init_aux_hidden_state_capture` on a runner holding the model."""
         from sglang.srt.model_executor.model_runner import ModelRunner
@@ -170,22 +189,41 @@ class Adapter(v0_5_23.Adapter):
         runner.dflash_target_layer_ids = None
         ModelRunner.init_aux_hidden_state_capture(runner)
 
+
+class ForwardContext:
+    """A forward context that carries the attention backend only (`forward_context(...)` takes no
+    batch)."""
+
     def attention_context(self, batch, backend):
         """This release's forward context carries the backend only."""
         from sglang.srt.model_executor.forward_context import ForwardContext, forward_context
 
         return forward_context(ForwardContext(attn_backend=backend))
 
+
+class DefaultBackend:
+    """The default GPU attention backend by `ServerArgs._get_default_attn_backend`."""
+
     def default_gpu_attention_backend(self, model_config) -> str:
         return self.server_args._get_default_attn_backend(False, model_config)
 
-    # -- the draft ------------------------------------------------------------------
 
-    def build_draft(self, draft_dir: str):
-        config = self.model_config(draft_dir, is_draft=True)
-        self._init_dp_attention(config)
-        return super().build_draft(draft_dir)
+class Draft:
+    """The target's embedding and head from its own `get_embed_and_head()`."""
 
     def target_embed_and_head(self, target, draft) -> tuple[Any, Any]:
         """As this family's EAGLE-3 worker: the target's own `get_embed_and_head()`."""
         return target.get_embed_and_head()
+
+
+class Adapter(Launch, SchedulerArgs, Config, DpAttention, Capture, ForwardContext, DefaultBackend, Draft,
+              v0_5_23.Adapter):
+    family = "0.5.14"
+    RUNS_DFLASH = False  # DFlash runs in the 0.5.23 family only: 0.5.12-0.5.20 have it, 0.5.10 and older do not
+    REQUIRES = v0_5_23._COMMON + (
+        "sglang.srt.server_args.set_global_server_args_for_scheduler",
+        "sglang.srt.layers.dp_attention.initialize_dp_attention",
+        "sglang.srt.model_executor.model_runner.ModelRunner.init_aux_hidden_state_capture",
+        "sglang.srt.model_executor.forward_context.ForwardContext",
+        "sglang.srt.model_executor.forward_context.forward_context",
+    )

@@ -26,6 +26,10 @@ synchronize, as in 0.5.23: no torch.cuda shim.
 
 DFlash: these releases have it (SpeculativeAlgorithm.DFLASH), but parity runs DFlash capture with
 the 0.5.23 family only: a DFlash draft is refused here as parity's limit, not the releases'.
+
+Composed of: its own `Launch` (the InterpolationMode shim), `DpAttention` (args built anew)
+and `DefaultBackend`; from the 0.5.14 family `SchedulerArgs`, `ForwardContext` and `Draft`
+(`get_embed_and_head()`); ahead of the 0.5.23 adapter.
 """
 
 from __future__ import annotations
@@ -41,21 +45,9 @@ VERIFIED = ("0.5.18",)  # releases whose capture and forward were verified again
 CODE_PATHS = v0_5_23.CODE_PATHS
 
 
-class Adapter(v0_5_23.Adapter):
-    family = "0.5.16"
-    RUNS_DFLASH = False  # DFlash runs in the 0.5.23 family only (its docstring)
-    LAUNCH = staticmethod(launch.traced)  # no resolve_once yet: __post_init__ resolves by assignment
-    REQUIRES = v0_5_23._COMMON + (
-        "sglang.srt.runtime_context.reset_context",
-        "sglang.srt.server_args.set_global_server_args_for_scheduler",
-        "sglang.srt.layers.dp_attention.initialize_dp_attention",
-        "sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state."
-        "resolve_spec_aux_hidden_state_config",
-        "sglang.srt.model_executor.model_runner_components.attention_backend_setup."
-        "configure_aux_hidden_state_capture",
-        "sglang.srt.model_executor.forward_context.ForwardContext",
-        "sglang.srt.model_executor.forward_context.forward_context",
-    )
+class Launch:
+    """The torchvision stand-in's InterpolationMode given before the engine is imported; the
+    base's set-up otherwise."""
 
     def check_code_paths(self) -> None:
         v0_5_23.give_standin_interpolation_modes()  # before transformers is imported through the engine
@@ -66,15 +58,10 @@ class Adapter(v0_5_23.Adapter):
         self._dp_ready = False
         super().setup(port, draft_dir, device)
 
-    def publish(self, draft_dir: str | None, backend: str = "torch_native") -> None:
-        """(Re-)publish the process-wide server args naming this draft, as the scheduler does."""
-        from sglang.srt.server_args import set_global_server_args_for_scheduler
 
-        self.server_args = self._server_args(draft_dir, backend)
-        set_global_server_args_for_scheduler(self.server_args)
-
-    attention_context = v0_5_14.Adapter.attention_context  # 0.5.14's code (no super() in them)
-    target_embed_and_head = v0_5_14.Adapter.target_embed_and_head
+class DpAttention:
+    """`initialize_dp_attention` run before a target or draft is built, on args built anew (from
+    0.5.19 resolved args are read-only)."""
 
     def _init_dp_attention(self, model_config) -> None:
         """`initialize_dp_attention` sizes a gathered buffer on the device the runtime context
@@ -101,8 +88,30 @@ class Adapter(v0_5_23.Adapter):
         self._init_dp_attention(self.model_config(draft_dir, is_draft=True))
         return super().build_draft(draft_dir)
 
+
+class DefaultBackend:
+    """The default GPU attention backend: the base's resolver from 0.5.19, `ServerArgs`' own before."""
+
     def default_gpu_attention_backend(self, model_config) -> str:
         try:
             return super().default_gpu_attention_backend(model_config)  # 0.5.19 on
         except ImportError:
             return self.server_args._get_default_attn_backend(False, model_config)
+
+
+class Adapter(Launch, v0_5_14.SchedulerArgs, DpAttention, v0_5_14.ForwardContext, DefaultBackend, v0_5_14.Draft,
+              v0_5_23.Adapter):
+    family = "0.5.16"
+    RUNS_DFLASH = False  # DFlash runs in the 0.5.23 family only (its docstring)
+    LAUNCH = staticmethod(launch.traced)  # no resolve_once yet: __post_init__ resolves by assignment
+    REQUIRES = v0_5_23._COMMON + (
+        "sglang.srt.runtime_context.reset_context",
+        "sglang.srt.server_args.set_global_server_args_for_scheduler",
+        "sglang.srt.layers.dp_attention.initialize_dp_attention",
+        "sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state."
+        "resolve_spec_aux_hidden_state_config",
+        "sglang.srt.model_executor.model_runner_components.attention_backend_setup."
+        "configure_aux_hidden_state_capture",
+        "sglang.srt.model_executor.forward_context.ForwardContext",
+        "sglang.srt.model_executor.forward_context.forward_context",
+    )

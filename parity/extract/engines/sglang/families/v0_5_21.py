@@ -10,6 +10,9 @@ CPU shim: its `sglang.srt.configs` registers image processors with transformers 
 installed beside CPU torch, so the stand-in is imported first (as 0.5.16-0.5.20's
 `utils.common` does itself), and transformers, asked afterwards, finds it. No text-model path
 reads it (a stand-in raises if anything does).
+
+Composed of: its own `Launch` (the torchvision stand-in) and `Draft` (the embedding and head
+resolved without `draft_model`), v0_5_14.ForwardContext (as 0.5.22), ahead of the 0.5.23 adapter.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any
 
 from packaging.specifiers import SpecifierSet
 
-from . import v0_5_22, v0_5_23
+from . import v0_5_14, v0_5_22, v0_5_23
 
 RELEASES = SpecifierSet("==0.5.21.*")  # the releases this family's adapter serves
 VERIFIED = ("0.5.21",)  # releases whose capture and forward were verified against transformers
@@ -26,10 +29,8 @@ VERIFIED = ("0.5.21",)  # releases whose capture and forward were verified again
 CODE_PATHS = v0_5_22.CODE_PATHS
 
 
-class Adapter(v0_5_22.Adapter):
-    family = "0.5.21"
-    REQUIRES = v0_5_22.without_keywords(v0_5_22.Adapter.REQUIRES,
-                                        "sglang.srt.speculative.pp_draft_embedding.resolve_target_embed_and_head")
+class Launch:
+    """The torchvision stand-in imported before the engine's configs register image processors."""
 
     def check_code_paths(self) -> None:
         v0_5_23.import_standin_torchvision()
@@ -39,7 +40,18 @@ class Adapter(v0_5_22.Adapter):
         v0_5_23.import_standin_torchvision()
         super().setup(port, draft_dir, device)
 
+
+class Draft:
+    """The target's embedding and head resolved without `draft_model`."""
+
     def target_embed_and_head(self, target, draft) -> tuple[Any, Any]:
         from sglang.srt.speculative.pp_draft_embedding import resolve_target_embed_and_head
 
         return resolve_target_embed_and_head(target)
+
+
+class Adapter(Launch, Draft, v0_5_14.ForwardContext, v0_5_23.Adapter):
+    family = "0.5.21"
+    RUNS_DFLASH = False  # DFlash runs in the 0.5.23 family only (v0_5_22.py)
+    REQUIRES = v0_5_22.without_keywords(v0_5_22.Adapter.REQUIRES,
+                                        "sglang.srt.speculative.pp_draft_embedding.resolve_target_embed_and_head")

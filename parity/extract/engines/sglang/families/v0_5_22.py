@@ -10,6 +10,9 @@ everything else is the 0.5.23 family's: `runtime_context.publish(..., ranks=Spaw
 
 DFlash: 0.5.22 has it (SpeculativeAlgorithm.DFLASH), but parity runs DFlash capture with the
 0.5.23 family only: a DFlash draft is refused here as parity's limit, not the release's.
+
+Composed of: v0_5_14.ForwardContext (the forward context carries the backend only) ahead of
+the 0.5.23 adapter.
 """
 
 from __future__ import annotations
@@ -30,9 +33,7 @@ def without_keywords(requires: tuple[str, ...], *names: str) -> tuple[str, ...]:
     return tuple(r.partition("(")[0] if r.partition("(")[0] in names else r for r in requires)
 
 
-class Adapter(v0_5_23.Adapter):
+class Adapter(v0_5_14.ForwardContext, v0_5_23.Adapter):
     family = "0.5.22"
     RUNS_DFLASH = False  # DFlash runs in the 0.5.23 family only (its docstring)
     REQUIRES = without_keywords(v0_5_23.Adapter.REQUIRES, "sglang.srt.model_executor.forward_context.forward_context")
-
-    attention_context = v0_5_14.Adapter.attention_context  # the forward context carries the backend only

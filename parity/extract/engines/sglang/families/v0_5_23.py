@@ -23,6 +23,16 @@ the serve arguments name another): the ids are the draft's `target_layer_ids` (i
 hands them to the target's `set_dflash_layers_to_capture` (`set_dspark_layers_to_capture` under
 DSPARK). The draft class (`DFlashDraftModel`) takes their concatenation in
 `project_target_hidden`. This family runs all of it (REQUIRES_DFLASH).
+
+The adapter is composed by concern, one small class each (the concerns of the adapter
+protocol, parity.extract.engines.sglang.adapter): `Launch` (launch and server args, the
+speculative algorithm and DFlash), `Config` (model config and aux-id resolution), `Target`
+(target build, weights and capture), `Batches` (batches, attention, forwards, KV pools and
+backends) and `Draft` (the built draft). An older family composes its `Adapter` from the
+concern parts it changes, placed ahead of this `Adapter` (never through another family's
+`Adapter`); a part two families share is imported from the file of the family where that
+difference first appears (the newest release that has it), and each file says at its top
+which parts it takes from where.
 """
 
 from __future__ import annotations
@@ -118,27 +128,13 @@ _COMMON = (  # what every family's CPU extraction runs, beside its own entries
 )
 
 
-class Adapter:
-    family = "0.5.23"
+class Launch:
+    """Launch and server args, and the speculative algorithm served (EAGLE-3 or DFlash): how the
+    process-wide runtime is published, which code paths the extraction needs, whether DFlash runs."""
+
     # How the user's serve arguments are resolved (the launch contract): resolve_once's
     # declared resolutions, from 0.5.21 on (parity.extract.engines.sglang.launch).
     LAUNCH = staticmethod(launch.declared)
-    # Every engine name this adapter's CPU extraction and forward run (the GPU-only backend
-    # resolver aside): a release outside every family's range runs with this adapter only
-    # when each of them is found in its installed source (parity.extract.families.place).
-    REQUIRES: tuple[str, ...] = _COMMON + (
-        "sglang.srt.runtime_context.reset_context",
-        "sglang.srt.runtime_context.publish",
-        "sglang.srt.runtime_context.SpawnRanks",
-        "sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state."
-        "resolve_spec_aux_hidden_state_config",
-        "sglang.srt.model_executor.model_runner_components.attention_backend_setup."
-        "configure_aux_hidden_state_capture",
-        "sglang.srt.model_executor.forward_context.ForwardContext",
-        "sglang.srt.model_executor.forward_context.forward_context(forward_batch)",
-        "sglang.srt.speculative.pp_draft_embedding.resolve_target_embed_and_head(draft_model)",
-        "sglang.srt.runtime_context.publish(ranks)",
-    )
 
     # What a DFlash extraction runs beside REQUIRES: kept apart, so that a release without DFlash
     # keeps its EAGLE-3 placement and answers a DFlash draft with its own refusal.
@@ -227,6 +223,10 @@ class Adapter:
         the ids resolve to None), or None: this family reads them."""
         return None
 
+
+class Config:
+    """Model config reading and the draft's aux-id resolution."""
+
     # -- config reading -------------------------------------------------------------
 
     def model_config(self, model_dir: str, is_draft: bool = False):
@@ -265,6 +265,10 @@ class Adapter:
 
         parsed = parse_dflash_draft_config(draft_hf_config=self.model_config(draft_dir, is_draft=True).hf_config)
         return None if parsed.target_layer_ids is None else list(parsed.target_layer_ids)
+
+
+class Target:
+    """The target: its model class, build, weights, capture set-up and decoder."""
 
     # -- the target -----------------------------------------------------------------
 
@@ -319,6 +323,11 @@ class Adapter:
 
     def num_layers(self, model) -> int:
         return len(self.decoder(model).layers)
+
+
+class Batches:
+    """Batches, attention and forwards: parity's prefill backend, and SGLang's own KV pools and
+    attention backends."""
 
     # -- batches and forwards ----------------------------------------------------------
 
@@ -445,6 +454,10 @@ class Adapter:
 
         return getattr(model_config, "attention_arch", None) == AttentionArch.MLA
 
+
+class Draft:
+    """The built draft: its build, decoder layers, embedding binding and logits rows."""
+
     # -- the draft ------------------------------------------------------------------
 
     def build_draft(self, draft_dir: str):
@@ -499,6 +512,30 @@ class Adapter:
             return original(input_ids, hidden_states, lm_head, logits_metadata, *args, **kwargs)
 
         processor.forward = forward
+
+
+class Adapter(Launch, Config, Target, Batches, Draft):
+    """The 0.5.23 family's adapter: every concern as the base states it. Older families compose
+    theirs from the concern parts they change (each imported from the file of the family where
+    that difference first appears) ahead of this class."""
+
+    family = "0.5.23"
+    # Every engine name this adapter's CPU extraction and forward run (the GPU-only backend
+    # resolver aside): a release outside every family's range runs with this adapter only
+    # when each of them is found in its installed source (parity.extract.families.place).
+    REQUIRES: tuple[str, ...] = _COMMON + (
+        "sglang.srt.runtime_context.reset_context",
+        "sglang.srt.runtime_context.publish",
+        "sglang.srt.runtime_context.SpawnRanks",
+        "sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state."
+        "resolve_spec_aux_hidden_state_config",
+        "sglang.srt.model_executor.model_runner_components.attention_backend_setup."
+        "configure_aux_hidden_state_capture",
+        "sglang.srt.model_executor.forward_context.ForwardContext",
+        "sglang.srt.model_executor.forward_context.forward_context(forward_batch)",
+        "sglang.srt.speculative.pp_draft_embedding.resolve_target_embed_and_head(draft_model)",
+        "sglang.srt.runtime_context.publish(ranks)",
+    )
 
 
 def on_cpu_embedding_binding(draft) -> None:

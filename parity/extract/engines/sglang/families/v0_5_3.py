@@ -8,6 +8,9 @@ resolves the launch for the machine it runs on (asks for an accelerator, sizes G
 reads the model's config). parity's server args are the dataclass's declared defaults with
 the draft, tp size and attention backend set, exactly what 0.5.4 and later build for a dummy
 model path (`__post_init__` returning at once); nothing the extraction reads is resolved there.
+
+Composed of: its own `UnresolvedArgs` (also taken by the older families), then the 0.5.7
+family's parts as that family composes them, ahead of the 0.5.23 adapter.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import dataclasses
 
 from packaging.specifiers import SpecifierSet
 
-from . import v0_5_7
+from . import v0_5_7, v0_5_10, v0_5_12, v0_5_14, v0_5_23
 
 RELEASES = SpecifierSet(">=0.5.3.post2,<0.5.4")  # the releases this family's adapter serves
 VERIFIED = ("0.5.3.post3",)  # releases whose capture and forward were verified against transformers
@@ -44,8 +47,8 @@ def unresolved(cls, **given):
     return obj
 
 
-class Adapter(v0_5_7.Adapter):
-    family = "0.5.3"
+class UnresolvedArgs:
+    """Server args holding the dataclass's declared defaults, `__post_init__` not run."""
 
     def _server_args(self, draft_dir: str | None, backend: str, device: str | None = None):
         from sglang.srt.server_args import ServerArgs
@@ -56,3 +59,11 @@ class Adapter(v0_5_7.Adapter):
             spec = dict(speculative_algorithm="EAGLE3", speculative_draft_model_path=draft_dir)
         return unresolved(ServerArgs, model_path="dummy", tp_size=1, device=device,
                           attention_backend=backend, **spec)
+
+
+class Adapter(UnresolvedArgs, v0_5_7.Launch, v0_5_7.Capture, v0_5_10.Launch, v0_5_10.Draft, v0_5_12.NoForwardContext,
+              v0_5_14.Launch, v0_5_14.SchedulerArgs, v0_5_14.DpAttention, v0_5_14.DefaultBackend, v0_5_14.Draft,
+              v0_5_23.Adapter):
+    family = "0.5.3"
+    RUNS_DFLASH = False  # DFlash runs in the 0.5.23 family only (v0_5_14.py)
+    REQUIRES = v0_5_7.Adapter.REQUIRES

@@ -39,6 +39,11 @@ CPU shims:
   absent (as the vLLM 0.17 family does). The answer is `... and is_intel_amx_backend_available`
   (SGLang's CPU kernels, never installed beside parity), so it is False whatever the CPU: SGLang
   stays on its CPU-native forwards, as on every other release parity runs.
+
+Composed of: its own `Launch` (the CPU shims before the engine's import; publishing deferred
+to `publish_globals`) and `Globals` (both also taken by the 0.4.8 family), v0_5_3.UnresolvedArgs,
+v0_5_7.Launch and .Capture, v0_5_10.Launch and .Draft, v0_5_12.NoForwardContext, the 0.5.14
+family's `Launch`, `DpAttention`, `DefaultBackend` and `Draft`, ahead of the 0.5.23 adapter.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ import copy
 
 from packaging.specifiers import SpecifierSet
 
-from . import v0_5_3
+from . import v0_5_3, v0_5_7, v0_5_10, v0_5_12, v0_5_14, v0_5_23
 from .... import standins
 from ....run_until import (CodePathMoved, call_stop_line, require, run_assignment, run_call, run_statement,
                           run_until_after_call)
@@ -78,13 +83,9 @@ def resolve_page_size(args) -> None:
         run_statement(ServerArgs.__post_init__, "self.page_size is None", args)
 
 
-class Adapter(v0_5_3.Adapter):
-    family = "0.5.3.post1"
-    REQUIRES = tuple(name for name in v0_5_3.Adapter.REQUIRES
-                     if not name.endswith("set_global_server_args_for_scheduler")) + (
-        "sglang.srt.managers.schedule_batch.global_server_args_dict",
-        "sglang.srt.model_executor.model_runner.ModelRunner.__init__",
-    )
+class Launch:
+    """The CPU shims needed before the engine is imported (the AMX probe's old name, triton's absent
+    cache helpers); server args published by `publish_globals`, not here; its code paths."""
 
     def before_engine_imports(self) -> None:
         import torch
@@ -106,6 +107,12 @@ class Adapter(v0_5_3.Adapter):
         once a model config is known (the engine fills it from its model runner)."""
         self.server_args = self._server_args(draft_dir, backend)
         self._globals_for = None
+
+
+class Globals:
+    """`global_server_args_dict` filled by the real `ModelRunner.__init__` before a model is built
+    (with the MLA runner's arguments and the phase backends), and the runner's own
+    `initialize_dp_attention(...)` statement."""
 
     def publish_globals(self, model_config) -> None:
         """The real `ModelRunner.__init__` for `model_config`, stopped after it fills
@@ -186,5 +193,17 @@ class Adapter(v0_5_3.Adapter):
         if self._globals_for is None:  # a draft built on its own: the dict still needs filling
             self.publish_globals(self.model_config(draft_dir, is_draft=True))
         return super().build_draft(draft_dir)
+
+
+class Adapter(Launch, Globals, v0_5_3.UnresolvedArgs, v0_5_7.Launch, v0_5_7.Capture, v0_5_10.Launch, v0_5_10.Draft,
+              v0_5_12.NoForwardContext, v0_5_14.Launch, v0_5_14.DpAttention, v0_5_14.DefaultBackend, v0_5_14.Draft,
+              v0_5_23.Adapter):
+    family = "0.5.3.post1"
+    RUNS_DFLASH = False  # DFlash runs in the 0.5.23 family only (v0_5_14.py)
+    REQUIRES = tuple(name for name in v0_5_3.Adapter.REQUIRES
+                     if not name.endswith("set_global_server_args_for_scheduler")) + (
+        "sglang.srt.managers.schedule_batch.global_server_args_dict",
+        "sglang.srt.model_executor.model_runner.ModelRunner.__init__",
+    )
 
 

@@ -19,6 +19,11 @@ per release family', says it differs:
   `if not (_is_cuda or ...): from vllm... import ...`). A GPU launch keeps SGLang's own, so
   parity imports those two modules without that one statement (run_until.import_as_on_gpu);
   the classes' own dispatch then picks their CPU-native forward, as for every other layer.
+
+Composed of: its own `Launch` (the on-GPU imports; its code paths) and `Capture` (ids read and
+capture set by the `initialize` statement), then v0_5_10.Launch and .Draft,
+v0_5_12.NoForwardContext, the 0.5.14 family's `Launch`, `SchedulerArgs`, `DpAttention`,
+`DefaultBackend` and `Draft`, ahead of the 0.5.23 adapter. The older families take this file's parts.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from typing import Any
 
 from packaging.specifiers import SpecifierSet
 
-from . import v0_5_10, v0_5_14
+from . import v0_5_10, v0_5_12, v0_5_14, v0_5_23
 from .... import standins
 from ....run_until import find_statement, import_as_on_gpu, require, run_statement
 
@@ -63,9 +68,9 @@ class _HandedIds:
                              f"{name!r}, which this family's adapter does not expect")
 
 
-class Adapter(v0_5_10.Adapter):
-    family = "0.5.7"
-    REQUIRES = v0_5_10.Adapter.REQUIRES
+class Launch:
+    """The modules whose off-CUDA fallback re-binds SGLang's layers to vLLM's imported as on a GPU,
+    before anything imports a model; the code paths (this family's own list: the reading statement)."""
 
     def check_code_paths(self) -> None:
         self.before_engine_imports()
@@ -86,6 +91,10 @@ class Adapter(v0_5_10.Adapter):
         self.before_engine_imports()
         super().setup(port, draft_dir, device)
 
+
+class Capture:
+    """The aux ids read, and the capture set, by one statement of the real `ModelRunner.initialize`."""
+
     def resolve_aux_ids(self, target_config) -> tuple[bool, Any]:
         """The reading statement of the real `ModelRunner.initialize`, run alone."""
         from sglang.srt.model_executor.model_runner import ModelRunner
@@ -105,3 +114,10 @@ class Adapter(v0_5_10.Adapter):
         """The statement's last line, `self.model.set_eagle3_layers_to_capture(ids)`, on the real model."""
         if use_aux:
             model.set_eagle3_layers_to_capture(ids)
+
+
+class Adapter(Launch, Capture, v0_5_10.Launch, v0_5_10.Draft, v0_5_12.NoForwardContext, v0_5_14.Launch,
+              v0_5_14.SchedulerArgs, v0_5_14.DpAttention, v0_5_14.DefaultBackend, v0_5_14.Draft, v0_5_23.Adapter):
+    family = "0.5.7"
+    RUNS_DFLASH = False  # DFlash runs in the 0.5.23 family only (v0_5_14.py)
+    REQUIRES = v0_5_10.Adapter.REQUIRES
