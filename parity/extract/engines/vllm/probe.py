@@ -107,6 +107,21 @@ def name_slots(states: list, refs: dict) -> list[dict]:
     return slots
 
 
+def capture_lacking(vllm_config) -> str | None:
+    """Why a family that dumps with the target model's own capture (no `extract_hidden_states`:
+    0.8.5-0.16) cannot dump this target, read off the class the release's registry resolves
+    (before building it): the class has no `set_aux_hidden_state_layers` (not an EAGLE-3 target
+    in that release: DeepSeek-V3 on 0.10-0.11). None when it has one."""
+    from vllm.model_executor.model_loader.utils import get_model_architecture
+
+    cls, _ = get_model_architecture(vllm_config.model_config)
+    if hasattr(cls, "set_aux_hidden_state_layers"):
+        return None
+    return (f"its {cls.__name__} has no aux hidden-state capture (no set_aux_hidden_state_layers: not an "
+            "EAGLE-3 target in this release), and the release has no extract_hidden_states, so its data "
+            "generation cannot dump this target's states, on a GPU as here")
+
+
 def capture(adapter, model, vllm_config, input_ids, refs) -> dict:
     """One prefill with the capture as set; the model's capture ids and each slot's name."""
     entry: dict[str, Any] = {"capture_ids": adapter.capture_ids(model)}
@@ -242,6 +257,11 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
         return reply
     reply["gpu_default_runner"] = adapter.gpu_default_runner(vllm_config)
     n = adapter.num_layers(vllm_config)
+    if request["mode"] == "dump" and speculative is None:
+        lacks = capture_lacking(vllm_config)
+        if lacks is not None:  # the release's own answer, on a GPU as here
+            reply.update(CannotExtract.entry("vllm", version, lacks, engine_lacks=True))
+            return reply
     model = adapter.build_target(vllm_config)
     reply["model_class"] = f"{type(model).__module__}.{type(model).__name__}"
     reply["num_hidden_layers"] = n

@@ -24,7 +24,7 @@ import os
 
 from packaging.specifiers import SpecifierSet
 
-from .. import launch
+from .. import launch, platform_first
 from ....config_reads import converted_fields, read_fields, recording
 
 RELEASES = SpecifierSet(">=0.33,<0.34")
@@ -154,6 +154,7 @@ class Adapter:
         # no accelerator exists. There is no cache to release on a CPU: a no-op, nothing computed.
         if not torch.accelerator.is_available():
             torch.accelerator.empty_cache = lambda: None
+        platform_first.cpu_platform_unless_chosen()  # also for an older wheel tried here first (0.12-0.15)
 
     def replace_kernels(self) -> list[str]:
         from vllm.model_executor.layers.attention import attention, mla_attention
