@@ -30,6 +30,8 @@ def forget_interrupt() -> None:
     exec("pass")
 
 
+# Where a probe's reply names the release of the package it ran (parity.contract.reply.ProbeReply).
+RELEASE_KEY = "release"
 # A probe's reply says so (`INTERNAL_ERROR_KEY`: the one line, with parity's frame) when parity's
 # own code failed on the way (parity.extract.child.parity_fault): read as InternalError, exit 3.
 INTERNAL_ERROR_KEY = "internal_error"
@@ -105,10 +107,10 @@ class _ReadFromReply:
     KEY: str
 
     @classmethod
-    def from_reply(cls, reply: dict, package: str, version_key: str):
-        """`cls(package, version, reply[KEY])` when the reply has that line, else None."""
+    def from_reply(cls, reply: dict, package: str):
+        """`cls(package, release, reply[KEY])` when the reply has that line, else None."""
         text = reply.get(cls.KEY)
-        return cls(package, str(reply.get(version_key, "?")), text) if isinstance(text, str) else None
+        return cls(package, str(reply.get(RELEASE_KEY) or "?"), text) if isinstance(text, str) else None
 
 
 class HarnessLimit(_ReadFromReply, UserError):
@@ -141,10 +143,9 @@ class InternalError(_ReadFromReply, Exception):
 
 
 def stop_from_reply(reply: dict, package: str) -> "InternalError | CannotExtract | HarnessLimit | None":
-    """What a probe's reply of `package` (its version under `PACKAGE_version`) says stopped it
+    """What a probe's reply of `package` (its release under `RELEASE_KEY`) says stopped it
     before any verdict, by type: a failure of parity's own code (InternalError) first, then no
     family to run the release (CannotExtract), then a limit of parity's CPU harness
     (HarnessLimit); None when none did."""
-    key = f"{package}_version"
-    return (InternalError.from_reply(reply, package, key) or CannotExtract.from_reply(reply)
-            or HarnessLimit.from_reply(reply, package, key))
+    return (InternalError.from_reply(reply, package) or CannotExtract.from_reply(reply)
+            or HarnessLimit.from_reply(reply, package))

@@ -71,7 +71,7 @@ from .errors import TRANSIENT_KEY
 
 ROOT = Path(__file__).resolve().parent.parent
 NO_CACHE = "PARITY_NO_CACHE"
-FORMAT = 2  # bump when the key or the entry format changes
+FORMAT = 3  # bump when the key, the entry format or a reply's shape changes (3: one `release` field, parity.contract.reply)
 MAX_VARIANTS = 8  # entries kept per key (one per distinct record of what the child read)
 SOURCE_KEY = "reply_cache"  # where a reply says whether it came from the cache
 

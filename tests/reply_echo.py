@@ -44,4 +44,4 @@ def handle(request: dict) -> dict:
 
 
 if __name__ == "__main__":
-    reply_over_stdio(with_limits(handle))
+    reply_over_stdio(with_limits(handle, "sglang"))  # its error replies name the installed sglang, as its probe's do

@@ -214,7 +214,7 @@ def test_cli_forward_exits_1_on_drift_and_prints_the_stage(llama_run, monkeypatc
 
     def fake(target, cases, **kw):
         return {"results": [llama_run[c.name] for c in cases], "wall": {},
-                "training": {"speculators_version": "0.9.0"}, "serving": {"sglang_version": "0.5.23"}}
+                "training": {"release": "0.9.0"}, "serving": {"release": "0.5.23"}}
 
     monkeypatch.setattr(run_mod, "forward_parity", fake)
     assert cli.main(["forward", "--fixture", "llama-8l", "--drift", "no-d2t"]) == 1

@@ -38,6 +38,6 @@ def test_a_reply_from_an_escaped_limit_names_the_installed_release():
     def handler(request):
         raise _raised_in(_TRITON_DRIVER)
 
-    reply = with_limits(handler)({})
+    reply = with_limits(handler, "sglang")({})
     assert reply[HARNESS_LIMIT_KEY].startswith("a CUDA-only code path")
-    assert reply["sglang_version"] == metadata.version("sglang")
+    assert reply["release"] == metadata.version("sglang")

@@ -121,9 +121,9 @@ def test_a_probe_s_reply_carries_parity_s_bug_and_the_parent_reads_an_internal_e
     def handler(request):
         stop_line(None, "attn_backend")
 
-    reply = child.with_limits(handler)({})
+    reply = child.with_limits(handler, "sglang")({})
     assert "run_until.py" in reply[INTERNAL_ERROR_KEY]
-    reply["sglang_version"] = "0.4.6"
+    reply["release"] = "0.4.6"
     stop = stop_from_reply(reply, "sglang")
     assert isinstance(stop, InternalError) and not isinstance(stop, UserError)
     assert str(stop).startswith("parity's own code failed running sglang 0.4.6: AttributeError")
@@ -137,14 +137,14 @@ def test_a_probe_s_reply_carries_parity_s_bug_and_the_parent_reads_an_internal_e
             return {"findings": [child.finding("engine_error", child.one_line(exc), "error")]}
 
     monkeypatch.setattr(child, "faults", [])
-    assert INTERNAL_ERROR_KEY in child.with_limits(reports_it)({})
+    assert INTERNAL_ERROR_KEY in child.with_limits(reports_it, "sglang")({})
 
     def engine_refuses(request):
         raise engine_statement("None.speculative_num_steps")
 
     monkeypatch.setattr(child, "faults", [])
     with pytest.raises(AttributeError):  # the engine's own error: reply_over_stdio reports it as the engine's
-        child.with_limits(engine_refuses)({})
+        child.with_limits(engine_refuses, "sglang")({})
     assert child.faults == []
 
 

@@ -15,6 +15,7 @@ import json
 import tempfile
 from pathlib import Path
 
+from ..contract.reply import ProbeReply
 from ..errors import ExitCode
 
 
@@ -115,8 +116,8 @@ def run_forward(args) -> int:
     overall = next((v for v in ("error", "drift", "unservable") if v in verdicts), "parity")
     if args.json:
         print(json.dumps({"verdict": overall, "target": label,
-                          training.name: out["training"].get(f"{training.name}_version"),
-                          serving.name: out["serving"].get(f"{serving.name}_version"),
+                          training.name: ProbeReply.read(out["training"]).release,
+                          serving.name: ProbeReply.read(out["serving"]).release,
                           "results": [r.model_dump() for r in results], "wall_s": out["wall"],
                           "timings": {"training": out["training"].get("timings"),
                                       "serving": out["serving"].get("timings")}}, indent=2))

@@ -35,7 +35,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import INTERNAL_ERROR_KEY, TRANSIENT_KEY, transient
+from ..errors import INTERNAL_ERROR_KEY, RELEASE_KEY, TRANSIENT_KEY, transient
 
 HARNESS_LIMIT_KEY = "harness_limit"
 PARITY_ROOT = Path(__file__).resolve().parents[1]  # the parity package's own folder
@@ -239,23 +239,20 @@ def one_line(exc: BaseException) -> str:
     return words(exc)
 
 
-def _run_package_versions() -> dict[str, str]:
-    """`{NAME}_version` for each package parity runs that is installed here (the keys a probe's
-    reply names its releases by), so that a reply made from an escaped exception still says
-    which release stopped."""
-    found = {}
-    for name in RUN_PACKAGES:
-        try:
-            found[f"{name}_version"] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
-    return found
+def _release_of(package: str) -> dict[str, str]:
+    """`{RELEASE_KEY: version}` of the installed `package` the probe runs, so that a reply made
+    from an escaped exception still says which release stopped; {} when it is not installed."""
+    try:
+        return {RELEASE_KEY: metadata.version(package)}
+    except metadata.PackageNotFoundError:
+        return {}
 
 
-def with_limits(handler):
-    """A probe's handler whose reply carries the first harness limit met on the way
-    (HARNESS_LIMIT_KEY); one raised out of the handler becomes that reply, with its error. A
-    reply after a failure outside the inputs (`note`) says so: `TRANSIENT_KEY: true`."""
+def with_limits(handler, package: str):
+    """A probe's handler (of the installed `package`, e.g. an engine's) whose reply carries the
+    first harness limit met on the way (HARNESS_LIMIT_KEY); one raised out of the handler becomes
+    that reply, with its error and the package's release. A reply after a failure outside the
+    inputs (`note`) says so: `TRANSIENT_KEY: true`."""
     def run(request: dict) -> dict:
         try:
             reply = handler(request)
@@ -263,7 +260,7 @@ def with_limits(handler):
             limit, fault = harness_limit(exc), parity_fault(exc)
             if limit is None and fault is None:
                 raise  # the engine's own error: reply_over_stdio reports it (and whether transient)
-            reply = {**_run_package_versions(), "error": one_line(exc), **({HARNESS_LIMIT_KEY: limit} if limit else {})}
+            reply = {**_release_of(package), "error": one_line(exc), **({HARNESS_LIMIT_KEY: limit} if limit else {})}
         if faults and isinstance(reply, dict):
             reply.setdefault(INTERNAL_ERROR_KEY, faults[0])
         if limits and isinstance(reply, dict):

@@ -9,17 +9,17 @@ from typing import Any, Callable
 
 import torch
 
+from ..contract.reply import reply_header
 
-def serve_variants(req: dict, package: str, make_serving: Callable, run_one: Callable) -> dict[str, Any]:
+
+def serve_variants(req: dict, make_serving: Callable, run_one: Callable) -> dict[str, Any]:
     """An engine's serving side: `make_serving(req, timings)` builds what every variant shares
-    (it has `version` and the target `model`), then `run_one(serving, variant, req, out)` per
-    variant (run_variants)."""
-    import sys
-
+    (it has `version`, the engine's release, and the target `model`), then
+    `run_one(serving, variant, req, out)` per variant (run_variants)."""
     started = time.perf_counter()
     timings: dict[str, float] = {}
     sv = make_serving(req, timings)
-    reply: dict[str, Any] = {f"{package}_version": sv.version, "python": sys.executable,
+    reply: dict[str, Any] = {**reply_header(sv.version),
                              "model_class": f"{type(sv.model).__module__}.{type(sv.model).__name__}"}
     return run_variants(req, reply, lambda variant, out: run_one(sv, variant, req, out), timings, started)
 

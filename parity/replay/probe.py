@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from ..contract.reply import reply_header
 from ..envs import reply_over_stdio
 
 
@@ -134,7 +135,7 @@ def run(req: dict) -> dict[str, Any]:
                     int(req.get("batch_tokens", 4096)), loss_config) for w in req["wirings"]]
     timings["score_s"] = time.perf_counter() - t2
     timings["per_wiring_s"] = timings["score_s"] / max(len(scores), 1)
-    return {"speculators_version": metadata.version("speculators"), "samples": n,
+    return {**reply_header(metadata.version("speculators")), "samples": n,
             "dumped_slots": dumped_slots, "hidden_size": width,
             "fc_slots_expected": int(model.fc.in_features // width),
             "draft_ids": list(model.config.eagle_aux_hidden_state_layer_ids or []),

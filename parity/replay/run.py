@@ -21,6 +21,7 @@ from math import perm
 from pathlib import Path
 
 from ..contract import FindingKind
+from ..contract.reply import ProbeReply
 from ..contract.tap import Tap
 from ..envs import find_env, run_module
 from ..extract.engines import BoundEngine, engine as default_engine
@@ -266,5 +267,5 @@ def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_conf
         verdict=verdict, draft=str(draft), data=str(data), dump_layout=tuple(t.name for t in layout),
         samples=reply["samples"], steps=steps, scores=tuple(scores),
         training=tuple(layout[s].name for s in trained_slots), target=training.target.name, served=served_taps, served_form=served_form,
-        served_unscored=unscored, search=mode, speculators_version=reply["speculators_version"],
+        served_unscored=unscored, search=mode, speculators_version=ProbeReply.read(reply).shown_release,
         sglang_version=sglang, notes=tuple(notes), wall_s={k_: round(v, 2) for k_, v in wall.items()})

@@ -39,10 +39,10 @@ class ServingExtractionError(UserError, RuntimeError):
 class Engine(Protocol):
     """What parity needs from a serving engine. Every release-specific line lives below this
     boundary, in the engine's release-family adapters. The release is passed by position
-    after the inputs (each engine names it in its own terms, e.g. `sglang_version`); None
-    means the release installed in the running interpreter (or the engine's default). The
-    target and the draft arrive read and checked (parity.inputs.read_inputs, at the CLI or
-    plugin): an engine never reads the user's files again, it serves the draft directory as
+    after the inputs (each engine names the parameter in its own terms; every probe's reply
+    names it `release`, parity.contract.reply); None means the release installed in the
+    running interpreter (or the engine's default). The target and the draft arrive read and
+    checked (parity.inputs.read_inputs, at the CLI or plugin): an engine never reads the user's files again, it serves the draft directory as
     production would. Callers hold it bound to a release: `engine(name, release)`."""
 
     NAME: str

@@ -38,7 +38,7 @@ def config_schema(model_type: str = "eagle3") -> dict[str, Any]:
     own = [k for k in fields if k not in base.model_fields]
     return {
         "class": f"{cls.__module__}.{cls.__qualname__}",
-        "speculators_version": metadata.version("speculators"),
+        "release": metadata.version("speculators"),  # the installed speculators whose class this is
         "defaults": {k: (None if f.is_required() else _jsonable(f.get_default(call_default_factory=False)))
                      for k, f in fields.items()},
         "required": [k for k, f in fields.items() if f.is_required()],

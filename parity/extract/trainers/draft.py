@@ -170,7 +170,7 @@ def _finding(kind: str, message: str, severity: str = "warning") -> Finding:
 
 def schema_findings(file: Path, config: dict, schema: dict) -> list[Finding]:
     """Keys the class does not know, and flag fields of the class parity does not map."""
-    cls = f"{schema['class'].rsplit('.', 1)[-1]} (speculators {schema['speculators_version']})"
+    cls = f"{schema['class'].rsplit('.', 1)[-1]} (speculators {schema['release']})"
     known = set(schema["defaults"]) | set(schema["base_keys"])
     out = [_finding("unknown_config_key",
                     f"{file.name} has '{key}', which {cls} does not define: speculators ignores "
@@ -196,7 +196,7 @@ def read_flag(file: Path, config: dict, key: str, schema: dict | None,
     default = schema["defaults"][key]
     findings.append(_finding("flag_default", f"'{key}' is absent from {file.name}: "
                              f"{schema['class'].rsplit('.', 1)[-1]} (speculators "
-                             f"{schema['speculators_version']}) builds it as {default}", "info"))
+                             f"{schema['release']}) builds it as {default}", "info"))
     return default
 
 
@@ -313,5 +313,5 @@ def read_draft(draft_dir: "Path | str | Draft",
         hidden_size=hidden, embed_requires_grad=embed_grad, has_weights=bool(names),
         has_embed_tokens=any(n.endswith("embed_tokens.weight") for n in names),
         speculators_format=spec,
-        config_class=(f"{schema['class']} (speculators {schema['speculators_version']})" if schema else None),
+        config_class=(f"{schema['class']} (speculators {schema['release']})" if schema else None),
         written_by=config.get("speculators_version"), findings=tuple(findings))

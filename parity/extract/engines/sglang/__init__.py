@@ -17,6 +17,7 @@ from typing import Any
 from ....contract import BuiltDraft, Finding, FindingKind, GraphFlags, LaunchContract, Provenance, ServingContract, Tap, sources
 from ....envs import EnvError, display_python, find_env, run_module
 from ....reply_cache import SOURCE_KEY
+from ....contract.reply import ProbeReply
 from ....errors import stop_from_reply
 from ....inputs import Draft, InputError, LaunchRefused, Target
 from ... import release_option
@@ -83,7 +84,7 @@ def to_contract(reply: dict[str, Any], target: Target) -> ServingContract:
     """Build the contract from a probe reply (an engine refusal becomes an error finding)."""
     findings = [Finding(**f) for f in reply.get("findings", [])]
     provenance = Provenance(
-        package="sglang", version=reply.get("sglang_version", "?"),
+        package="sglang", version=ProbeReply.read(reply).shown_release,
         code_path="; ".join(reply.get("code_paths", {}).values()) or "n/a",
         python=display_python(reply.get("python")),
         details={**{k: str(reply[k]) for k in ("model_class", "capture_ids", "algorithm") if k in reply},
@@ -179,9 +180,9 @@ def probe_serving(target: Target, draft: Draft, sglang_version: str | None = Non
     if unsupported is not None:  # parity's own failure, no family to run it, or its CPU run cannot: one loud line
         raise unsupported
     if reply.get("launch_refused"):  # the engine's own words: bad input, one line
-        raise LaunchRefused(f"--serve-args: sglang {reply.get('sglang_version', '?')}'s {reply['launch_refused']}",
+        raise LaunchRefused(f"--serve-args: sglang {ProbeReply.read(reply).shown_release}'s {reply['launch_refused']}",
                             argv=serve_args)
-    if "error" in reply and ("sglang_version" not in reply or reply.get("unsupported")):
+    if "error" in reply and (ProbeReply.read(reply).release is None or reply.get("unsupported")):
         raise ServingExtractionError(f"target config {target.path}: {reply['error']}"
                                      if reply.get("unsupported") else reply["error"])
     return to_contract(reply, target), reply.get("candidates", [])

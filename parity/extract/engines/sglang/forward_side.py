@@ -480,7 +480,7 @@ def warm() -> None:
 
 
 def run(req: dict) -> dict[str, Any]:
-    return serve_variants(req, "sglang", Serving, run_variant)
+    return serve_variants(req, Serving, run_variant)
 
 
 def main() -> None:

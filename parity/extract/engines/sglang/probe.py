@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import socket
-import sys
 import tempfile
 from importlib import metadata
 from pathlib import Path
@@ -30,6 +29,7 @@ from ...child import (HARNESS_LIMIT_KEY, LIMIT_RULES, finding, harness_limit, no
 from ...identify import identify_slots
 from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model, seeded_tokens
 from ...shrink import shrink_config
+from ....contract.reply import reply_header
 from ....envs import reply_over_stdio
 from ....errors import CannotExtract
 from ....workspace import engine_cache
@@ -329,7 +329,7 @@ def why_dflash_default(adapter, draft_dir: str, n: int, ids) -> str:
 
 def extract(request: dict) -> dict[str, Any]:
     version = metadata.version("sglang")
-    reply: dict[str, Any] = {"sglang_version": version, "findings": [], "python": sys.executable}
+    reply: dict[str, Any] = {**reply_header(version), "findings": []}
     findings = reply["findings"]
     try:
         adapter, code_paths, placement = adapter_for(version)
@@ -544,7 +544,7 @@ def try_candidate(adapter, model, input_ids, refs, n, ids: list[int]) -> dict:
 
 
 def main() -> None:
-    reply_over_stdio(with_limits(extract))
+    reply_over_stdio(with_limits(extract, "sglang"))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from packaging.version import Version
 from ....contract import BuiltDraft, DatagenDump, Finding, GraphFlags, LaunchContract, Provenance, ServingContract, Tap, sources
 from ....envs import EnvError, display_python, environments, find_env, run_module
 from ....reply_cache import SOURCE_KEY
+from ....contract.reply import ProbeReply
 from ....errors import UserError, stop_from_reply
 from ....inputs import Draft, LaunchRefused, Target
 from ... import release_option
@@ -117,7 +118,7 @@ def extract_dump(target: Target, datagen_ids: list[int] | None, vllm_version: st
         reply = run_probe({"mode": "dump", "target_config": target.config, "launch_ids": ids}, vllm_version)
     except EnvError as exc:
         raise DatagenError(str(exc)) from exc
-    version = reply.get("vllm_version", "?")
+    version = ProbeReply.read(reply).shown_release
     stop = stop_from_reply(reply, "vllm")
     if stop is not None:  # no family can run it, or parity's CPU run cannot
         raise stop
@@ -217,7 +218,7 @@ def real_sizes(reply: dict[str, Any], target: Target) -> dict[str, int | None]:
 def to_contract(reply: dict[str, Any], target: Target) -> ServingContract:
     """The contract of the GPU-default runner. Each runner's ids and fc input are kept in the
     provenance; runners feeding different states is an error finding (a drift for one of them)."""
-    version = reply.get("vllm_version", "?")
+    version = ProbeReply.read(reply).shown_release
     runner = reply["gpu_default_runner"]
     runs = reply["runners"]
     chosen = runs[runner]
@@ -296,10 +297,10 @@ def probe_serving(target: Target, draft: Draft, vllm_version: str | None = None,
     if limit is not None:
         raise limit
     if reply.get("launch_refused"):  # the engine's own words: bad input, one line
-        raise LaunchRefused(f"--serve-args: vllm {reply.get('vllm_version', '?')}'s {reply['launch_refused']}",
+        raise LaunchRefused(f"--serve-args: vllm {ProbeReply.read(reply).shown_release}'s {reply['launch_refused']}",
                             unresolved=bool(reply.get("launch_unresolved")), argv=serve_args or ())
     if "error" in reply:
-        raise ServingExtractionError(f"vllm {reply.get('vllm_version', '?')}: {reply['error']}")
+        raise ServingExtractionError(f"vllm {ProbeReply.read(reply).shown_release}: {reply['error']}")
     return to_contract(reply, target), reply.get("candidates", [])
 
 

@@ -306,7 +306,7 @@ def past_what_vllm_serves(sv: Serving, vllm_config, draft, top: int, note: str) 
 
 
 def run(req: dict) -> dict[str, Any]:
-    return serve_variants(req, "vllm", Serving, run_variant)
+    return serve_variants(req, Serving, run_variant)
 
 
 def main() -> None:

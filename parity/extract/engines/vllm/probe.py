@@ -27,7 +27,6 @@ import contextlib
 import json
 import shlex
 import socket
-import sys
 import tempfile
 from importlib import metadata
 from pathlib import Path
@@ -38,6 +37,7 @@ from .families import place
 from ...config_reads import reading_dicts, recording
 from ...child import LIMIT_RULES, harness_limit, one_line, parity_fault, with_limits
 from ....contract.hf import draft_kind
+from ....contract.reply import reply_header
 from ....envs import reply_over_stdio
 from ....errors import CannotExtract
 
@@ -185,7 +185,7 @@ def extract(request: dict) -> dict[str, Any]:
     """The reply to one request; whatever the engine raises on the way is its one-line error,
     with the release it came from."""
     version = metadata.version("vllm")
-    reply: dict[str, Any] = {"vllm_version": version, "python": sys.executable}
+    reply: dict[str, Any] = reply_header(version)
     try:
         return _extract(request, version, reply)
     except Exception as exc:  # noqa: BLE001 - reported by the caller, never a bare traceback
@@ -420,7 +420,7 @@ def replace_kernels(adapter) -> list[str]:
 
 
 def main() -> None:
-    reply_over_stdio(with_limits(extract))
+    reply_over_stdio(with_limits(extract, "vllm"))
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from ....contract import (BuiltDraft, DatagenDump, Finding, GraphFlags, Provenan
                          VocabMapping, sources)
 from ....envs import EnvError, display_python, environments, find_env, run_module
 from ....reply_cache import SOURCE_KEY
+from ....contract.reply import ProbeReply
 from ....errors import UserError, stop_from_reply
 from ....inputs import Draft, Target, TrainingRun, parse_ids
 from ..draft import DraftError, read_draft
@@ -108,7 +109,8 @@ def _ids_source(run_ids, draft) -> str:
 
 def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None) -> TrainingContract:
     """The TrainingContract a probe reply describes (an unidentified state is an error)."""
-    version = reply.get("specforge_version", "?")
+    envelope = ProbeReply.read(reply)
+    version, sglang = envelope.shown_release, envelope.engine_release
     stop = stop_from_reply(reply, "specforge")
     if stop is not None:  # no family can run it, or parity's CPU run cannot
         raise stop
@@ -123,18 +125,18 @@ def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None) -
     findings = [Finding(**f) for f in reply.get("findings", [])]
     findings.append(Finding(kind="ids_resolved", severity="info", message=(
         f"SpecForge {version} resolved ids {reply['ids']} from {_ids_source(run_ids, draft)}; sglang "
-        f"{reply['sglang_version']} captures at layer indices {reply.get('capture_ids')}")))
+        f"{sglang} captures at layer indices {reply.get('capture_ids')}")))
     if draft is not None:
         findings += [f for f in draft.findings]
     if reply.get("built_error"):
         findings.append(Finding(kind="draft_not_built", message=(
             f"specforge {version} did not build the draft: {reply['built_error']}; the built draft is not compared")))
-    details = {"sglang": reply["sglang_version"], "ids": str(reply["ids"]),
+    details = {"sglang": sglang, "ids": str(reply["ids"]),
                "ids_source": _ids_source(run_ids, draft), "capture_ids": str(reply.get("capture_ids")),
                "capture_method": str(reply.get("capture_method")),
                "target_norm_evidence": str(reply.get("target_norm_evidence")),
                **{f"code_path_{k}": v for k, v in reply.get("code_paths", {}).items()}}
-    code_path = (f"ids {reply['ids']} captured by sglang {reply['sglang_version']}; "
+    code_path = (f"ids {reply['ids']} captured by sglang {sglang}; "
                  f"{reply['code_paths']['normalizer']}")
     provenance = Provenance(package=NAME, version=version, code_path=code_path,
                             python=display_python(reply.get("python")), details=details,
@@ -183,7 +185,7 @@ def training_contract(target: Target, dump_layout: list[Tap] | None = None, *,
                           built_from=built_from, trained_run=trained_run.path if trained_run is not None else None)
     except EnvError as exc:
         raise SpecForgeError(str(exc)) from exc
-    found = reply.get("specforge_version")
+    found = ProbeReply.read(reply).release
     if release is not None and found not in (None, release):
         raise SpecForgeError(f"asked for specforge {release}, but its environment has {found}")
     return to_contract(reply, target.model, draft=facts, run_ids=datagen_ids)

@@ -18,7 +18,6 @@ position markers to read the alignment.
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 from importlib import metadata
 from pathlib import Path
@@ -34,6 +33,7 @@ from ...identify import identify, identify_slots
 from ...engines.sglang.probe import adapter_for, setup_on_a_free_port
 from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model, seeded_tokens
 from ...shrink import shrink_config
+from ....contract.reply import reply_header
 from ....envs import reply_over_stdio
 from ....errors import CannotExtract
 from ....inputs import is_wrapper
@@ -59,8 +59,7 @@ def warm() -> None:
 def extract(request: dict) -> dict[str, Any]:
     version = metadata.version("specforge")
     sglang_version = metadata.version("sglang")
-    reply: dict[str, Any] = {"specforge_version": version, "sglang_version": sglang_version,
-                             "python": sys.executable, "findings": []}
+    reply: dict[str, Any] = {**reply_header(version, engine_release=sglang_version), "findings": []}
     try:
         family = family_for(version)
         adapter, sglang_paths, placement = adapter_for(sglang_version)
@@ -229,7 +228,7 @@ def built_draft(family, draft_config_path: str, target: dict, work: Path, versio
 
 
 def main() -> None:
-    reply_over_stdio(with_limits(extract))
+    reply_over_stdio(with_limits(extract, "specforge"))
 
 
 if __name__ == "__main__":

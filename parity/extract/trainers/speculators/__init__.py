@@ -25,6 +25,7 @@ from ....reply_cache import SOURCE_KEY
 from ....inputs import Draft, Target
 from ... import release_option
 from ..draft import DraftConfig, DraftError, draft_ids, load_config, read_draft
+from ....contract.reply import ProbeReply
 from ....errors import UserError, stop_from_reply
 
 # -- as a `Trainer` (parity.extract.trainers) ---------------------------------------------------
@@ -141,7 +142,7 @@ def built_request(draft: "Draft | Path | str", target: TargetModel, trained: boo
 
 def choose_path(reply: dict, data_path: str | None, layout: list[Tap]) -> dict:
     """The probed path the contract describes: `data_path` (qualified name or a part), else the default."""
-    version = reply.get("speculators_version", "?")
+    version = ProbeReply.read(reply).shown_release
     stop = stop_from_reply(reply, "speculators")
     if stop is not None:  # no family can run it, or parity's CPU run cannot
         raise stop
@@ -315,14 +316,15 @@ def provenance(reply: dict, chosen: dict, datagen_dump: DatagenDump | None = Non
         "target_norm_evidence": str(reply.get("target_norm_evidence")),
         "looked_for": ", ".join(reply.get("looked_for", [])),
     })
-    if reply.get("speculators_version_py"):
-        details["version_py"] = reply["speculators_version_py"]
+    declared = ProbeReply.read(reply).release_declared
+    if declared:
+        details["version_py"] = declared
     if datagen_dump is not None:
         details["dump"] = datagen_dump.describe()
         details["dump_engine"] = f"{datagen_dump.engine} {datagen_dump.version}"
         details["dump_code_path"] = datagen_dump.code_path
         details["dump_python"] = str(datagen_dump.python)
-    return Provenance(package="speculators", version=reply["speculators_version"],
+    return Provenance(package="speculators", version=ProbeReply.read(reply).shown_release,
                       code_path=chosen["code_path"], python=display_python(reply.get("python")), details=details,
                       family=reply.get("family"), release_note=reply.get("release_note"),
                       reply_cache=reply.get(SOURCE_KEY))
@@ -349,11 +351,11 @@ def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, rep
     if draft is not None:
         all_findings += draft.findings
     if reply.get("built_error"):
-        all_findings.append(_finding(FindingKind.draft_not_built, f"speculators {reply.get('speculators_version')} "
+        all_findings.append(_finding(FindingKind.draft_not_built, f"speculators {ProbeReply.read(reply).release} "
                                      f"did not build the draft: {reply['built_error']}; the built draft is not "
                                      "compared", "warning"))
     if reply.get("trained_depth_error"):
-        all_findings.append(_finding(FindingKind.depth_unread, f"speculators {reply.get('speculators_version')} did "
+        all_findings.append(_finding(FindingKind.depth_unread, f"speculators {ProbeReply.read(reply).release} did "
                                      f"not read the draft's trained depth: {reply['trained_depth_error']}; the "
                                      "served steps are not compared with it", "warning"))
     return TrainingContract(
@@ -389,7 +391,7 @@ def extract_training(target: TargetModel, dump_layout: list[Tap] | None = None, 
                                               datagen_dump)
     built = built_request(draft_dir, target, trained) if draft_dir is not None else None
     reply = probe_training(len(layout), speculators_version, built)
-    found = reply.get("speculators_version")
+    found = ProbeReply.read(reply).release
     if speculators_version is not None and found is not None and found != speculators_version:
         raise TrainingExtractionError(f"asked for speculators {speculators_version}, but its environment "
                                       f"({reply.get('python')}) has {found} installed")

@@ -35,7 +35,6 @@ hooks or outputs: the benchmark's "forwards alone".
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -43,6 +42,7 @@ from typing import Any
 
 import torch
 
+from ....contract.reply import reply_header
 from ....contract.tap import Tap
 from ....envs import reply_over_stdio
 from ...datagen_target import data_generation_target
@@ -226,8 +226,7 @@ def run(req: dict) -> dict[str, Any]:
     states = candidate_states(hf, tokens)  # every residual-stream state, by hooks
     timings["target_forward"] = time.perf_counter() - started
     timings["target_build"] = started - t1
-    reply: dict[str, Any] = {"speculators_version": metadata.version("speculators"),
-                             "python": sys.executable, "notes": ref_notes}
+    reply: dict[str, Any] = {**reply_header(metadata.version("speculators")), "notes": ref_notes}
     return run_variants(req, reply, lambda variant, out: run_variant(
         variant, req, hf, target_dir, tokens, states, work, dtype, device, out), timings, t0)
 

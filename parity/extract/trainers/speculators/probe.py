@@ -5,9 +5,9 @@
 Runs inside any speculators environment, so it imports only the standard library, torch,
 safetensors, packaging and speculators, plus what speculators itself uses to write and read
 its inputs (`datasets` for the arrow directory, the hs-connectors package it reads hidden
-states through, transformers for a tiny draft config). Nothing from parity's models
-(`python -m` does import the parent packages' __init__, which need only pydantic, a
-speculators dependency).
+states through, transformers for a tiny draft config). Of parity's models only what needs
+nothing but pydantic, a speculators dependency: the parent packages' __init__ (`python -m`
+imports them) and the reply's envelope (parity.contract.reply).
 
 Where each thing lives differs by release: the installed release's family module
 (`families/v0_7.py`, `families/v0_9.py`, picked by its declared version range) names the
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import sys
 import tempfile
 import time
 import traceback
@@ -48,6 +47,7 @@ from typing import Any, Callable
 import torch
 from ...child import note, with_limits
 from ..config_class import config_schema
+from ....contract.reply import reply_header
 from ....envs import reply_over_stdio
 from ....errors import CannotExtract
 from ...families import UnsupportedRelease
@@ -503,10 +503,8 @@ def probe(request: dict) -> dict[str, Any]:
 
     imported = time.perf_counter()
     version, own_version = speculators_version()
-    reply: dict[str, Any] = {"speculators_version": version, "python": sys.executable,
+    reply: dict[str, Any] = {**reply_header(version, release_declared=own_version),
                              "paths": [], "looked_for": [], "errors": [], "skipped": []}
-    if own_version:
-        reply["speculators_version_py"] = own_version
     if num_slots < 1 or seq_len < 2 or not marker_capacity_ok(num_slots, seq_len, hidden):
         reply["error"] = (f"request too small to mark: num_slots={num_slots} (>=1), seq_len={seq_len} "
                           f"(>=2), hidden_size={hidden} (needs 7^(H-1) >= slots*positions)")
@@ -570,7 +568,7 @@ def probe(request: dict) -> dict[str, Any]:
 
 
 def main() -> None:
-    reply_over_stdio(with_limits(probe), hard_exit=False)
+    reply_over_stdio(with_limits(probe, "speculators"), hard_exit=False)
 
 
 if __name__ == "__main__":
