@@ -15,7 +15,7 @@ from parity.errors import CannotExtract, HarnessLimit
 from parity.extract.engines import ServingExtractionError, engine
 from parity.inputs import InputError
 from parity.report.releases import counts, render_releases
-from parity.sweep.cases import SEED_LAUNCHES, SERVING_CASES
+from parity.sweep.cases import SERVING_CASES
 from parity.sweep.outcome import ENGINE_KINDS, PARITY_KINDS, Outcome, of_cell, of_error, of_finding
 from parity.sweep.run import launch_cell, refused, serving_cell
 
@@ -69,7 +69,7 @@ def test_a_cell_saved_before_classification_is_never_classified_from_its_text():
 
 CASES = {"sglang": {"llama32 [1,15,28]": "llama-3.1-8b (ids [1, 15, 28] in eagle_config)",
                     "llama32 [-1,15,28]": "llama-3.1-8b (ids [-1, 15, 28] in eagle_config)"}}
-SEED = list(SEED_LAUNCHES["sglang"])
+SEED = list(engine("sglang").seed_launch)
 
 
 def _release(version, cells, launch=None):

@@ -13,8 +13,8 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from ..extract.engines import engine, names as engine_names
 from ..ondemand import LineSource
-from ..sweep.cases import SEED_LAUNCHES
 from ..sweep.outcome import Outcome, of_cell
 
 HEADER = """# What every release feeds the draft
@@ -132,9 +132,15 @@ def launch_text(launch: dict | None, errors: list[str], version: str) -> str:
     return ", ".join(shown)
 
 
+def seed_launch(package: str) -> tuple[str, ...] | None:
+    """The sweep's seed launch of `package` when it is an engine that declares one (its
+    SEED_LAUNCH); None for a trainer or an engine without."""
+    return engine(package).seed_launch if package in engine_names() else None
+
+
 def table(package: str, section: dict, cases: dict[str, str]) -> list[str]:
     names = list(cases)
-    seeded = package in SEED_LAUNCHES  # an engine: its seed launch is a column
+    seeded = seed_launch(package) is not None  # an engine: its seed launch is a column
     extra = " seed launch (effective) |" if seeded else ""
     out = [f"| {package} | family | " + " | ".join(_md(n) for n in names) + " |" + extra,
            "|---|---|" + "---|" * (len(names) + seeded)]
@@ -208,7 +214,7 @@ def summary(package: str, section: dict) -> str:
         text += (f", {n[None]} not classified (swept before cells were classified: "
                  f"`parity sweep --redo --{package} all` with the other packages `none` classifies them)")
     text += f"; {unbuilt} release(s) not built." if unbuilt else "."
-    if package in SEED_LAUNCHES:
+    if seed_launch(package) is not None:
         launches = [r.get("launch") for r in rows if "cases" in r]
         resolved = sum(1 for x in launches if x is not None and x.get("outcome") == Outcome.extracted)
         text += (f" Seed launch resolved by {resolved} of {len(launches)} releases' own code "
@@ -246,8 +252,8 @@ def render_releases(data: dict) -> str:
             continue
         out += [f"## {package}", "", summary(package, data[package]), "", "Cases:", ""]
         out += [f"- `{name}`: {_md(what)}" for name, what in cases.get(package, {}).items()]
-        if package in SEED_LAUNCHES:
-            out += [f"- seed launch: `{_md(shlex.join(SEED_LAUNCHES[package]))}`, on the first case's target and draft"]
+        if seed_launch(package) is not None:
+            out += [f"- seed launch: `{_md(shlex.join(seed_launch(package)))}`, on the first case's target and draft"]
         out += [""] + table(package, data[package], cases.get(package, {})) + [""]
     out += ["## Figures", "", "Per release: where the envs.toml line its environment was built from came "
             "from (`envs.toml`: shipped; `published`: the line a published sweep derived, as releases.json shipped it; `derived`: "

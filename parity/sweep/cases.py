@@ -95,15 +95,3 @@ DUMP_CASES: tuple[DumpCase, ...] = (
     DumpCase("dump deepseek61 (default ids)", "deepseek-v3-61l"),
 )
 
-
-# The fixed seed launch each engine release resolves with its own parser and resolution code (the
-# launch contract, docs/launch.md), on the first serving case's target and draft: the serve
-# command the project was born from, as each engine spells it. SGLang's is that command's
-# speculative flags (one step, top-k 1, 16 draft tokens); vLLM's the same request in its one
-# knob, `num_speculative_tokens` 15 (16 draft tokens: 15 proposed plus the one verified, as
-# SGLang counts them). Paths are parity's own (the launch contract replaces them).
-SEED_LAUNCHES: dict[str, tuple[str, ...]] = {
-    "sglang": ("--speculative-algorithm", "EAGLE3", "--speculative-num-steps", "1", "--speculative-eagle-topk", "1",
-               "--speculative-num-draft-tokens", "16"),
-    "vllm": ("--speculative-config", '{"method": "eagle3", "num_speculative_tokens": 15}'),
-}

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from ..extract.trainers import BoundTrainer
 
 from ..contract import FindingKind
-from .cases import DUMP_CASES, SEED_LAUNCHES, SERVING_CASES, TRAINING_CASES, DumpCase, ServingCase, TrainingCase
+from .cases import DUMP_CASES, SERVING_CASES, TRAINING_CASES, DumpCase, ServingCase, TrainingCase
 from .outcome import Outcome, of_error, of_finding
 
 # 2: each cell's `outcome` (parity.sweep.outcome) and each engine release's seed `launch`. A
@@ -177,7 +177,7 @@ def training_cell(case: TrainingCase, training: "BoundTrainer") -> dict:
 
 
 def launch_cell(serving: "BoundEngine", work: Path) -> dict | None:
-    """The engine's (bound to a release) resolution of its fixed seed launch (cases.SEED_LAUNCHES)
+    """The engine's (bound to a release) resolution of its fixed seed launch (its SEED_LAUNCH)
     on the first serving case's target and draft, by its own parser and resolution code (the
     launch contract, docs/launch.md): the fields the seed gives, their effective values and what
     the engine changed, or the one line saying why not, with its outcome (a release whose family
@@ -185,7 +185,7 @@ def launch_cell(serving: "BoundEngine", work: Path) -> dict | None:
     from ..errors import InternalError, UserError
     from ..inputs import LaunchRefused, read_inputs
 
-    seed = SEED_LAUNCHES.get(serving.name)
+    seed = serving.seed_launch
     if seed is None:
         return None
     case = SERVING_CASES[0]

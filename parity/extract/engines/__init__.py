@@ -138,6 +138,12 @@ class BoundEngine(Bound):
         return self.impl.forward_refusal(steps)
 
     @property
+    def seed_launch(self) -> "tuple[str, ...] | None":
+        """The fixed serve arguments `parity sweep` has each release resolve with its own code (its
+        SEED_LAUNCH, docs/launch.md); None: the sweep resolves none for this engine."""
+        return getattr(self.impl, "SEED_LAUNCH", None)
+
+    @property
     def makes_dumps(self) -> bool:
         """Whether the engine also makes training data (implements Datagen)."""
         return isinstance(self.impl, Datagen)

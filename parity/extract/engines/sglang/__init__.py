@@ -34,6 +34,12 @@ FORWARD_LONG_POSITIONS = True  # its forward side serves the rows past the draft
 # Where the sweep's 'all' starts: its two releases before the first with EAGLE-3, 0.4.4.post2, say so
 # in one line each.
 SWEEP_FROM = "0.4.4"
+# The fixed seed launch the sweep has each release resolve with its own parser and resolution code
+# (the launch contract, docs/launch.md), on the first serving case's target and draft: the serve
+# command the project was born from, its speculative flags (one step, top-k 1, 16 draft tokens).
+# Paths are parity's own (the launch contract replaces them).
+SEED_LAUNCH = ("--speculative-algorithm", "EAGLE3", "--speculative-num-steps", "1", "--speculative-eagle-topk", "1",
+               "--speculative-num-draft-tokens", "16")
 
 # The commands that take an SGLang release, and what its flag means there (metavar, help).
 OPTIONS = {
@@ -189,6 +195,6 @@ def probe_serving(target: Target, draft: Draft, sglang_version: str | None = Non
 
 
 __all__ = ["FLAG", "FORWARD_LONG_POSITIONS", "FORWARD_MODULE", "IDS_KEY", "NAME", "OPTIONS", "RELEASE_NOUN",
-           "SWEEP_FROM", "ServingExtractionError", "add_options", "extract_serving", "forward_refusal", "preflight",
+           "SEED_LAUNCH", "SWEEP_FROM", "ServingExtractionError", "add_options", "extract_serving", "forward_refusal", "preflight",
            "release_from",
            "probe_serving", "python", "run_probe", "served_config", "to_contract", "write_ids"]

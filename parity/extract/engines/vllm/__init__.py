@@ -37,6 +37,10 @@ RELEASE_NOUN = "a vLLM release"
 # draft's max_position_embeddings as in a deployment (forward_side.py, docs/forward.md).
 FORWARD_LONG_POSITIONS = True
 SWEEP_FROM = "0.8.5"  # where the sweep's 'all' starts: its first release with EAGLE-3
+# The sweep's seed launch (SGLang's SEED_LAUNCH: the serve command the project was born from) as
+# vLLM spells the same request, in its one knob: `num_speculative_tokens` 15 (16 draft tokens: 15
+# proposed plus the one verified, as SGLang counts them).
+SEED_LAUNCH = ("--speculative-config", '{"method": "eagle3", "num_speculative_tokens": 15}')
 
 # The commands that take a vLLM release, and what its flag means there (metavar, help): the
 # dump description's flag ("datagen") names the release whose data generation makes the dump.
@@ -310,6 +314,6 @@ def extract_serving(target: Target, draft: Draft, vllm_version: str | None = Non
 
 
 __all__ = ["FLAG", "FORWARD_LONG_POSITIONS", "FORWARD_MODULE", "IDS_KEY", "NAME", "OPTIONS", "RELEASE_NOUN",
-           "SWEEP_FROM", "DatagenError", "ServingExtractionError", "add_options", "forward_refusal", "release_from",
+           "SEED_LAUNCH", "SWEEP_FROM", "DatagenError", "ServingExtractionError", "add_options", "forward_refusal", "release_from",
            "extract_dump", "extract_serving", "installed_versions", "launch_ids", "preflight", "probe_serving",
            "python", "served_config", "to_contract", "write_ids"]
