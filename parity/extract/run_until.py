@@ -154,11 +154,18 @@ def _source(func: Callable) -> tuple[str, str]:
 def _run_alone(func: Callable, statement: ast.stmt, obj: Any, names: dict) -> Any:
     """Run one statement of `func`'s source alone, `self` bound to `obj` and the method's locals
     it reads given as `names`, in the method's module namespace; tracebacks name its installed lines."""
+    _exec_alone(func, statement, {"self": obj, **names})
+    return obj
+
+
+def _exec_alone(func: Callable, statement: ast.stmt, scope: dict) -> dict:
+    """Run one statement of `func`'s source alone with `scope` as its locals (updated in place:
+    what it assigns is there after), in the function's module namespace."""
     module = ast.Module(body=[statement], type_ignores=[])
     ast.increment_lineno(module, func.__code__.co_firstlineno - 1)
     code = compile(module, inspect.getsourcefile(func) or func.__qualname__, "exec")
-    exec(code, dict(func.__globals__), {"self": obj, **names})  # noqa: S102 - the engine's own statement
-    return obj
+    exec(code, dict(func.__globals__), scope)  # noqa: S102 - the installed code's own statement
+    return scope
 
 
 def _stop_after(func: Callable, matches: Callable[[ast.AST], bool], what: str) -> tuple[int, str]:
@@ -264,6 +271,22 @@ def run_assignment(func: Callable, attr: str, obj: Any, **names: Any) -> Any:
     if len(found) != 1:
         raise CodePathMoved(f"looked for one statement assigning self.{attr} in {where}; found {len(found)}")
     return _run_alone(func, found[0], obj, names)
+
+
+def local_value(func: Callable, name: str, **names: Any) -> Any:
+    """The value the one top-level statement of `func` (its installed source) that assigns the local
+    `name` gives it, run alone with the function's locals it reads given as `names`, in its module
+    namespace. For a trainer whose one choice parity needs sits in a training entry point that
+    otherwise starts a run (speculators' `train.cli.main` picks a speculator type's preprocess).
+    CodePathMoved when there is no such statement, or more than one."""
+    where, source = _source(func)
+    fn = ast.parse(source).body[0]
+    found = [stmt for stmt in getattr(fn, "body", []) if isinstance(stmt, (ast.Assign, ast.AnnAssign))
+             and any(isinstance(t, ast.Name) and t.id == name
+                     for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]))]
+    if len(found) != 1:
+        raise CodePathMoved(f"looked for one statement assigning {name} in {where}; found {len(found)}")
+    return _exec_alone(func, found[0], dict(names))[name]
 
 
 def run_call(func: Callable, callee: str, obj: Any, **names: Any) -> Any:

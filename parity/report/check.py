@@ -170,6 +170,8 @@ def render_contract(c: Contract) -> str:
              *(f"  NOTE         {note}" for note in [c.provenance.release_note] if note),
              f"  target       {_target(c.target_model)}, {c.target_model.num_hidden_layers} layers",
              f"  fc input     {_states(c.fc_input)}"]
+    if c.draft_kind != "eagle3":
+        lines.append(f"  draft kind   {c.draft_kind}")
     if isinstance(c, TrainingContract):
         lines += [f"  dump layout  {_states(c.dump_layout)}  (from {c.dump_layout_source.replace('_', ' ')})",
                   f"  fc slots     {list(c.fc_slots)} of the dump; loss target slot {c.target_slot} = "

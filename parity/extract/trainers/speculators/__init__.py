@@ -17,6 +17,7 @@ import json
 import sys
 from pathlib import Path
 
+from ....contract.hf import draft_kind
 from ....contract import (BuiltDraft, DatagenDump, Finding, FindingKind, GraphFlags, Provenance, Tap, TargetModel, TrainedDepth, TrainingContract,
                          VocabMapping, sources)
 from ....conventions import CONVENTIONS, ConventionError, datagen_refusal, to_taps
@@ -115,11 +116,14 @@ def probe_python(speculators_version: str | None) -> str:
     return str(find_env("speculators", speculators_version).python)
 
 
-def probe_training(num_slots: int, speculators_version: str | None = None, draft: dict | None = None) -> dict:
+def probe_training(num_slots: int, speculators_version: str | None = None, draft: dict | None = None,
+                   kind: str = "eagle3") -> dict:
     """Run the probe for a `num_slots` dump (its reply depends only on the installed code, the
-    slot count and `draft`: kept in the reply cache, parity.reply_cache). `draft`: {"config",
-    "target", "from"} to build the draft as this release does (parity.contract.BuiltDraft)."""
-    request = {"num_slots": num_slots, **PROBE_SHAPE, **({"draft": draft} if draft else {})}
+    slot count, `draft` and `kind`: kept in the reply cache, parity.reply_cache). `draft`: {"config",
+    "target", "from"} to build the draft as this release does (parity.contract.BuiltDraft); `kind`
+    "dflash": the draft is a DFlash one, trained through the release's DFlash model."""
+    request = {"num_slots": num_slots, **PROBE_SHAPE, **({"draft": draft} if draft else {}),
+               **({"kind": kind} if kind != "eagle3" else {})}
     return run_module(probe_python(speculators_version), PROBE_MODULE, request, cache=True)
 
 
@@ -308,6 +312,9 @@ def path_findings(reply: dict, chosen: dict) -> list[Finding]:
 def provenance(reply: dict, chosen: dict, datagen_dump: DatagenDump | None = None) -> Provenance:
     keys = ("transfer", "backend", "via", "writer", "lossy_reason")
     details = {k: str(chosen[k]) for k in keys if chosen.get(k)}
+    if reply.get("dflash"):  # the DFlash model run on the path's states: its fc's chunk order
+        details.update({"dflash_model": reply["dflash"]["model"],
+                        "dflash_fc_chunk_order": json.dumps(reply["dflash"]["fc_chunk_order"])})
     details.update({
         "preprocess": str(reply.get("preprocess")), "default_path": str(reply.get("default_path")),
         "default_path_reason": str(reply.get("default_path_reason")),
@@ -348,8 +355,13 @@ def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, rep
     all_findings += width_findings(layout, fc_slots, draft)
     all_findings += draft_layout_findings(draft, layout, source, target.num_hidden_layers)
     all_findings += path_findings(reply, chosen)
-    if draft is not None:
-        all_findings += draft.findings
+    if draft is not None and not reply.get("dflash"):
+        all_findings += draft.findings  # (read as an EAGLE-3 config: its flag findings say nothing of a DFlash one)
+    if reply.get("dflash"):
+        all_findings.append(_finding(FindingKind.draft_not_built, f"a DFlash draft: speculators "
+                                     f"{reply.get('speculators_version')}'s {reply['dflash']['model']} was run for "
+                                     "which states its fc reads, in which order; its built draft is not compared",
+                                     "info"))
     if reply.get("built_error"):
         all_findings.append(_finding(FindingKind.draft_not_built, f"speculators {ProbeReply.read(reply).release} "
                                      f"did not build the draft: {reply['built_error']}; the built draft is not "
@@ -359,6 +371,7 @@ def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, rep
                                      f"not read the draft's trained depth: {reply['trained_depth_error']}; the "
                                      "served steps are not compared with it", "warning"))
     return TrainingContract(
+        draft_kind="dflash" if reply.get("dflash") else "eagle3",
         target_model=target, fc_input=tuple(layout[s] for s in fc_slots),
         graph=draft.flags if draft else GraphFlags(),
         vocab=sources.vocab(draft.vocab, draft.sizes) if draft else VocabMapping(),
@@ -390,7 +403,8 @@ def extract_training(target: TargetModel, dump_layout: list[Tap] | None = None, 
     layout, source, findings = resolve_layout(target, dump_layout, datagen_ids, datagen_convention, draft_dir,
                                               datagen_dump)
     built = built_request(draft_dir, target, trained) if draft_dir is not None else None
-    reply = probe_training(len(layout), speculators_version, built)
+    kind = draft_kind(built["config"]) if built is not None else "eagle3"
+    reply = probe_training(len(layout), speculators_version, built, kind)
     found = ProbeReply.read(reply).release
     if speculators_version is not None and found is not None and found != speculators_version:
         raise TrainingExtractionError(f"asked for speculators {speculators_version}, but its environment "

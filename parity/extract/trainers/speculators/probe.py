@@ -53,6 +53,7 @@ from ....errors import CannotExtract
 from ...families import UnsupportedRelease
 from .built import built_draft
 from .depth import trained_depth
+from .dflash import fc_chunk_order, lacks_dflash
 from .families import place
 
 ANCHOR = 7.0  # every chunk's feature 0; also each token's amax, so FP8 scale = 2^-6
@@ -477,6 +478,20 @@ def run_paths(reply: dict, runners: list, transform: Any, num_slots: int, seq_le
                                     "where": traceback.format_exc().strip().splitlines()[-3].strip()})
 
 
+def dflash_fc(reply: dict, run: ProbeRun) -> tuple[bool | None, str]:
+    """A DFlash draft: the release's DFlashDraftModel run on what the data path hands it
+    (parity.extract.trainers.speculators.dflash); each path's fc slots become the slots in the order
+    the model's fc reads them. (normed, evidence) for the loss target."""
+    widths = {len(p["fc_slots"]) for p in reply["paths"]}
+    if len(widths) != 1:
+        raise ProbeError(f"the data paths hand over different numbers of states: {sorted(widths)}")
+    found = fc_chunk_order(run, widths.pop())
+    for entry in reply["paths"]:
+        entry["fc_slots"] = [entry["fc_slots"][k] for k in found["order"]]
+    reply["dflash"] = {"model": found["model"], "fc_chunk_order": found["order"]}
+    return found["normed"], found["evidence"]
+
+
 def warm() -> None:
     """The import-only first steps of `probe`, before any request (parity.forkserver): the
     package, the family placement and the data path's modules. Nothing is computed."""
@@ -498,6 +513,7 @@ def probe(request: dict) -> dict[str, Any]:
     num_slots = int(request["num_slots"])
     hidden = int(request.get("hidden_size", 8))
     seq_len = int(request.get("seq_len", 6))
+    dflash = request.get("kind") == "dflash"
     started = time.perf_counter()
     import speculators  # noqa: F401 - imports the whole package (most of a probe's time)
 
@@ -522,11 +538,18 @@ def probe(request: dict) -> dict[str, Any]:
         run = ProbeRun(family=family, tmp=Path(tmp), num_slots=num_slots, hidden=hidden, seq_len=seq_len,
                        looked_for=reply["looked_for"],
                        backend_default=data_args_default("hidden_states_backend") or "file")
-        run.shift = run.look_up(family.SHIFT_BATCH)
-        if run.shift is None:
-            reply["error"] = f"speculators {version}: no shift_batch found (looked for {family.SHIFT_BATCH})"
-            return reply
-        reply["preprocess"] = family.SHIFT_BATCH
+        if dflash:  # a DFlash draft: the release's DFlash model, and the preprocess its training gives it
+            lacks = lacks_dflash(run)
+            if lacks:
+                reply.update(CannotExtract.entry("speculators", version, lacks, engine_lacks=True))
+                return reply
+            run.shift, reply["preprocess"] = family.dflash_preprocess(run)
+        else:
+            run.shift = run.look_up(family.SHIFT_BATCH)
+            if run.shift is None:
+                reply["error"] = f"speculators {version}: no shift_batch found (looked for {family.SHIFT_BATCH})"
+                return reply
+            reply["preprocess"] = family.SHIFT_BATCH
         transform, reply["train_transform"] = family.train_transform(run)
         run_paths(reply, family.data_paths(run), transform, num_slots, seq_len, hidden)
     if not reply["paths"] and not reply["errors"]:
@@ -539,11 +562,16 @@ def probe(request: dict) -> dict[str, Any]:
     for entry in reply["paths"]:
         entry["default"] = (entry["code_path"] == reply["default_path"]
                             and entry.get("backend", run.backend_default) == run.backend_default)
-    try:
-        normed, evidence = target_norm(run)
-    except Exception as exc:  # noqa: BLE001
-        note(exc)
-        normed, evidence = None, f"could not run the draft model: {type(exc).__name__}: {exc}"
+    if dflash and reply["paths"]:
+        normed, evidence = dflash_fc(reply, run)
+    elif dflash:
+        normed, evidence = None, "no data path ran to hand the DFlash model its states"
+    else:
+        try:
+            normed, evidence = target_norm(run)
+        except Exception as exc:  # noqa: BLE001
+            note(exc)
+            normed, evidence = None, f"could not run the draft model: {type(exc).__name__}: {exc}"
     reply["target_normed_by_trainer"], reply["target_norm_evidence"] = normed, evidence
     try:
         reply["config_schema"] = config_schema()
@@ -551,7 +579,7 @@ def probe(request: dict) -> dict[str, Any]:
         note(exc)
         reply["config_schema"] = None
         reply["config_schema_error"] = f"{type(exc).__name__}: {exc}"
-    if request.get("draft"):  # the draft as this release builds it (parity.contract.BuiltDraft)
+    if request.get("draft") and not dflash:  # the draft as this release builds it (parity.contract.BuiltDraft)
         try:
             reply["built"] = built_draft(run, request["draft"], version)
         except Exception as exc:  # noqa: BLE001 - reported as a finding: this side's draft is not compared

@@ -21,7 +21,10 @@ scripts/train.py builds it. What differs from the 0.5 family (v0_5.py):
   `speculators_config.verifier.name_or_path` (0.5 on: a separate `load_verifier_weights`), so
   the probe's tiny draft gets the identity maps and a tiny verifier checkpoint (`draft_model`);
 - `standardize_data_v1` is `torch.cat(hidden_states[:-1])` to the fc and `hidden_states[-1]`
-  as the target, as in 0.5-0.7.
+  as the target, as in 0.5-0.7;
+- no DFlash (0.5 on: `speculators.models.dflash`): a DFlash draft is the release's own answer,
+  "this trainer release has no DFlash", found by looking its model class up (typed as the trainer
+  lacking it, never as parity's limit).
 
 Whether the loss target passes through the verifier's final norm differs inside the range: 0.3.0
 and 0.4.0a0-a2 have no `verifier_norm` (the LM head gets the target as is), 0.4.0 and 0.4.0.1 do;
@@ -53,6 +56,9 @@ SHIFT_BATCH = "speculators.train.data.shift_batch"
 ARROW_PATH = None  # no arrow directory in this family
 HS_CONNECTORS = None
 DRAFT_MODEL, DRAFT_CONFIG, NOISE = v0_5.DRAFT_MODEL, v0_5.DRAFT_CONFIG, v0_5.NOISE
+# Looked for, and absent from 0.3.0 and 0.4.0.1 (speculators.models has no dflash): a DFlash draft is
+# this release's own answer, "no DFlash" (the probe's lacks_dflash), never parity's limit.
+DFLASH_MODEL, DFLASH_CONFIG = v0_5.DFLASH_MODEL, v0_5.DFLASH_CONFIG
 # What must be in a release outside every range for this family to run it (families.place).
 REQUIRES = (V1_PATH, DATASET, SHIFT_BATCH, "speculators.train.data.create_collate_fn")
 ABSENT = ("speculators.train.data.ArrowDataset",)  # a data path this family does not run

@@ -7,7 +7,12 @@ What differs from the 0.9 family (every other step of the probe is the same code
 - the train split is augmented by default: `AddUniformNoise(std=DataArgs.noise_std)`,
   passed to both datasets as `transform`;
 - the hidden-states transfer is speculators' vendored copy of hs-connectors
-  (`speculators._vendor.hs_connectors`), whose only backend is the file.
+  (`speculators._vendor.hs_connectors`), whose only backend is the file;
+- DFlash drafts (`DFLASH_MODEL`, 0.5 on; the 0.5 and 0.6 families take these names): the wheel
+  holds no training CLI (its trainer is the repository's scripts/train.py, outside the wheel), so
+  the preprocess a DFlash run gets cannot be read from installed code: the data path runs with none,
+  the one that agrees with the installed model (its forward aligns the targets itself, rolling the
+  verifier's logits by one), and the contract says the choice was not read (`dflash_preprocess`).
 
 Imports nothing from speculators at module level: `family_for` imports every family
 module in whichever speculators environment the probe runs in.
@@ -32,10 +37,18 @@ SHIFT_BATCH = "speculators.models.eagle3.data.shift_batch"
 DRAFT_MODEL = "speculators.models.eagle3.core.Eagle3DraftModel"
 DRAFT_CONFIG = "speculators.models.eagle3.config.Eagle3SpeculatorConfig"
 HS_CONNECTORS = "speculators._vendor.hs_connectors"
+DFLASH_MODEL = "speculators.models.dflash.core.DFlashDraftModel"
+DFLASH_CONFIG = "speculators.models.dflash.config.DFlashSpeculatorConfig"
 NOISE = "speculators.train.noise_transforms.AddUniformNoise"
 # What must be in a release outside every range for this family to run it (families.place).
 REQUIRES = (V1_PATH, "speculators.train.data.SampleFileDataset", SHIFT_BATCH,
             f"{HS_CONNECTORS}.transfer.HiddenStatesBackend")
+
+
+def dflash_preprocess(run: "ProbeRun") -> tuple[Any, str]:
+    """(preprocess, where it came from) for a DFlash run: none, and no installed code says so."""
+    return None, ("none (not read: the training script is outside the wheel; the installed DFlash model "
+                  "aligns its targets itself)")
 
 
 def train_transform(run: "ProbeRun") -> tuple[Any, str | None]:
