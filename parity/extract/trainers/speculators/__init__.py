@@ -359,7 +359,7 @@ def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, rep
         all_findings += draft.findings  # (read as an EAGLE-3 config: its flag findings say nothing of a DFlash one)
     if reply.get("dflash"):
         all_findings.append(_finding(FindingKind.draft_not_built, f"a DFlash draft: speculators "
-                                     f"{reply.get('speculators_version')}'s {reply['dflash']['model']} was run for "
+                                     f"{ProbeReply.read(reply).release}'s {reply['dflash']['model']} was run for "
                                      "which states its fc reads, in which order; its built draft is not compared",
                                      "info"))
     if reply.get("built_error"):
