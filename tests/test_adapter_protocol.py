@@ -1,6 +1,6 @@
-"""Release families' adapters: each provides the engine's adapter protocol, and none inherits
-through another family's adapter (composed by concern from parts placed ahead of the base's).
-No engine runs: the adapters' classes are read, not set up."""
+"""Release families' adapters: each SGLang family provides its adapter protocol, and no family of
+either engine inherits through another family's adapter (each is composed by concern, from parts
+placed ahead of its base's). No engine runs: the adapters' classes are read, not set up."""
 
 import importlib
 
@@ -10,6 +10,7 @@ from parity.extract.engines.sglang import adapter as sglang_adapter
 from parity.extract.families import families, family_chain, protocol_gaps
 
 SGLANG = "parity.extract.engines.sglang.families"
+VLLM = "parity.extract.engines.vllm.families"
 
 
 def _sglang_base():
@@ -40,8 +41,9 @@ def test_the_protocol_lists_each_concern_with_a_docstring_per_member():
         assert all(f.__doc__ for f in methods.values()), concern
 
 
-def test_no_sglang_family_inherits_through_another_familys_adapter():
-    assert family_chain(SGLANG, _sglang_base()) == []
+@pytest.mark.parametrize("where, base", [(SGLANG, "v0_5_23"), (VLLM, "v0_33")], ids=["sglang", "vllm"])
+def test_no_family_inherits_through_another_familys_adapter(where, base):
+    assert family_chain(where, importlib.import_module(f"{where}.{base}").Adapter) == []
 
 
 def test_a_family_chained_on_another_is_found(monkeypatch):

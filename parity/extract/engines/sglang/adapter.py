@@ -147,4 +147,3 @@ class Adapter(Launch, Config, Target, Batches, Draft, Protocol):
 
 
 CONCERNS = (Launch, Config, Target, Batches, Draft)  # the concerns, in the order the base states them
-

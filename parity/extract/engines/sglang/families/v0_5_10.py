@@ -140,4 +140,3 @@ class Adapter(Launch, Capture, Draft, v0_5_12.NoForwardContext, v0_5_14.Launch, 
                      if not name.endswith(("ModelRunner.init_aux_hidden_state_capture", "rope_variant.get_device"))) + (
         "sglang.srt.model_executor.model_runner.ModelRunner.initialize",
     )
-

@@ -205,5 +205,3 @@ class Adapter(Launch, Globals, v0_5_3.UnresolvedArgs, v0_5_7.Launch, v0_5_7.Capt
         "sglang.srt.managers.schedule_batch.global_server_args_dict",
         "sglang.srt.model_executor.model_runner.ModelRunner.__init__",
     )
-
-

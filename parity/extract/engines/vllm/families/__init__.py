@@ -4,7 +4,10 @@ A family module defines `RELEASES` (a packaging SpecifierSet), `VERIFIED` (the r
 test suite runs), `CODE_PATHS` (the vLLM functions the extraction runs, recorded in every
 contract) and `Adapter`, whose methods hold every release-specific line: platform set-up,
 config classes, building and loading the model, the kernel stand-ins' import paths, and
-each model runner's id resolution. A release outside every family's range runs with the
+each model runner's id resolution. The 0.33 family's `Adapter` is the base; another family's
+is its own concern parts and those it shares (imported from the family file where each began)
+ahead of the base, never derived from another family's `Adapter` (tests/test_adapter_protocol.py).
+A release outside every family's range runs with the
 newest family whose code paths (its `IMPORTS`, every vLLM module its calls import, and its
 `REQUIRES`, the names its kernel stand-ins replace) are all in the installed source and
 none of its `ABSENT` names is (code whose presence the family would silently ignore, such as

@@ -11,13 +11,16 @@ The runner's statement, the CPU platform, the MoE experts (vLLM's own CPU expert
 kernel stand-ins are the 0.17 family's.
 The built draft (BuiltDraft and its config keys, docs/built-draft.md): its `Eagle3LlamaForCausalLM`
 is 0.17.0's (the same installed source), built by V1's `EagleProposer._get_model`, read as there.
+
+Composed of: its own `Runner` and `Dump`, the 0.17 family's `Platform` and `Capture`, the 0.22
+family's `Launch` and `Platform`, ahead of the 0.33 adapter (never through another family's adapter).
 """
 
 from __future__ import annotations
 
 from packaging.specifiers import SpecifierSet
 
-from . import v0_11, v0_17
+from . import v0_11, v0_17, v0_22, v0_33
 
 RELEASES = SpecifierSet(">=0.16,<0.17")
 VERIFIED = ("0.16.0",)
@@ -31,11 +34,15 @@ IMPORTS = tuple(m for m in v0_17.IMPORTS if m != "vllm.v1.worker.gpu.spec_decode
 REQUIRES = tuple(r for r in v0_17.REQUIRES if "eagle3_utils" not in r)
 
 
-class Adapter(v0_17.Adapter):
-    """vLLM 0.16's calls: the 0.17 adapter's, but where 0.16 differs."""
+class Runner:
+    """V1, the one runner that sets EAGLE-3 aux layers."""
 
     def gpu_default_runner(self, vllm_config) -> str:
         return "v1"  # the one runner that sets EAGLE-3 aux layers
+
+
+class Dump:
+    """No `extract_hidden_states` method: the dump is set on the model itself."""
 
     def dump_config(self, launch_ids: list[int]) -> dict | None:
         """No extract_hidden_states method: the dump is set on the model itself (set_dump)."""
@@ -43,3 +50,8 @@ class Adapter(v0_17.Adapter):
 
     def set_dump(self, model, launch_ids: list[int]) -> None:
         v0_11.Adapter.set_dump(self, model, launch_ids)
+
+
+class Adapter(Runner, Dump, v0_17.Platform, v0_17.Capture, v0_22.Launch, v0_22.Platform, v0_33.Adapter):
+    """vLLM 0.16's calls: the 0.33 adapter's, with the 0.17 family's platform and capture and the
+    0.22 family's launch and kernels, but where 0.16 differs."""

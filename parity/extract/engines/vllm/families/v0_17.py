@@ -25,6 +25,10 @@ V2's `load_eagle_model`); what 0.17.0's own code builds otherwise (found by runn
 - transformers 4.57 (0.21: 5.24); vLLM's `patch_rope_parameters` copies the config class's
   `rope_theta` into `rope_parameters`, so a config that writes its rope only as `rope_parameters`
   is built with base 10000 (measured on 0.16.0; as speculators' converter builds it).
+
+Composed of: its own `Platform` (ahead of the 0.22 family's, which it extends), `Runner` and
+`Capture` (also the 0.16 family's), the 0.22 family's `Launch` and `Platform`, ahead of the 0.33
+adapter (never through another family's adapter).
 """
 
 from __future__ import annotations
@@ -53,8 +57,9 @@ REQUIRES = (
 )
 
 
-class Adapter(v0_22.Adapter):
-    """vLLM 0.17-0.21's calls: the 0.22 adapter's, but where these releases differ."""
+class Platform:
+    """torch's CPU-capability queries under the private names these releases call, then the 0.22
+    family's platform (also the 0.16 family's)."""
 
     def cpu_platform(self) -> None:
         """The CPU platform set by hand (0.22's), and torch's CPU-capability queries under the
@@ -69,11 +74,20 @@ class Adapter(v0_22.Adapter):
                 setattr(torch._C._cpu, name, getattr(torch.cpu, name))
         super().cpu_platform()
 
+
+class Runner:
+    """V1 unless VLLM_USE_V2_MODEL_RUNNER is set."""
+
     def gpu_default_runner(self, vllm_config) -> str:
         """V1 unless VLLM_USE_V2_MODEL_RUNNER is set (vLLM's own environment reading)."""
         import vllm.envs as envs
 
         return "v2" if envs.VLLM_USE_V2_MODEL_RUNNER else "v1"
+
+
+class Capture:
+    """The model's default layers under either name; V1's capture by the `load_model` statement (also
+    the 0.16 family's)."""
 
     def default_ids(self, model) -> list[int]:
         default = getattr(model, "get_eagle3_default_aux_hidden_state_layers", None)  # 0.18 on
@@ -84,3 +98,8 @@ class Adapter(v0_22.Adapter):
             v0_11.Adapter.set_capture(self, model, vllm_config, runner)  # the load_model statement
         else:
             super().set_capture(model, vllm_config, runner)
+
+
+class Adapter(Platform, Runner, Capture, v0_22.Launch, v0_22.Platform, v0_33.Adapter):
+    """vLLM 0.17-0.21's calls: the 0.33 adapter's, with the 0.22 family's launch and platform, but
+    where these releases differ."""

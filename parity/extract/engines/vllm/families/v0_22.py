@@ -29,6 +29,9 @@ the draft's ModelConfig (V1's `SpecDecodeBaseProposer._get_model`, V2's `load_ea
 head never tied, and transformers 5 (`rope_parameters`, `dtype`). It always builds the d2t buffer
 (0.33: only for a draft vocabulary other than the target's); the mapping is read by running its
 `compute_logits` either way.
+
+Composed of: its own `Launch`, `Platform` (also the 0.16 and 0.17 families') and `Runner`, ahead
+of the 0.33 adapter (never through another family's adapter).
 """
 
 from __future__ import annotations
@@ -65,13 +68,19 @@ REQUIRES = (
 )
 
 
-class Adapter(v0_33.Adapter):
-    """vLLM 0.22-0.27's calls: the 0.33 adapter's, but where these releases differ."""
+class Launch:
+    """The launch contract: the parser where these releases keep it, V1's EagleProposer's answer
+    (also the 0.16 and 0.17 families')."""
 
     # The launch contract (parity.extract.engines.vllm.launch), also for 0.16 and 0.17 (their
     # adapters inherit it): the parser where these releases keep it, V1's EagleProposer's answer.
     LAUNCH = launch.Launch(aux=launch.eagle_proposer_answer,
                            parser=("vllm.entrypoints.openai.cli_args", "vllm.utils.argparse_utils"))
+
+
+class Platform:
+    """The CPU platform set by hand (the CUDA wheel detects none) and the kernel stand-ins (also the
+    0.16 and 0.17 families')."""
 
     def cpu_platform(self) -> None:
         v0_11.Adapter.cpu_platform(self)  # the CUDA wheel detects no CPU platform
@@ -88,6 +97,10 @@ class Adapter(v0_33.Adapter):
         return [*looked_up, "vllm.model_executor.layers.attention.Attention.forward -> causal SDPA, one prefill sequence",
                 "vllm.model_executor.layers.attention.MLAAttention.forward -> kv_b_proj decompression + causal SDPA"]
 
+
+class Runner:
+    """The GPU's default runner as `VllmConfig.use_v2_model_runner` evaluates it with Triton."""
+
     def gpu_default_runner(self, vllm_config) -> str:
         """`VllmConfig.use_v2_model_runner` as a GPU with Triton evaluates it (the environment
         variable VLLM_USE_V2_MODEL_RUNNER, when set, decides there as here)."""
@@ -99,3 +112,7 @@ class Adapter(v0_33.Adapter):
             return "v2" if vllm_config.use_v2_model_runner else "v1"
         finally:
             config_module.HAS_TRITON = had
+
+
+class Adapter(Launch, Platform, Runner, v0_33.Adapter):
+    """vLLM 0.22-0.27's calls: the 0.33 adapter's, but where these releases differ."""
