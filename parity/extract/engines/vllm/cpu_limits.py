@@ -10,12 +10,13 @@ its message (registered with parity.extract.child.LIMIT_RULES by the probe):
 - `intel_extension_missing`: vLLM's code imports `intel_extension_for_pytorch` (Intel's
   extension, which its CPU and XPU paths use: `attention/backends/torch_sdpa.py`,
   `_ipex_ops.py` up to 0.9, `v1/attention/backends/cpu_attn.py` later) and it is not installed:
-  the DeepSeek-V3 dump on 0.8.5-0.9.2, gpt-oss on 0.11.1-0.11.2; a GPU install takes its CUDA
-  backend and never imports it;
+  the DeepSeek-V3 dump on 0.8.5-0.9.2; a GPU install takes its CUDA backend and never imports it
+  (gpt-oss's fused MoE on 0.10-0.11.x imports it too: parity's stand-in, moe_cpu, runs instead);
 - `op_library_not_loaded`: vLLM looks an op up in a `torch.ops` namespace that one of its own
   compiled libraries registers (`vllm/_moe_C.abi3.so` for `torch.ops._moe_C`, built against
-  CUDA, which parity's CPU torch does not load): gpt-oss on 0.12.0-0.14.1
-  (`torch.ops._moe_C.topk_softmax`);
+  CUDA, which parity's CPU torch does not load), such as `torch.ops._moe_C.topk_softmax` of the
+  CUDA fused-MoE route (which gpt-oss on 0.12.0-0.14.1 took while parity left vLLM's platform
+  unresolved: platform_first);
 - `requirement_left_out`: vLLM's code imports a module its wheel requires (`Requires-Dist`)
   that parity's CPU environment does not install (parity.extract.child.requirement_not_installed):
   `lmformatenforcer`, from lm-format-enforcer, which `vllm serve`'s argument parsing imports on

@@ -129,8 +129,16 @@ def experts_apply(self, output, hidden_states, w1, w2, topk_weights, topk_ids, a
         raise KernelStandInError("fused MoE: parity's stand-in has no expert parallelism (expert_map)")
     if a1q_scale is not None or a2_scale is not None:
         raise KernelStandInError("fused MoE: parity's stand-in has no quantised activations")
+    output.copy_(routed_experts(hidden_states, w1, w2, getattr(self, "w1_bias", None), getattr(self, "w2_bias", None),
+                                topk_weights, topk_ids, activation, apply_router_weight_on_input).to(output.dtype))
+
+
+def routed_experts(hidden_states, w1, w2, b1, b2, topk_weights, topk_ids, activation,
+                   weights_on_input: bool = False) -> torch.Tensor:
+    """Each routed expert's gated MLP (`_expert_activation`; biases `b1`, `b2` added when given) on
+    the tokens the router sent it, weighted by the router's weights (unless already applied to
+    the input: `weights_on_input`), summed per token in float32. w1 [E, 2I, H], w2 [E, H, I]."""
     act = _expert_activation(activation)
-    b1, b2 = getattr(self, "w1_bias", None), getattr(self, "w2_bias", None)
     total = torch.zeros(hidden_states.shape, dtype=torch.float32)
     for expert in range(w1.shape[0]):
         token, slot = (topk_ids == expert).nonzero(as_tuple=True)
@@ -142,10 +150,10 @@ def experts_apply(self, output, hidden_states, w1, w2, topk_weights, topk_ids, a
         y = act(gate_up) @ w2[expert].t()
         if b2 is not None:
             y = y + b2[expert]
-        if not apply_router_weight_on_input:
+        if not weights_on_input:
             y = y * topk_weights[token, slot, None]
         total.index_add_(0, token, y.float())
-    output.copy_(total.to(output.dtype))
+    return total
 
 
 def _expert_activation(activation):

@@ -14,8 +14,10 @@ What differs from the 0.33 family (v0_33.py), found by running 0.11.0's code:
 - no `extract_hidden_states` speculative method: a data-generation dump of 0.11 is what the
   model's own capture returns for the launch ids set with its own setter
   (`set_aux_hidden_state_layers`), in the order it captures them;
-- DeepSeek-V3 is not an EAGLE-3 target (`supports_eagle3` is False), so no MLA or fused-MoE
-  stand-in is installed; only the attention body is replaced;
+- DeepSeek-V3 is not an EAGLE-3 target (`supports_eagle3` is False; its dump is refused as the
+  release's own answer, probe.capture_lacking), so no MLA stand-in is installed; the attention
+  body is replaced, and on an x86 CPU (0.10-0.11.x) Intel's fused-MoE experts by the GPU's route
+  and experts in torch (moe_cpu: gpt-oss on 0.11.1-0.11.2);
 - the launch contract: `vllm serve`'s parser is `vllm.entrypoints.openai.cli_args.make_arg_parser`
   on the `FlexibleArgumentParser` that module imports, taken from it: 0.11.0 keeps the class in
   `vllm.utils`, later releases this family runs (0.12-0.15, outside every range) in
@@ -113,10 +115,11 @@ class Adapter(v0_33.Adapter):
     def replace_kernels(self) -> list[str]:
         from vllm.attention import layer
 
-        from .. import kernels
+        from .. import kernels, moe_cpu
 
         layer.Attention.forward = kernels.attention_forward
-        return ["vllm.attention.layer.Attention.forward -> causal SDPA, one prefill sequence"]
+        return ["vllm.attention.layer.Attention.forward -> causal SDPA, one prefill sequence",
+                *moe_cpu.install()]  # 0.10-0.11.x: Intel's experts -> the GPU's, in torch (moe_cpu)
 
     def compilation_config(self):
         from vllm.config import CompilationConfig
