@@ -155,7 +155,7 @@ class Target:
         try:
             return cls(path=path, config=cfg, model=TargetModel.from_hf_config(cfg))
         except ValidationError as exc:
-            raise InputError(f"target config {path}: {one_line(exc)}") from None
+            raise InputError(f"target config {path}: {validation_line(exc)}") from None
 
 
 @dataclass(frozen=True)
@@ -248,7 +248,7 @@ def check_fit(target: Target, draft: Draft, training) -> None:
                          f"but target config {target.path} has {where} {tgt_h}")
 
 
-def one_line(exc) -> str:
+def validation_line(exc) -> str:
     """A pydantic ValidationError as one line: where and what, for the first error."""
     first = exc.errors()[0]
     where = ".".join(str(x) for x in first.get("loc", ())) or "value"

@@ -24,7 +24,7 @@ from .extract.engines import names as engine_names
 from .extract.trainers import DEFAULT as DEFAULT_TRAINER, BoundTrainer, trainer as bind_trainer
 from .extract.trainers import names as trainer_names
 from .gate import CheckResult, Difference, check
-from .inputs import Draft, InputError, Target, one_line, read_config, read_inputs
+from .inputs import Draft, InputError, Target, read_config, read_inputs, validation_line
 
 LOCK_VERSION = 1
 
@@ -168,7 +168,7 @@ def read_lock(path: Path) -> Lock:
     try:
         return Lock.model_validate(data)
     except ValidationError as exc:
-        raise InputError(f"locked contract {path}: not a lock this parity can check: {one_line(exc)}") from None
+        raise InputError(f"locked contract {path}: not a lock this parity can check: {validation_line(exc)}") from None
 
 
 def check_lock(path: Path, engine: BoundEngine | None = None, trainer_release: str | None = None,

@@ -9,7 +9,7 @@ from ..lock import launch_moved
 from ..releases import Release
 from .changes import mark_changes
 from .rows import CANNOT, LaunchCell, PairVerdict, ServingRow, TrainingRow
-from .schedule import Extractions, first_line
+from .schedule import Extractions, message_line
 
 
 def matrix_rows(speculators: list[Release], sglang: list[Release], extractions: Extractions,
@@ -37,7 +37,7 @@ def training_row(version: str, extracted: TrainingContract | str | InternalError
                  locked: TrainingContract | None) -> TrainingRow:
     """One speculators release's row; against a lock, how its contract differs from the lock's."""
     if isinstance(extracted, InternalError):
-        return TrainingRow(version=version, error=first_line(extracted), internal_error=True)
+        return TrainingRow(version=version, error=message_line(extracted), internal_error=True)
     if isinstance(extracted, str):
         return TrainingRow(version=version, error=extracted)
     row = TrainingRow(version=version, contract=extracted, fc_input=[t.name for t in extracted.fc_input],
@@ -66,7 +66,7 @@ def serving_row(release: Release, against: list[tuple[str, TrainingContract | No
             continue
         result, exc = extractions.check(release.version, training)
         if isinstance(exc, LaunchRefused):  # bad input under this release, in its own words: no verdict
-            words = first_line(exc)
+            words = message_line(exc)
             return ServingRow(version=release.version, launch=LaunchCell(**{
                 "unresolved" if exc.unresolved else "refused": words}))
         error = serving_error(release, result, exc)
@@ -115,9 +115,9 @@ def serving_error(release: Release, result=None, exc: BaseException | None = Non
     if release.problem:
         return f"{CANNOT} {release.package} {release.version}: {release.problem}"
     if isinstance(exc, CannotExtract | InternalError):  # each names the release in its own words
-        return first_line(exc)
+        return message_line(exc)
     if exc is not None:
-        return f"{CANNOT} {release.package} {release.version}: {first_line(exc)}"
+        return f"{CANNOT} {release.package} {release.version}: {message_line(exc)}"
     found = result.serving.provenance.version
     if found != release.version:
         return (f"{CANNOT} {release.package} {release.version}: its environment ran {release.package} {found} "

@@ -76,7 +76,8 @@ def training_key(c: TrainingContract) -> str:
     return json.dumps(d, sort_keys=True)
 
 
-def first_line(exc: BaseException) -> str:
+def message_line(exc: BaseException) -> str:
+    """The first line of the error's message (its type's name when it has none)."""
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
@@ -129,9 +130,9 @@ def _extract_training(release: Release, inputs: Inputs) -> TrainingContract | st
             return extract_for_lock(inputs.target, inputs.draft, inputs.dump_layout, inputs.trainer.at(release.version),
                                     trainer_ids=inputs.trainer_ids)
     except CannotExtract as exc:
-        return first_line(exc)
+        return message_line(exc)
     except UserError as exc:
-        return f"{CANNOT} {release.package} {release.version}: {first_line(exc)}"
+        return f"{CANNOT} {release.package} {release.version}: {message_line(exc)}"
     except InternalError as exc:
         return exc
 
