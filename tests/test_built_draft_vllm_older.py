@@ -18,6 +18,7 @@ from .helpers import LLAMA, edit_in_shadow, run_parity as parity, shadow_release
 from .test_built_draft_cases import LAYOUT, LLAMA_DRAFT, REPLAY, REPLAY_DUMP, SITE, llama_draft
 
 pytestmark = pytest.mark.slow
+TINY_LLAMA = LLAMA.parents[1] / "tiny-llama-32l" / "config.json"
 
 
 def _check(release: str, draft, **run) -> tuple[int, dict]:
@@ -104,3 +105,37 @@ def test_a_two_layer_draft_is_built_and_wired_as_trained_on_0_17():
     trained, served = result["training"]["draft"], result["serving"]["draft"]
     assert _drifted(result) == [] and served["layers_built"] == trained["layers_built"] == 2, served
     assert served["later_layer_input_norms"] == trained["later_layer_input_norms"] == ["input_layernorm"]
+
+
+def test_a_checkpoint_vllm_0_11_s_loader_refuses_is_unservable_naming_its_error(tmp_path):
+    """A two-layer speculators checkpoint (with weights) on vLLM 0.11.0, which builds one decoder
+    layer: its own `load_weights` raises KeyError on `layers.1.*`, as the server's start-up would.
+    That is the engine refusing the draft (UNSERVABLE, exit 1, its error and where it raised it
+    named), not a draft parity could not read. The same draft on a copy of 0.11.0 whose loader
+    skips layer 1's tensors loads, and is then compared: DRIFT on layers_built."""
+    from parity.fixtures import DraftRecipe, speculators_draft
+
+    draft = speculators_draft(DraftRecipe(ids=(2, 4, 6), layer={"num_hidden_layers": 2}))
+    file = f"{SITE}/vllm/model_executor/models/llama_eagle3.py"
+    old = "            if 'midlayer.' in name:\n                name = name.replace('midlayer.', 'layers.0.')\n"
+    new = old + "            if name.startswith('layers.1.'):  # the edit: layer 1's tensors skipped\n                continue\n"
+    shadow, original, env = shadow_release(tmp_path, "vllm", "0.11.0", {file: (old, old)})
+
+    def check() -> tuple[int, dict]:
+        proc = parity("check", "--engine", "vllm", "--vllm", "0.11.0", "--target-config", str(TINY_LLAMA),
+                      "--draft", str(draft), "--dump-layout", "h2,h4,h6,h32", "--json", "--no-verify",
+                      python=sys.executable, env=env)
+        assert proc.stdout.strip(), proc.stderr[-2000:]
+        return proc.returncode, json.loads(proc.stdout)
+
+    code, refused = check()
+    assert code == 1 and refused["verdict"] == "unservable", refused
+    assert "KeyError: 'layers.1.input_layernorm.weight'" in refused["unservable"], refused["unservable"]
+    assert "llama_eagle3.py" in refused["unservable"] and "load_weights" in refused["unservable"]
+    kinds = [f["kind"] for f in refused["serving"]["findings"]]
+    assert "draft_unloadable" in kinds and "draft_facts_unread" not in kinds, kinds
+    edit_in_shadow(shadow, file, old, new)
+    code, loaded = check()
+    assert code == 1 and loaded["verdict"] == "drift", loaded.get("unservable")
+    assert "draft.layers_built" in _drifted(loaded), loaded["diff"]
+    assert new not in (original / file).read_text()  # the original is untouched

@@ -258,6 +258,8 @@ def to_contract(reply: dict[str, Any], target: Target) -> ServingContract:
     draft = reply.get("draft") or {}
     if reply.get("draft_error"):
         findings.append(Finding(kind="draft_facts_unread", message=reply["draft_error"]))
+    if reply.get("draft_unloadable"):  # vLLM's own loader refused the checkpoint: unservable as written
+        findings.append(Finding(kind="draft_unloadable", severity="error", message=reply["draft_unloadable"]))
     if reply.get("draft_sizes_error"):
         findings.append(Finding(kind="draft_sizes_unread", message=reply["draft_sizes_error"]))
     if reply.get("built_error"):

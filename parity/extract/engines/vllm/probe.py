@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from . import cpu_limits, launch
+from ...child import innermost, owner
 from .families import place
 from ...config_reads import reading_dicts, recording
 from ...child import LIMIT_RULES, harness_limit, one_line, parity_fault, with_limits
@@ -325,16 +326,43 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
         try:
             reply["draft"] = adapter.draft_facts(vllm_config, model, checkpoint, reads, dict_reads)
         except Exception as exc:  # noqa: BLE001 - the contract says what could not be read
-            reply["draft_error"] = f"vllm {version}'s draft class could not be built: {one_line(exc)}"
+            refusal = loader_refusal(exc)
+            if refusal:  # the engine's own refusal of the checkpoint: as written, the draft cannot be served
+                reply["draft_unloadable"] = f"vllm {version} cannot load the draft's checkpoint: {refusal}"
+            else:
+                reply["draft_error"] = f"vllm {version}'s draft class could not be built: {one_line(exc)}"
         try:  # the sizes: read from the draft's real config files, never the shrunk copy's
             reply["draft_sizes"] = adapter.real_draft_sizes(request["draft_dir"])
         except Exception as exc:  # noqa: BLE001
             reply["draft_sizes_error"] = f"vllm {version}'s config reader refused the draft config: {one_line(exc)}"
         try:
-            reply["built"] = built_draft(adapter, version, request, reply)
+            if not reply.get("draft_unloadable"):  # unservable: that finding says why nothing is compared
+                reply["built"] = built_draft(adapter, version, request, reply)
         except Exception as exc:  # noqa: BLE001 - a finding: this side's built draft is not compared
             reply["built_error"] = f"vllm {version} did not build the draft: {one_line(exc)}"
     return reply
+
+
+def loader_refusal(exc: BaseException) -> str | None:
+    """The engine's own error when `exc` is vLLM's weight loading refusing the draft's checkpoint
+    (vLLM 0.11's `load_weights` raising KeyError on a tensor its one-layer class has no parameter
+    for), else None. Decided from the traceback, never from the message: it passed through a
+    `load_weights` of vLLM's own code, its innermost frame of parity's and the run packages' is
+    vLLM's, and it is neither a limit of parity's CPU harness nor a fault of parity's own code
+    (those stay exit 2 and exit 3). Named with where vLLM raised it."""
+    if harness_limit(exc) is not None or parity_fault(exc) is not None:
+        return None
+    tb, who = innermost(exc)
+    loading, walk = False, exc.__traceback__
+    while walk is not None:
+        code = walk.tb_frame.f_code
+        loading = loading or (code.co_name == "load_weights" and owner(code.co_filename) == "vllm")
+        walk = walk.tb_next
+    if who != "vllm" or not loading:
+        return None
+    path = tb.tb_frame.f_code.co_filename.replace("\\", "/")
+    where = "vllm/" + path.rsplit("/vllm/", 1)[-1]
+    return f"{one_line(exc)} (raised by {where}:{tb.tb_lineno} {tb.tb_frame.f_code.co_name})"
 
 
 def built_draft(adapter, version: str, request: dict, reply: dict) -> dict[str, Any]:
