@@ -217,13 +217,18 @@ def launch_differences(serving: ServingContract) -> list[Difference]:
     out = [Difference(kind="launch", where=o.field, training=o.requested, serving=o.effective,
                       message=f"launch {o.field}: asked {o.requested}, {release} runs {o.effective} (changed by "
                               f"{o.by})") for o in launch.overrides]
-    if launch.algorithm_is_eagle3 is False:
+    if launch.serves_the_draft is False:
         field = launch.algorithm_field
         algorithm = launch.effective.get(field)
-        answer = launch.algorithm_answer or "its is_eagle3()"
-        out.append(Difference(kind="launch", where=field, training="eagle3" if field == "method" else "EAGLE3",
-                              serving=algorithm,
-                              message=f"launch {field}: {algorithm} is not EAGLE-3 in {release} ({answer} is "
+        dflash = launch.draft_kind == "dflash"
+        answer = launch.algorithm_answer or ("its is_dflash_family()" if dflash else "its is_eagle3()")
+        wanted = ("dflash" if dflash else "eagle3") if field == "method" else ("DFLASH" if dflash else "EAGLE3")
+        out.append(Difference(kind="launch", where=field, training=wanted, serving=algorithm,
+                              message=f"launch {field}: {algorithm} is not {launch.kind_named} in {release} ({answer} "
+                                      f"is False): the target's states the {launch.kind_named} draft was trained on "
+                                      "are never captured for it, so its fc is never fed what it was trained on"
+                              if dflash else
+                                      f"launch {field}: {algorithm} is not EAGLE-3 in {release} ({answer} is "
                                       "False): the target's aux hidden states are never captured, "
                                       "so the EAGLE-3 draft's fc is never fed what it was trained on"))
     return out
@@ -302,7 +307,9 @@ def check(training: TrainingContract, target: Target, draft: Draft,
     notes += depth_notes(training, serving)
 
     suggestion, unfixable = None, None
-    if verdict == "drift" and _slots_differ(d, training, serving):  # ids fix slots only (not a flag, a tensor, the lock)
+    # The algorithm the serve command resolves to feeds this draft no states (launch): no ids fix that.
+    unserved = serving.launch is not None and serving.launch.serves_the_draft is False
+    if verdict == "drift" and _slots_differ(d, training, serving) and not unserved:  # ids fix slots only (not a flag, a tensor, the lock)
         suggestion, unfixable = _solve(training, serving, tried, target, draft, engine, verify)
     elif verdict == "unservable":
         # slots are never fed; a vocabulary difference stays (it says why ids run past the target)

@@ -266,6 +266,7 @@ class FindingKind(StrEnum):
     tensors_dropped = "tensors_dropped"  # checkpoint tensors the engine's load_weights skips
     params_unfilled = "params_unfilled"  # draft parameters the checkpoint never fills
     release_note = "release_note"  # a release parity has not verified, run by a family's adapter
+    capture_not_launched = "capture_not_launched"  # the capture shown was not run under the serve command's resolved algorithm
     draft_not_built = "draft_not_built"  # this side's own code did not build the draft: its fields are not compared
     positions_short = "positions_short"  # the draft declares fewer positions than the served context
     config_key_unread = "config_key_unread"  # a served config key training built the draft with, never read by the engine
@@ -450,6 +451,25 @@ class LaunchContract(_Frozen):
                                          description="Where algorithm_is_eagle3 comes from, when not SGLang's "
                                          "SpeculativeAlgorithm.is_eagle3() (e.g. vLLM's "
                                          "'SpeculativeConfig.uses_aux_hidden_states'), or why it is False.")
+    draft_kind: Literal["eagle3", "dflash"] = Field(
+        default="eagle3", exclude_if=lambda v: v == "eagle3",
+        description="The kind the draft is written for, by its own config (parity.contract.hf.draft_kind): the "
+        "algorithm must serve that kind ('eagle3', the default, not written; 'dflash').")
+    algorithm_is_dflash: bool | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="The engine's own answer for a DFlash draft: is the resolved algorithm of its DFlash family "
+        "(SGLang's SpeculativeAlgorithm.is_dflash_family())? None: not asked (an EAGLE-3 draft) or unknown.")
+
+    @property
+    def serves_the_draft(self) -> bool | None:
+        """The engine's own answer for the draft's kind: does the resolved algorithm feed it the
+        target states it is built on? None: unknown."""
+        return self.algorithm_is_dflash if self.draft_kind == "dflash" else self.algorithm_is_eagle3
+
+    @property
+    def kind_named(self) -> str:
+        """The draft's kind as the verdicts name it."""
+        return "DFlash" if self.draft_kind == "dflash" else "EAGLE-3"
 
 
 class ServingContract(Contract):

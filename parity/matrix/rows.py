@@ -88,7 +88,7 @@ class LaunchCell(_Row):
     def drift(self) -> bool:
         """The release runs something other than what the arguments ask (a drift of its cell)."""
         r = self.resolved
-        return r is not None and bool(r.overrides or r.algorithm_is_eagle3 is False or self.lock_moved)
+        return r is not None and bool(r.overrides or r.serves_the_draft is False or self.lock_moved)
 
     def text(self) -> str:
         """The cell's launch result in one line: 'as asked', 'DRIFT: field asked -> runs (by)',
@@ -101,9 +101,10 @@ class LaunchCell(_Row):
         if not self.drift:
             return "as asked"
         what = [f"{o.field} {o.requested} -> {o.effective} (by {o.by})" for o in r.overrides]
-        if r.algorithm_is_eagle3 is False:
-            what.append(f"{r.algorithm_field} {r.effective.get(r.algorithm_field)} is not EAGLE-3 "
-                        f"({r.algorithm_answer or 'its is_eagle3()'} is False)")
+        if r.serves_the_draft is False:
+            answer = r.algorithm_answer or ("its is_dflash_family()" if r.draft_kind == "dflash" else "its is_eagle3()")
+            what.append(f"{r.algorithm_field} {r.effective.get(r.algorithm_field)} is not {r.kind_named} "
+                        f"({answer} is False)")
         return "DRIFT: " + "; ".join(what + self.lock_moved)
 
     def fix(self) -> str | None:

@@ -68,13 +68,13 @@ def launch_lines(s: ServingContract) -> list[str]:
                  + (f"; parity's files stand for {', '.join(sorted(launch.replaced))}" if launch.replaced else "")
                  + "):", ""]
     table = Table([Column("field"), Column("asked"), Column("runs"), Column("set by"), Column("verdict")])
-    not_eagle3 = "MISMATCH: not EAGLE-3: the aux hidden states are never captured"
+    not_eagle3 = f"MISMATCH: not {launch.kind_named}: the aux hidden states are never captured"
     for field, asked in launch.requested.items():
         o = changed.get(field)
         verdict = (f"MISMATCH: {release} changes what was asked" if o else
-                   not_eagle3 if field == launch.algorithm_field and launch.algorithm_is_eagle3 is False else "ok")
+                   not_eagle3 if field == launch.algorithm_field and launch.serves_the_draft is False else "ok")
         table.row(field, json.dumps(asked), json.dumps(launch.effective.get(field)), o.by if o else "-", verdict)
-    if launch.algorithm_is_eagle3 is False and launch.algorithm_field not in launch.requested:
+    if launch.serves_the_draft is False and launch.algorithm_field not in launch.requested:
         table.row(launch.algorithm_field, "(not given)", json.dumps(launch.effective.get(launch.algorithm_field)),
                   "-", not_eagle3)
     lines += table.lines()

@@ -45,7 +45,7 @@ PARITY_KINDS: frozenset[FindingKind] = frozenset({
     FindingKind.draft_not_built, FindingKind.depth_unread, FindingKind.no_config_class,
     FindingKind.typed_rule_not_run, FindingKind.target_norm_unknown, FindingKind.d2t_ambiguous,
     FindingKind.convention_assumed, FindingKind.default_layer_ids, FindingKind.unmapped_flag_field,
-    FindingKind.release_note,
+    FindingKind.release_note, FindingKind.capture_not_launched,
 })
 ENGINE_KINDS: frozenset[FindingKind] = frozenset(FindingKind) - PARITY_KINDS
 

@@ -121,7 +121,20 @@ def resolve(resolver: Callable, argv: list[str], model_dir: str, draft_dir: str 
     requested = {f: jsonable(getattr(ns, f)) for f in sorted(given) if f in LAUNCH_FIELDS}
     saved = dict(os.environ)
     try:
-        effective, by = resolver(ServerArgs, ns)
+        try:
+            effective, by = resolver(ServerArgs, ns)
+        except ValueError as exc:
+            if not refuses_the_cpu(exc):
+                raise
+            # The release refuses the algorithm on the device parity set, not the arguments: a GPU
+            # launch resolves them on its accelerator (resolution only: nothing runs there).
+            _, ns, _, _ = parse(argv, model_dir, draft_dir)
+            ns.device = "cuda"
+            replaced["device"] = (f"cuda for the resolution: sglang refuses on the CPU ({exc}); the capture "
+                                  "still runs on the CPU")
+            os.environ.clear()
+            os.environ.update(saved)
+            effective, by = resolver(ServerArgs, ns)
     finally:
         os.environ.clear()
         os.environ.update(saved)
@@ -129,6 +142,13 @@ def resolve(resolver: Callable, argv: list[str], model_dir: str, draft_dir: str 
                  for f, v in requested.items() if f in effective and effective[f] != v]
     return {"argv": list(argv), "replaced": replaced, "requested": requested, "effective": effective,
             "overrides": overrides}
+
+
+def refuses_the_cpu(exc: BaseException) -> bool:
+    """Whether the resolution refused the device parity set (`--device cpu`), in the release's own
+    words (0.5.23's `_handle_dflash`: "DFLASH speculative decoding is not supported by
+    SRTPlatform on device 'cpu'."), not the user's arguments."""
+    return "on device 'cpu'" in str(exc)
 
 
 def fixes(resolver: Callable, argv: list[str], launch: dict, model_dir: str, draft_dir: str | None) -> list[dict]:

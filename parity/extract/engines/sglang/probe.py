@@ -291,8 +291,24 @@ def resolve_launch(adapter, argv: list[str], target_config: dict, draft_dir: str
         reply["launch_refused"] = f"argument resolution refused them: {one_line(exc)}"
         return False
     reply["launch"]["fixes"] = launch.fixes(adapter.LAUNCH, argv, reply["launch"], model_dir, draft_dir)
-    reply["launch"]["algorithm_is_eagle3"] = _is_eagle3(reply["launch"]["effective"].get("speculative_algorithm"))
+    algorithm = reply["launch"]["effective"].get("speculative_algorithm")
+    reply["launch"]["algorithm_is_eagle3"] = _is_eagle3(algorithm)
+    if draft_dir and draft_kind(json.loads((Path(draft_dir) / "config.json").read_text())) == "dflash":
+        reply["launch"]["draft_kind"] = "dflash"  # the algorithm must serve a DFlash draft
+        reply["launch"]["algorithm_is_dflash"] = _is_dflash(algorithm)
     return True
+
+
+def _is_dflash(name: str | None) -> bool | None:
+    """The engine's own answer: is this algorithm of its DFlash family (which serves a DFlash
+    draft)? False on a release whose SpeculativeAlgorithm has no DFlash family."""
+    try:
+        from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+        algorithm = SpeculativeAlgorithm.from_string(name)
+    except Exception:  # noqa: BLE001
+        return None
+    return bool(getattr(algorithm, "is_dflash_family", lambda: False)())
 
 
 def _is_eagle3(name: str | None) -> bool | None:
@@ -308,13 +324,20 @@ def _is_eagle3(name: str | None) -> bool | None:
     return bool(algorithm is not None and algorithm.is_eagle3())
 
 
-def served_algorithm(draft_config: dict, launch: dict | None) -> str:
-    """The speculative algorithm the draft is served under: the one the serve arguments resolve
-    to (the release's own resolution) when it is EAGLE3 or of the DFlash family, else the one
-    the draft is written for (DFLASH for a DFlash draft, EAGLE3 otherwise)."""
-    launched = ((launch or {}).get("effective") or {}).get("speculative_algorithm")
-    if isinstance(launched, str) and launched.upper() in ("EAGLE3", "DFLASH", "DSPARK"):
-        return launched.upper()
+# SGLang's DFlash-family algorithm names (run by the families that run DFlash only).
+DFLASH_FAMILY = ("DFLASH", "DSPARK")
+
+
+def served_algorithm(draft_config: dict, launch: dict | None) -> str | None:
+    """The speculative algorithm the draft is served under: with serve arguments, the one they
+    resolve to (the release's own resolution), whatever it is: `EAGLE`, `STANDALONE` or none at
+    all (None, as SGLang's `SpeculativeAlgorithm.from_string` reads it) are run too, so the capture reported is the one the engine
+    does under the arguments (none, where the release's start-up captures no aux states), never
+    one under parity's default. Without serve arguments, the one the draft is written for
+    (DFLASH for a DFlash draft, EAGLE3 otherwise)."""
+    if launch is not None:
+        launched = (launch.get("effective") or {}).get("speculative_algorithm")
+        return launched.upper() if isinstance(launched, str) else None
     return "DFLASH" if draft_kind(draft_config) == "dflash" else "EAGLE3"
 
 
@@ -359,13 +382,13 @@ def extract(request: dict) -> dict[str, Any]:
         if not resolve_launch(adapter, request["serve_args"], real, draft_dir, work, reply):
             return reply
     algorithm = served_algorithm(draft_config, reply.get("launch")) if draft_dir else "EAGLE3"
-    if algorithm != "EAGLE3":
+    if algorithm in DFLASH_FAMILY:
         refused = adapter.dflash_refusal(version)
         if refused is not None:  # the release has no DFlash (its answer), or parity's adapter cannot run it
             reply.update(CannotExtract.entry("sglang", version, refused[0], engine_lacks=refused[1]))
             return reply
-        adapter.use_algorithm(algorithm)
         code_paths = getattr(placement.module, "DFLASH_CODE_PATHS", code_paths)
+    adapter.use_algorithm(algorithm)  # every family publishes it in the runtime's server args
     reply["code_paths"] = code_paths
     reply["algorithm"] = algorithm
     dflash = adapter.is_dflash()
@@ -424,6 +447,9 @@ def extract(request: dict) -> dict[str, Any]:
         reply["ids_source"] = f"engine default: DFlash's build_target_layer_ids({n}, draft layers)"
         reply["requested_ids"] = None  # the engine's own default, as for EAGLE-3 (the capture shows it)
         findings.append(finding("default_layers_fallback", why_dflash_default(adapter, draft_dir, n, ids)))
+    elif not use_aux and algorithm != "EAGLE3":  # the engine's own start-up answer under the algorithm served
+        reply["ids_source"] = (f"none: sglang {version}'s start-up under speculative_algorithm {algorithm} reads "
+                               "no aux ids and captures no aux hidden states")
     elif dflash:
         reply["ids_source"] = "the draft's target_layer_ids (dflash_config's, else top-level; parse_dflash_draft_config)"
     elif ids is None and never:
@@ -495,8 +521,9 @@ def extract(request: dict) -> dict[str, Any]:
                        "hidden_size": text_part(real).get("hidden_size"),
                        "vocab_size": text_part(real).get("vocab_size")}
     # 3. Other id lists on the same model (the gate's search for a fix).
+    captures = use_aux or algorithm == "EAGLE3"  # under another algorithm no ids written change the capture
     reply["candidates"] = [try_candidate(adapter, model, input_ids, refs, n, ids)
-                           for ids in request.get("candidates", [])]
+                           for ids in request.get("candidates", []) if captures]
     if draft_dir and dflash:
         try:
             reply["dflash_draft"] = dflash_facts(adapter, draft_dir, aux[0] if aux else None, findings, version)

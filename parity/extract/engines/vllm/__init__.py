@@ -252,6 +252,12 @@ def to_contract(reply: dict[str, Any], target: Target) -> ServingContract:
             f"the model default {reply['default_ids']}"
             + (" (its EAGLE-3 default, also for this DFlash draft: SGLang's DFlash default differs)"
                if reply.get("draft_kind") == "dflash" else ""))))
+    launched = ((reply.get("launch") or {}).get("effective") or {}).get("method")
+    if reply.get("launch") and launched != reply.get("method"):  # parity's limit, said: not the engine's capture
+        findings.append(Finding(kind="capture_not_launched", message=(
+            f"the serve arguments resolve to method {launched!r} on vllm {version}; parity captured under "
+            f"{reply.get('method')!r} (it runs no other method's set-up), so the slot table is not the serve "
+            "command's: the launch verdict on the method is")))
     if reply.get("dflash_refusal"):  # the engine's own refusal of the captured states, quoted
         findings.append(Finding(kind="engine_error", severity="error", message=reply["dflash_refusal"]))
     details.update({f"dflash_draft.{k}": str(v) for k, v in (reply.get("dflash_draft") or {}).items()})

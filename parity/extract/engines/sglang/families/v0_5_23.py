@@ -146,11 +146,12 @@ class Launch:
     # Whether this family's adapter runs DFlash capture (verified against transformers): a
     # family that does not says so as parity's limit, never as the release's answer.
     RUNS_DFLASH = True
-    algorithm = "EAGLE3"  # the speculative algorithm the server args name (use_algorithm)
+    algorithm: str | None = "EAGLE3"  # the speculative algorithm the server args name (use_algorithm)
 
-    def use_algorithm(self, name: str) -> None:
-        """Serve under SGLang's speculative algorithm `name` (EAGLE3, DFLASH, DSPARK): set before
-        `setup`, which publishes it in the server args."""
+    def use_algorithm(self, name: str | None) -> None:
+        """Serve under SGLang's speculative algorithm `name` (EAGLE3, DFLASH, DSPARK, or the one
+        the serve arguments resolve to: EAGLE, None...): set before `setup`, which publishes it in
+        the server args, and every family's capture is decided under it."""
         self.algorithm = name
 
     def is_dflash(self) -> bool:
@@ -159,7 +160,8 @@ class Launch:
             return False
         from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
-        return SpeculativeAlgorithm.from_string(self.algorithm).is_dflash_family()
+        algorithm = SpeculativeAlgorithm.from_string(self.algorithm)  # the name its own resolution gave
+        return bool(getattr(algorithm, "is_dflash_family", lambda: False)())  # none before DFlash
 
     def dflash_refusal(self, version: str) -> tuple[str, bool] | None:
         """Why this release cannot extract a DFlash draft, and whether that is the release's own

@@ -56,7 +56,7 @@ class UnresolvedArgs:
         self._published = (draft_dir, backend)
         spec = {}
         if draft_dir is not None:
-            spec = dict(speculative_algorithm="EAGLE3", speculative_draft_model_path=draft_dir)
+            spec = dict(speculative_algorithm=self.algorithm, speculative_draft_model_path=draft_dir)
         return unresolved(ServerArgs, model_path="dummy", tp_size=1, device=device,
                           attention_backend=backend, **spec)
 
