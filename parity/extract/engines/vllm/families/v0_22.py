@@ -21,7 +21,8 @@ What differs from the 0.33 family (v0_33.py), found by running 0.22.0's and 0.27
   GPU runs it, captures them for the method eagle3 inline in its runner, the same answer for a
   draft whose eagle_config does not turn `use_aux_hidden_state` off (V1's alone reads it).
 The built draft (BuiltDraft and its config keys, docs/built-draft.md), found by running 0.22.0's
-code: as the 0.33 family reads it. Both runners build the registry's `Eagle3LlamaForCausalLM` from
+code, and checked on 0.23.0 and 0.27.0 (the bundled Llama-3.1-8B draft the same in all 16 fields;
+its `vocab_size` 151936 a DRIFT on draft.vocab_size): as the 0.33 family reads it. Both runners build the registry's `Eagle3LlamaForCausalLM` from
 the draft's ModelConfig (V1's `SpecDecodeBaseProposer._get_model`, V2's `load_eagle_model`: each
 `get_model`, which `initialize_model`s it; one build is read for both), at the target's dtype
 (`SpeculativeConfig` passes `dtype=target_model_config.dtype`), with the same graph
