@@ -81,10 +81,12 @@ def test_the_moe_stand_in_follows_an_edit_of_the_releases_own_swiglu(tmp_path):
     assert "(up + 2)" not in (original / file).read_text()  # the original is untouched
 
 
-def test_the_moe_stand_in_computes_transformers_gpt_oss_experts_and_refuses_what_it_does_not():
+def test_the_moe_and_rope_stand_ins_compute_the_reference_and_refuse_what_they_do_not():
     """moe_standin.experts_forward, with 0.5.10's own MoeRunnerConfig and SwiGLU, on random
     experts (values past the clamp limit), against transformers' GptOssExperts: equal; and each
-    injected drift of it (no expert biases, no clamp, SiLU on the halves) is caught."""
+    injected drift of it (no expert biases, no clamp, SiLU on the halves) is caught. The rotary
+    stand-in, on a forward_native without the argument: the release's own method's call with it
+    None, and StandInUsed for a fused KV write."""
     proc = subprocess.run([str(find_env("sglang", "0.5.10").python), "-c", NUMERIC], cwd=ROOT, capture_output=True,
                           text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -93,6 +95,9 @@ def test_the_moe_stand_in_computes_transformers_gpt_oss_experts_and_refuses_what
     assert result["stand_in"] < 1e-4, result
     assert all(error > 1e-2 for error in result["drifts"].values()), result
     assert result["refused"] == ["expert parallelism (moe_ep_size 2)", "no_combine (one output per routed expert)"]
+    # the rotary stand-in, on 0.5.10's RotaryEmbedding with 0.5.0rc1-0.5.3rc0's forward_native signature
+    assert "RotaryEmbedding.forward_native" in result["rope"]["installed"], result
+    assert result["rope"]["same"] and result["rope"]["refused"], result
 
 
 NUMERIC = """
@@ -137,7 +142,23 @@ for config, layer in ((None, {"moe_ep_size": 2}), (MoeRunnerConfig(activation="s
         run(config, **layer)
     except standins.StandInUsed as exc:
         refused.append(str(exc).split("fused MoE: ")[1].split(", but")[0])
-print(json.dumps({"stand_in": run(), "clamped": clamped, "drifts": drifts, "refused": refused}))
+
+from sglang.srt.layers.rotary_embedding import RotaryEmbedding
+from parity.extract.engines.sglang import rope_standin
+assert "RotaryEmbedding.forward_native" not in rope_standin.install()  # 0.5.10's takes the argument already
+def forward_native(self, positions, query, key, offsets=None):  # 0.5.0rc1-0.5.3rc0's signature
+    return positions, query, key, offsets
+RotaryEmbedding.forward_native = forward_native
+installed = rope_standin.install()
+rope, args = RotaryEmbedding.__new__(RotaryEmbedding), (torch.arange(3), torch.randn(3, 16), torch.randn(3, 8))
+same = RotaryEmbedding.forward_native(rope, *args, fused_set_kv_buffer_arg=None) == (*args, None)
+try:
+    RotaryEmbedding.forward_native(rope, *args, fused_set_kv_buffer_arg=object())
+    rope_refused = False
+except standins.StandInUsed:
+    rope_refused = True
+print(json.dumps({"stand_in": run(), "clamped": clamped, "drifts": drifts, "refused": refused,
+                  "rope": {"installed": installed, "same": same, "refused": rope_refused}}))
 """
 
 
@@ -148,8 +169,16 @@ def test_without_the_stand_in_and_the_unread_parameter_check_it_reads_as_parity_
     assert [f.kind for f in c.findings if f.severity == "error"] == ["unidentified_state"] * 3
 
 
-def test_an_argument_only_the_cuda_method_takes_is_the_engines_non_cuda_path(tmp_path, monkeypatch):
+def test_the_rope_stand_in_takes_the_argument_only_the_cuda_method_takes(tmp_path, monkeypatch):
     monkeypatch.setenv(PROBE_OVERRIDES, drift_overrides("tests.drift.serving_rope_cpu_method_without_fused_kv_arg"))
+    c = _gpt_oss(tmp_path)
+    assert [t.name for t in c.fc_input] == ["h2", "h12", "h21"]
+    assert not [f for f in c.findings if f.severity == "error"], c.findings
+
+
+def test_without_the_rope_stand_in_an_argument_only_the_cuda_method_takes_is_the_engines_non_cuda_path(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv(PROBE_OVERRIDES, drift_overrides("tests.drift.serving_rope_without_standin"))
     with pytest.raises(HarnessLimit) as exc:
         _gpt_oss(tmp_path)
     msg = str(exc.value)

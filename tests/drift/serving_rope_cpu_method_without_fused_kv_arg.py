@@ -3,9 +3,11 @@ SGLang 0.5.0rc1-0.5.3rc0, whose gpt-oss attention passes it to the rotary op whi
 op dispatched to (only `forward_cuda` took it there).
 
 Run as `python -m tests.drift.serving_rope_cpu_method_without_fused_kv_arg` under SGLang
-0.5.10's environment in place of the serving probe: a gpt-oss prefill then raises TypeError in
-the engine's own non-CUDA rotary method, which the probe must name as the engine's non-CUDA path
-(cpu_path.method_lacks_argument), not as a limit of parity's harness."""
+0.5.10's environment in place of the serving probe: parity's rotary stand-in (rope_standin.py)
+lets that method take the argument as None, as it does on those releases, and gpt-oss's states
+are identified; without the stand-in (serving_rope_without_standin) the prefill raises TypeError
+in the engine's own non-CUDA rotary method, which the probe names as the engine's non-CUDA path
+(cpu_path.method_lacks_argument)."""
 
 from parity.extract import standins
 from parity.extract.engines.sglang.families import v0_5_10

@@ -22,7 +22,9 @@ docs/engines-on-cpu.md, 'Runtime set-up per release family', says it differs:
 - (0.5.3rc2-0.5.10.post1, this family's and the older ones that take its `Launch`, whose
   `setup` installs it) the non-CUDA
   MoE method ignores the experts' biases and gpt-oss's clamped SwiGLU: moe_standin.py computes
-  the CUDA route for the layers that carry them (any other layer runs the release's own method).
+  the CUDA route for the layers that carry them (any other layer runs the release's own method);
+  (0.5.0rc1-0.5.3rc0) gpt-oss hands the rotary op `fused_set_kv_buffer_arg` (None off CUDA),
+  which only its CUDA method takes: rope_standin.py lets the non-CUDA method take it as None.
 
 Composed of: its own `Launch` (the kernel stand-in, the rope device lookup, the capture
 statement's code path), `Capture` and `Draft` (`midlayer`); v0_5_12.NoForwardContext; the 0.5.14
@@ -38,7 +40,7 @@ import inspect
 from packaging.specifiers import SpecifierSet
 
 from . import v0_5_12, v0_5_14, v0_5_23
-from .. import moe_standin
+from .. import moe_standin, rope_standin
 from .... import standins
 from ....run_until import find_statement, run_statement
 
@@ -89,6 +91,7 @@ class Launch:
         super().setup(port, draft_dir, device)
         if not device.startswith("cuda"):
             moe_standin.install()  # before the model is built (its ops bind their method then)
+            rope_standin.install()
 
     def check_code_paths(self) -> None:
         standins.install(*KERNEL_STANDINS)
