@@ -313,7 +313,9 @@ def check(training: TrainingContract, target: Target, draft: Draft,
         suggestion, unfixable = _solve(training, serving, tried, target, draft, engine, verify)
     elif verdict == "unservable":
         # slots are never fed; a vocabulary difference stays (it says why ids run past the target)
-        differences = [x for x in differences if x.kind in UNSERVABLE_KINDS + ("lock",) or x.where.startswith("vocab.")]
+        # (and the serve command's launch differences: an algorithm for another kind of draft is why, often)
+        differences = [x for x in differences if x.kind in UNSERVABLE_KINDS + ("lock", "launch")
+                       or x.where.startswith("vocab.")]
         if not unloadable(serving):  # the draft loads but the engine raised on its ids: other ids may be the fix
             suggestion, unfixable = _solve(training, serving, tried, target, draft, engine, verify)
     draft_fix = None
