@@ -30,7 +30,7 @@ import tomlkit
 
 from .errors import UserError
 from .home import user_envs
-from .registry import uploaded
+from .registry import provides_module, uploaded
 
 ABSENT = "none"  # a pin whose package the release does not require (envs.toml drops that dependency)
 TORCH_FAMILY = frozenset({"torch", "torchvision", "torchaudio", "torchcodec"})
@@ -398,7 +398,7 @@ def _add_missing_imports(family: str, version: str, name: str) -> None:
     for _ in range(ENGINE_IMPORT_ROUNDS):
         specs = load_specs()
         missing = missing_imports(_python(name, specs[name]), family)
-        wanted = [str(reqs[_norm(m)]) for m in missing if _norm(m) in reqs]
+        wanted = [str(r) for r in (_requirement_of(m, reqs) for m in missing) if r is not None]
         line = dict(raw_envs()["releases"][family][version])
         new = [w for w in wanted if w not in line.get("extra", [])]
         if not new:
@@ -413,12 +413,18 @@ def _add_missing_imports(family: str, version: str, name: str) -> None:
         except BuildError:
             # The wheel's pin conflicts with the template's (vllm 0.12: numba==0.61.2 needs
             # numpy<2.3): the module unpinned, resolved with the rest.
-            bare = [_norm(reqs[_norm(m)].name) for m in missing if _norm(m) in reqs]
+            bare = [_norm(r.name) for r in (_requirement_of(m, reqs) for m in missing) if r is not None]
             line["extra"] = [*before, *(b for b in bare if b not in before)]
             _replace_line(family, version, line)
             log(f"{family} {version}: its wheel's pins for {', '.join(bare)} conflict with the template's: "
                 "added unpinned, rebuilding")
             _build(family, version, name, load_specs()[name])
+
+
+def _requirement_of(module: str, reqs: dict):
+    """The wheel's requirement that installs top-level `module` (`lmformatenforcer`: vLLM
+    0.11.1-0.14.1's `lm-format-enforcer`, which `vllm serve`'s parser imports), or None."""
+    return reqs.get(_norm(module)) or next((r for r in reqs.values() if provides_module(r.name, module)), None)
 
 
 def _python(name: str, spec: dict) -> Path:

@@ -67,3 +67,13 @@ def uploaded(package: str, version: str) -> str:
     if not times:
         raise RegistryError(f"the index gives no upload time for {package} {version}")
     return times[0]
+
+
+def provides_module(distribution: str, module: str) -> bool:
+    """Whether a distribution is taken to install top-level `module`: its name is the module's,
+    or has it as one of its words, or run together (`lm-format-enforcer` for `lmformatenforcer`,
+    `nvidia-cutlass-dsl` for `cutlass`), as a release's `Requires-Dist` names what its code imports."""
+    import re
+
+    dist, top = distribution.lower(), module.lower()
+    return top in (*re.split(r"[-_.]", dist), re.sub(r"[-_.]", "", dist))

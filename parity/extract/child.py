@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import INTERNAL_ERROR_KEY, RELEASE_KEY, TRANSIENT_KEY, transient
+from ..registry import provides_module
 
 HARNESS_LIMIT_KEY = "harness_limit"
 PARITY_ROOT = Path(__file__).resolve().parents[1]  # the parity package's own folder
@@ -171,7 +172,6 @@ def requirement_not_installed(exc: BaseException, package: str, version: str, re
     release requires it and parity's environment leaves it out, a limit of parity's CPU run.
     None otherwise (the engine's own import of something it does not require stays its own)."""
     import importlib.util
-    import re
     from importlib import metadata
 
     from packaging.requirements import InvalidRequirement, Requirement
@@ -191,8 +191,7 @@ def requirement_not_installed(exc: BaseException, package: str, version: str, re
             continue
         if req.marker is not None and not req.marker.evaluate({"extra": ""}):
             continue
-        dist = req.name.lower()
-        if top.lower() not in (*re.split(r"[-_.]", dist), re.sub(r"[-_.]", "", dist)):
+        if not provides_module(req.name, top):
             continue
         try:
             metadata.version(req.name)

@@ -97,12 +97,17 @@ def _how(how) -> Launch:
     return how if isinstance(how, Launch) else Launch(aux=how)
 
 
+def parser_modules(how=None) -> tuple[str, str]:
+    """The modules `vllm serve`'s parser is taken from under a family's LAUNCH."""
+    return _how(how).parser
+
+
 def _parser(how=None):
     """The parser `vllm serve` builds (vllm/entrypoints/cli/serve.py: make_arg_parser on its
     subparser), from where the release keeps it, raising Refused instead of exiting."""
     import importlib
 
-    cli_args, argparse_utils = _how(how).parser
+    cli_args, argparse_utils = parser_modules(how)
     make_arg_parser = importlib.import_module(cli_args).make_arg_parser
     FlexibleArgumentParser = importlib.import_module(argparse_utils).FlexibleArgumentParser
 

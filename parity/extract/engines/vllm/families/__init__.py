@@ -43,6 +43,21 @@ def family_for(version: str) -> ModuleType:
     return _family_for("vllm", version, __name__)
 
 
+def _launch_imports(module: ModuleType) -> None:
+    """Import the modules the family's launch contract runs (`Adapter.LAUNCH`: the parser `vllm
+    serve` builds, which on 0.11.1-0.14.1 imports lm-format-enforcer's `lmformatenforcer`)."""
+    import importlib
+
+    from ..launch import parser_modules
+
+    if module.Adapter.LAUNCH is None:  # no resolver before 0.11
+        return
+    module.Adapter().platform()
+    for name in parser_modules(module.Adapter.LAUNCH):
+        importlib.import_module(name)
+
+
 def missing_modules() -> set[str]:
-    """Top-level modules some family's code paths import but this environment lacks."""
-    return _missing_modules(__name__, _fits)
+    """Top-level modules some family's code paths (its capture's, its launch contract's) import
+    but this environment lacks."""
+    return _missing_modules(__name__, _fits) | _missing_modules(__name__, _launch_imports)
