@@ -128,8 +128,7 @@ def run(config=None, biases=True, **layer):
                    w13_weight_bias=hf.gate_up_proj_bias.detach() if biases else None,
                    w2_weight_bias=hf.down_proj_bias.detach() if biases else None, moe_ep_size=1)
     method = types.SimpleNamespace(moe_runner_config=config, use_triton_kernels=False)
-    out = moe_standin.experts_forward(method, types.SimpleNamespace(**{**weights, **layer}),
-                                      types.SimpleNamespace(hidden_states=x, topk_output=(w, ids, None)))
+    out = moe_standin.experts_forward(method, types.SimpleNamespace(**{**weights, **layer}), x, (w, ids, None), config)
     return float((out - ref).abs().max() / ref.abs().max())
 
 drifts = {"no biases": run(biases=False),

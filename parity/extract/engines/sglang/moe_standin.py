@@ -1,7 +1,8 @@
 """A CPU stand-in for the fused-MoE kernel SGLang runs on a GPU, where its own non-CUDA MoE
-method computes something else (gpt-oss on 0.5.3rc2-0.5.10.post1).
+method computes something else (gpt-oss on 0.5.1.post3-0.5.10.post1).
 
-On those releases `UnquantizedFusedMoEMethod.forward_cpu(layer, dispatch_output)` runs a plain
+On those releases `UnquantizedFusedMoEMethod.forward_cpu(layer, dispatch_output)` (0.5.2 on; up
+to 0.5.1.post3 `forward_cpu(layer, x, topk_output, moe_runner_config)`) runs a plain
 SiLU-and-multiply MLP per expert (`moe_forward_native`): it never reads the experts' biases
 (`w13_weight_bias`, `w2_weight_bias`) nor the clamped, alpha-scaled SwiGLU a gpt-oss layer asks
 for (`moe_runner_config.gemm1_alpha`, `gemm1_clamp_limit`), which its CUDA method hands the
@@ -31,7 +32,8 @@ import torch
 
 from ...standins import StandInUsed
 
-DISPATCH_SIGNATURE = ["self", "layer", "dispatch_output"]  # forward_cpu's parameters on 0.5.3rc2-0.5.10
+DISPATCH_SIGNATURE = ["self", "layer", "dispatch_output"]  # forward_cpu's parameters on 0.5.2-0.5.10
+TENSOR_SIGNATURE = ["self", "layer", "x", "topk_output", "moe_runner_config"]  # on 0.5.1.post3 (returns a tensor)
 ACTIVATIONS = ("swiglu_with_alpha_and_limit", "_swiglu_gpt_oss_sigmoid_alpha", "_swiglu_silu_clamp_mul")
 _ORIGINAL = "_parity_non_cuda_forward"  # where the release's own non-CUDA method is kept
 
@@ -43,9 +45,9 @@ def _refuse(what: str) -> StandInUsed:
 
 def install() -> list[str]:
     """Put `experts_forward` in front of the non-CUDA method(s) of SGLang's
-    UnquantizedFusedMoEMethod whose parameters are `(self, layer, dispatch_output)` (the releases
-    whose non-CUDA MoE ignores biases and the clamped SwiGLU); a release with any other
-    signature is left as it is. Run before the model is built (the op binds its method then).
+    UnquantizedFusedMoEMethod whose parameters are `(self, layer, dispatch_output)` or `(self,
+    layer, x, topk_output, moe_runner_config)` (the releases whose non-CUDA MoE ignores biases and
+    the clamped SwiGLU); a release with any other signature is left as it is. Run before the model is built (the op binds its method then).
     Returns the methods replaced."""
     from sglang.srt.layers.quantization import unquant
 
@@ -54,9 +56,10 @@ def install() -> list[str]:
         method = getattr(cls, name, None)
         if method is None or getattr(method, "__parity_standin__", False):
             continue
-        if list(inspect.signature(method).parameters) != DISPATCH_SIGNATURE:
+        params = list(inspect.signature(method).parameters)
+        if params not in (DISPATCH_SIGNATURE, TENSOR_SIGNATURE):
             continue
-        setattr(cls, name, _in_front_of(method))
+        setattr(cls, name, _in_front_of(method) if params == DISPATCH_SIGNATURE else _in_front_of_tensor(method))
         done.append(f"UnquantizedFusedMoEMethod.{name}")
     return done
 
@@ -67,8 +70,25 @@ def _in_front_of(original):
             return original(self, layer, dispatch_output)
         from sglang.srt.layers.moe.token_dispatcher import StandardCombineInput
 
-        return StandardCombineInput(hidden_states=experts_forward(self, layer, dispatch_output))
+        if getattr(dispatch_output, "hidden_states_scale", None) is not None:
+            raise _refuse("quantized activations")
+        out = experts_forward(self, layer, dispatch_output.hidden_states, dispatch_output.topk_output,
+                              self.moe_runner_config)
+        return StandardCombineInput(hidden_states=out)
 
+    return _marked(forward, original)
+
+
+def _in_front_of_tensor(original):
+    def forward(self, layer, x, topk_output, moe_runner_config):
+        if not needs_cuda_route(layer, moe_runner_config):
+            return original(self, layer, x, topk_output, moe_runner_config)
+        return experts_forward(self, layer, x, topk_output, moe_runner_config)
+
+    return _marked(forward, original)
+
+
+def _marked(forward, original):
     forward.__parity_standin__ = True
     forward.__wrapped__ = original
     forward.__doc__ = f"parity's CPU stand-in for the CUDA fused MoE, in front of {original.__qualname__}"
@@ -82,9 +102,9 @@ def needs_cuda_route(layer, config) -> bool:
             or getattr(config, "gemm1_alpha", None) is not None or getattr(config, "gemm1_clamp_limit", None) is not None)
 
 
-def experts_forward(method, layer, dispatch_output) -> torch.Tensor:
-    """What the CUDA route of `UnquantizedFusedMoEMethod` computes for `dispatch_output`."""
-    config = method.moe_runner_config
+def experts_forward(method, layer, x, topk_output, config) -> torch.Tensor:
+    """What the CUDA route of `UnquantizedFusedMoEMethod` computes for hidden states `x` [T, H]
+    routed by `topk_output` (the router's own weights and ids) under the layer's runner `config`."""
     if getattr(method, "use_triton_kernels", False):
         raise _refuse("the layer holds Triton-kernels' transposed weights")
     if getattr(layer, "moe_ep_size", 1) != 1:
@@ -93,10 +113,7 @@ def experts_forward(method, layer, dispatch_output) -> torch.Tensor:
         raise _refuse("no_combine (one output per routed expert)")
     if not getattr(config, "is_gated", True):
         raise _refuse("a non-gated MoE")
-    if getattr(dispatch_output, "hidden_states_scale", None) is not None:
-        raise _refuse("quantized activations")
-    x = dispatch_output.hidden_states
-    topk_weights, topk_ids = dispatch_output.topk_output[0], dispatch_output.topk_output[1]
+    topk_weights, topk_ids = topk_output[0], topk_output[1]
     return fused_experts(x, layer.w13_weight, layer.w2_weight, getattr(layer, "w13_weight_bias", None),
                          getattr(layer, "w2_weight_bias", None), topk_weights, topk_ids, activation(config),
                          config.apply_router_weight_on_input, config.routed_scaling_factor)
