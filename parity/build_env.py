@@ -48,6 +48,7 @@ from pathlib import Path
 
 from .envs import STAMP, EnvError, env_path, load_specs
 from .home import CHECKOUT, HomeError, home, shipped
+from .progress import logger
 
 RECIPE = 3  # bump when the way an environment is built below changes (3: uv, from a lock)
 UV_VERSION = "0.13.8"
@@ -58,8 +59,7 @@ TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 LOCK_HEADER = "# parity lock"
 
 
-def log(msg: str) -> None:
-    print(f"[setup] {msg}", file=sys.stderr, flush=True)
+log = logger("setup")
 
 
 def spec_hash(name: str, spec: dict) -> str:

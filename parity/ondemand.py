@@ -30,6 +30,7 @@ import tomlkit
 
 from .errors import UserError
 from .home import user_envs
+from .progress import logger
 from .registry import provides_module, uploaded
 
 ABSENT = "none"  # a pin whose package the release does not require (envs.toml drops that dependency)
@@ -66,8 +67,7 @@ def swept_line(family: str, version: str) -> dict | None:
     return _swept_lines().get((family, version))
 
 
-def log(msg: str) -> None:
-    print(f"[parity] {msg}", file=sys.stderr, flush=True)
+log = logger("parity")
 
 
 def _norm(name: str) -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import tempfile
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -36,6 +35,7 @@ if TYPE_CHECKING:
     from ..extract.trainers import BoundTrainer
 
 from ..contract import FindingKind
+from ..progress import logger
 from .cases import DUMP_CASES, SERVING_CASES, TRAINING_CASES, DumpCase, ServingCase, TrainingCase
 from .outcome import Outcome, of_error, of_finding
 
@@ -51,8 +51,7 @@ READABLE = (1, 2)
 BUILDS_AHEAD = 2
 
 
-def log(msg: str) -> None:
-    print(f"[sweep] {msg}", file=sys.stderr, flush=True)
+log = logger("sweep")
 
 
 def first_line(exc: BaseException | str) -> str:
