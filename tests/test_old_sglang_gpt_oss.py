@@ -92,7 +92,7 @@ def test_the_moe_and_rope_stand_ins_compute_the_reference_and_refuse_what_they_d
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["clamped"] > 0  # the limit is reached, so a stand-in without the clamp would differ
-    assert result["stand_in"] < 1e-4, result
+    assert result["stand_in"] < 1e-4 and result["by_keywords"] < 1e-4, result  # by_keywords: 0.5.0rc0's signature
     assert all(error > 1e-2 for error in result["drifts"].values()), result
     assert result["refused"] == ["expert parallelism (moe_ep_size 2)", "no_combine (one output per routed expert)"]
     # the rotary stand-in, on 0.5.10's RotaryEmbedding with 0.5.0rc1-0.5.3rc0's forward_native signature
@@ -131,6 +131,13 @@ def run(config=None, biases=True, **layer):
     out = moe_standin.experts_forward(method, types.SimpleNamespace(**{**weights, **layer}), x, (w, ids, None), config)
     return float((out - ref).abs().max() / ref.abs().max())
 
+keywords = moe_standin._in_front_of_keywords(lambda *args, **kwargs: None)  # 0.5.0rc0's keyword signature
+layer = types.SimpleNamespace(w13_weight=hf.gate_up_proj.detach().transpose(1, 2), moe_ep_size=1,
+                              w2_weight=hf.down_proj.detach().transpose(1, 2),
+                              w13_weight_bias=hf.gate_up_proj_bias.detach(), w2_weight_bias=hf.down_proj_bias.detach())
+out = keywords(types.SimpleNamespace(use_triton_kernels=False), layer, x, (w, ids, None), activation="silu",
+               activation_alpha=hf.alpha, swiglu_limit=hf.limit)
+by_keywords = float((out - ref).abs().max() / ref.abs().max())
 drifts = {"no biases": run(biases=False),
           "no clamp": run(MoeRunnerConfig(activation="silu", gemm1_alpha=hf.alpha, gemm1_clamp_limit=1e9)),
           "silu on the halves": run(MoeRunnerConfig(activation="silu"))}
@@ -156,7 +163,7 @@ try:
     rope_refused = False
 except standins.StandInUsed:
     rope_refused = True
-print(json.dumps({"stand_in": run(), "clamped": clamped, "drifts": drifts, "refused": refused,
+print(json.dumps({"stand_in": run(), "by_keywords": by_keywords, "clamped": clamped, "drifts": drifts, "refused": refused,
                   "rope": {"installed": installed, "same": same, "refused": rope_refused}}))
 """
 

@@ -17,7 +17,7 @@ engine's refusal: a GPU runs the op's CUDA method, which takes the argument and 
   loaded parameters in turn and seeing the output unchanged. Parameters of an attention module
   are left out: parity's own prefill backend computes attention (sdpa_backend.py), so what it
   leaves unread would be parity's to answer, not the engine's.
-  (gpt-oss on 0.5.0rc1-0.5.10.post1 no longer meets either: rope_standin.py and moe_standin.py
+  (gpt-oss on 0.5.0rc0-0.5.10.post1 no longer meets either: rope_standin.py and moe_standin.py
   stand in for the CUDA methods there; both checks remain for any other release or model.)
 
 And two that are parity's: `requirement_not_installed`, a model module that imports a package the

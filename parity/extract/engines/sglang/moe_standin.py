@@ -1,8 +1,9 @@
 """A CPU stand-in for the fused-MoE kernel SGLang runs on a GPU, where its own non-CUDA MoE
-method computes something else (gpt-oss on 0.5.1.post3-0.5.10.post1).
+method computes something else (gpt-oss on 0.5.0rc0-0.5.10.post1).
 
-On those releases `UnquantizedFusedMoEMethod.forward_cpu(layer, dispatch_output)` (0.5.2 on; up
-to 0.5.1.post3 `forward_cpu(layer, x, topk_output, moe_runner_config)`) runs a plain
+On those releases `UnquantizedFusedMoEMethod.forward_cpu(layer, dispatch_output)` (0.5.2 on;
+0.5.1.post3 `forward_cpu(layer, x, topk_output, moe_runner_config)`; 0.5.0rc0 the settings as
+keywords, without the `activation_alpha` and `swiglu_limit` its CUDA method takes) runs a plain
 SiLU-and-multiply MLP per expert (`moe_forward_native`): it never reads the experts' biases
 (`w13_weight_bias`, `w2_weight_bias`) nor the clamped, alpha-scaled SwiGLU a gpt-oss layer asks
 for (`moe_runner_config.gemm1_alpha`, `gemm1_clamp_limit`), which its CUDA method hands the
@@ -34,6 +35,8 @@ from ...standins import StandInUsed
 
 DISPATCH_SIGNATURE = ["self", "layer", "dispatch_output"]  # forward_cpu's parameters on 0.5.2-0.5.10
 TENSOR_SIGNATURE = ["self", "layer", "x", "topk_output", "moe_runner_config"]  # on 0.5.1.post3 (returns a tensor)
+KEYWORD_SIGNATURE = ["self", "layer", "x", "topk_output", "activation", "apply_router_weight_on_input", "inplace",
+                     "no_combine", "routed_scaling_factor"]  # 0.5.0rc0: no activation_alpha, swiglu_limit (CUDA's has)
 ACTIVATIONS = ("swiglu_with_alpha_and_limit", "_swiglu_gpt_oss_sigmoid_alpha", "_swiglu_silu_clamp_mul")
 _ORIGINAL = "_parity_non_cuda_forward"  # where the release's own non-CUDA method is kept
 
@@ -57,9 +60,11 @@ def install() -> list[str]:
         if method is None or getattr(method, "__parity_standin__", False):
             continue
         params = list(inspect.signature(method).parameters)
-        if params not in (DISPATCH_SIGNATURE, TENSOR_SIGNATURE):
+        wrap = {tuple(DISPATCH_SIGNATURE): _in_front_of, tuple(TENSOR_SIGNATURE): _in_front_of_tensor,
+                tuple(KEYWORD_SIGNATURE): _in_front_of_keywords}.get(tuple(params))
+        if wrap is None:
             continue
-        setattr(cls, name, _in_front_of(method) if params == DISPATCH_SIGNATURE else _in_front_of_tensor(method))
+        setattr(cls, name, wrap(method))
         done.append(f"UnquantizedFusedMoEMethod.{name}")
     return done
 
@@ -84,6 +89,25 @@ def _in_front_of_tensor(original):
         if not needs_cuda_route(layer, moe_runner_config):
             return original(self, layer, x, topk_output, moe_runner_config)
         return experts_forward(self, layer, x, topk_output, moe_runner_config)
+
+    return _marked(forward, original)
+
+
+def _in_front_of_keywords(original):
+    """0.5.0rc0: the runner settings come as keywords, and the SwiGLU's alpha and limit only to the
+    CUDA method (`activation_alpha`, `swiglu_limit`), which the model passes whichever method runs."""
+    def forward(self, layer, x, topk_output, *, activation="silu", apply_router_weight_on_input=False, inplace=True,
+                no_combine=False, routed_scaling_factor=None, activation_alpha=None, swiglu_limit=None):
+        import types
+
+        config = types.SimpleNamespace(activation=activation, apply_router_weight_on_input=apply_router_weight_on_input,
+                                       no_combine=no_combine, routed_scaling_factor=routed_scaling_factor,
+                                       gemm1_alpha=activation_alpha, gemm1_clamp_limit=swiglu_limit)
+        if not needs_cuda_route(layer, config):
+            return original(self, layer, x, topk_output, activation=activation, inplace=inplace, no_combine=no_combine,
+                            apply_router_weight_on_input=apply_router_weight_on_input,
+                            routed_scaling_factor=routed_scaling_factor)
+        return experts_forward(self, layer, x, topk_output, config)
 
     return _marked(forward, original)
 

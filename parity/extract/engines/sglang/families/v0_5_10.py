@@ -19,7 +19,7 @@ docs/engines-on-cpu.md, 'Runtime set-up per release family', says it differs:
   rope class that defaults its cache's device to the literal "cuda" instead of asking (DeepSeek's
   YaRN rope up to 0.5.8) defaults to "cpu" (accelerator_default_on_cpu): on a CPU-only torch
   that default could only raise;
-- (0.5.1.post3-0.5.10.post1, this family's and the older ones that take its `Launch`, whose
+- (0.5.0rc0-0.5.10.post1, this family's and the older ones that take its `Launch`, whose
   `setup` installs it) the non-CUDA
   MoE method ignores the experts' biases and gpt-oss's clamped SwiGLU: moe_standin.py computes
   the CUDA route for the layers that carry them (any other layer runs the release's own method);
