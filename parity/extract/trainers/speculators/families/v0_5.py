@@ -12,7 +12,7 @@ slicing the dataset's own), except, read from the installed 0.5.0 source:
   `split_ratio=0.9`, so this family does too, on an arrow directory of `ARROW_ROWS` identical
   rows (the train split is the first 90%: row 0 reads hs_0).
 
-The 0.5.0 wheel's own `version.py` says 0.4.0 (the probe reports it as `speculators_version_py`).
+The 0.5.0 wheel's own `version.py` says 0.4.0 (the probe reports it as the reply's `release_declared`).
 
 Imports nothing from speculators at module level.
 """
