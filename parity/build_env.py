@@ -46,7 +46,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .envs import STAMP, EnvError, env_path, load_specs
+from .envs import STAMP, EnvError, env_path, load_specs, raw_envs, specs_from
 from .home import CHECKOUT, HomeError, home, shipped
 from .progress import logger
 
@@ -166,7 +166,6 @@ def lock_path(name: str) -> Path:
     """Where `name`'s lock is written: a checkout's `locks/` (committed) for an environment the
     shipped envs.toml declares; otherwise (installed, or a release the user's envs.toml or
     `--build` added) `$PARITY_HOME/locks/`. A shipped lock is read first while it is current."""
-    from .envs import raw_envs, specs_from
 
     ours = CHECKOUT is not None and name in specs_from(raw_envs(user=False))
     return shipped("locks", f"{name}.txt") if ours else home() / "locks" / f"{name}.txt"

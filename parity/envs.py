@@ -33,10 +33,11 @@ from pathlib import Path
 from typing import Iterator
 
 from . import reads
-from .home import CHECKOUT, PACKAGE, home, setup_command, shipped, user_envs
+from .home import CHECKOUT, PACKAGE, home, setup_command, shipped, user_envs, cache_dir
 from .children import run_child
-from .workspace import workspace
+from .workspace import workspace, private_caches
 from .errors import TRANSIENT_KEY, UserError, transient
+from .reply_cache import cached_reply, enabled
 
 # Template keys about deriving a release's line, not what its environment holds (kept out of
 # each release's spec, so out of its hash): a field's default, and whether the deps list every import.
@@ -264,7 +265,6 @@ def import_dir() -> Path:
     sees a whole link or none."""
     import hashlib
 
-    from .home import cache_dir
 
     where = cache_dir() / "import-path" / hashlib.sha256(str(PACKAGE).encode()).hexdigest()[:16]
     link = where / "parity"
@@ -311,7 +311,6 @@ def run_module(python: Path | str, module: str, request: dict, timeout: float = 
     env = child_env(python)
     with parity_on_path(env) as cwd:
         if cache:
-            from .reply_cache import cached_reply, enabled
 
             if enabled():
                 env[reads.ENV] = "1"  # the child records what it reads: the cache's entry holds it
@@ -358,7 +357,6 @@ def compile_ahead(python: Path | str, module: str, package: str, timeout: float 
     import subprocess
     import tempfile
 
-    from .workspace import private_caches
 
     if _built_env(python) is None:
         return False  # an interpreter parity did not build: its bytecode is not parity's to write

@@ -29,9 +29,12 @@ from pathlib import Path
 import tomlkit
 
 from .errors import UserError
-from .home import user_envs
+from .home import user_envs, shipped
 from .progress import logger
 from .registry import provides_module, uploaded
+from .build_env import _run, build, torch_source, uv, uv_env
+from .envs import EnvError, env_path, environments, keep_bytecode, load_specs, parity_on_path, raw_envs
+from .workspace import private_caches
 
 ABSENT = "none"  # a pin whose package the release does not require (envs.toml drops that dependency)
 TORCH_FAMILY = frozenset({"torch", "torchvision", "torchaudio", "torchcodec"})
@@ -53,7 +56,6 @@ class LineSource(str, enum.Enum):
 
 @functools.lru_cache(maxsize=1)
 def _swept_lines() -> dict:
-    from .home import shipped
 
     path = shipped("releases.json")
     data = json.loads(path.read_text()) if path.is_file() else {}
@@ -143,7 +145,6 @@ def requirements_by_name(package: str, version: str) -> dict:
 def newest(requirement: str, published_by: str | None = None) -> str:
     """The newest release satisfying `requirement` (uv's resolver, no dependencies); with
     `published_by` (an RFC 3339 time), the newest published by then."""
-    from .build_env import _run, torch_source, uv, uv_env
 
     by = ["--exclude-newer", published_by] if published_by else []
     with tempfile.TemporaryDirectory(prefix="parity-pin-") as tmp:
@@ -260,8 +261,6 @@ def missing_imports(python: Path, family: str) -> list[str]:
     """Top-level modules `family`'s code paths import but `python`'s environment lacks."""
     import os
 
-    from .envs import keep_bytecode, parity_on_path
-    from .workspace import private_caches
 
     env = dict(os.environ)
     keep_bytecode(python, env)
@@ -277,7 +276,6 @@ def ensure_release(family: str, version: str, *, derive: bool = False) -> LineSo
     it when it is declared; otherwise add its line to the user's envs.toml (the published sweep's,
     or with `derive` or for a release no sweep has seen, derived now) and build it. Returns where
     the line came from."""
-    from .envs import EnvError, environments, load_specs, raw_envs
 
     env = next((e for e in environments() if e.packages.get(family) == version), None)
     if env is not None and env.built:
@@ -340,8 +338,6 @@ def too_new(python: Path, fields: dict[str, str]) -> dict[str, str]:
     there ({field: why})."""
     import os
 
-    from .envs import keep_bytecode
-    from .workspace import private_caches
 
     env = dict(os.environ)
     keep_bytecode(python, env)
@@ -359,7 +355,6 @@ def _step_back_too_new(family: str, version: str, name: str) -> None:
     4.51-4.52): pinned instead to the newest release of it published by the engine release's
     own upload (what its unpinned requirement resolved to that day), and the environment
     rebuilt; decided by running the import, never by a list."""
-    from .envs import load_specs, raw_envs
 
     template = raw_envs()["template"][family]
     line = dict(raw_envs()["releases"][family][version])
@@ -379,7 +374,6 @@ def _step_back_too_new(family: str, version: str, name: str) -> None:
 
 
 def _build(family: str, version: str, name: str, spec: dict) -> None:
-    from .build_env import build
 
     try:
         build(name, spec)
@@ -392,7 +386,6 @@ def _add_missing_imports(family: str, version: str, name: str) -> None:
     0.5.18: xgrammar, at `server_args` import): each such module that the wheel's own metadata
     requires is added to the line's `extra`, with the wheel's specifier, and the environment
     rebuilt; decided by running the import, never by a list."""
-    from .envs import load_specs, raw_envs
 
     reqs = requirements_by_name(family, version)
     for _ in range(ENGINE_IMPORT_ROUNDS):
@@ -428,7 +421,6 @@ def _requirement_of(module: str, reqs: dict):
 
 
 def _python(name: str, spec: dict) -> Path:
-    from .envs import env_path
 
     return env_path(name, spec) / "bin" / "python"
 

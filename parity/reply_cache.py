@@ -68,6 +68,7 @@ from typing import Callable, Iterator
 
 from . import reads
 from .errors import TRANSIENT_KEY
+from .home import cache_dir as home_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 NO_CACHE = "PARITY_NO_CACHE"
@@ -84,7 +85,6 @@ _ENV_IGNORED = (NO_CACHE, "PARITY_PROBE_OVERRIDES", "PARITY_HOME", "PARITY_DEBUG
 
 def cache_dir() -> Path:
     """Where replies are kept: the one place to change to move the cache."""
-    from .home import cache_dir as home_cache
 
     return home_cache() / "replies"
 
