@@ -12,6 +12,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from .contract import parse_taps
+from .errors import UserError
+from .extract.engines import engine
+from .extract.trainers import trainer
+from .gate import check
+from .inputs import InputError, check_fit, parse_serve_args, read_inputs
+from .lock import check_lock
+from .report import render_check
+from .workspace import workspace
 
 
 def pytest_addoption(parser):
@@ -54,8 +63,6 @@ class ParityItem(pytest.Item):
         self.add_marker(pytest.mark.parity)
 
     def runtest(self):
-        from .report import render_check
-        from .workspace import workspace
 
         with workspace():  # the item's temp files and its probes' go with it, pass or fail
             result = self._run()
@@ -65,7 +72,6 @@ class ParityItem(pytest.Item):
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, ParityFailure):
             return str(excinfo.value)
-        from .errors import UserError
 
         if isinstance(excinfo.value, UserError):
             return f"parity could not check this pair: {excinfo.value}"
@@ -77,9 +83,7 @@ class ParityItem(pytest.Item):
 
 class LockFile(pytest.File):
     def collect(self):
-        from .lock import check_lock
 
-        from .inputs import parse_serve_args
 
         verify = not self.config.getoption("parity_no_verify")
         serve_args = self.config.getoption("parity_serve_args")
@@ -107,9 +111,6 @@ def pytest_collection_modifyitems(session, config, items):
     if not (target and draft and layout):
         raise pytest.UsageError("--parity-target, --parity-draft and --parity-dump-layout go together")
 
-    from .extract.engines import engine
-    from .extract.trainers import trainer
-    from .inputs import InputError
 
     try:  # an unknown name is a usage error, before anything runs
         served_by = engine(config.getoption("parity_engine") or engine().name)
@@ -118,9 +119,6 @@ def pytest_collection_modifyitems(session, config, items):
         raise pytest.UsageError(str(exc)) from None
 
     def run():
-        from .contract import parse_taps
-        from .gate import check
-        from .inputs import check_fit, parse_serve_args, read_inputs
 
         given = read_inputs(target, draft)  # read once, here at the boundary
         side = trained_by.trained_side(config.getoption("parity_trained"), given[1])

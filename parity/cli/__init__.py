@@ -29,6 +29,7 @@ from .lock import add_lock_parser, run_lock
 from .matrix import add_matrix_parsers
 from .replay import add_replay_parser, run_replay
 from .sweep import add_sweep_parser, run_sweep
+from ..workspace import workspace
 
 
 def _installed(name: str) -> str:
@@ -112,7 +113,6 @@ def _main(argv: list[str] | None) -> int:
         parser.print_help()
         return ExitCode.BAD_INPUT
     try:
-        from ..workspace import workspace
 
         with workspace():  # one temp dir for the command and its probes, removed on every exit
             return run(args)

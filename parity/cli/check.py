@@ -9,6 +9,10 @@ from ..errors import ExitCode
 from ..extract import engines, trainers
 from . import common
 from .common import usage
+from ..gate import check
+from ..inputs import check_fit, check_ids, parse_serve_args
+from ..lock import check_lock, read_lock
+from ..report import render_check
 
 
 def add_check_parser(sub):
@@ -32,13 +36,9 @@ def add_check_parser(sub):
 
 
 def run_check(args) -> int:
-    from ..gate import check
-    from ..inputs import check_fit, check_ids, parse_serve_args
-    from ..report import render_check
 
     serve_args = parse_serve_args(args.serve_args)  # bad input before any extraction
     if args.contract:
-        from ..lock import check_lock, read_lock
         given = [f for f, v in (("--target-config", args.target_config), ("--draft", args.draft),
                                 ("--dump-layout", args.dump_layout), ("--datagen-ids", args.datagen_ids))
                  if v]

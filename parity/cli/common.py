@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from ..extract import engines, trainers
 from ..extract.engines import BoundEngine
 from ..extract.trainers import BoundTrainer
+from ..inputs import Draft, Target, parse_dump
 
 if TYPE_CHECKING:
     from ..contract import TrainingContract
@@ -113,7 +114,6 @@ def _dest(flag: str) -> str:
 def dump(args):
     """The dump description the command was given (--dump-layout, or --datagen-ids with its
     convention), parsed once."""
-    from ..inputs import parse_dump
 
     return parse_dump(getattr(args, "dump_layout", None), getattr(args, "datagen_ids", None),
                       getattr(args, "datagen_convention", None))
@@ -122,7 +122,6 @@ def dump(args):
 def given(args) -> "tuple[Target, Draft | None]":
     """The target and (when the command names one) the draft, each read and checked once: every
     step below gets these objects, never the paths."""
-    from ..inputs import Draft, Target
 
     return Target.read(args.target_config), (Draft.read(args.draft) if getattr(args, "draft", None) else None)
 

@@ -8,6 +8,9 @@ from ..errors import ExitCode
 from ..extract import engines, trainers
 from . import common
 from .common import usage
+from ..inputs import parse_serve_args
+from ..report import render_contract
+from ..verdict import launch_differences
 
 
 def add_contract_parser(sub, parser_class):
@@ -39,8 +42,6 @@ def _no_side() -> int:
 
 
 def run_contract(args) -> int:
-    from ..inputs import parse_serve_args
-    from ..verdict import launch_differences
 
     given = common.given(args)
     if args.side == "training":
@@ -50,7 +51,6 @@ def run_contract(args) -> int:
     if args.json:
         print(contract.to_json())
     else:
-        from ..report import render_contract
         print(render_contract(contract))
     # An error finding means the side will not be fed (or did not build) what the
     # config asks, and a launch field the engine overrides means it will not run what the

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from .check import add_check_parser, run_check
+from ..home import shipped
 
 # The bundled example: the case this project was born from (README, "The bundled example").
 EXAMPLE_TARGET = ("fixtures", "targets", "kimi-k2.5", "config.json")
@@ -26,7 +27,6 @@ def add_example_parser(sub):
 def run_example(args) -> int:
     """`parity check` on the bundled example, wherever parity is installed; its paths are shown
     relative to the working directory when they are inside it (`./dev example` in a checkout)."""
-    from ..home import shipped
 
     def shown(path: Path) -> str:
         rel = os.path.relpath(path)

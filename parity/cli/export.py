@@ -8,6 +8,7 @@ from ..errors import ExitCode
 from ..extract import engines
 from . import common
 from .common import usage
+from ..export import check_output, export_draft
 
 
 def add_export_parser(sub):
@@ -24,7 +25,6 @@ def add_export_parser(sub):
 
 
 def run_export(args) -> int:
-    from ..export import check_output, export_draft
 
     if not (args.dump_layout or args.datagen_ids):
         raise usage("export needs the dump description: --dump-layout h0,h3,... or --datagen-ids")

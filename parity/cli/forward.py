@@ -17,11 +17,14 @@ from pathlib import Path
 
 from ..contract.reply import ProbeReply
 from ..errors import ExitCode
+from ..extract import engines
+from ..extract.engines import engine, foreign_release
+from ..extract.trainers import trainer
+from ..forward.cases import DRIFTS, fixture_cases, fixture_target, given_case
+from ..inputs import InputError, check_steps, parse_dump, read_config, target_layers, text_part
 
 
 def add_forward_parser(sub, parser_class) -> argparse.ArgumentParser:
-    from ..extract import engines
-    from ..forward.cases import DRIFTS
 
     fw = sub.add_parser("forward", help="prove numerically that training and serving give the same "
                                         "draft logits; exit 0 parity, 1 drift or unservable, 2 error")
@@ -62,12 +65,9 @@ def add_forward_parser(sub, parser_class) -> argparse.ArgumentParser:
 
 
 def run_forward(args) -> int:
-    from ..inputs import InputError, parse_dump, read_config, target_layers, text_part
-    from ..forward.cases import DRIFTS, fixture_cases, given_case, fixture_target
     from ..report.forward import render_forward, render_summary
     from ..forward.run import forward_parity
 
-    from ..inputs import check_steps
 
     check_steps(args.steps)
     if args.seq_len > 4096:
@@ -76,8 +76,6 @@ def run_forward(args) -> int:
     if args.steps < 1 or args.seq_len < args.steps + 2:
         raise InputError(f"--steps {args.steps} / --seq-len {args.seq_len}: need steps >= 1 and "
                          "seq-len >= steps + 2")
-    from ..extract.engines import engine, foreign_release
-    from ..extract.trainers import trainer
 
     chosen = engine(args.engine)
     foreign = foreign_release(args, chosen, datagen=False)  # forward takes no dump description

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 
 from ..errors import ExitCode
+from ..build_env import main as build
+from ..contract import contract_json_schema
+from ..conventions import CONVENTIONS
 
 
 def add_info_parsers(sub) -> None:
@@ -18,19 +21,16 @@ def add_info_parsers(sub) -> None:
 
 
 def run_setup(args) -> int:
-    from ..build_env import main as build
 
     return build(args.envs)
 
 
 def run_schema(args) -> int:
-    from ..contract import contract_json_schema
     print(json.dumps(contract_json_schema(), indent=2))
     return ExitCode.OK
 
 
 def run_conventions(args) -> int:
-    from ..conventions import CONVENTIONS
     for c in CONVENTIONS.values():
         print(f"{c.name:26s} {c.summary}\n{'':26s} source: {c.source}")
         if c.run_by:

@@ -7,6 +7,8 @@ from pathlib import Path
 from ..errors import ExitCode
 from . import common
 from .common import usage
+from ..inputs import parse_serve_args
+from ..lock import lock_destination, write_lock
 
 
 def add_lock_parser(sub):
@@ -26,8 +28,6 @@ def add_lock_parser(sub):
 
 
 def run_lock(args) -> int:
-    from ..inputs import parse_serve_args
-    from ..lock import lock_destination, write_lock
 
     lock_destination(args.out, args.target_config, args.draft)
     if args.out.exists() and not args.update:

@@ -13,6 +13,11 @@ from ..extract.engines import BoundEngine
 from ..extract.trainers import BoundTrainer
 from . import common
 from .common import usage
+from ..inputs import parse_serve_args
+from ..lock import read_lock
+from ..matrix import build_matrix, can_i_deploy
+from ..ondemand import ensure_release
+from ..report.matrix import render_markdown, render_text
 
 
 def add_matrix_parsers(sub) -> None:
@@ -75,7 +80,6 @@ def _inputs(args) -> dict:
 
 def _trainer(args) -> BoundTrainer:
     """The trainer the command is about (--trainer, or the lock's), unbound."""
-    from ..lock import read_lock
 
     return trainers.trainer(read_lock(args.contract).trainer if args.contract else args.trainer)
 
@@ -107,7 +111,6 @@ def _engine(args) -> tuple[BoundEngine, str | None]:
 
 
 def _lock_engine(args) -> str | None:
-    from ..lock import read_lock
 
     return read_lock(args.contract).engine if args.contract else None
 
@@ -116,7 +119,6 @@ def _build_releases(args, **wanted: list[str] | None) -> None:
     """--build: make each named release runnable first (parity.ondemand)."""
     if not args.build:
         return
-    from ..ondemand import ensure_release
 
     for family, versions in wanted.items():
         for version in versions or []:
@@ -124,9 +126,6 @@ def _build_releases(args, **wanted: list[str] | None) -> None:
 
 
 def run_matrix(args) -> int:
-    from ..inputs import parse_serve_args
-    from ..matrix import build_matrix
-    from ..report.matrix import render_markdown, render_text
 
     serve_args = parse_serve_args(args.serve_args)  # bad input before any extraction
     split = lambda v: [x.strip() for x in v.split(",") if x.strip()] if v else None  # noqa: E731
@@ -151,8 +150,6 @@ def run_matrix(args) -> int:
 
 
 def run_can_i_deploy(args) -> int:
-    from ..inputs import parse_serve_args
-    from ..matrix import can_i_deploy
 
     serve_args = parse_serve_args(args.serve_args)  # bad input before any extraction
     inputs = _inputs(args)

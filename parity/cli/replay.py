@@ -15,6 +15,10 @@ from pathlib import Path
 
 from ..errors import ExitCode
 from ..extract import engines, trainers
+from ..contract import parse_taps
+from ..inputs import InputError, parse_dump
+from ..replay.run import replay
+from ..report.replay import render_replay
 
 
 def add_replay_parser(sub, add_dump_args) -> argparse.ArgumentParser:
@@ -46,10 +50,6 @@ def add_replay_parser(sub, add_dump_args) -> argparse.ArgumentParser:
 
 
 def run_replay(args) -> int:
-    from ..contract import parse_taps
-    from ..inputs import InputError, parse_dump
-    from ..report.replay import render_replay
-    from ..replay.run import replay
 
     dump = parse_dump(args.dump_layout, args.datagen_ids, args.datagen_convention)
     try:

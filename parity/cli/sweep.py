@@ -7,6 +7,9 @@ from pathlib import Path
 
 from ..errors import ExitCode, UserError
 from ..home import CHECKOUT, home
+from ..extract import engines, trainers
+from ..report.releases import render_releases
+from ..sweep.run import load, sweep, swept
 
 
 def _where(name: str) -> Path:
@@ -15,7 +18,6 @@ def _where(name: str) -> Path:
 
 
 def add_sweep_parser(sub) -> argparse.ArgumentParser:
-    from ..extract import engines, trainers
 
     p = sub.add_parser("sweep", help="every published SGLang, vLLM and speculators release over a fixed case set: "
                        "what each feeds (writes releases.json and docs/releases.md; resumable)")
@@ -49,8 +51,6 @@ def _wanted(text: str, flag: str):
 
 
 def run_sweep(args) -> int:
-    from ..report.releases import render_releases
-    from ..sweep.run import load, sweep, swept
 
     if args.limit is not None and args.limit < 1:
         raise UserError("--limit: at least 1")
