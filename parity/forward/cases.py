@@ -19,8 +19,10 @@ from ..contract.tap import Tap
 from ..extract.engines import BoundEngine, engine
 from ..fixtures import DraftRecipe, speculators_draft
 from ..home import shipped
-from ..inputs import InputError
+from ..inputs import InputError, text_part
 from .positions import PositionPlan
+from ..conventions import to_taps
+from ..extract.shrink import TINY
 
 TARGETS = shipped("fixtures", "targets")
 
@@ -142,7 +144,6 @@ def fixture_cases(target: dict, drifts: tuple[str, ...] = (), *, matched: bool =
                   serving: BoundEngine | None = None) -> list[Case]:
     """Cases on a tiny seeded draft for `target`: the matched pair, then each named drift
     (`rope`: also the matched pair of a draft with Llama-3.1's rope, LLAMA3_ROPE)."""
-    from ..inputs import text_part
 
     n = int(text_part(target)["num_hidden_layers"])
     work = Path(work or tempfile.mkdtemp(prefix="parity-forward-cases-"))
@@ -222,7 +223,6 @@ def given_case(draft_dir: Path, dump_layout: list[str] | None, served_dir: Path 
                          "trained draft through speculators; pass the served form with --served)")
     if not list(draft_dir.glob("*.safetensors")):
         raise InputError(f"draft {draft_dir}: no *.safetensors weights (forward parity runs the model)")
-    from ..extract.shrink import TINY
     layer = spec["transformer_layer_config"]
     widths = (layer.get("hidden_size"), layer.get("vocab_size"))
     if widths != (TINY["hidden_size"], TINY["vocab_size"]):
@@ -231,7 +231,6 @@ def given_case(draft_dir: Path, dump_layout: list[str] | None, served_dir: Path 
                          f"{TINY['vocab_size']}) with seeded weights; a full-size draft needs its real "
                          "target's weights (not supported here; `parity check` covers its wiring)")
     if dump_layout is None:
-        from ..conventions import to_taps
         ids = spec.get("eagle_aux_hidden_state_layer_ids")
         dump_layout = [t.name for t in to_taps("speculators-datagen", ids, n)]
     for t in dump_layout:

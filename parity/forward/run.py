@@ -28,6 +28,7 @@ from .cases import Case, seeded_tokens
 from .compare import ForwardResult, compare
 from .positions import PositionPlan, plan, spans
 from .tolerances import for_dtype
+from ..inputs import text_part
 
 TRAINING_MODULE = trainer().FORWARD_MODULE
 
@@ -153,7 +154,6 @@ def position_plan(case: Case, target_config: dict, seq_len: int, steps: int) -> 
     within the target's context (parity.forward.positions)."""
     import json
 
-    from ..inputs import text_part
 
     spec = json.loads((Path(case.draft_dir) / "config.json").read_text())
     served = json.loads((Path(case.served_dir) / "config.json").read_text())
@@ -164,7 +164,6 @@ def position_plan(case: Case, target_config: dict, seq_len: int, steps: int) -> 
 
 def _forward_parity(target_config, cases, work: Path, *, steps, seq_len, seed, dtype, device,
                     parallel, bare, python, serving, long_positions) -> dict[str, Any]:
-    from ..inputs import text_part
 
     for case in cases:
         long = long_positions and serving.FORWARD_LONG_POSITIONS  # an engine says why not, where not

@@ -13,6 +13,8 @@ from ..extract.trainers import BoundTrainer, trainer as bind_trainer
 from .cells import matrix_rows
 from .rows import Matrix
 from .schedule import Inputs, run_extractions
+from ..inputs import InputError, check_ids, read_inputs
+from ..lock import read_lock
 
 
 def build_matrix(target_config: Path | str | None = None, draft: Path | str | None = None,
@@ -33,7 +35,6 @@ def build_matrix(target_config: Path | str | None = None, draft: Path | str | No
     rows (`speculators` names which of its releases); a lock names its own trainer.
     `serve_args`: the serve command's arguments (parity.inputs.parse_serve_args), resolved by each
     serving release's own code (the launch contract, docs/launch.md); default: a lock's stored ones."""
-    from ..inputs import InputError
 
     t0 = time.monotonic()
     engine = engine or bind_engine()
@@ -60,8 +61,6 @@ def _inputs(target_config, draft, dump_layout, contract, trainer: BoundTrainer, 
     """The target, draft and dump layout given, or a lock's (then serving is judged against it,
     and, unless `serve_args` replace them, each release resolves the lock's serve arguments and
     is judged against the launch contract they resolved to when the lock was written)."""
-    from ..inputs import InputError, check_ids, read_inputs
-    from ..lock import read_lock
 
     locked = locked_launch = None
     if contract is not None:

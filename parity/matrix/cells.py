@@ -10,6 +10,7 @@ from ..releases import Release
 from .changes import mark_changes
 from .rows import CANNOT, LaunchCell, PairVerdict, ServingRow, TrainingRow
 from .schedule import Extractions, message_line
+from ..gate import decide
 
 
 def matrix_rows(speculators: list[Release], sglang: list[Release], extractions: Extractions,
@@ -93,7 +94,6 @@ def serving_row(release: Release, against: list[tuple[str, TrainingContract | No
 def pair_verdict(result, training: TrainingContract, against: str, moved: list | None = None) -> PairVerdict:
     """The gate's decision for `training` from a check run against an equivalent contract;
     `moved`: the launch fields resolved otherwise than the lock recorded (lock.launch_moved)."""
-    from ..gate import decide
 
     verdict, _, diffs, unservable = decide(training, result.serving)
     launch_only = all(x.kind == "launch" for x in diffs)  # `moved` are launch fields too

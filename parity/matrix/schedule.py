@@ -25,6 +25,8 @@ from ..inputs import Draft, Target
 from ..releases import Release
 from ..workspace import kill_children
 from .rows import CANNOT
+from ..gate import check
+from ..lock import extract_for_lock
 
 # Extraction subprocesses running at once in this process, across concurrent matrices: more
 # than the CPUs only makes each slower (and multiplies memory).
@@ -121,7 +123,6 @@ def _start_checks(pool: ThreadPoolExecutor, clock: "_Clock", pending: dict, sgla
 def _extract_training(release: Release, inputs: Inputs) -> TrainingContract | str | InternalError:
     """The training contract under `release`, or the 'cannot extract under' line saying why not,
     or the failure of parity's own code that stopped it (that row's error, not the matrix's)."""
-    from ..lock import extract_for_lock
 
     if release.problem:
         return f"{CANNOT} {release.package} {release.version}: {release.problem}"
@@ -141,7 +142,6 @@ def _check(release: Release, inputs: Inputs, training: TrainingContract, verify:
     """The gate's check under `release` (with the serve arguments, the launch contract too):
     (result, None), or (None, the error it raised: LaunchRefused when the release does not
     resolve the serve arguments; InternalError when parity's own code failed, that cell's error)."""
-    from ..gate import check
 
     if release.problem:
         return None, None

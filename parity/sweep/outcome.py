@@ -26,6 +26,10 @@ from __future__ import annotations
 from enum import StrEnum
 
 from ..contract import FindingKind
+from ..envs import EnvError
+from ..errors import CannotExtract, HarnessLimit, InternalError
+from ..home import HomeError
+from ..ondemand import BuildError
 
 
 class Outcome(StrEnum):
@@ -56,10 +60,6 @@ def of_finding(kind: FindingKind) -> Outcome:
 
 
 def _parity_errors() -> tuple[type[BaseException], ...]:
-    from ..envs import EnvError
-    from ..errors import CannotExtract, HarnessLimit, InternalError
-    from ..home import HomeError
-    from ..ondemand import BuildError
 
     return (HarnessLimit, CannotExtract, EnvError, BuildError, HomeError, InternalError)
 
@@ -69,7 +69,6 @@ def of_error(exc: BaseException) -> Outcome:
     InternalError of parity's own code failing): a limit of parity's harness when it, or the
     error it was raised from, is one of parity's own (`_parity_errors`); else the engine's own
     refusal (its reply's error, its missing class)."""
-    from ..errors import CannotExtract
 
     parity = _parity_errors()
     seen: set[int] = set()

@@ -34,10 +34,19 @@ if TYPE_CHECKING:
     from ..extract.engines import BoundEngine
     from ..extract.trainers import BoundTrainer
 
-from ..contract import FindingKind
+from ..contract import FindingKind, names
 from ..progress import logger
 from .cases import DUMP_CASES, SERVING_CASES, TRAINING_CASES, DumpCase, ServingCase, TrainingCase
 from .outcome import Outcome, of_error, of_finding
+from .. import forkserver
+from ..envs import EnvError, compile_ahead, find_env, raw_envs
+from ..errors import InternalError, UserError
+from ..extract.engines import BoundEngine, engines
+from ..extract.trainers import trainers
+from ..home import SHIPPED
+from ..inputs import LaunchRefused, Target, read_inputs
+from ..ondemand import ensure_release
+from ..registry import published
 
 # 2: each cell's `outcome` (parity.sweep.outcome) and each engine release's seed `launch`. A
 # format-1 file is read as it is: its cells say nothing of their outcome ("not classified").
@@ -56,7 +65,6 @@ log = logger("sweep")
 
 def first_line(exc: BaseException | str) -> str:
     """One line, with this machine's paths made relative (the published table names no checkout)."""
-    from ..home import SHIPPED
 
     text = " ".join(str(exc).split()) or type(exc).__name__
     if os.environ.get("PARITY_HOME"):  # the sweep's home (home_at)
@@ -82,8 +90,6 @@ def home_at(path: Path) -> Iterator[None]:
 def swept() -> "list[Bound]":
     """The engines and trainers the sweep covers, engines first, each in name order: every one
     that says where its 'all' starts (SWEEP_FROM), each answering for itself."""
-    from ..extract.engines import engines
-    from ..extract.trainers import trainers
 
     return [s for s in (*engines(), *trainers()) if s.sweep_from is not None]
 
@@ -96,7 +102,6 @@ def side(name: str) -> "Bound":
 def cases_of(bound: "Bound") -> list[ServingCase | DumpCase | TrainingCase]:
     """Its cases: an engine's serving cases (and dump cases, if its data generation makes training
     data), a trainer's training cases."""
-    from ..extract.engines import BoundEngine
 
     if isinstance(bound, BoundEngine):
         return [*SERVING_CASES, *(DUMP_CASES if bound.makes_dumps else ())]
@@ -114,10 +119,7 @@ def serving_cell(case: ServingCase, serving: "BoundEngine", work: Path) -> dict:
     """What the engine `serving` (bound to a release) feeds the fc for `case` (the GPU-default
     runner's, and every runner's where the engine has several that disagree), or the one line
     saying why nothing; its `outcome` (parity.sweep.outcome) either way."""
-    from ..contract import names
-    from ..errors import InternalError, UserError
 
-    from ..inputs import read_inputs
 
     draft = case.write_draft(work / case.name.replace(" ", "_").replace("/", "_"))
     try:
@@ -144,9 +146,7 @@ def serving_cell(case: ServingCase, serving: "BoundEngine", work: Path) -> dict:
 def dump_cell(case: DumpCase, datagen: "BoundEngine") -> dict:
     """What the data generation of `datagen` (an engine that makes training data, e.g. vLLM, bound
     to a release) dumps for the launch ids of `case`, or why not."""
-    from ..errors import InternalError, UserError
 
-    from ..inputs import Target
 
     try:
         dump = datagen.extract_dump(Target.read(case.target_config), case.datagen_ids)
@@ -159,9 +159,6 @@ def dump_cell(case: DumpCase, datagen: "BoundEngine") -> dict:
 def training_cell(case: TrainingCase, training: "BoundTrainer") -> dict:
     """The training contract the trainer `training` (bound to a release) derives for `case`'s
     dump, or why not."""
-    from ..contract import names
-    from ..errors import InternalError, UserError
-    from ..inputs import Target
 
     try:
         c = training.training_contract(Target.read(case.target_config), list(case.dump))
@@ -181,8 +178,6 @@ def launch_cell(serving: "BoundEngine", work: Path) -> dict | None:
     launch contract, docs/launch.md): the fields the seed gives, their effective values and what
     the engine changed, or the one line saying why not, with its outcome (a release whose family
     has no resolver: parity cannot run it, "not resolved"). None: no seed for this engine."""
-    from ..errors import InternalError, UserError
-    from ..inputs import LaunchRefused, read_inputs
 
     seed = serving.seed_launch
     if seed is None:
@@ -207,7 +202,6 @@ def launch_cell(serving: "BoundEngine", work: Path) -> dict | None:
 
 def env_size(package: str, version: str) -> int | None:
     """Bytes the release's environment adds beyond the shared cache (hard links count once)."""
-    from ..envs import EnvError, find_env
 
     try:
         env = find_env(package, version)
@@ -232,9 +226,6 @@ def build(package: str, version: str, derive: bool = False) -> dict:
     parity.ondemand.LineSource; the seconds spent compiling its probe's bytecode ahead) or
     {"error", "seconds"}. `derive`: derive its line again even where
     the published sweep has one."""
-    from ..envs import raw_envs
-    from ..errors import UserError
-    from ..ondemand import ensure_release
 
     started = time.monotonic()
     try:
@@ -256,7 +247,6 @@ def compile_ahead_of_cases(package: str, version: str) -> bool:
     builder, on the core the running release's cases leave idle (they run one probe at a time):
     otherwise its first case compiles it, about 25 s per release on the cases' own path
     (parity.envs.compile_ahead). Whether it ran."""
-    from ..envs import EnvError, compile_ahead, find_env
 
     probe = side(package).probe
     try:
@@ -269,7 +259,6 @@ def compile_ahead_of_cases(package: str, version: str) -> bool:
 def drop_env(package: str, version: str, home: Path) -> None:
     """Delete the release's environment if it is one the sweep built: inside the sweep's home,
     never the environment parity runs in nor one of the checkout's."""
-    from ..envs import EnvError, find_env
 
     try:
         env = find_env(package, version)
@@ -308,8 +297,6 @@ def run_case(case: ServingCase | DumpCase | TrainingCase, bound: "Bound", work: 
 
 def run_release(package: str, version: str, built: dict) -> dict:
     """The row of `package` `version`: its build, and every case's cell."""
-    from .. import forkserver
-    from ..extract.engines import BoundEngine
 
     row: dict = {"version": version, "build": built}
     if "error" in built:
@@ -358,7 +345,6 @@ def sweep(results: Path, home: Path, *, wanted: "dict[str, SpecifierSet | Litera
     sweep ran is built from the line it derived (releases.json), unless `derive`."""
     from packaging.version import Version
 
-    from ..registry import published
 
     data = load(results)
     data["cases"] = describe_cases()
