@@ -27,17 +27,22 @@ activation its runner does not compute), so a path that relies on more fails lou
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import inspect
 
 import torch
 
 from ...standins import StandInUsed
+from ...run_until import CodePathMoved
 
 DISPATCH_SIGNATURE = ["self", "layer", "dispatch_output"]  # forward_cpu's parameters on 0.5.2-0.5.10
 TENSOR_SIGNATURE = ["self", "layer", "x", "topk_output", "moe_runner_config"]  # on 0.5.1.post3 (returns a tensor)
 KEYWORD_SIGNATURE = ["self", "layer", "x", "topk_output", "activation", "apply_router_weight_on_input", "inplace",
                      "no_combine", "routed_scaling_factor"]  # 0.5.0rc0: no activation_alpha, swiglu_limit (CUDA's has)
 ACTIVATIONS = ("swiglu_with_alpha_and_limit", "_swiglu_gpt_oss_sigmoid_alpha", "_swiglu_silu_clamp_mul")
+METHOD_MODULES = ("sglang.srt.layers.quantization.unquant",  # where UnquantizedFusedMoEMethod lives: 0.4.10 on
+                  "sglang.srt.layers.moe.fused_moe_triton.layer")  # 0.4.9 and older (no gpt-oss: nothing to wrap)
 _ORIGINAL = "_parity_non_cuda_forward"  # where the release's own non-CUDA method is kept
 
 
@@ -52,9 +57,7 @@ def install() -> list[str]:
     layer, x, topk_output, moe_runner_config)` (the releases whose non-CUDA MoE ignores biases and
     the clamped SwiGLU); a release with any other signature is left as it is. Run before the model is built (the op binds its method then).
     Returns the methods replaced."""
-    from sglang.srt.layers.quantization import unquant
-
-    cls, done = unquant.UnquantizedFusedMoEMethod, []
+    cls, done = method_class(), []
     for name in ("forward_cpu", "forward_native"):
         method = getattr(cls, name, None)
         if method is None or getattr(method, "__parity_standin__", False):
@@ -67,6 +70,16 @@ def install() -> list[str]:
         setattr(cls, name, wrap(method))
         done.append(f"UnquantizedFusedMoEMethod.{name}")
     return done
+
+
+def method_class() -> type:
+    """SGLang's UnquantizedFusedMoEMethod, from the first of METHOD_MODULES the release has."""
+    for name in METHOD_MODULES:
+        if importlib.util.find_spec(name) is not None:
+            cls = getattr(importlib.import_module(name), "UnquantizedFusedMoEMethod", None)
+            if cls is not None:
+                return cls
+    raise CodePathMoved(f"UnquantizedFusedMoEMethod is in none of {', '.join(METHOD_MODULES)}")
 
 
 def _in_front_of(original):
