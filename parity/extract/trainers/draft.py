@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ...contract import Finding, GraphFlags, VocabMapping
 from ...errors import UserError
 from .config_class import config_schema
+from ...inputs import Draft
 
 if TYPE_CHECKING:
     from ...inputs import Draft
@@ -91,7 +92,6 @@ class DraftConfig:
 def load_config(draft_dir: "Path | str | Draft") -> tuple[Path, dict[str, Any]]:
     """(config.json path, its object); DraftError for a missing dir/file or malformed JSON. A
     draft already read at the boundary (parity.inputs.Draft) is not read again."""
-    from ...inputs import Draft
 
     if isinstance(draft_dir, Draft):
         return draft_dir.config_file, draft_dir.config

@@ -67,6 +67,8 @@ from ...candidates import candidate_id_lists
 from ... import standins
 from ....checkpoint import served_tensors
 from .draft_facts import built_flags, served_form
+from ....extract.shrink import shrink_config
+from ....inputs import is_wrapper
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -153,7 +155,6 @@ class Serving:
 
     def __init__(self, req: dict, timings: dict):
         from ....extract.reference import checkpoint_tensors
-        from ....extract.shrink import shrink_config
         from ...datagen_target import data_generation_target
         from .probe import adapter_for, setup_on_a_free_port
         from importlib import metadata
@@ -183,7 +184,6 @@ class Serving:
         with _default_dtype(self.dtype):
             self.model = self.adapter.build_target(self.target_cfg)
         from ....extract.reference import WRAPPER_TEXT_PREFIX
-        from ....inputs import is_wrapper
 
         prefix = WRAPPER_TEXT_PREFIX if is_wrapper(req["target_config"]) else ""
         self.adapter.load_weights(self.model, checkpoint_tensors(self.hf, str(self.work / "weights"), prefix))

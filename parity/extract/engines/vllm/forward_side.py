@@ -44,11 +44,14 @@ from ....contract.tap import Tap
 from ....envs import reply_over_stdio
 from ...forward_variants import serve_variants
 from ...candidates import candidate_id_lists
+from . import write_ids
+from ...shrink import shrink_config
+from .families import place
+from .probe import free_port, name_slots, warm as warm_probe
 
 
 def warm() -> None:
     """parity.forkserver: the vLLM probe's import-only first steps (the same family adapter)."""
-    from .probe import warm as warm_probe
 
     warm_probe()
 
@@ -60,9 +63,6 @@ class Serving:
         from importlib import metadata
 
         from ...datagen_target import data_generation_target
-        from ...shrink import shrink_config
-        from .families import place
-        from .probe import free_port
 
         t0 = time.perf_counter()
         self.version = metadata.version("vllm")
@@ -117,7 +117,6 @@ class Serving:
 
     def solve(self, taps: list[str]) -> list[int]:
         """The id list that makes this engine capture `taps`, tried on the engine itself."""
-        from .probe import name_slots
 
         key = tuple(taps)
         if key in self._solved:
@@ -206,7 +205,6 @@ def run_variant(sv: Serving, variant: dict, req: dict, out: dict[str, torch.Tens
                                                            "draft": "parity causal SDPA stand-in (kernels.py)"}}
     config_path = Path(served) / "config.json"
     if variant.get("solve_taps"):
-        from . import write_ids
 
         ids = sv.solve(variant["solve_taps"])
         config_path.write_text(json.dumps(write_ids(json.loads(config_path.read_text()), ids), indent=2) + "\n")

@@ -41,6 +41,7 @@ from ....contract.hf import draft_kind
 from ....contract.reply import reply_header
 from ....envs import reply_over_stdio
 from ....errors import CannotExtract
+from ...shrink import TINY, shrink_config, shrunk_draft_dir
 
 LIMIT_RULES.extend(rule for rule in cpu_limits.RULES if rule not in LIMIT_RULES)  # vLLM's own limits of a CPU run
 
@@ -66,7 +67,6 @@ def built_draft_dir(draft_dir: str) -> tuple[str, str | None]:
     is (its weights load); a real-size one as a shrunk copy of its config (same keys, ids and
     flags, tiny widths: its class at full width would take gigabytes for nothing the contract
     reads), its checkpoint's tensor names kept."""
-    from ...shrink import TINY, shrunk_draft_dir
 
     config = json.loads((Path(draft_dir) / "config.json").read_text())
     width = config.get("hidden_size") or (config.get("transformer_layer_config") or {}).get("hidden_size")
@@ -217,7 +217,6 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
     reply["kernel_standins"] = replace_kernels(adapter)
 
     from ...reference import candidate_states, seeded_hf_model
-    from ...shrink import shrink_config
 
     seed = request.get("seed", 0)
     work = Path(tempfile.mkdtemp(prefix="parity-vllm-"))

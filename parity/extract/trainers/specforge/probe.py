@@ -32,7 +32,7 @@ from ...config_reads import read_fields, recording, replaced
 from ...identify import identify, identify_slots
 from ...engines.sglang.probe import adapter_for, setup_on_a_free_port
 from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model, seeded_tokens
-from ...shrink import shrink_config
+from ...shrink import shrink_config, shrink_draft_config
 from ....contract.reply import reply_header
 from ....envs import reply_over_stdio
 from ....errors import CannotExtract
@@ -199,7 +199,6 @@ def built_draft(family, draft_config_path: str, target: dict, work: Path, versio
     config (the same shrink the other sides' builds use), against the target given; the config
     keys its `resolve_draft_config` and draft class read while building it (parity.extract.config_reads)."""
     from ...built import dtype_name, hf_sizes, module_facts
-    from ...shrink import shrink_draft_config
 
     real_target = work / "built-target"
     real_target.mkdir()
