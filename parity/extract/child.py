@@ -40,8 +40,10 @@ from ..registry import provides_module
 
 HARNESS_LIMIT_KEY = "harness_limit"
 PARITY_ROOT = Path(__file__).resolve().parents[1]  # the parity package's own folder
-# The installed packages a probe runs (an engine or a trainer): a frame inside one of them is its code.
-RUN_PACKAGES = ("sglang", "vllm", "speculators", "specforge")
+# The installed packages this process runs (an engine's or a trainer's): a frame inside one of them
+# is its code. Each probe names its own, from its own folder, when it wraps its handler
+# (`with_limits(handler, package)`); the child knows no engine or trainer by name.
+RUN_PACKAGES: list[str] = []
 STAND_IN_ERRORS = ("StandInUsed", "KernelStandInError")  # parity's own stand-ins, relied on
 _GPU_RUNTIMES = ("/torch/cuda/", "/triton/runtime/")  # code that runs only with a GPU and its driver
 _CUDA_WORDS = ("not compiled with CUDA", "Found no NVIDIA driver", "No CUDA GPUs are available",
@@ -91,17 +93,17 @@ def package_roots(name: str) -> tuple[Path, ...]:
     return tuple(Path(p).resolve() for p in (spec.submodule_search_locations or ())) if spec else ()
 
 
-def owner(filename: str) -> str | None:
+def owner(filename: str, packages: "tuple[str, ...] | list[str] | None" = None) -> str | None:
     """Whose code a traceback frame's file is: "parity" (inside this package's folder), the name
-    of an installed package parity runs (`RUN_PACKAGES`, inside that package's folder), or None
-    (torch, transformers, the standard library, generated code)."""
+    of an installed package parity runs (`packages`, else `RUN_PACKAGES`, inside that package's
+    folder), or None (torch, transformers, the standard library, generated code)."""
     try:
         path = Path(filename).resolve()
     except (OSError, ValueError):
         return None
     if path.is_relative_to(PARITY_ROOT):
         return "parity"
-    for name in RUN_PACKAGES:
+    for name in (RUN_PACKAGES if packages is None else packages):
         if any(path.is_relative_to(root) for root in package_roots(name)):
             return name
     return None
@@ -115,7 +117,7 @@ def innermost(exc: BaseException, *owners: str):
     found, who = None, None
     tb = exc.__traceback__
     while tb is not None:
-        name = owner(tb.tb_frame.f_code.co_filename)
+        name = owner(tb.tb_frame.f_code.co_filename, owners or None)
         if name is not None and (not owners or name in owners):
             found, who = tb, name
         tb = tb.tb_next
@@ -251,7 +253,11 @@ def with_limits(handler, package: str):
     """A probe's handler (of the installed `package`, e.g. an engine's) whose reply carries the
     first harness limit met on the way (HARNESS_LIMIT_KEY); one raised out of the handler becomes
     that reply, with its error and the package's release. A reply after a failure outside the
-    inputs (`note`) says so: `TRANSIENT_KEY: true`."""
+    inputs (`note`) says so: `TRANSIENT_KEY: true`. `package` counts among the packages this
+    process runs (`RUN_PACKAGES`) from here on."""
+    if package not in RUN_PACKAGES:
+        RUN_PACKAGES.append(package)
+
     def run(request: dict) -> dict:
         try:
             reply = handler(request)

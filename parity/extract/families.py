@@ -42,6 +42,7 @@ from typing import Callable
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
+from .standins import standin_packages
 
 
 class UnsupportedRelease(LookupError):
@@ -82,9 +83,8 @@ def missing_modules(where: str, fits: Callable[[ModuleType], None]) -> set[str]:
             missing.update(re.findall(r"No module named '([^'.]+)", str(exc)))
     # "No module named 'transformers.masking_utils'": the package is there, its release lacks a module.
     # A stood-in package (vllm, torchvision) cannot be installed beside CPU torch: never one to add.
-    from .standins import STANDIN_PACKAGES
-
-    return {name for name in missing if name not in STANDIN_PACKAGES and importlib.util.find_spec(name) is None}
+    stood_in = standin_packages()
+    return {name for name in missing if name not in stood_in and importlib.util.find_spec(name) is None}
 
 
 def family_name(module: ModuleType) -> str:

@@ -22,7 +22,19 @@ import importlib.util
 import sys
 import types
 
-STANDIN_PACKAGES = ("torchvision", "vllm")
+from . import engines, folders
+
+# Packages that cannot be installed beside the CPU build of torch, besides the engines: torchvision.
+NOT_BESIDE_CPU_TORCH = ("torchvision",)
+
+
+def standin_packages() -> tuple[str, ...]:
+    """The whole packages stood in for where missing: torchvision, and every engine parity has a
+    folder for (the registry's; the one running here is installed, another engine's cannot be
+    installed beside it: SGLang imports vLLM's rotary code on its model path)."""
+    return (*NOT_BESIDE_CPU_TORCH, *folders(engines))
+
+
 # Modules of a stood-in package that stay absent (ModuleNotFoundError, as without the stand-in):
 # SGLang imports vLLM's quantization methods only to learn whether they exist (up to 0.5.3.post3,
 # `try: from vllm.model_executor.layers.quantization... except ImportError: VLLM_AVAILABLE =
@@ -121,13 +133,13 @@ _finder = _StandInFinder()
 
 
 def install(*modules: str) -> list[str]:
-    """Put stand-ins in place for whichever of STANDIN_PACKAGES is missing (each whole
+    """Put stand-ins in place for whichever of `standin_packages()` is missing (each whole
     package), and for exactly the dotted `modules` a release family names (the SGLang 0.5.10
     family: `sgl_kernel.kvcacheio`, which that release imports unconditionally on a CPU) when
     their package is missing: that module and its parents only, so the package's other
     modules still fail to import and code that falls back on ImportError still does.
     Returns the names in place."""
-    for name in STANDIN_PACKAGES:
+    for name in standin_packages():
         if name in _active or name in sys.modules:
             continue
         if importlib.util.find_spec(name) is None:
