@@ -124,17 +124,21 @@ def resolve(resolver: Callable, argv: list[str], model_dir: str, draft_dir: str 
         try:
             effective, by = resolver(ServerArgs, ns)
         except ValueError as exc:
-            if not refuses_the_cpu(exc):
-                raise
-            # The release refuses the algorithm on the device parity set, not the arguments: a GPU
-            # launch resolves them on its accelerator (resolution only: nothing runs there).
-            _, ns, _, _ = parse(argv, model_dir, draft_dir)
-            ns.device = "cuda"
-            replaced["device"] = (f"cuda for the resolution: sglang refuses on the CPU ({exc}); the capture "
-                                  "still runs on the CPU")
+            # A release may refuse an algorithm on the device parity sets (0.5.23's `_handle_dflash`:
+            # DFLASH on the CPU platform), not the user's arguments. The same arguments are resolved
+            # again as a GPU launch would (`--device cuda`, resolution only: nothing runs there); only
+            # when that resolves is the refusal the device's, the one thing changed. Otherwise the
+            # first refusal stands, the engine's answer to these arguments.
             os.environ.clear()
             os.environ.update(saved)
-            effective, by = resolver(ServerArgs, ns)
+            _, on_gpu, _, _ = parse(argv, model_dir, draft_dir)
+            on_gpu.device = "cuda"
+            try:
+                effective, by = resolver(ServerArgs, on_gpu)
+            except Exception:  # noqa: BLE001 - refused on a GPU too (or needs one): the CPU refusal is the answer
+                raise exc from None
+            replaced["device"] = (f"cuda for the resolution: sglang refuses these arguments on the CPU ({exc}) "
+                                  "and resolves them for a GPU; the capture still runs on the CPU")
     finally:
         os.environ.clear()
         os.environ.update(saved)
@@ -142,13 +146,6 @@ def resolve(resolver: Callable, argv: list[str], model_dir: str, draft_dir: str 
                  for f, v in requested.items() if f in effective and effective[f] != v]
     return {"argv": list(argv), "replaced": replaced, "requested": requested, "effective": effective,
             "overrides": overrides}
-
-
-def refuses_the_cpu(exc: BaseException) -> bool:
-    """Whether the resolution refused the device parity set (`--device cpu`), in the release's own
-    words (0.5.23's `_handle_dflash`: "DFLASH speculative decoding is not supported by
-    SRTPlatform on device 'cpu'."), not the user's arguments."""
-    return "on device 'cpu'" in str(exc)
 
 
 def fixes(resolver: Callable, argv: list[str], launch: dict, model_dir: str, draft_dir: str | None) -> list[dict]:
