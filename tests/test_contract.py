@@ -438,6 +438,14 @@ def test_other_field_diffs():
     assert unknown.empty
 
 
+def test_a_draft_trained_as_one_kind_and_served_as_another_differs():
+    """A DFlash draft served as EAGLE-3 (or the reverse) is a difference even where the slots match."""
+    d = diff(training(["h2", "h16", "h29"], draft_kind="dflash"), serving(["h2", "h16", "h29"]))
+    assert [s.verdict for s in d.slots] == ["match"] * 3
+    assert {f.field: (f.expected, f.actual) for f in d.fields} == {"draft_kind": ("dflash", "eagle3")}
+    assert diff(training(["h2", "h16", "h29"]), serving(["h2", "h16", "h29"])).empty
+
+
 def test_training_only_fields_are_compared_between_two_training_contracts():
     a = training(["h0", "h3"], 61, layout=["h0", "h3", "h59"])
     b = training(["h0", "h3"], 61, layout=["h0", "h3", "h60"])

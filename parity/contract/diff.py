@@ -161,6 +161,8 @@ def diff(expected: Contract, actual: Contract) -> ContractDiff:
         fields.append(FieldDiff(field="target.num_hidden_layers",
                                 expected=expected.target_model.num_hidden_layers,
                                 actual=actual.target_model.num_hidden_layers))
+    if expected.draft_kind != actual.draft_kind:  # an EAGLE-3 draft's fc and a DFlash draft's projection differ
+        fields.append(FieldDiff(field="draft_kind", expected=expected.draft_kind, actual=actual.draft_kind))
     if "unknown" not in (expected.embedding, actual.embedding) and expected.embedding != actual.embedding:
         fields.append(FieldDiff(field="embedding", expected=expected.embedding, actual=actual.embedding))
     if isinstance(expected, TrainingContract) and isinstance(actual, TrainingContract):
