@@ -61,3 +61,22 @@ def test_an_escaped_failure_of_parity_names_the_probed_packages_release(monkeypa
     stop = stop_from_reply(reply, "sglang")
     assert reply[RELEASE_KEY] == metadata.version("sglang")
     assert isinstance(stop, InternalError) and stop.version == metadata.version("sglang")
+
+
+def test_the_reply_of_an_exception_that_escaped_a_probe_reads(monkeypatch, capsys):
+    """What reply_over_stdio writes when the handler raises (the traceback's last lines, a list)
+    is an envelope the parent reads: it stopped vLLM 0.10's sweep as a ValidationError (exit 3)."""
+    import io
+    import json
+
+    from parity.envs import reply_over_stdio
+
+    def handler(request):
+        raise KeyError("input_norm.weight")
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("{}"))
+    reply_over_stdio(handler, hard_exit=False)
+    reply = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    read = ProbeReply.read(reply)
+    assert read.error == "KeyError: 'input_norm.weight'"
+    assert read.traceback and read.traceback[-1] == "KeyError: 'input_norm.weight'"

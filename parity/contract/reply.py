@@ -48,7 +48,9 @@ class ProbeReply(BaseModel):
     transient: bool = Field(
         default=False, description="The probe met a failure outside its inputs (memory, a resource, a killed "
         "subprocess), decided by the child from the exception's type: the reply cache never stores it.")
-    traceback: str | None = Field(default=None, description="The traceback of an exception that escaped the probe.")
+    traceback: tuple[str, ...] | None = Field(
+        default=None, description="The last lines of the traceback of an exception that escaped the probe (its "
+        "lines as traceback.format_exc gives them, the last few kept).")
 
     @classmethod
     def read(cls, reply: dict[str, Any]) -> "ProbeReply":
