@@ -1,9 +1,14 @@
 """Layer-id conventions of systems parity does not run live, translated to canonical taps.
 
 Each system numbers hidden states its own way (docs/numbering.md); a number read
-in the wrong convention is the commonest EAGLE-3 bug. `to_taps("vllm", [2, 16, 29], 32)`
+in the wrong convention is the commonest EAGLE-3 bug. `to_taps("eagle", [2, 16, 29], 32)`
 says what those ids mean physically. SGLang is deliberately absent: its meaning is
 always extracted from the installed code (parity.extract.engines.sglang).
+
+The table here holds the systems that are not an engine or a trainer of parity's. An engine or
+a trainer declares its own convention in its folder (`CONVENTION`, built with `input_to` or
+`output_of`), and the full table is `parity.extract.numbering.conventions()`, read through the
+registries: this module knows no engine or trainer by name.
 
 A convention with `run_by` set is a typed rule for a system parity runs instead (SpecForge:
 `--trainer specforge`) or does not run at all (TensorRT-LLM): it translates ids for reading
@@ -41,9 +46,9 @@ class Convention:
         return "typed rule, not run: translation only" if self.run_by else "data-generation convention"
 
 
-def datagen_refusal(name: str) -> str | None:
-    """Why `name` cannot describe a dump for a verdict (None: it can)."""
-    conv = CONVENTIONS.get(name)
+def datagen_refusal(name: str, table: "dict[str, Convention] | None" = None) -> str | None:
+    """Why `name` (in `table`, else CONVENTIONS) cannot describe a dump for a verdict (None: it can)."""
+    conv = (CONVENTIONS if table is None else table).get(name)
     if conv is None or conv.run_by is None:
         return None
     return (f"convention {name!r} is a typed rule, not run, and gives no verdict or fix: {conv.run_by}")
@@ -55,7 +60,7 @@ def _check(k: int, lo: int, hi: int, name: str, n: int) -> None:
                               f"(valid: {lo}..{hi})")
 
 
-def _input_to(name: str, allow_zero: bool = True):
+def input_to(name: str, allow_zero: bool = True):
     """id k = input to 0-based layer k = hk (k = N is the last layer's output, pre-norm)."""
     def tap(k: int, n: int) -> Tap:
         _check(k, 0 if allow_zero else 1, n, name, n)
@@ -63,7 +68,7 @@ def _input_to(name: str, allow_zero: bool = True):
     return tap
 
 
-def _output_of(name: str, minus_one_is_final: bool = False):
+def output_of(name: str, minus_one_is_final: bool = False):
     """id k = output of 0-based layer k = h(k+1)."""
     def tap(k: int, n: int) -> Tap:
         if k == -1 and minus_one_is_final:
@@ -86,43 +91,36 @@ CONVENTIONS: dict[str, Convention] = {c.name: c for c in [
         "transformers utils/generic.py (verified by running transformers 5.19)",
         defaults=lambda n: [], tap=_hf_hidden_states),
     Convention(
-        "vllm", "vLLM aux ids: id k = hk, id N = hN pre-norm; sorted and de-duplicated",
-        "vllm models/interfaces.py EagleModelMixin._maybe_add_hidden_state (after PR #36063)",
-        defaults=lambda n: [2, n // 2, n - 3], tap=_input_to("vllm"), sorts=True),
-    Convention(
         "speculators-datagen", "speculators 0.5-0.9 data generation (vLLM ids) plus the appended last layer N",
         "speculators scripts/launch_vllm.py --include-last-layer (0.5-0.9)",
-        defaults=lambda n: [2, n // 2, n - 3], tap=_input_to("speculators data generation"),
+        defaults=lambda n: [2, n // 2, n - 3], tap=input_to("speculators data generation"),
         sorts=True, appends_last=True),
     Convention(
         "speculators-datagen-0.3", "speculators 0.3-0.4 custom vLLM worker: id k = output of layer k = h(k+1)",
         "speculators v0.3.0/v0.4.0 data generation worker",
-        defaults=lambda n: [2, n // 2, n - 3, n - 1], tap=_output_of("speculators 0.3-0.4 data generation")),
-    Convention(
-        "specforge", "SpecForge: id k = output of 0-based layer k = h(k+1)",
-        "SpecForge algorithms/model_providers.py",
-        defaults=lambda n: [1, n // 2 - 1, n - 4], tap=_output_of("SpecForge"),
-        run_by="SpecForge is run, not typed: use --trainer specforge (its ids: --specforge-ids), "
-               "which trains on the three captured states with the model's output as the loss target"),
+        defaults=lambda n: [2, n // 2, n - 3, n - 1], tap=output_of("speculators 0.3-0.4 data generation")),
     Convention(
         "eagle", "SafeAILab EAGLE-3 training: id k = input to layer k = hk (no embedding)",
         "SafeAILab EAGLE traineagle3/modeling_llama_kv.py",
-        defaults=lambda n: [2, n // 2, n - 3], tap=_input_to("SafeAILab EAGLE", allow_zero=False)),
+        defaults=lambda n: [2, n // 2, n - 3], tap=input_to("SafeAILab EAGLE", allow_zero=False)),
     Convention(
         "trtllm", "TensorRT-LLM: id k = output of 0-based layer k = h(k+1); sorted; -1 = final",
         "tensorrt_llm/_torch/speculative/eagle3.py",
-        defaults=lambda n: [1, n // 2 - 1, n - 4], tap=_output_of("TensorRT-LLM", minus_one_is_final=True),
+        defaults=lambda n: [1, n // 2 - 1, n - 4], tap=output_of("TensorRT-LLM", minus_one_is_final=True),
         sorts=True, run_by="parity does not run TensorRT-LLM's data generation, so no dump layout can be "
                            "derived from it; give the dump's layout itself (--dump-layout)"),
 ]}
 
 
-def to_taps(system: str, ids: Sequence[int] | None, num_layers: int) -> list[Tap]:
+def to_taps(system: str, ids: Sequence[int] | None, num_layers: int,
+            table: dict[str, Convention] | None = None) -> list[Tap]:
     """Translate `ids` written in `system`'s convention (None: its defaults) into taps, in the
-    order the system captures them (appending hN where its data generation does)."""
-    conv = CONVENTIONS.get(system)
+    order the system captures them (appending hN where its data generation does). `system` is
+    looked up in `table` (None: CONVENTIONS, the systems that are not an engine or a trainer)."""
+    table = CONVENTIONS if table is None else table
+    conv = table.get(system)
     if conv is None:
-        raise ConventionError(f"unknown convention {system!r}; known: {', '.join(CONVENTIONS)}")
+        raise ConventionError(f"unknown convention {system!r}; known: {', '.join(table)}")
     if num_layers < 1:
         raise ConventionError(f"a model needs at least one layer, got {num_layers}")
     ids = list(conv.defaults(num_layers) if ids is None else ids)

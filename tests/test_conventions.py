@@ -7,11 +7,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from parity.contract import Norm, Tap, names
-from parity.conventions import CONVENTIONS, ConventionError, to_taps
+from parity import conventions as typed
+from parity.conventions import ConventionError
+from parity.extract import engines, trainers
+from parity.extract.numbering import conventions
+
+CONVENTIONS = conventions()  # the full table: parity.conventions' and each engine's and trainer's own
 
 N = 32
 # Realistic depths where the common default [2, N//2, N-3] is three distinct, ordered ids.
 DEPTHS = [7, 8, 16, 24, 28, 32, 36, 40, 48, 61, 64, 80, 94, 126]
+
+
+def to_taps(system, ids, n):
+    return typed.to_taps(system, ids, n, CONVENTIONS)
 
 
 def taps(system, ids, n=N):
@@ -24,6 +33,16 @@ def test_every_documented_system_is_present():
     assert "sglang" not in CONVENTIONS  # always extracted from the installed code instead
     for name, conv in CONVENTIONS.items():
         assert conv.name == name and conv.summary and conv.source
+
+
+def test_an_engine_or_trainer_declares_its_own_convention_in_its_folder():
+    """parity.conventions names no engine or trainer: vLLM's and SpecForge's rules come from
+    their folders (CONVENTION), through the registries."""
+    sides = {*engines.names(), *trainers.names()}
+    assert not set(typed.CONVENTIONS) & sides
+    assert {"vllm", "specforge"} <= set(CONVENTIONS) and set(CONVENTIONS) - set(typed.CONVENTIONS) <= sides
+    with pytest.raises(ConventionError, match="unknown convention 'vllm'"):
+        typed.to_taps("vllm", None, N)  # the typed table alone does not know it
 
 
 # -- defaults (ids=None) for a 32-layer target ---------------------------------------------
@@ -205,7 +224,8 @@ def test_convention_error_is_a_value_error_and_needs_layers():
 def test_typed_rules_of_systems_parity_runs_or_cannot_run_give_no_verdict():
     """specforge (run instead: --trainer specforge) and trtllm (not run) translate ids for
     reading only; as a data-generation convention they are refused, saying what to use."""
-    from parity.conventions import CONVENTIONS, datagen_refusal
+    def datagen_refusal(name):
+        return typed.datagen_refusal(name, CONVENTIONS)
 
     assert {c.name for c in CONVENTIONS.values() if c.run_by} == {"specforge", "trtllm"}
     assert "--trainer specforge" in datagen_refusal("specforge")

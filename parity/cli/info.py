@@ -7,7 +7,7 @@ import json
 from ..errors import ExitCode
 from ..build_env import main as build
 from ..contract import contract_json_schema
-from ..conventions import CONVENTIONS
+from ..extract.numbering import conventions
 
 
 def add_info_parsers(sub) -> None:
@@ -31,7 +31,7 @@ def run_schema(args) -> int:
 
 
 def run_conventions(args) -> int:
-    for c in CONVENTIONS.values():
+    for c in conventions().values():
         print(f"{c.name:26s} {c.summary}\n{'':26s} source: {c.source}")
         if c.run_by:
             print(f"{'':26s} {c.label}: {c.run_by}")

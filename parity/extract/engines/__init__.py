@@ -65,6 +65,9 @@ class Engine(Protocol):
     """Where in a draft's config.json the engine reads the aux ids, dotted (e.g.
     'eagle_config.eagle_aux_hidden_state_layer_ids'): the key a fix is written under."""
 
+    # Optional: SEED_LAUNCH (BoundEngine.seed_launch); CONVENTION (a parity.conventions.Convention): its
+    # layer-id numbering as a typed rule, listed by parity.extract.numbering.conventions().
+
     def add_options(self, parser: Any, command: str, /) -> None:
         """Add this engine's options to `command`'s parser (one of COMMANDS), if it takes any."""
 

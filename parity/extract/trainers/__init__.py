@@ -91,6 +91,8 @@ class Trainer(Protocol):
         (SpecForge captures its states) builds it from `target.config`, and its `datagen_ids`
         are the run's own ids, given to it as is."""
 
+    # Optional: CONVENTION (a parity.conventions.Convention): its layer-id numbering as a typed rule,
+    # listed by parity.extract.numbering.conventions().
     # Optional: TRAINED_RUN (bool, default False). True for a trainer whose --trained is its
     # training output (parity.inputs.TrainingRun, read by its own code in its probe, beside the
     # served draft), not a draft directory in its own format: `training_contract` then takes

@@ -20,6 +20,7 @@ from ....contract import BuiltDraft, DatagenDump, Finding, GraphFlags, LaunchCon
 from ....envs import EnvError, display_python, environments, find_env, run_module
 from ....reply_cache import SOURCE_KEY
 from ....contract.reply import ProbeReply
+from ....conventions import Convention, input_to
 from ....errors import UserError, stop_from_reply
 from ....inputs import Draft, LaunchRefused, Target
 from ... import release_option
@@ -37,6 +38,12 @@ RELEASE_NOUN = "a vLLM release"
 # draft's max_position_embeddings as in a deployment (forward_side.py, docs/forward.md).
 FORWARD_LONG_POSITIONS = True
 SWEEP_FROM = "0.8.5"  # where the sweep's 'all' starts: its first release with EAGLE-3
+# How vLLM numbers the aux ids, as a typed rule (`parity conventions`, `--datagen-convention vllm`;
+# parity.extract.numbering reads it): id k = hk, id N = hN pre-norm; sorted and de-duplicated.
+CONVENTION = Convention(
+    NAME, "vLLM aux ids: id k = hk, id N = hN pre-norm; sorted and de-duplicated",
+    "vllm models/interfaces.py EagleModelMixin._maybe_add_hidden_state (after PR #36063)",
+    defaults=lambda n: [2, n // 2, n - 3], tap=input_to(NAME), sorts=True)
 # The sweep's seed launch (SGLang's SEED_LAUNCH: the serve command the project was born from) as
 # vLLM spells the same request, in its one knob: `num_speculative_tokens` 15 (16 draft tokens: 15
 # proposed plus the one verified, as SGLang counts them).

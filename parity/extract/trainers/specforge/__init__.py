@@ -27,6 +27,7 @@ from ....envs import EnvError, display_python, environments, find_env, run_modul
 from ....reply_cache import SOURCE_KEY
 from ....contract.reply import ProbeReply
 from ....errors import UserError, stop_from_reply
+from ....conventions import Convention, output_of
 from ....inputs import Draft, Target, TrainingRun, parse_ids
 from ..draft import DraftError, read_draft
 
@@ -40,6 +41,14 @@ DATAGEN_ENGINE = None
 TRAINED_RUN = True  # --trained is its training output (the recorded ttt length), beside the served draft
 PROBE_MODULE = "parity.extract.trainers.specforge.probe"
 FORWARD_MODULE = "parity.extract.trainers.specforge.forward_side"
+# SpecForge's numbering as a typed rule, for reading ids only (`parity conventions`; read through
+# parity.extract.numbering): id k = output of 0-based layer k = h(k+1). It never describes a dump:
+# SpecForge is run instead (--trainer specforge).
+CONVENTION = Convention(
+    NAME, "SpecForge: id k = output of 0-based layer k = h(k+1)", "SpecForge algorithms/model_providers.py",
+    defaults=lambda n: [1, n // 2 - 1, n - 4], tap=output_of(TITLE),
+    run_by=f"SpecForge is run, not typed: use --trainer {NAME} (its ids: {IDS_FLAG}), "
+           "which trains on the three captured states with the model's output as the loss target")
 
 
 class SpecForgeError(UserError, ValueError):

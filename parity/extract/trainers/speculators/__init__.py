@@ -21,6 +21,7 @@ from ....contract.hf import draft_kind
 from ....contract import (BuiltDraft, DatagenDump, Finding, FindingKind, GraphFlags, Provenance, Tap, TargetModel, TrainedDepth, TrainingContract,
                          VocabMapping, sources)
 from ....conventions import CONVENTIONS, ConventionError, datagen_refusal, to_taps
+from ...numbering import conventions
 from ....envs import display_python, find_env, run_module
 from ....reply_cache import SOURCE_KEY
 from ....inputs import Draft, Target
@@ -172,7 +173,7 @@ def choose_path(reply: dict, data_path: str | None, layout: list[Tap]) -> dict:
 
 def _convention_taps(convention: str, ids: list[int] | None, n: int, what: str) -> list[Tap]:
     try:
-        return to_taps(convention, ids, n)
+        return to_taps(convention, ids, n, conventions())
     except ConventionError as exc:
         raise TrainingExtractionError(f"{what}: {exc}") from None
 
@@ -212,16 +213,17 @@ def resolve_layout(target: TargetModel, dump_layout, datagen_ids, datagen_conven
             convention = DEFAULT_CONVENTION
             findings.append(_finding("convention_assumed", f"no convention given for data-generation ids "
                                      f"{list(datagen_ids)}: read as {convention!r}", "info"))
-        if convention not in CONVENTIONS:
+        table = conventions()
+        if convention not in table:
             raise TrainingExtractionError(
-                f"unknown convention {convention!r}; known: {', '.join(CONVENTIONS)}")
-        if datagen_refusal(convention):
-            raise TrainingExtractionError(f"--datagen-convention {convention}: {datagen_refusal(convention)}")
+                f"unknown convention {convention!r}; known: {', '.join(table)}")
+        if datagen_refusal(convention, table):
+            raise TrainingExtractionError(f"--datagen-convention {convention}: {datagen_refusal(convention, table)}")
         layout = _convention_taps(convention, list(datagen_ids), n, "data-generation ids")
         findings.append(_finding("typed_rule_not_run", f"the dump layout [{', '.join(t.name for t in layout)}] "
                                  f"is data-generation ids {list(datagen_ids)} read by the typed rule {convention!r} "
                                  "(typed rule, not run): no data-generation engine was run to make it"))
-        findings += _ascending(list(datagen_ids), "data-generation ids", CONVENTIONS[convention].sorts)
+        findings += _ascending(list(datagen_ids), "data-generation ids", table[convention].sorts)
         return layout, "datagen_ids", findings
     if draft_dir is not None:
         ids, key = draft_ids(draft_dir)

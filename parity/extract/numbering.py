@@ -1,0 +1,15 @@
+"""Every layer-id convention parity translates: the typed rules of systems that are not an engine
+or a trainer of parity's (parity.conventions), and each engine's and trainer's own, declared in
+its folder (`CONVENTION`, optional) and read here through the registries."""
+
+from __future__ import annotations
+
+from ..conventions import CONVENTIONS, Convention
+from . import engines, trainers
+
+
+def conventions() -> dict[str, Convention]:
+    """The full table, by name: parity.conventions' first, then each engine's, then each trainer's
+    (name order)."""
+    own = [getattr(side.impl, "CONVENTION", None) for side in (*engines.engines(), *trainers.trainers())]
+    return {**CONVENTIONS, **{c.name: c for c in own if c is not None}}
