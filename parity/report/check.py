@@ -214,8 +214,7 @@ def _unservable(result, target_path: str, draft_path: str) -> list[str]:
     if ex is None and s.checkpoint_renames:  # an engine-format config, tensors under other names
         lines += _rename_lines(s)
     elif ex is None:
-        form = " (an SGLang-format config.json)" if s.engine == "sglang" else ""
-        lines.append(f"  The draft must be given in a form {s.engine} {s.provenance.version} loads{form}; then run "
+        lines.append(f"  The draft must be given in a form {s.engine} {s.provenance.version} loads; then run "
                      "parity check again. For a speculators-format draft, `parity "
                      "export` writes one: without --no-verify, check runs export's own gate and says what "
                      "it would write.")
