@@ -26,7 +26,6 @@ import threading
 import zipfile
 from pathlib import Path
 
-import tomlkit
 
 from .errors import UserError
 from .home import user_envs, shipped
@@ -200,8 +199,10 @@ def release_line(family: str, version: str, template: dict) -> dict:
     return line
 
 
-def _entry(line: dict) -> tomlkit.items.InlineTable:
+def _entry(line: dict):
     """A release's line as a TOML inline table (one line, as envs.toml writes them)."""
+    import tomlkit  # here, not at the top: a release environment's python imports this module without it
+
     entry = tomlkit.inline_table()
     entry.update(line)
     return entry
@@ -209,6 +210,8 @@ def _entry(line: dict) -> tomlkit.items.InlineTable:
 
 def _toml_line(version: str, line: dict) -> str:
     """The line as it reads in envs.toml: `"VERSION" = {...}`."""
+    import tomlkit  # here, not at the top: a release environment's python imports this module without it
+
     doc = tomlkit.document()
     doc[version] = _entry(line)
     return tomlkit.dumps(doc).strip()
@@ -230,6 +233,8 @@ def _set_line(family: str, version: str, line: dict) -> Path:
     """Set `"VERSION" = {...}` under `[releases.FAMILY]` of the user's envs.toml (the table made
     where absent, an entry of that version replaced in place): the rest of the file, its
     comments, layout and other entries, is written back as it was (tomlkit)."""
+    import tomlkit  # here, not at the top: a release environment's python imports this module without it
+
     path = user_envs()
     doc = tomlkit.parse(path.read_text() if path.is_file() else _NEW_FILE)
     if "releases" not in doc:
