@@ -30,6 +30,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import types
 
 import torch
 
@@ -111,8 +112,6 @@ def _in_front_of_keywords(original):
     CUDA method (`activation_alpha`, `swiglu_limit`), which the model passes whichever method runs."""
     def forward(self, layer, x, topk_output, *, activation="silu", apply_router_weight_on_input=False, inplace=True,
                 no_combine=False, routed_scaling_factor=None, activation_alpha=None, swiglu_limit=None):
-        import types
-
         config = types.SimpleNamespace(activation=activation, apply_router_weight_on_input=apply_router_weight_on_input,
                                        no_combine=no_combine, routed_scaling_factor=routed_scaling_factor,
                                        gemm1_alpha=activation_alpha, gemm1_clamp_limit=swiglu_limit)
