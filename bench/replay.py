@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from parity.contract import parse_taps  # noqa: E402
 from parity.envs import run_module  # noqa: E402
+from parity.replay.reply import ReplayReply  # noqa: E402
 from parity.replay.run import PROBE, replay  # noqa: E402
 
 FIXTURE = ROOT / "fixtures" / "replay"
@@ -44,7 +45,7 @@ def main() -> int:
     request = {"draft_dir": str((FIXTURE / "draft").resolve()), "verifier_dir": str((FIXTURE / "target").resolve()),
                "data_dir": str((FIXTURE / "data").resolve()), "steps": 3, "samples": args.samples,
                "wirings": [list(s.slots) for s in result.scores]}
-    t = run_module(sys.executable, PROBE, request)["timings"]
+    t = ReplayReply.read(run_module(sys.executable, PROBE, request)).timings
     one = t["import_s"] + t["load_s"] + t["per_wiring_s"]
     all_ = t["import_s"] + t["load_s"] + t["score_s"]
     print(f"probe: import {t['import_s']:.2f} s, load draft + dumps {t['load_s']:.2f} s, "

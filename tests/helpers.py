@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -86,8 +87,6 @@ def shadow_env(env: Path, where: Path, edits: dict[str, tuple[str, str]]) -> Pat
     themselves (real copies, `old` replaced by `new`, which must occur in the file). Its
     interpreter is `where/bin/python`; give its children a PYTHONPYCACHEPREFIX of their own,
     or bytecode would be written through the links into `env`."""
-    import shutil
-
     where.mkdir(parents=True)
     for entry in env.iterdir():
         if entry.name in ("bin", "lib", "lib64", ".pycache"):
@@ -128,6 +127,11 @@ def shadow_release(tmp_path: Path, package: str, version: str, edits: dict[str, 
     home.mkdir()
     original = find_env(package, version).path
     shadow = shadow_env(original, home / original.name, edits)
+    for declared in ("envs.toml", "locks"):  # an on-demand release's line and lock (parity.ondemand), if any
+        if (original.parent / declared).is_file():
+            shutil.copy(original.parent / declared, home / declared)
+        elif (original.parent / declared).is_dir():
+            shutil.copytree(original.parent / declared, home / declared)
     env = {k: v for k, v in os.environ.items() if k not in ("PARITY_NO_CACHE", "PYTHONDONTWRITEBYTECODE")}
     env.update(PARITY_HOME=str(home), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
     return shadow, original, env

@@ -24,7 +24,8 @@ PROPS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthC
 FLAGS = ("norm_before_fc", "fc_norm", "norm_output", "norm_before_residual")
 
 # The kinds `explain` names, as the prefix of `why` (diff.explain).
-KINDS = ("requested but not captured", "an extra state the other side does not have",
+KINDS = ("requested but not captured", "captured, but matches no state of the model",
+         "an extra state the other side does not have",
          "order differs", "post-final-norm vs pre-norm state", "final-norm output vs another state",
          "residual included vs layer update without residual", "same layer, different norm",
          "embedding output vs decoder-layer output", "off by one layer", "different layer")
@@ -424,6 +425,17 @@ def test_missing_and_extra_slots():
     d = diff(training(["h2", "h16"]), serving(["h2", "h16", "h29"]))
     assert d.slots[2].verdict == "extra"
     assert d.slots[2].why == "an extra state the other side does not have"
+
+
+def test_a_captured_state_matching_none_is_not_called_uncaptured():
+    # A release that computes another model (SGLang 0.5.6.post1's rope base) captures a state per
+    # slot, but none of the model's: the slot says so, not "not captured".
+    odd = Finding(kind="unidentified_state", severity="error", slot=1,
+                  message="captured slot 1 matches no canonical state (nearest is h16 at relative error 5.34e-02)")
+    d = diff(training(["h2", "h16", "h29"]), serving(["h2", None, None], findings=(odd,)))
+    assert [(s.verdict, s.unidentified) for s in d.slots] == [("match", False), ("missing", True), ("missing", False)]
+    assert d.slots[1].why == "captured, but matches no state of the model (see below)"
+    assert d.slots[2].why == "requested but not captured"
 
 
 def test_other_field_diffs():

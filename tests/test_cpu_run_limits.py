@@ -41,9 +41,13 @@ def limit(source, where):
     return child.harness_limit(raised(source, where))
 
 mla = 'raise NotImplementedError("MLA is not supported on CPU.")'
+unimplemented = 'raise NotImplementedError("num_compute_units is not implemented for the current platform.")'
 print(json.dumps({
     "mla_on_cpu": limit(mla, "platforms/cpu.py"),
     "mla_on_cuda": limit(mla, "platforms/cuda.py"),
+    "unimplemented_on_cpu": limit("class CpuPlatform: pass\ncls = CpuPlatform\n" + unimplemented, "platforms/interface.py"),
+    "unimplemented_on_cuda": limit("class CudaPlatform: pass\ncls = CudaPlatform\n" + unimplemented,
+                                   "platforms/interface.py"),
     "ipex": limit("import intel_extension_for_pytorch.llm.modules", "v1/attention/backends/cpu_attn.py"),
     "other_missing": limit("import no_such_module_parity_test", "v1/attention/backends/cpu_attn.py"),
     "moe_op": limit("import torch\ntorch.ops._moe_C.topk_softmax", "model_executor/layers/fused_moe/layer.py"),
@@ -71,6 +75,14 @@ def test_vllm_s_cpu_platform_branch_is_a_limit_and_the_same_words_elsewhere_are_
                                                "NotImplementedError: MLA is not supported on CPU.")
     assert "vllm/platforms/cpu.py:1" in vllm_rules["mla_on_cpu"]
     assert vllm_rules["mla_on_cuda"] is None  # the same sentence from its CUDA platform would be its own
+
+
+def test_a_base_platform_method_the_cpu_platform_lacks_is_a_limit(vllm_rules):
+    """vLLM 0.22's TritonMLAImpl (the GPU's MLA backend parity builds) asks the platform for
+    its SM count: the base Platform raises for the CPU platform; asked of another, its own."""
+    assert "NotImplementedError: num_compute_units" in vllm_rules["unimplemented_on_cpu"]
+    assert "vllm/platforms/interface.py:3" in vllm_rules["unimplemented_on_cpu"]
+    assert vllm_rules["unimplemented_on_cuda"] is None
 
 
 def test_vllm_importing_intel_s_extension_is_a_limit_naming_it(vllm_rules):

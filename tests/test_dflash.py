@@ -141,11 +141,10 @@ def test_vllm_dflash_contract_follows_an_edit_of_its_id_reader(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("version,engine_lacks,words", [
     ("0.5.10", True, "sglang 0.5.10 has no DFlash: its SpeculativeAlgorithm has no DFLASH"),
-    ("0.5.22", False, "parity's sglang 0.5.22-family adapter does not run DFlash capture"),
 ])
 def test_an_older_sglang_refuses_a_dflash_draft_typed(version, engine_lacks, words):
     """0.5.10 has no DFlash at all: the release's own answer (engine_lacks, as 0.4.4's missing
-    EAGLE3). 0.5.22 has it, but parity's 0.5.22 family does not run it: parity's limit."""
+    EAGLE3)."""
     from parity.extract.engines.sglang import run_probe
 
     if not built("sglang", version):
@@ -154,3 +153,112 @@ def test_an_older_sglang_refuses_a_dflash_draft_typed(version, engine_lacks, wor
     info = reply["cannot_extract"]
     assert info["reason"].startswith(words), info
     assert bool(info.get("engine_lacks")) is engine_lacks
+
+
+# -- slow: the older releases that have DFlash run it with their own code ------------------------
+
+MODEL_RUNNER = "lib/python3.11/site-packages/sglang/srt/model_executor/model_runner.py"
+RUNNER_HANDS = "self.model.set_dflash_layers_to_capture(self.dflash_target_layer_ids)"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version,ids_path", [
+    ("0.5.12.post1", "ModelRunner.__init__ (under is_dflash()"),  # the oldest with DFLASH: read in __init__
+    ("0.5.18", "_resolve_dflash_aux_hidden_state"),  # a middle one: spec_aux_hidden_state's resolver
+])
+def test_an_older_sglang_with_dflash_gives_the_contract_by_its_own_code(version, ids_path):
+    """Each release's own reader and capture: the written ids (h2 ... h34, PASS) and, without ids,
+    its build_target_layer_ids(36, 3) = [1, 17, 33] (h2, h18, h34, PASS, the fallback named)."""
+    if not built("sglang", version):
+        pytest.skip(f"sglang {version} environment not built")
+    rc, result = check(DFLASH, TRAINED, "--sglang", version)
+    serving = result["serving"]
+    assert rc == 0, result["differences"]
+    assert serving["draft_kind"] == "dflash" and serving["provenance"]["version"] == version
+    assert serving["fc_input"] == ["h2", "h10", "h18", "h26", "h34"]
+    assert serving["capture_ids"] == [2, 10, 18, 26, 34]
+    details, code = serving["provenance"]["details"], serving["provenance"]["code_path"]
+    assert details["algorithm"] == "DFLASH" and details["dflash_draft.num_context_features"] == "5"
+    assert ids_path in code and "set_dflash_layers_to_capture" in code
+    assert "DFlashDraftModel.project_target_hidden" in code
+    rc, result = check(NO_IDS, TRAINED_NO_IDS, "--sglang", version)
+    assert rc == 0 and result["serving"]["fc_input"] == ["h2", "h18", "h34"], result["differences"]
+    fallback = [f["message"] for f in result["serving"]["findings"] if f["kind"] == "default_layers_fallback"]
+    assert fallback and "build_target_layer_ids(36, 3) = [1, 17, 33]" in fallback[0]
+
+
+@pytest.mark.slow
+def test_sglang_0_5_12_dflash_contract_follows_an_edit_of_its_model_runner(tmp_path):
+    """0.5.12.post1's ModelRunner.init_aux_hidden_state_capture (the capture this release runs, before
+    attention_backend_setup existed) edited to hand each id + 1: the contract follows (h3, h11, ...)
+    and the check, PASS on the installed release, is a DRIFT."""
+    if not built("sglang", "0.5.12.post1"):
+        pytest.skip("sglang 0.5.12.post1 environment not built")
+    edited = RUNNER_HANDS.replace("(self.dflash_target_layer_ids)", "([i + 1 for i in self.dflash_target_layer_ids])")
+    _, _, env = shadow_release(tmp_path, "sglang", "0.5.12.post1", {MODEL_RUNNER: (RUNNER_HANDS, edited)})
+    rc, result = check(DFLASH, TRAINED, "--sglang", "0.5.12.post1", env=env)
+    assert rc == 1 and result["verdict"] == "drift"
+    assert result["serving"]["fc_input"] == ["h3", "h11", "h19", "h27", "h35"]
+    assert result["serving"]["capture_ids"] == [3, 11, 19, 27, 35]
+
+
+ATTENTION_SETUP = "lib/python3.11/site-packages/sglang/srt/model_executor/model_runner_components/attention_backend_setup.py"
+RUNNER_READS = "self.dflash_target_layer_ids = dflash_draft_config.resolve_target_layer_ids("
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version,file,old,new,words", [
+    ("0.5.18", ATTENTION_SETUP, "    is_dspark: bool,\n) -> None:", "    dspark: bool,\n) -> None:", "is_dspark"),
+    ("0.5.12.post1", MODEL_RUNNER, RUNNER_READS, RUNNER_READS.replace("dflash_target_layer_ids", "dflash_layer_ids"),
+     "no longer sets self.dflash_target_layer_ids"),
+])
+def test_a_moved_dflash_code_path_is_paritys_limit_not_the_releases(tmp_path, monkeypatch, version, file, old, new,
+                                                                   words):
+    """The capture's `is_dspark` argument renamed (0.5.18), or `ModelRunner.__init__`'s DFlash block
+    no longer setting `dflash_target_layer_ids` (0.5.12.post1, where the run would stop short of
+    it): refused before any run as a moved code path (parity's limit), never the release's answer."""
+    from parity.extract.engines.sglang import run_probe
+
+    if not built("sglang", version):
+        pytest.skip(f"sglang {version} environment not built")
+    _, _, env = shadow_release(tmp_path, "sglang", version, {file: (old, new)})
+    for key in ("PARITY_HOME", "PYTHONPYCACHEPREFIX"):
+        monkeypatch.setenv(key, env[key])
+    info = run_probe(json.loads(QWEN3.read_text()), DFLASH, version)["cannot_extract"]
+    assert info["reason"].startswith("a DFlash code path parity runs moved") and words in info["reason"], info
+    assert not info.get("engine_lacks")
+
+
+@pytest.mark.slow
+def test_vllm_0_33_dflash_contract_on_both_runners_and_follows_an_edit_of_v2s_reader(tmp_path):
+    """vLLM 0.33 (V1 and V2) runs a DFlash draft with its own readers: h2 ... h34 on both (PASS);
+    V2's get_eagle3_aux_layers_from_config (the GPU default's) edited to drop the +1: the contract
+    follows (h1, h9, ...), V1 unchanged (runners_differ), a DRIFT."""
+    if not built("vllm", "0.33.0"):
+        pytest.skip("vllm 0.33.0 environment not built")
+    rc, result = check(DFLASH, TRAINED, "--engine", "vllm", "--vllm", "0.33.0")
+    serving = result["serving"]
+    assert rc == 0, result["differences"]
+    assert serving["draft_kind"] == "dflash" and serving["provenance"]["version"] == "0.33.0"
+    details = serving["provenance"]["details"]
+    assert details["v1_fc_input"] == details["v2_fc_input"] == str(["h2", "h10", "h18", "h26", "h34"])
+    assert "dflash_config.target_layer_ids +1" in serving["provenance"]["code_path"]
+    assert details["dflash_draft.model_class"].endswith("DFlashQwen3ForCausalLM")
+    _, _, env = shadow_release(tmp_path, "vllm", "0.33.0", {VLLM_IDS: (VLLM_PLUS_ONE, VLLM_PLUS_ONE.replace("i + 1", "i"))})
+    rc, result = check(DFLASH, TRAINED, "--engine", "vllm", "--vllm", "0.33.0", env=env)
+    assert rc == 1 and result["verdict"] == "drift"
+    assert result["serving"]["fc_input"] == ["h1", "h9", "h17", "h25", "h33"]
+    assert "runners_differ" in [f["kind"] for f in result["serving"]["findings"]]
+
+
+@pytest.mark.slow
+def test_vllm_0_22_refuses_a_dflash_draft_as_paritys_limit():
+    """0.22 has the method dflash, but its V2 refuses it, which the runner columns do not express:
+    parity's limit (exit 2, one line), never the release's answer."""
+    if not built("vllm", "0.22.0"):
+        pytest.skip("vllm 0.22.0 environment not built")
+    proc = run_parity("check", "--json", "--engine", "vllm", "--vllm", "0.22.0", "--target-config", str(QWEN3),
+                      "--draft", str(DFLASH), "--dump-layout", TRAINED)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "parity's adapter for vllm 0.22.0 does not run DFlash capture" in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -19,6 +19,7 @@ import pytest
 
 from parity import cli
 from parity.contract import Provenance, ServingContract, Tap
+from parity.contract.reply import ServedForwardReply
 from parity.envs import EnvError
 from parity.errors import InternalError
 from parity.inputs import InputError
@@ -37,6 +38,7 @@ class FakeEngine:
     FLAG = "--fake"
     RELEASE_NOUN = "a fake release"
     FORWARD_MODULE = "parity.extract.engines.fake.forward_side"  # none: python() refuses first
+    FORWARD_REPLY = ServedForwardReply
     IDS_KEY = "eagle_config.eagle_aux_hidden_state_layer_ids"
     RELEASES = ("1.0", "2.0")
     FORWARD_LONG_POSITIONS = False

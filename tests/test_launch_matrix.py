@@ -81,9 +81,10 @@ def test_a_matrix_cell_per_release_refused_in_its_own_words():
             "          fix: serve with ") in text
 
 
-def test_a_release_without_a_launch_resolver_says_so_for_its_cell():
-    """vLLM 0.10.2 (the 0.9 family, LAUNCH None) cannot resolve serve arguments: its cell says so
-    (unresolved, not refused by vLLM), and can-i-deploy cannot tell: exit 2, never a silent yes."""
+def test_a_release_before_0_11_resolves_the_serve_arguments_for_its_cell():
+    """vLLM 0.10.2 (the 0.9 family) resolves serve arguments with its own parser and config
+    classes: its cell has the launch, neither unresolved nor refused, and can-i-deploy gives a
+    verdict (it said "cannot tell", exit 2, while the family had no resolver)."""
     from .test_launch import LLAMA_DRAFT, VLLM_EAGLE3
     from .helpers import LLAMA
 
@@ -92,8 +93,6 @@ def test_a_release_without_a_launch_resolver_says_so_for_its_cell():
     proc = parity("can-i-deploy", "--vllm", "0.10.2", "--speculators", "0.9.0", "--no-verify", "--target-config",
                   str(LLAMA), "--draft", str(LLAMA_DRAFT), "--dump-layout", "h2,h16,h29,h32",
                   "--serve-args", VLLM_EAGLE3, "--json")
-    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
-    words = "--serve-args: vllm 0.10.2's serve arguments are resolved from vLLM 0.11 on; this release's family ("
-    assert proc.stderr.startswith(f"parity: cannot tell: {words}") and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.returncode in (0, 1), proc.stdout[-2000:] + proc.stderr[-2000:]
     [row] = json.loads(proc.stdout)["matrix"]["serving"]
-    assert row["launch"]["unresolved"].startswith(words) and row["launch"]["refused"] is None
+    assert row["launch"]["unresolved"] is None and row["launch"]["refused"] is None, row["launch"]

@@ -64,16 +64,25 @@ def test_deepseek_on_the_0_5_3_family_is_the_engines_own_verdict(tmp_path):
         "'set_eagle3_layers_to_capture')"]
 
 
-@pytest.mark.parametrize("drift, says", [
-    ("tests.drift.serving_mla_runner_named_torch_native", "Invalid attention backend for MLA: torch_native"),
-    ("tests.drift.serving_mla_phase_backends_unpublished", "KeyError: 'prefill_attention_backend'"),
-], ids=["torch-native-named", "phase-backends-unpublished"])
-def test_without_the_cpu_mla_path_deepseek_does_not_run(tmp_path, monkeypatch, drift, says):
-    """Each half of the fix removed (injected), the release's own code stops DeepSeek again: in
-    its runner's start-up (the MLA check), or in a plain prefill off CUDA, a limit of parity's
-    CPU run (HarnessLimit); either way exit 2, never a verdict."""
+def test_without_the_cpu_mla_path_deepseek_does_not_run(tmp_path, monkeypatch):
+    """The runner's half of the fix removed (injected), the release's own code stops DeepSeek again
+    in its runner's start-up (the MLA check): exit 2, never a verdict."""
     _need("0.5.3.post1")
-    monkeypatch.setenv(PROBE_OVERRIDES, drift_overrides(drift))
+    monkeypatch.setenv(PROBE_OVERRIDES, drift_overrides("tests.drift.serving_mla_runner_named_torch_native"))
     with pytest.raises((ServingExtractionError, HarnessLimit)) as exc:
         _deepseek(tmp_path, "0.5.3.post1")
-    assert says in str(exc.value), str(exc.value)
+    assert "Invalid attention backend for MLA: torch_native" in str(exc.value), str(exc.value)
+
+
+def test_without_the_phase_backends_no_state_is_named(tmp_path, monkeypatch):
+    """The other half removed (injected): DeepSeek's plain prefill stops off CUDA (KeyError:
+    'prefill_attention_backend'), so no state is named where the fix names `final`; the answer
+    stays the release's own start-up refusal, which comes before any forward (its class has no
+    capture hook: probe.start_up_refusal, tests/test_deepseek_start_up_refusal.py)."""
+    _need("0.5.3.post1")
+    monkeypatch.setenv(PROBE_OVERRIDES, drift_overrides("tests.drift.serving_mla_phase_backends_unpublished"))
+    c = _deepseek(tmp_path, "0.5.3.post1")
+    assert not any(names(c.fc_input)), c.fc_input
+    assert [f.message for f in c.findings if f.severity == "error"] == [
+        f"sglang 0.5.3.post1 {NO_HOOK} (AttributeError: 'DeepseekV3ForCausalLM' object has no attribute "
+        "'set_eagle3_layers_to_capture')"]

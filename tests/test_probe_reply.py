@@ -11,15 +11,18 @@ from pydantic import ValidationError
 
 from parity import reply_cache
 from parity.contract.reply import ProbeReply, reply_header
-from parity.errors import INTERNAL_ERROR_KEY, RELEASE_KEY, TRANSIENT_KEY, InternalError, stop_from_reply
+from parity.errors import INTERNAL_ERROR_KEY, RELEASE_KEY, TRANSIENT_KEY, CannotExtract, InternalError, stop_from_reply
 from parity.extract.child import HARNESS_LIMIT_KEY, with_limits
 from parity.extract.run_until import stop_line
 
 
 def test_the_keys_stdlib_modules_write_are_the_envelopes_fields():
     fields = ProbeReply.model_fields
-    assert {RELEASE_KEY, HARNESS_LIMIT_KEY, INTERNAL_ERROR_KEY, TRANSIENT_KEY, reply_cache.SOURCE_KEY} - set(fields) \
-        == {reply_cache.SOURCE_KEY}  # the cache's own note is the parent's, never the child's
+    # the cache's own note (SOURCE_KEY) is the parent's, never the child's, yet a typed body forbids
+    # any key it does not name, so the envelope names it too; CannotExtract.entry's keys likewise
+    assert {RELEASE_KEY, HARNESS_LIMIT_KEY, INTERNAL_ERROR_KEY, TRANSIENT_KEY, reply_cache.SOURCE_KEY} <= set(fields)
+    entry = CannotExtract.entry("sglang", "0.4.4", "no EAGLE-3", engine_lacks=True)
+    assert set(entry) <= set(fields) and ProbeReply.read(entry).cannot_extract.engine_lacks
     assert all(f.description for f in fields.values())
 
 

@@ -239,14 +239,21 @@ def test_replay_with_corrupt_safetensors_is_exit_2(tmp_path, capsys, what):
 
 @pytest.mark.parametrize("after", [0.3, *(pytest.param(s, marks=pytest.mark.slow) for s in (1.5, 6.0))])  # a probe runs when hit
 def test_sigint_exits_130_without_a_traceback(tmp_path, after):
-    proc = subprocess.Popen([sys.executable, "-m", "parity", "check", "--target-config", DEEPSEEK,
-                             "--draft", ROOT / "fixtures" / "drafts" / "kimi-k2.5-eagle3",
-                             "--dump-layout", "h0,h3,h31,h59"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_reaches_it,
-                            env={**os.environ, "PARITY_NO_CACHE": "1"})  # a probe runs when it is hit
-    time.sleep(after)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    for wait in (after, after * 4, after * 16):
+        proc = subprocess.Popen([sys.executable, "-m", "parity", "check", "--target-config", DEEPSEEK,
+                                 "--draft", ROOT / "fixtures" / "drafts" / "kimi-k2.5-eagle3",
+                                 "--dump-layout", "h0,h3,h31,h59"], cwd=ROOT,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=ctrl_c_reaches_it,
+                                env={**os.environ, "PARITY_NO_CACHE": "1"})  # a probe runs when it is hit
+        time.sleep(wait)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        # On a loaded machine the interrupt can land while the interpreter itself still starts
+        # (importing `site`), before any code of parity's exists to handle it: not what is tested
+        # here, so the interrupt is sent again, later.
+        if "init_import_site" not in err:
+            break
     assert proc.returncode == 130, (proc.returncode, err[-2000:])
     assert "Traceback" not in out + err
 

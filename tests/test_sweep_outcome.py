@@ -156,12 +156,14 @@ def test_a_cuda_only_path_in_the_engines_forward_is_parity_cannot_run(tmp_path, 
 @pytest.mark.slow  # runs SGLang 0.5.3.post1's and vLLM 0.10.2's probes
 def test_each_release_resolves_the_seed_launch_with_its_own_code(tmp_path):
     """SGLang 0.5.3.post1 resolves the born-from command by its own __post_init__: 16 draft tokens
-    asked, 2 run (top-k 1 resets them to steps + 1). vLLM before 0.11 has no resolver in parity:
-    not resolved, as a limit of parity, not the engine's refusal."""
+    asked, 2 run (top-k 1 resets them to steps + 1). vLLM 0.10.2 (the 0.9 family) resolves it by
+    its own parser and config classes, unchanged."""
     sglang = launch_cell(engine("sglang", "0.5.3.post1"), tmp_path)
     assert sglang["outcome"] == "extracted", sglang
     assert sglang["effective"]["speculative_num_draft_tokens"] == 2, sglang
     (o,) = [o for o in sglang["overrides"] if o["field"] == "speculative_num_draft_tokens"]
     assert (o["requested"], o["effective"]) == (16, 2), o
     vllm = launch_cell(engine("vllm", "0.10.2"), tmp_path)
-    assert vllm["outcome"] == "parity cannot run" and "has no launch resolver" in vllm["error"], vllm
+    assert vllm["outcome"] == "extracted", vllm
+    assert (vllm["effective"]["method"], vllm["effective"]["num_speculative_tokens"]) == ("eagle3", 15), vllm
+    assert vllm["overrides"] == [], vllm

@@ -394,7 +394,7 @@ def _run_in(version: str, code: str, tmp_path):
         return subprocess.run([str(interpreter), "-c", code], capture_output=True, text=True, env=env, cwd=cwd)
 
 
-@pytest.mark.parametrize("version", ["0.34.0", "0.33.0", "0.22.0", "0.17.0", "0.16.0", "0.11.0"])
+@pytest.mark.parametrize("version", ["0.34.0", "0.33.0", "0.28.0", "0.22.0", "0.17.0", "0.16.0", "0.11.0"])
 def test_each_family_fits_its_verified_release(version, tmp_path):
     """A family's code paths (IMPORTS, and REQUIRES: the names its kernel stand-ins replace) are
     all found in the release it was verified on, so an unseen release is judged by the same list."""

@@ -15,7 +15,6 @@ import json
 import tempfile
 from pathlib import Path
 
-from ..contract.reply import ProbeReply
 from ..errors import ExitCode
 from ..extract import engines
 from ..extract.engines import engine, foreign_release
@@ -113,12 +112,11 @@ def run_forward(args) -> int:
     verdicts = {r.verdict for r in results}
     overall = next((v for v in ("error", "drift", "unservable") if v in verdicts), "parity")
     if args.json:
-        print(json.dumps({"verdict": overall, "target": label,
-                          training.name: ProbeReply.read(out["training"]).release,
-                          serving.name: ProbeReply.read(out["serving"]).release,
+        treply, sreply = training.FORWARD_REPLY.read(out["training"]), serving.FORWARD_REPLY.read(out["serving"])
+        print(json.dumps({"verdict": overall, "target": label, training.name: treply.release,
+                          serving.name: sreply.release,
                           "results": [r.model_dump() for r in results], "wall_s": out["wall"],
-                          "timings": {"training": out["training"].get("timings"),
-                                      "serving": out["serving"].get("timings")}}, indent=2))
+                          "timings": {"training": treply.timings, "serving": sreply.timings}}, indent=2))
     else:
         if len(results) > 1 or args.brief:
             print(f"parity forward: {label}: {len(results)} case(s)\n")

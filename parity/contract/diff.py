@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .models import BuiltDraft, Contract, TapName, TrainingContract
+from .models import BuiltDraft, Contract, FindingKind, TapName, TrainingContract
 from .tap import Tap
 
 
@@ -26,6 +26,9 @@ class SlotDiff(BaseModel):
     verdict: Literal["match", "mismatch", "missing", "extra"] = Field(
         description="'missing': the second side has no state here; 'extra': the first side has none.")
     why: str = Field(default="", description="The kind of mismatch in domain words.")
+    unidentified: bool = Field(default=False, description="The second side captured a state here, but one that "
+                               "matches no state of the model (its contract's unidentified_state finding), "
+                               "as opposed to capturing nothing.")
 
 
 class FieldDiff(BaseModel):
@@ -55,8 +58,12 @@ class ContractDiff(BaseModel):
         return not self.mismatched_slots and not self.fields
 
 
-def explain(expected: Tap | None, actual: Tap | None, expected_all: list[Tap | None]) -> str:
-    """Name the kind of slot mismatch, in the words a user would search for."""
+def explain(expected: Tap | None, actual: Tap | None, expected_all: list[Tap | None],
+            unidentified: bool = False) -> str:
+    """Name the kind of slot mismatch, in the words a user would search for. `unidentified`: the
+    other side captured a state here, one that matches none of the model's (named in its findings)."""
+    if actual is None and unidentified:
+        return "captured, but matches no state of the model (see below)"
     if actual is None:
         return "requested but not captured"
     if expected is None:
@@ -146,6 +153,7 @@ def diff(expected: Contract, actual: Contract) -> ContractDiff:
     canon = lambda c: [t.canonical(c.target_model.num_hidden_layers) if t is not None else None  # noqa: E731
                        for t in c.fc_input]
     exp, act = canon(expected), canon(actual)
+    unidentified = {f.slot for f in actual.findings if f.kind == FindingKind.unidentified_state and f.slot is not None}
     slots = []
     for i in range(max(len(exp), len(act))):
         e = exp[i] if i < len(exp) else None
@@ -154,7 +162,8 @@ def diff(expected: Contract, actual: Contract) -> ContractDiff:
             slots.append(SlotDiff(slot=i, expected=e, actual=a, verdict="match"))
             continue
         verdict = "missing" if a is None else "extra" if e is None else "mismatch"
-        slots.append(SlotDiff(slot=i, expected=e, actual=a, verdict=verdict, why=explain(e, a, exp)))
+        slots.append(SlotDiff(slot=i, expected=e, actual=a, verdict=verdict, why=explain(e, a, exp, i in unidentified),
+                              unidentified=a is None and i in unidentified))
 
     fields = _flag_fields(expected, actual) + _vocab_fields(expected, actual) + _built_fields(expected, actual)
     if expected.target_model.num_hidden_layers != actual.target_model.num_hidden_layers:

@@ -251,6 +251,7 @@ class FindingKind(StrEnum):
 
     # serving: the engine
     engine_error = "engine_error"  # the engine raised while capturing: no slot table describes what it feeds
+    target_config_misread = "target_config_misread"  # the engine builds the target with another value than its config gives: another model, on any hardware
     draft_unloadable = "draft_unloadable"  # the engine cannot load the draft as written
     default_layers_fallback = "default_layers_fallback"  # the engine found no ids and captures its defaults
     runners_differ = "runners_differ"  # two model runners of one release feed different states

@@ -6,11 +6,19 @@ one JSON object. Its envelope is the same whichever package it runs: the release
 package (`release`: one field, whether the probe ran SGLang, vLLM, speculators or SpecForge),
 the interpreter, and what stopped it (an error; a limit of parity's CPU harness; a failure of
 parity's own code; a failure outside the inputs). The rest of a reply is the probe's own
-(captured slots, findings, a family's code paths) and is read by that engine's or trainer's
-own folder; `ProbeReply` keeps it as it came (extra keys allowed).
+(captured slots, findings, a family's code paths): a probe whose body is typed has its own
+model, a subclass of `ProbeReply` in its engine's or trainer's folder that forbids any key it
+does not name (`TypedReply`), so a key renamed on one side is an error, never a value read as
+missing; `ProbeReply` itself keeps an untyped body as it came (extra keys allowed). A field that
+several bodies write with one meaning is declared once here (`FamilyReply`, `FindingsReply`,
+`BuiltReply`, `EngineReply`, `TrainerReply`) and inherited; one whose meaning differs for a probe
+stays in that probe's model, its description saying how. `parity forward`'s sides answer with a
+`ForwardReply`, each variant's record typed (`ForwardVariant`).
 
-The child writes the envelope with `reply_header` (validated here before it is sent); the
-parent reads it with `ProbeReply.read`. The keys a stdlib-only module (parity.errors,
+The child writes the envelope with `reply_header` (validated here before it is sent) and, for a
+typed body, hands its handler through `TypedReply.checked` (the whole reply validated before it
+is sent); the parent reads it with `ProbeReply.read` (a typed body's `read`: a reply that does
+not validate is a ValidationError, parity's own failure, exit 3). The keys a stdlib-only module (parity.errors,
 parity.extract.child) writes are the constants named there; tests/test_probe_reply.py holds
 them equal to these fields.
 """
@@ -18,9 +26,24 @@ them equal to these fields.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, Callable, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+
+from .models import Finding, LaunchContract
+
+
+class CannotExtractEntry(BaseModel):
+    """A probe's `cannot_extract` entry (parity.errors.CannotExtract.entry): no family of parity
+    can run the release, or the release cannot do what was asked."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    package: str = Field(description="The package the probe ran (an engine's or a trainer's distribution name).")
+    version: str = Field(description="Its installed release.")
+    reason: str = Field(description="Why it cannot be extracted, on one line.")
+    engine_lacks: bool = Field(default=False, description="The release itself lacks what was asked (its own "
+                               "answer), rather than parity lacking a family to run it.")
 
 
 class ProbeReply(BaseModel):
@@ -51,6 +74,12 @@ class ProbeReply(BaseModel):
     traceback: tuple[str, ...] | None = Field(
         default=None, description="The last lines of the traceback of an exception that escaped the probe (its "
         "lines as traceback.format_exc gives them, the last few kept).")
+    cannot_extract: CannotExtractEntry | None = Field(
+        default=None, description="No family of parity runs the release, or the release cannot do what was asked "
+        "(parity.errors.CannotExtract), with the same sentence as `error`.")
+    reply_cache: dict[str, str] | None = Field(
+        default=None, description="Where the reply came from, noted by the parent's reply cache "
+        "(parity.reply_cache.SOURCE_KEY: its status, key and why), never by the child.")
 
     @classmethod
     def read(cls, reply: dict[str, Any]) -> "ProbeReply":
@@ -63,6 +92,215 @@ class ProbeReply(BaseModel):
         return self.release or "?"
 
 
+class TypedReply(ProbeReply):
+    """A probe's reply whose body is typed: the envelope plus the fields a subclass names, and no
+    other key (a key the model does not name is a ValidationError on either side)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @classmethod
+    def checked(cls, handler: Callable[[dict], dict]) -> Callable[[dict], dict]:
+        """The child's side: `handler` whose reply is validated against this model before it is
+        sent, unchanged when it validates. One that does not is parity's own failure: the reply
+        then says so under `internal_error` (read by the parent as InternalError, exit 3), with
+        the release it ran."""
+        def run(request: dict) -> dict:
+            reply = handler(request)
+            try:
+                cls.model_validate(reply)
+            except ValidationError as exc:
+                where = "; ".join(f"{'.'.join(map(str, e['loc'])) or '(reply)'}: {e['msg']}" for e in exc.errors()[:3])
+                line = f"the probe's reply does not match {cls.__name__} ({where})"
+                return {k: reply[k] for k in ("release", "python") if k in reply} | {"error": line,
+                                                                                      "internal_error": line}
+            return reply
+        return run
+
+
+
+# -- the fields several probes' bodies share, declared once (a probe's model inherits the ones it
+# writes; one whose meaning differs for a probe stays in that probe's model) ----------------------
+
+
+class FamilyReply(TypedReply):
+    """A probe that ran its release through one of parity's release families (families/)."""
+
+    family: str | None = Field(default=None, description="The release family (the engine's or trainer's "
+                               "families/) that ran the release.")
+    release_note: str | None = Field(default=None, description="Why a family outside whose range the release lies "
+                                     "ran it (the newest whose code paths are all in the installed source).")
+
+
+class FindingsReply(TypedReply):
+    """A probe that reports findings of its own."""
+
+    findings: tuple[Finding, ...] = Field(default=(), description="What the run noticed that a user must know (a "
+                                          "fallback to default layers, an engine error, an unread depth, an "
+                                          "unidentified state).")
+
+
+class BuiltReply(TypedReply):
+    """A probe that builds the draft with the release's own classes."""
+
+    built: dict[str, Any] | None = Field(default=None, description="The draft as the release builds it (BuiltDraft's "
+                                         "fields).")
+    built_error: str | None = Field(default=None, description="Why the release did not build the draft (its built "
+                                    "draft is then not compared).")
+
+
+class TargetClassReply(TypedReply):
+    """A probe that built the target with the engine's own model class."""
+
+    model_class: str | None = Field(default=None, description="The engine's model class of the target "
+                                    "(`module.Class`).")
+
+
+class EngineReply(FamilyReply, TargetClassReply):
+    """A serving engine's probe: the engine code it ran, the serve arguments as the release reads
+    them, the target class, the draft as the engine's draft class reads it."""
+
+    code_paths: dict[str, str] = Field(default_factory=dict, description="The engine code the family runs, by role "
+                                       "(vLLM: by runner and role), `module.function` or `path:function`, as the "
+                                       "provenance names it.")
+    launch: LaunchContract | None = Field(default=None, description="The serve arguments as the release's parser and "
+                                          "resolution read them, with verified fixes (asked with serve_args).")
+    launch_refused: str | None = Field(default=None, description="The release's parser or resolution refused the "
+                                       "serve arguments (or its family resolves none): its words (bad input, exit 2).")
+    draft_kind: Literal["eagle3", "dflash"] = Field(default="eagle3", description="The kind of draft the engine "
+                                                    "serves under the speculative method it resolved.")
+    candidates: tuple[dict[str, Any], ...] = Field(default=(), description="What the engine captures with each "
+                                                   "candidate id list written in the draft config (the fix search): "
+                                                   "{ids, fc_input: a tap name or None per slot, capture_ids, error}.")
+    dflash_draft: dict[str, Any] | None = Field(default=None, description="What the engine's DFlash draft class reads "
+                                                "of the draft (a DFlash draft), and, where it says, what it does with "
+                                                "the captured states.")
+    draft: dict[str, Any] | None = Field(default=None, description="The draft as the engine's draft class builds it "
+                                         "(the family's draft facts): class, graph flags, vocab mapping, sizes, "
+                                         "embedding, and where the engine says, the built draft and checkpoint "
+                                         "renames.")
+
+
+class TrainerReply(BuiltReply):
+    """A trainer's probe: whether training norms the loss target, the depth it unrolls the draft
+    to, the draft as the trainer builds it."""
+
+    target_normed_by_trainer: bool | None = Field(default=None, description="Whether the trainer applies the "
+                                                  "target's final norm to the loss target (None: not decided).")
+    target_norm_evidence: str | None = Field(default=None, description="What decided it, in words.")
+    trained_depth: dict[str, Any] | None = Field(default=None, description="The depth training unrolls the draft to "
+                                                 "(TrainedDepth's fields: steps, recorded, source).")
+
+
+class ForwardVariant(BaseModel):
+    """One variant's record in the reply of a forward side (a child of `parity forward`, one per
+    engine or trainer): what it ran the variant with and how, the tensors themselves staged in
+    the request's safetensors file. A side's own record (its folder's reply module) adds its
+    keys; no other key. Kept in the order the child wrote its keys (`as_written`): the report
+    prints the record so."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    _written: tuple[str, ...] = PrivateAttr(default=())
+
+    error: str | None = Field(default=None, description="Why the variant did not run (the exception that "
+                              "stopped it, `Type: message`); the other variants still ran.")
+    traceback: list[str] | None = Field(default=None, description="The last lines of that exception's "
+                                        "traceback.")
+    embedding: str | None = Field(default=None, description="Whose token embedding the draft ran with: "
+                                  "'target' (the target's, shared) or 'draft' (its own).")
+    forward_s: float | None = Field(default=None, ge=0, description="Seconds the draft's forward took (all "
+                                    "its steps), hooks included.")
+    input_ids: list[int] | None = Field(default=None, description="The token ids the draft's rows read, row "
+                                        "by row (row t reads token t+1 beside the target's state at t).")
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_written_order(cls, data: Any, handler: Any) -> "ForwardVariant":
+        record = handler(data)
+        if isinstance(data, dict):
+            record._written = tuple(data)
+        return record
+
+    def as_written(self) -> dict[str, Any]:
+        """The record as the child wrote it: its keys, in its order."""
+        dumped = self.model_dump(exclude_unset=True)
+        return {key: dumped[key] for key in self._written} if self._written else dumped
+
+
+class ServedVariant(ForwardVariant):
+    """A variant's record on a serving engine's forward side: what its own start-up resolved
+    and what its draft class built (parity.extract.forward_variants.serve_variants)."""
+
+    device: str | None = Field(default=None, description="The device both models ran on.")
+    attention: dict[str, str] | None = Field(default=None, description="The attention each model ran with, "
+                                             "by model ('target', 'draft'), in words.")
+    unsolved: str | None = Field(default=None, description="Why no id list makes the engine capture the taps "
+                                 "asked for: the draft is served with the ids as written.")
+    solved_ids: list[int] | None = Field(default=None, description="The aux ids parity's fix search wrote "
+                                         "into the served config (parity's export form).")
+    requested_ids: list[int] | None = Field(default=None, description="The aux ids the engine's start-up read "
+                                            "from the served config; None when it took its own default.")
+    capture_ids: list[int] | None = Field(default=None, description="The layer indices the built target "
+                                          "captures, as the engine holds them.")
+    next_token: int | None = Field(default=None, description="The target's next token after the prompt: the "
+                                   "serving side's last row reads it (not compared).")
+    draft_positions: str | None = Field(default=None, description="What the engine's config classes made of "
+                                        "the positions the draft declares (asked with long positions), in words.")
+    graph: dict[str, bool] | None = Field(default=None, description="The draft graph's norm flags as the "
+                                          "engine's draft class built them.")
+    engine: str | None = Field(default=None, description="The engine that served the draft (its name).")
+    draft_class: str | None = Field(default=None, description="The engine's draft class that was built.")
+    vocab_mapping: str | None = Field(default=None, description="How the engine maps a draft index to a target "
+                                      "token id, in words.")
+    positions: list[int] | None = Field(default=None, description="The position of each draft row the engine "
+                                        "ran (its first step).")
+    unservable: str | None = Field(default=None, description="Why the engine cannot serve this draft (its own "
+                                   "refusal): nothing is compared, the verdict is UNSERVABLE.")
+
+
+Record = TypeVar("Record", bound=ForwardVariant)
+Served = TypeVar("Served", bound=ServedVariant)
+
+
+class ForwardReply(TypedReply, Generic[Record]):
+    """A forward side's reply: the envelope, each variant's record, the side's timings. A side's
+    own reply (its folder's reply module) is this one parametrized with its record
+    (`ForwardReply[ItsVariant]`); a side with no forward path answers with this one (an error)."""
+
+    variants: dict[str, Record] | None = Field(default=None, description="Each variant's record, by the variant's "
+                                               "name (parity.forward.cases), of the side's own record type.")
+    timings: dict[str, float] | None = Field(default=None, description="Seconds each phase of the side took, by "
+                                             "phase (import, target build, ..., total).")
+    notes: list[str] = Field(default_factory=list, description="What the report must say about how the side ran "
+                             "(speculators': the target its states came from), one line each.")
+
+    @model_validator(mode="after")
+    def _variants_unless_stopped(self) -> "ForwardReply":
+        if self.variants is None and self.error is None:
+            raise ValueError("a forward reply with no error names its variants' records")
+        return self
+
+    def record(self, name: str) -> ForwardVariant:
+        """Variant `name`'s record; where the reply has none, one that says why (the reply's error,
+        else 'no reply')."""
+        found = (self.variants or {}).get(name)
+        return found if found is not None else self.record_type().model_validate({"error": self.error or "no reply"})
+
+    @classmethod
+    def record_type(cls) -> type[ForwardVariant]:
+        """The record its variants are: the type the reply is parametrized with (where it is not,
+        the bound of its type variable)."""
+        for klass in cls.__mro__:
+            args = getattr(klass, "__pydantic_generic_metadata__", {}).get("args") or ()
+            if args:
+                return args[0] if isinstance(args[0], type) else args[0].__bound__
+        return ForwardVariant
+
+
+class ServedForwardReply(ForwardReply[Served], TargetClassReply, Generic[Served]):
+    """A serving engine's forward reply (`ServedForwardReply[ItsVariant]`): the target class it
+    built, each variant as the engine served it."""
+
+
 def reply_header(release: str | None, **fields: Any) -> dict[str, Any]:
     """The start of a probe's reply (the child's side): `release`, the interpreter, and any other
     envelope `fields`, validated against ProbeReply; the probe adds its own keys to it."""
@@ -70,4 +308,6 @@ def reply_header(release: str | None, **fields: Any) -> dict[str, Any]:
     return header.model_dump(mode="json", exclude_defaults=True)
 
 
-__all__ = ["ProbeReply", "reply_header"]
+__all__ = ["BuiltReply", "CannotExtractEntry", "EngineReply", "FamilyReply", "FindingsReply", "ForwardReply",
+           "ForwardVariant", "ProbeReply", "ServedForwardReply", "ServedVariant", "TargetClassReply", "TrainerReply",
+           "TypedReply", "reply_header"]

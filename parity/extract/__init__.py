@@ -81,6 +81,11 @@ class Bound:
         return self.impl.FORWARD_MODULE
 
     @property
+    def FORWARD_REPLY(self) -> type:  # noqa: N802 - the side's own name for it
+        """The typed reply of its forward module (a parity.contract.reply.ForwardReply)."""
+        return self.impl.FORWARD_REPLY
+
+    @property
     def sweep_from(self) -> str | None:
         """The first release of it `parity sweep` covers under 'all' (its SWEEP_FROM); None: the
         sweep does not cover it."""

@@ -31,6 +31,7 @@ environment.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 import inspect
@@ -185,6 +186,7 @@ def protocol_gaps(cls: type, protocol: type) -> list[str]:
             if not hasattr(cls, name):
                 gaps.append(f"{cls.__qualname__} has no {name}")
         for name, method in vars(base).items():
+            method = method.__func__ if isinstance(method, staticmethod) else method  # compared without self
             if name.startswith("_") or not inspect.isfunction(method):
                 continue
             mine = getattr(cls, name, None)
@@ -210,4 +212,31 @@ def family_chain(where: str, base: type) -> list[str]:
         for cls in module.Adapter.__mro__[1:]:
             if cls is not base and cls in adapters:
                 found.append(f"{module.__name__}.Adapter inherits {adapters[cls]}.Adapter")
+    return found
+
+
+def family_borrowing(where: str) -> list[str]:
+    """Where a family of `where` reaches sideways into another family's `Adapter` instead of
+    composing the part that holds what it shares: an adapter member that is another family's
+    `Adapter` method (`cpu_platform = v0_11.Adapter.cpu_platform`), and a call of one in a
+    family's source (`v0_11.Adapter.set_capture(self, ...)`). Empty: none does."""
+    modules = families(where)
+    names = {module.__name__ for module in modules}
+    found = []
+    for module in modules:
+        own = [cls for cls in module.Adapter.__mro__ if cls.__module__ == module.__name__]
+        for name, member in ((name, member) for cls in own for name, member in vars(cls).items()):
+            member = getattr(member, "__func__", member)
+            home = getattr(member, "__module__", None)
+            if (inspect.isfunction(member) and home in names and home != module.__name__
+                    and member.__qualname__.startswith("Adapter.")):
+                found.append(f"{module.__name__}.Adapter.{name} is {home}.{member.__qualname__}")
+        siblings = {alias for alias, value in vars(module).items()
+                    if isinstance(value, ModuleType) and value.__name__ in names and value is not module}
+        for node in ast.walk(ast.parse(inspect.getsource(module))):
+            func = node.func if isinstance(node, ast.Call) else None
+            if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute)
+                    and func.value.attr == "Adapter" and isinstance(func.value.value, ast.Name)
+                    and func.value.value.id in siblings):
+                found.append(f"{module.__name__} calls {func.value.value.id}.Adapter.{func.attr} (line {node.lineno})")
     return found

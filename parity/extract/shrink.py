@@ -38,6 +38,11 @@ TINY = {
     "num_experts_per_tok": 2,  # at most: top-1 routers (Llama-4) stay top-1
     "n_group": 1,
     "topk_group": 1,
+    # gated delta net (Qwen3-Next's linear attention); value heads a multiple of key heads, as published
+    "linear_num_key_heads": 2,
+    "linear_num_value_heads": 4,
+    "linear_key_head_dim": 16,
+    "linear_value_head_dim": 16,
     # DeepSeek MLA
     "q_lora_rank": 48,
     "kv_lora_rank": 32,

@@ -19,7 +19,9 @@ from typing import Any
 import torch
 from safetensors.torch import load_file
 
+from ..contract.reply import ForwardReply, ForwardVariant
 from ..envs import EnvError, run_module
+from ..errors import InternalError
 from ..extract.trainers import trainer
 from ..extract.engines import BoundEngine, engine
 from ..workspace import kill_children
@@ -30,7 +32,8 @@ from .positions import PositionPlan, plan, spans
 from .tolerances import for_dtype
 from ..inputs import text_part
 
-TRAINING_MODULE = trainer().FORWARD_MODULE
+TRAINING = trainer()
+TRAINING_MODULE = TRAINING.FORWARD_MODULE
 
 
 def run_side(module: str, request: dict, python: str | None = None, timeout: float = 600) -> dict:
@@ -84,20 +87,20 @@ def _split(tensors: dict[str, torch.Tensor], name: str) -> dict[str, torch.Tenso
     return {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
 
 
-def _notes(case: Case, tmeta: dict, smeta: dict, extra: list[str]) -> list[str]:
+def _notes(case: Case, tmeta: ForwardVariant, smeta: ForwardVariant, extra: list[str]) -> list[str]:
     notes = list(case.notes) + list(extra)
-    if smeta.get("unsolved"):
-        notes.append(f"served with the ids as written: {smeta['unsolved']}")
-    ti, si = tmeta.get("input_ids"), smeta.get("input_ids")
+    if smeta.unsolved:
+        notes.append(f"served with the ids as written: {smeta.unsolved}")
+    ti, si = tmeta.input_ids, smeta.input_ids
     if ti is not None and si is not None:
         if si[:len(ti)] == ti:
             notes.append(f"rows aligned: row t = (input_ids[t+1], aux[t]) on both sides; {len(ti)} "
                          f"training rows, serving adds row {len(si) - 1} (the target's next token "
-                         f"{smeta.get('next_token')}), not compared")
+                         f"{smeta.next_token}), not compared")
         else:
             notes.append(f"ROW ALIGNMENT BROKEN: training rows read {ti}, serving {si[:len(ti)]}")
-    if tmeta.get("position_ids") and smeta.get("positions"):
-        tp, sp = tmeta["position_ids"], smeta["positions"]
+    if tmeta.position_ids and smeta.positions:
+        tp, sp = tmeta.position_ids, smeta.positions
         notes.append(f"positions: serving {spans(sp)}, training {spans(tp)} (its shift_batch numbers "
                      "a row one higher; rope sees position differences)")
     if case.plan is not None:
@@ -105,28 +108,29 @@ def _notes(case: Case, tmeta: dict, smeta: dict, extra: list[str]) -> list[str]:
     return notes
 
 
-def results_for(cases: list[Case], treply: dict, sreply: dict, ttensors: dict, stensors: dict,
-                steps: int, dtype: str) -> list[ForwardResult]:
+def results_for(cases: list[Case], treply: ForwardReply, sreply: ForwardReply, ttensors: dict,
+                stensors: dict, steps: int, dtype: str) -> list[ForwardResult]:
+    """Each case's comparison, from the two sides' typed replies (their records, as the child wrote
+    them, go into the result) and the tensors they staged."""
     tol = for_dtype(dtype)
     out = []
     for case in cases:
-        tmeta = treply.get("variants", {}).get(case.name, {"error": treply.get("error", "no reply")})
-        smeta = sreply.get("variants", {}).get(case.name, {"error": sreply.get("error", "no reply")})
-        common = dict(name=case.name, dtype=dtype, tolerances=tol.__dict__, training=tmeta, serving=smeta)
-        errors = [f"{side}: {m['error']}" for side, m in (("training", tmeta), ("serving", smeta))
-                  if m.get("error")]
+        tmeta, smeta = treply.record(case.name), sreply.record(case.name)
+        common = dict(name=case.name, dtype=dtype, tolerances=tol.__dict__, training=tmeta.as_written(),
+                      serving=smeta.as_written())
+        errors = [f"{side}: {m.error}" for side, m in (("training", tmeta), ("serving", smeta)) if m.error]
         if errors:
             out.append(ForwardResult(verdict="error", error="; ".join(errors), notes=list(case.notes),
                                      **common))
             continue
-        if smeta.get("unservable"):  # the engine cannot load the served draft: nothing to compare
-            out.append(ForwardResult(verdict="unservable", error=f"serving: {smeta['unservable']}",
+        if smeta.unservable:  # the engine cannot load the served draft: nothing to compare
+            out.append(ForwardResult(verdict="unservable", error=f"serving: {smeta.unservable}",
                                      notes=list(case.notes), **common))
             continue
         stages, first = compare(case.name, _split(ttensors, case.name), _split(stensors, case.name),
                                 steps, tol, case.plan)
         out.append(ForwardResult(verdict="drift" if first else "parity", first_divergence=first,
-                                 stages=stages, notes=_notes(case, tmeta, smeta, treply.get("notes", [])),
+                                 stages=stages, notes=_notes(case, tmeta, smeta, treply.notes),
                                  **common))
     return out
 
@@ -184,15 +188,20 @@ def _forward_parity(target_config, cases, work: Path, *, steps, seq_len, seed, d
     treply, sreply, walls = run_both(treq, sreq, parallel=parallel, python=python,
                                      serving=serving)
     walls["sides"] = time.perf_counter() - started
-    for side, reply in (("training", treply), ("serving", sreply)):
-        if reply.get("error"):
-            raise EnvError(f"the {side} path could not run: {reply['error']}")
+    for raw, package in ((treply, TRAINING.name), (sreply, serving.name)):
+        fault = InternalError.from_reply(raw, package)  # parity's own failure in a side: exit 3
+        if fault is not None:
+            raise fault
+    typed = {"training": TRAINING.FORWARD_REPLY.read(treply), "serving": serving.FORWARD_REPLY.read(sreply)}
+    for side, reply in typed.items():
+        if reply.error:
+            raise EnvError(f"the {side} path could not run: {reply.error}")
     if bare:
         return {"results": [], "training": treply, "serving": sreply, "wall": walls}
     t0 = time.perf_counter()
     ttensors = load_file(treq["out"])
     stensors = load_file(sreq["out"])
-    results = results_for(cases, treply, sreply, ttensors, stensors, steps, dtype)
+    results = results_for(cases, typed["training"], typed["serving"], ttensors, stensors, steps, dtype)
     walls["compare"] = time.perf_counter() - t0
     walls["total"] = time.perf_counter() - started
     return {"results": results, "training": treply, "serving": sreply, "wall": walls}

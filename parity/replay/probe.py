@@ -27,6 +27,7 @@ import torch
 
 from ..contract.reply import reply_header
 from ..envs import reply_over_stdio
+from .reply import ReplayReply
 
 
 def load_draft(draft_dir: str, verifier_dir: str):
@@ -143,7 +144,7 @@ def run(req: dict) -> dict[str, Any]:
 
 
 def main() -> None:
-    reply_over_stdio(run)
+    reply_over_stdio(ReplayReply.checked(run))
 
 
 if __name__ == "__main__":

@@ -21,12 +21,13 @@ from math import perm
 from pathlib import Path
 
 from ..contract import FindingKind
-from ..contract.reply import ProbeReply
 from ..contract.tap import Tap
 from ..envs import find_env, run_module
+from ..errors import InternalError
 from ..extract.engines import BoundEngine, engine as default_engine
 from ..extract.trainers import trainer
 from ..inputs import Draft, InputError, Target, check_steps, read_config, safetensors_shapes
+from .reply import ReplayReply
 from .result import AMBIGUOUS_POINTS, ReplayResult, WiringScore
 from .wiring import missing_taps, reorderings, search_space, slots_of
 
@@ -122,13 +123,17 @@ def as_written_served(spec: dict, work: Path, engine: BoundEngine) -> tuple[Path
 # -- 4. the probe ---------------------------------------------------------------------------
 
 
-def probe(speculators_version: str | None, request: dict) -> dict:
+def probe(speculators_version: str | None, request: dict) -> ReplayReply:
     import sys
 
     python = sys.executable if speculators_version is None else find_env("speculators", speculators_version).python
-    reply = run_module(python, PROBE, request)
-    if "error" in reply:
-        raise InputError(f"speculators could not replay this draft on these dumps: {reply['error']}")
+    raw = run_module(python, PROBE, request)
+    fault = InternalError.from_reply(raw, "speculators")  # parity's own failure in the probe: exit 3
+    if fault is not None:
+        raise fault
+    reply = ReplayReply.read(raw)
+    if reply.error is not None:
+        raise InputError(f"speculators could not replay this draft on these dumps: {reply.error}")
     return reply
 
 
@@ -232,13 +237,13 @@ def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_conf
     order = list(dict.fromkeys(named + space))
     t0 = time.perf_counter()
     reply = probe(speculators_version, {**request, "wirings": [list(w) for w in order]})
-    raw = {tuple(s["slots"]): s for s in reply["scores"]}
+    raw = {tuple(s.slots): s for s in reply.scores}
     if mode == "subsets+reorder":
-        top = sorted(space, key=lambda w: -raw[w]["full_acc"][0])
+        top = sorted(space, key=lambda w: -raw[w].full_acc[0])
         more = [w for w in reorderings(top) if w not in raw]
         if more:
             extra = probe(speculators_version, {**request, "wirings": [list(w) for w in more]})
-            raw.update({tuple(s["slots"]): s for s in extra["scores"]})
+            raw.update({tuple(s.slots): s for s in extra.scores})
     wall["replay_s"] = time.perf_counter() - t0
 
     def roles(w):
@@ -248,8 +253,8 @@ def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_conf
         return tuple(out or ["search"])
 
     scores = sorted((WiringScore(taps=tuple(layout[s].name for s in w), slots=w, roles=roles(w),
-                                 full_acc=tuple(r["full_acc"]), cond_acc=tuple(r["cond_acc"]),
-                                 positions=r["positions"][0]) for w, r in raw.items()),
+                                 full_acc=tuple(r.full_acc), cond_acc=tuple(r.cond_acc),
+                                 positions=r.positions[0]) for w, r in raw.items()),
                     key=lambda s: (-s.full_acc[0], -s.accept_length, s.slots))
     trained = next(s for s in scores if s.slots == trained_slots)
     best = scores[0]
@@ -260,12 +265,12 @@ def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_conf
         verdict = "drift"
     else:
         verdict = "parity"
-    if reply["samples"] < n_files and samples is None:
-        notes.append(f"speculators' dataset lists {reply['samples']} samples; {n_files} hs files are present")
+    if reply.samples < n_files and samples is None:
+        notes.append(f"speculators' dataset lists {reply.samples} samples; {n_files} hs files are present")
     wall["total_s"] = time.perf_counter() - started
     return ReplayResult(
         verdict=verdict, draft=str(draft), data=str(data), dump_layout=tuple(t.name for t in layout),
-        samples=reply["samples"], steps=steps, scores=tuple(scores),
+        samples=reply.samples, steps=steps, scores=tuple(scores),
         training=tuple(layout[s].name for s in trained_slots), target=training.target.name, served=served_taps, served_form=served_form,
-        served_unscored=unscored, search=mode, speculators_version=ProbeReply.read(reply).shown_release,
+        served_unscored=unscored, search=mode, speculators_version=reply.shown_release,
         sglang_version=sglang, notes=tuple(notes), wall_s={k_: round(v, 2) for k_, v in wall.items()})

@@ -264,7 +264,8 @@ def render_check(result, target_path: str = "", draft_path: str = "") -> str:
     for sd in result.diff.slots:
         exp = sd.expected.name if sd.expected else None
         act = sd.actual.name if sd.actual else None
-        table.row(str(sd.slot), f"{exp or '-':6s} {describe_tap(exp, n)}", f"{act or '-':6s} {describe_tap(act, n)}",
+        served = "?      a state matching none of the model's" if sd.unidentified else f"{act or '-':6s} {describe_tap(act, n)}"
+        table.row(str(sd.slot), f"{exp or '-':6s} {describe_tap(exp, n)}", served,
                   "ok" if sd.verdict == "match" else f"MISMATCH: {sd.why}")
     lines += table.lines()
     lines.append(f"\n  loss target during training: {t.target.name} ({describe_tap(t.target.name, n)})")

@@ -57,6 +57,10 @@ class Engine(Protocol):
     FORWARD_MODULE: str
     """The module `parity forward` runs (`python -m`, JSON request on stdin) for the serving path."""
 
+    FORWARD_REPLY: type
+    """The typed reply of that module (a parity.contract.reply.ServedForwardReply), which the
+    child validates before it sends it and `parity forward` reads."""
+
     FORWARD_LONG_POSITIONS: bool
     """Whether its forward side serves the draft's rows past the positions the draft declares
     (parity.forward.positions); without, `parity forward` runs them at 0..seq-len-1."""

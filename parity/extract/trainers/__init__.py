@@ -73,6 +73,10 @@ class Trainer(Protocol):
     FORWARD_MODULE: str
     """The module `parity forward` runs (`python -m`, JSON request on stdin) for the training path."""
 
+    FORWARD_REPLY: type
+    """The typed reply of that module (a parity.contract.reply.ForwardReply), which the child
+    validates before it sends it and `parity forward` reads."""
+
     def training_contract(self, target: "Target", dump_layout: "list[Tap] | None" = None, *,
                           datagen_ids: list[int] | None = None, datagen_convention: str | None = None,
                           draft: "Draft | None" = None, release: str | None = None,

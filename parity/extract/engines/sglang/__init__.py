@@ -14,19 +14,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ....contract import BuiltDraft, Finding, FindingKind, GraphFlags, LaunchContract, Provenance, ServingContract, Tap, sources
+from ....contract import BuiltDraft, Finding, FindingKind, GraphFlags, Provenance, ServingContract, Tap, sources
 from ....envs import EnvError, display_python, find_env, run_module
-from ....reply_cache import SOURCE_KEY
-from ....contract.reply import ProbeReply
 from ....errors import stop_from_reply
 from ....inputs import Draft, InputError, LaunchRefused, Target
 from ... import release_option
 from .. import ServingExtractionError
+from .reply import SGLangForwardReply, SGLangReply
 from .served import served_config
 
 NAME = "sglang"
 PROBE = "parity.extract.engines.sglang.probe"
 FORWARD_MODULE = "parity.extract.engines.sglang.forward_side"
+FORWARD_REPLY = SGLangForwardReply
 IDS_KEY = "eagle_config.eagle_aux_hidden_state_layer_ids"
 FLAG = "--sglang"
 RELEASE_NOUN = "an SGLang release"
@@ -86,38 +86,39 @@ def run_probe(target_config: dict, draft_dir: Path | None, sglang_version: str |
     return run_module(python(sglang_version), PROBE, request, cache=True)
 
 
-def to_contract(reply: dict[str, Any], target: Target) -> ServingContract:
+def to_contract(r: SGLangReply, target: Target) -> ServingContract:
     """Build the contract from a probe reply (an engine refusal becomes an error finding)."""
-    findings = [Finding(**f) for f in reply.get("findings", [])]
+    findings = list(r.findings)
     provenance = Provenance(
-        package="sglang", version=ProbeReply.read(reply).shown_release,
-        code_path="; ".join(reply.get("code_paths", {}).values()) or "n/a",
-        python=display_python(reply.get("python")),
-        details={**{k: str(reply[k]) for k in ("model_class", "capture_ids", "algorithm") if k in reply},
-                 **{f"dflash_draft.{k}": str(v) for k, v in (reply.get("dflash_draft") or {}).items()}},
-        family=reply.get("family"), release_note=reply.get("release_note"),
-        reply_cache=reply.get(SOURCE_KEY))
-    draft = reply.get("draft") or {}
-    if "error" in reply:
-        findings.append(Finding(kind=FindingKind.draft_unloadable if reply.get("draft_unloadable") else FindingKind.engine_error,
-                                message=reply["error"], severity="error"))
-        slots = [None] * max(1, reply.get("expected_slots") or 3)
+        package="sglang", version=r.shown_release,
+        code_path="; ".join(r.code_paths.values()) or "n/a",
+        python=display_python(r.python),
+        details={**{k: str(getattr(r, k)) for k in ("model_class", "capture_ids", "algorithm")
+                    if k in r.model_fields_set},
+                 **{f"dflash_draft.{k}": str(v) for k, v in (r.dflash_draft or {}).items()}},
+        family=r.family, release_note=r.release_note,
+        reply_cache=r.reply_cache)
+    draft = r.draft or {}
+    if r.error is not None:
+        findings.append(Finding(kind=FindingKind.draft_unloadable if r.draft_unloadable else FindingKind.engine_error,
+                                message=r.error, severity="error"))
+        slots = [None] * max(1, r.expected_slots or 3)
     else:
-        slots = [Tap.parse(s["tap"]) if s.get("tap") else None for s in reply["slots"]]
-    ids = reply.get("requested_ids")
+        slots = [Tap.parse(s["tap"]) if s.get("tap") else None for s in r.slots]
+    ids = r.requested_ids
     return ServingContract(
         target_model=target.model, fc_input=tuple(slots) or (None,),
         graph=GraphFlags(**draft.get("graph", {})),
         vocab=sources.vocab(draft.get("vocab", {}), draft.get("sizes", {})),
         embedding=draft.get("embedding", "unknown"), provenance=provenance,
         draft=BuiltDraft(**draft["built"]) if draft.get("built") else None,
-        findings=tuple(findings), engine="sglang", draft_kind=reply.get("draft_kind", "eagle3"),
+        findings=tuple(findings), engine="sglang", draft_kind=r.draft_kind,
         requested_ids=tuple(ids) if isinstance(ids, list) and all(isinstance(i, int) for i in ids) else None,
-        ids_source=reply.get("ids_source", "n/a"),
-        capture_ids=tuple(reply["capture_ids"]) if reply.get("capture_ids") is not None else None,
+        ids_source=r.ids_source,
+        capture_ids=tuple(r.capture_ids) if r.capture_ids is not None else None,
         checkpoint_renames=draft.get("checkpoint_renames") or {},
         checkpoint_zero_biases=tuple(draft.get("checkpoint_zero_biases") or ()),
-        launch=LaunchContract(**reply["launch"]) if reply.get("launch") else None,
+        launch=r.launch,
     )
 
 
@@ -185,13 +186,12 @@ def probe_serving(target: Target, draft: Draft, sglang_version: str | None = Non
     unsupported = stop_from_reply(reply, "sglang")
     if unsupported is not None:  # parity's own failure, no family to run it, or its CPU run cannot: one loud line
         raise unsupported
-    if reply.get("launch_refused"):  # the engine's own words: bad input, one line
-        raise LaunchRefused(f"--serve-args: sglang {ProbeReply.read(reply).shown_release}'s {reply['launch_refused']}",
-                            argv=serve_args)
-    if "error" in reply and (ProbeReply.read(reply).release is None or reply.get("unsupported")):
-        raise ServingExtractionError(f"target config {target.path}: {reply['error']}"
-                                     if reply.get("unsupported") else reply["error"])
-    return to_contract(reply, target), reply.get("candidates", [])
+    r = SGLangReply.read(reply)
+    if r.launch_refused:  # the engine's own words: bad input, one line
+        raise LaunchRefused(f"--serve-args: sglang {r.shown_release}'s {r.launch_refused}", argv=serve_args)
+    if r.error is not None and (r.release is None or r.unsupported):
+        raise ServingExtractionError(f"target config {target.path}: {r.error}" if r.unsupported else r.error)
+    return to_contract(r, target), list(r.candidates)
 
 
 __all__ = ["FLAG", "FORWARD_LONG_POSITIONS", "FORWARD_MODULE", "IDS_KEY", "NAME", "OPTIONS", "RELEASE_NOUN",

@@ -31,6 +31,9 @@ class Launch(Protocol):
     def is_dflash(self) -> bool:
         """Whether the algorithm served is of SGLang's DFlash family (the release's own answer)."""
 
+    def serves_dflash(self, name: str | None) -> bool:
+        """Whether SGLang's algorithm `name` is of its DFlash family (the release's own answer)."""
+
     def dflash_refusal(self, version: str) -> tuple[str, bool] | None:
         """Why this release cannot extract a DFlash draft and whether that is the release's own
         answer (else parity's limit); None when it can."""

@@ -67,6 +67,7 @@ from ...candidates import candidate_id_lists
 from ... import standins
 from ....checkpoint import served_tensors
 from .draft_facts import built_flags, served_form
+from .reply import SGLangForwardReply
 from ....extract.shrink import shrink_config
 from ....inputs import is_wrapper
 
@@ -484,7 +485,7 @@ def run(req: dict) -> dict[str, Any]:
 
 
 def main() -> None:
-    reply_over_stdio(run)
+    reply_over_stdio(SGLangForwardReply.checked(run))
 
 
 if __name__ == "__main__":

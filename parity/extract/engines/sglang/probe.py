@@ -10,6 +10,7 @@ stdout line) is a JSON object that parity.extract.engines.sglang turns into a Se
 
 from __future__ import annotations
 
+import inspect
 import json
 import socket
 import tempfile
@@ -21,9 +22,10 @@ import torch
 
 from ... import standins
 from ...families import UnsupportedRelease
-from . import cpu_path, launch
+from . import cpu_path, launch, rope_base
 from .draft_facts import dflash_facts, draft_facts
 from .families import place
+from .reply import SGLangReply
 from ...child import (HARNESS_LIMIT_KEY, LIMIT_RULES, finding, harness_limit, note, one_line, parity_fault, with_limits,
                       words)
 from ...identify import identify_slots
@@ -142,14 +144,24 @@ class TargetUnbuildable(Exception):
     """The engine's own model class could not be built from the target config (one line)."""
 
 
-def build_target(adapter, target_cfg, real: dict, version: str):
+class RefusedAtStartUp(Exception):
+    """The engine's EAGLE-3 start-up refuses the target's model class (start_up_refusal), and
+    parity's CPU run could not build or run that model: on a GPU, which builds it, the start-up
+    refuses before any forward, so the refusal is the answer (one line, the engine's words)."""
+
+
+def build_target(adapter, target_cfg, real: dict, version: str, refusal: str | None = None):
     """The engine's model of the target, built by its own class from its own config object; a
-    failure is TargetUnbuildable naming what the engine read, where, and what the file lacks."""
+    failure is TargetUnbuildable naming what the engine read, where, and what the file lacks.
+    A CUDA-only build (a limit of parity's CPU run) of a class the engine's start-up refuses
+    (`refusal`) is RefusedAtStartUp: a GPU builds it, and its start-up then refuses it."""
     try:
         return adapter.build_target(target_cfg)
     except (MemoryError, OSError):
         raise  # a resource failure, not the config: reported (and never cached) as such
     except Exception as exc:  # noqa: BLE001 - named below, from the exception itself
+        if refusal is not None and harness_limit(exc):  # judged here, never noted as this run's limit
+            raise RefusedAtStartUp(refusal) from None
         raise TargetUnbuildable(unbuildable(exc, getattr(target_cfg, "hf_config", None), real, version)) from None
 
 
@@ -238,6 +250,35 @@ def no_capture_hook(exc: BaseException, model, arch: str, version: str) -> str |
             f"calls on the target model, so every EAGLE-3 launch of this target fails there ({words(exc)})")
 
 
+def start_up_refusal(adapter, target_cfg, use_aux: bool, ids, arch: str, version: str) -> str | None:
+    """no_capture_hook's verdict, found before the model is built: the release's capture statement
+    (adapter.configure_capture) run on an unbuilt instance of the target's model class (made by
+    `__new__`, its `__init__` not run: the statement only asks it for the hook). The engine's
+    start-up calls the hook right after building the model, before any forward, so this is its
+    answer whatever parity's CPU run can build or run. None when the class, or any engine class
+    it derives from, names the hook anywhere in its source (its `__init__` could then set it),
+    or when the statement asks the model for anything else."""
+    cls = adapter.model_class(target_cfg)
+    if hasattr(cls, CAPTURE_HOOK):
+        return None
+    for base in cls.__mro__:
+        if not base.__module__.startswith("sglang."):
+            continue
+        try:
+            if CAPTURE_HOOK in inspect.getsource(base):
+                return None
+        except (OSError, TypeError):
+            return None  # its source cannot be read: nothing is assumed
+    bare = cls.__new__(cls)
+    try:
+        adapter.configure_capture(bare, use_aux, ids)
+    except AttributeError as exc:
+        return no_capture_hook(exc, bare, arch, version)
+    except Exception:  # noqa: BLE001 - the statement needs a built model: the run below answers
+        return None
+    return None
+
+
 def why_fallback(draft_config: dict) -> str:
     """Name why the engine found no ids, from the draft config the user wrote."""
     eagle = draft_config.get("eagle_config")
@@ -295,20 +336,17 @@ def resolve_launch(adapter, argv: list[str], target_config: dict, draft_dir: str
     reply["launch"]["algorithm_is_eagle3"] = _is_eagle3(algorithm)
     if draft_dir and draft_kind(json.loads((Path(draft_dir) / "config.json").read_text())) == "dflash":
         reply["launch"]["draft_kind"] = "dflash"  # the algorithm must serve a DFlash draft
-        reply["launch"]["algorithm_is_dflash"] = _is_dflash(algorithm)
+        reply["launch"]["algorithm_is_dflash"] = _is_dflash(adapter, algorithm)
     return True
 
 
-def _is_dflash(name: str | None) -> bool | None:
+def _is_dflash(adapter, name: str | None) -> bool | None:
     """The engine's own answer: is this algorithm of its DFlash family (which serves a DFlash
-    draft)? False on a release whose SpeculativeAlgorithm has no DFlash family."""
+    draft)? False on a release without DFlash; None when the release cannot name it."""
     try:
-        from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
-
-        algorithm = SpeculativeAlgorithm.from_string(name)
+        return adapter.serves_dflash(name)
     except Exception:  # noqa: BLE001
         return None
-    return bool(getattr(algorithm, "is_dflash_family", lambda: False)())
 
 
 def _is_eagle3(name: str | None) -> bool | None:
@@ -470,10 +508,16 @@ def extract(request: dict) -> dict[str, Any]:
     # model is built first: its classes read the config, and a key they need that the file
     # lacks is named in seconds, before the reference model is built (with transformers'
     # defaults for every width the file leaves out, that can take minutes).
+    # The start-up's own refusal of the model class, if any: its answer whenever parity's CPU run
+    # cannot build or run the model (a GPU builds it, then the start-up refuses before any forward).
+    refusal = None if dflash or not use_aux else start_up_refusal(adapter, target_cfg, use_aux, ids, arch, version)
     try:
-        model = build_target(adapter, target_cfg, real, version)
+        model = build_target(adapter, target_cfg, real, version, refusal)
     except TargetUnbuildable as exc:
         reply.update(error=str(exc), unsupported=True)
+        return reply
+    except RefusedAtStartUp as exc:
+        reply.update(error=str(exc), expected_slots=expected_slots(ids))
         return reply
     hf = seeded_hf_model(str(target_dir), request.get("seed", 0))
     reply["model_class"] = f"{type(model).__module__}.{type(model).__name__}"
@@ -482,6 +526,9 @@ def extract(request: dict) -> dict[str, Any]:
     try:  # can the engine's own model code run this architecture here at all?
         adapter.forward(model, input_ids)
     except Exception as exc:
+        if refusal is not None:  # the start-up refuses before any forward, on a GPU as here
+            reply.update(error=refusal, expected_slots=expected_slots(ids))
+            return reply
         # Off CUDA is where parity runs the engine, not where it serves: a model its non-CUDA path
         # cannot run is a limit of the CPU run (exit 2, "parity cannot run"), never its refusal.
         own = cpu_path.method_lacks_argument(exc)
@@ -508,7 +555,13 @@ def extract(request: dict) -> dict[str, Any]:
     refs = candidate_states(hf, input_ids)
     aux: list = []
     slots = capture_and_identify(adapter, model, input_ids, refs, n, capture, expected, findings, aux)
+    misread = None
     if any(f["kind"] == "unidentified_state" for f in findings):
+        misread = rope_base.misread(model, hf.config, arch, version)
+    if misread:  # the engine's own model is another than the checkpoint's: said first, its states stay unnamed
+        first = next(i for i, f in enumerate(findings) if f["kind"] == "unidentified_state")
+        findings.insert(first, finding("target_config_misread", misread, "error"))
+    elif any(f["kind"] == "unidentified_state" for f in findings):
         unread = cpu_path.unread_parameters(lambda: adapter.forward(model, input_ids), model)
         if unread:  # its non-CUDA forward is not the model a GPU serves: parity's CPU run cannot check it
             reply[HARNESS_LIMIT_KEY] = (
@@ -538,6 +591,11 @@ def extract(request: dict) -> dict[str, Any]:
             findings.append(finding("draft_unloadable", f"SGLang's draft class could not be built "
                                     f"from {draft_dir}: {one_line(exc)}", "error"))
     return reply
+
+
+def expected_slots(ids) -> int | None:
+    """The slots the draft asks for: its ids' count, None when the engine reads none."""
+    return len(ids) if isinstance(ids, (list, tuple)) else None
 
 
 def capture_and_identify(adapter, model, input_ids, refs, n, capture, expected, findings,
@@ -571,7 +629,7 @@ def try_candidate(adapter, model, input_ids, refs, n, ids: list[int]) -> dict:
 
 
 def main() -> None:
-    reply_over_stdio(with_limits(extract, "sglang"))
+    reply_over_stdio(SGLangReply.checked(with_limits(extract, "sglang")))
 
 
 if __name__ == "__main__":

@@ -6,12 +6,16 @@ capture lives in the decoder layers and the model loop, which run unchanged). Th
 backend needs no KV pool, so the same code serves every release and architecture,
 including DeepSeek MLA's prefill path, and keeps the extraction's memory tiny.
 Correctness is not assumed: every captured state is matched against transformers.
+A hybrid target's linear-attention (GDN) layers reach the same backend (`forward` with
+`mixed_qkv`, `a`, `b`); their prefill is gdn_standin.linear_attention_extend.
 """
 
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+
+from . import gdn_standin
 
 
 def _attend_with_sinks(q, k, v, mask, scale, sinks):
@@ -80,6 +84,12 @@ def make_backend_class(base: type) -> type:
 
         def init_forward_metadata(self, forward_batch):
             pass
+
+        def forward(self, q=None, k=None, v=None, layer=None, forward_batch=None, save_kv_cache=True, **kwargs):
+            if kwargs.get("mixed_qkv") is not None:  # a linear-attention (GDN) layer of a hybrid target
+                return gdn_standin.linear_attention_extend(layer, forward_batch, kwargs["mixed_qkv"], kwargs["a"],
+                                                           kwargs["b"])
+            return super().forward(q, k, v, layer, forward_batch, save_kv_cache, **kwargs)
 
         def forward_extend(self, q, k, v, layer, forward_batch, save_kv_cache=True, **kwargs):
             if k is None or v is None:

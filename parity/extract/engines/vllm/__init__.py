@@ -16,20 +16,20 @@ from typing import Any
 
 from packaging.version import Version
 
-from ....contract import BuiltDraft, DatagenDump, Finding, GraphFlags, LaunchContract, Provenance, ServingContract, Tap, sources
+from ....contract import BuiltDraft, DatagenDump, Finding, GraphFlags, Provenance, ServingContract, Tap, sources
 from ....envs import EnvError, display_python, environments, find_env, run_module
-from ....reply_cache import SOURCE_KEY
-from ....contract.reply import ProbeReply
 from ....conventions import Convention, input_to
 from ....errors import UserError, stop_from_reply
 from ....inputs import Draft, LaunchRefused, Target
 from ... import release_option
 from ...eagle3_config import eagle3_config
 from .. import ServingExtractionError
+from .reply import VLLMForwardReply, VLLMReply
 
 NAME = "vllm"
 PROBE = "parity.extract.engines.vllm.probe"
 FORWARD_MODULE = "parity.extract.engines.vllm.forward_side"
+FORWARD_REPLY = VLLMForwardReply
 IDS_KEY = "eagle_aux_hidden_state_layer_ids"  # top level: read first by both model runners
 FLAG = "--vllm"
 RELEASE_NOUN = "a vLLM release"
@@ -129,16 +129,17 @@ def extract_dump(target: Target, datagen_ids: list[int] | None, vllm_version: st
         reply = run_probe({"mode": "dump", "target_config": target.config, "launch_ids": ids}, vllm_version)
     except EnvError as exc:
         raise DatagenError(str(exc)) from exc
-    version = ProbeReply.read(reply).shown_release
     stop = stop_from_reply(reply, "vllm")
     if stop is not None:  # no family can run it, or parity's CPU run cannot
         raise stop
-    if "error" in reply:
-        raise DatagenError(f"vllm {version} data generation on {target.model.architecture}: {reply['error']}")
-    runner = reply["gpu_default_runner"]
-    runs = reply["runners"]
+    r = VLLMReply.read(reply)
+    version = r.shown_release
+    if r.error is not None:
+        raise DatagenError(f"vllm {version} data generation on {target.model.architecture}: {r.error}")
+    runner = r.gpu_default_runner
+    runs = r.runners
     chosen = runs[runner]
-    method = reply.get("dump_method", "extract_hidden_states")
+    method = r.dump_method or "extract_hidden_states"
     where = f"vllm {version} {method} ({runner} runner) with ids {ids}"
     if chosen.get("error"):
         raise DatagenError(f"{where}: {chosen['error']}")
@@ -158,8 +159,8 @@ def extract_dump(target: Target, datagen_ids: list[int] | None, vllm_version: st
                                                                                    chosen["capture_ids"])))
     return DatagenDump(engine=NAME, version=version, ids_given=tuple(datagen_ids) if datagen_ids is not None else None,
                        launch_ids=tuple(ids), layout=layout, runner=runner, method=method,
-                       code_path="; ".join(reply["code_paths"].values()),
-                       python=display_python(reply.get("python")), findings=tuple(findings))
+                       code_path="; ".join(r.code_paths.values()),
+                       python=display_python(r.python), findings=tuple(findings))
 
 
 def dump_slots_message(ids: list[int], layout, n: int, version: str, capture_ids) -> str:
@@ -217,27 +218,27 @@ def _names(run: dict) -> list[str | None]:
     return [s["tap"] for s in run.get("slots", [])]
 
 
-def real_sizes(reply: dict[str, Any], target: Target) -> dict[str, int | None]:
+def real_sizes(r: VLLMReply, target: Target) -> dict[str, int | None]:
     """The vocabulary sizes vLLM serves with, from the real config files (parity.contract.sources):
     the draft's as vLLM's config reader and draft class take them from the draft directory
     (`Adapter.real_draft_sizes`, run in the probe), the target's as `ModelConfig.get_vocab_size()`
     reads it, the vocab_size of the target's (text) config, here from the config as given."""
-    return {"draft_vocab_size": (reply.get("draft_sizes") or {}).get("draft_vocab_size"),
+    return {"draft_vocab_size": (r.draft_sizes or {}).get("draft_vocab_size"),
             "target_vocab_size": target.model.vocab_size}
 
 
-def to_contract(reply: dict[str, Any], target: Target) -> ServingContract:
+def to_contract(r: VLLMReply, target: Target) -> ServingContract:
     """The contract of the GPU-default runner. Each runner's ids and fc input are kept in the
     provenance; runners feeding different states is an error finding (a drift for one of them)."""
-    version = ProbeReply.read(reply).shown_release
-    runner = reply["gpu_default_runner"]
-    runs = reply["runners"]
+    version = r.shown_release
+    runner = r.gpu_default_runner
+    runs = r.runners
     chosen = runs[runner]
     findings: list[Finding] = []
-    details = {"model_class": reply.get("model_class", "?"), "gpu_default_runner": runner,
-               "kernel_standins": "; ".join(reply.get("kernel_standins", []))}
+    details = {"model_class": r.model_class if "model_class" in r.model_fields_set else "?",
+               "gpu_default_runner": runner, "kernel_standins": "; ".join(r.kernel_standins)}
     for name, run in runs.items():
-        details[f"{name}_ids"] = str(run.get("config_ids") or f"none in the config: default {reply['default_ids']}")
+        details[f"{name}_ids"] = str(run.get("config_ids") or f"none in the config: default {r.default_ids}")
         details[f"{name}_fc_input"] = str(run.get("error") or _names(run))
         for k, slot in enumerate(run.get("slots", [])):
             if slot["tap"] is None:
@@ -256,48 +257,47 @@ def to_contract(reply: dict[str, Any], target: Target) -> ServingContract:
     if not chosen.get("config_ids"):
         findings.append(Finding(kind="default_layers_fallback", message=(
             f"vllm {version}'s {runner} runner found no ids it reads in the draft config and serves "
-            f"the model default {reply['default_ids']}"
+            f"the model default {r.default_ids}"
             + (" (its EAGLE-3 default, also for this DFlash draft: SGLang's DFlash default differs)"
-               if reply.get("draft_kind") == "dflash" else ""))))
-    launched = ((reply.get("launch") or {}).get("effective") or {}).get("method")
-    if reply.get("launch") and launched != reply.get("method"):  # parity's limit, said: not the engine's capture
+               if r.draft_kind == "dflash" else ""))))
+    launched = (r.launch.effective if r.launch else {}).get("method")
+    if r.launch and launched != r.method:  # parity's limit, said: not the engine's capture
         findings.append(Finding(kind="capture_not_launched", message=(
             f"the serve arguments resolve to method {launched!r} on vllm {version}; parity captured under "
-            f"{reply.get('method')!r} (it runs no other method's set-up), so the slot table is not the serve "
+            f"{r.method!r} (it runs no other method's set-up), so the slot table is not the serve "
             "command's: the launch verdict on the method is")))
-    if reply.get("dflash_refusal"):  # the engine's own refusal of the captured states, quoted
-        findings.append(Finding(kind="engine_error", severity="error", message=reply["dflash_refusal"]))
-    details.update({f"dflash_draft.{k}": str(v) for k, v in (reply.get("dflash_draft") or {}).items()})
-    draft = reply.get("draft") or {}
-    if reply.get("draft_error"):
-        findings.append(Finding(kind="draft_facts_unread", message=reply["draft_error"]))
-    if reply.get("draft_unloadable"):  # vLLM's own loader refused the checkpoint: unservable as written
-        findings.append(Finding(kind="draft_unloadable", severity="error", message=reply["draft_unloadable"]))
-    if reply.get("draft_sizes_error"):
-        findings.append(Finding(kind="draft_sizes_unread", message=reply["draft_sizes_error"]))
-    if reply.get("built_error"):
-        findings.append(Finding(kind="draft_not_built", message=f"{reply['built_error']}; its built draft is not "
+    if r.dflash_refusal:  # the engine's own refusal of the captured states, quoted
+        findings.append(Finding(kind="engine_error", severity="error", message=r.dflash_refusal))
+    details.update({f"dflash_draft.{k}": str(v) for k, v in (r.dflash_draft or {}).items()})
+    draft = r.draft or {}
+    if r.draft_error:
+        findings.append(Finding(kind="draft_facts_unread", message=r.draft_error))
+    if r.draft_unloadable:  # vLLM's own loader refused the checkpoint: unservable as written
+        findings.append(Finding(kind="draft_unloadable", severity="error", message=r.draft_unloadable))
+    if r.draft_sizes_error:
+        findings.append(Finding(kind="draft_sizes_unread", message=r.draft_sizes_error))
+    if r.built_error:
+        findings.append(Finding(kind="draft_not_built", message=f"{r.built_error}; its built draft is not "
                                 "compared"))
     if draft.get("class"):
         details["draft_class"] = draft["class"]
     slots = tuple(Tap.parse(s) if s else None for s in _names(chosen)) or (None,)
-    provenance = Provenance(package="vllm", version=version, code_path=reply["code_paths"][runner],
-                            python=display_python(reply.get("python")), details=details,
-                            family=reply.get("family"), release_note=reply.get("release_note"),
-                            reply_cache=reply.get(SOURCE_KEY))
+    provenance = Provenance(package="vllm", version=version, code_path=r.code_paths[runner],
+                            python=display_python(r.python), details=details,
+                            family=r.family, release_note=r.release_note, reply_cache=r.reply_cache)
     ids = chosen.get("config_ids")
     return ServingContract(
         target_model=target.model, fc_input=slots,
         graph=GraphFlags(**draft.get("graph", {})),
-        vocab=sources.vocab(draft.get("vocab", {}), real_sizes(reply, target)),
+        vocab=sources.vocab(draft.get("vocab", {}), real_sizes(r, target)),
         embedding=draft.get("embedding", "unknown"), provenance=provenance, findings=tuple(findings),
-        draft=BuiltDraft(**reply["built"]) if reply.get("built") else None, engine=NAME,
-        draft_kind=reply.get("draft_kind", "eagle3"), requested_ids=tuple(ids) if ids else None,
+        draft=BuiltDraft(**r.built) if r.built else None, engine=NAME,
+        draft_kind=r.draft_kind, requested_ids=tuple(ids) if ids else None,
         ids_source=f"{runner} runner: " + ("the draft config" if ids else "engine default"),
         capture_ids=tuple(chosen["capture_ids"]) if chosen.get("capture_ids") is not None else None,
         runners={name: tuple(Tap.parse(s) if s else None for s in _names(run)) or (None,)
                  for name, run in runs.items()} if len(runs) > 1 else {},
-        launch=LaunchContract(**reply["launch"]) if reply.get("launch") else None)
+        launch=r.launch)
 
 
 def probe_serving(target: Target, draft: Draft, vllm_version: str | None = None,
@@ -315,12 +315,13 @@ def probe_serving(target: Target, draft: Draft, vllm_version: str | None = None,
     limit = stop_from_reply(reply, "vllm")
     if limit is not None:
         raise limit
-    if reply.get("launch_refused"):  # the engine's own words: bad input, one line
-        raise LaunchRefused(f"--serve-args: vllm {ProbeReply.read(reply).shown_release}'s {reply['launch_refused']}",
-                            unresolved=bool(reply.get("launch_unresolved")), argv=serve_args or ())
-    if "error" in reply:
-        raise ServingExtractionError(f"vllm {ProbeReply.read(reply).shown_release}: {reply['error']}")
-    return to_contract(reply, target), reply.get("candidates", [])
+    r = VLLMReply.read(reply)
+    if r.launch_refused:  # the engine's own words: bad input, one line
+        raise LaunchRefused(f"--serve-args: vllm {r.shown_release}'s {r.launch_refused}",
+                            unresolved=r.launch_unresolved, argv=serve_args or ())
+    if r.error is not None:
+        raise ServingExtractionError(f"vllm {r.shown_release}: {r.error}")
+    return to_contract(r, target), list(r.candidates)
 
 
 def extract_serving(target: Target, draft: Draft, vllm_version: str | None = None, *,

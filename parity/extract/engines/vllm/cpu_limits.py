@@ -4,9 +4,13 @@ decided from what the installed code does, read off the exception and its traceb
 its message (registered with parity.extract.child.LIMIT_RULES by the probe):
 
 - `cpu_platform_branch`: raised inside vLLM's CPU platform (`vllm/platforms/cpu.py`, the
-  `CpuPlatform` parity runs the release on; a GPU install runs `CudaPlatform`): DeepSeek-V3 on
-  0.10.0-0.27.1, whose `CpuPlatform.get_attn_backend_cls` raises NotImplementedError for MLA
-  ("MLA is not supported on CPU");
+  `CpuPlatform` parity runs the release on; a GPU install runs `CudaPlatform`): such as its
+  `get_attn_backend_cls`'s NotImplementedError for MLA ("MLA is not supported on CPU"), which
+  DeepSeek-V3 met on 0.16-0.27 until parity answered that choice (cpu_attention), or for sparse
+  attention; and a method of the base `Platform` (`vllm/platforms/interface.py`) the CPU
+  platform does not implement, asked of it (NotImplementedError: `num_compute_units`, a GPU's SM
+  count, which the GPU's TRITON_MLA impl parity builds asks on 0.22.x, answered there by
+  cpu_attention.UncountedUnits; any other consumer is still this limit);
 - `intel_extension_missing`: vLLM's code imports `intel_extension_for_pytorch` (Intel's
   extension, which its CPU and XPU paths use: `attention/backends/torch_sdpa.py`,
   `_ipex_ops.py` up to 0.9, `v1/attention/backends/cpu_attn.py` later) and it is not installed:
@@ -43,11 +47,19 @@ def _vllm_path(tb) -> str:
 
 def cpu_platform_branch(exc: BaseException) -> str | None:
     tb, _ = innermost(exc, "vllm")
-    if tb is None or _vllm_path(tb) != "vllm/platforms/cpu.py":
+    if tb is None:
+        return None
+    where = _vllm_path(tb)
+    # the base Platform's NotImplementedError for a method the CPU platform does not implement
+    # (0.22's TritonMLAImpl asks `num_compute_units`, a GPU's SM count), asked of CpuPlatform
+    asked = tb.tb_frame.f_locals.get("cls")
+    unimplemented = (where == "vllm/platforms/interface.py" and isinstance(exc, NotImplementedError)
+                     and getattr(asked, "__name__", None) == "CpuPlatform")
+    if where != "vllm/platforms/cpu.py" and not unimplemented:
         return None
     text = " ".join(str(exc).split())
     return (f"vLLM's CPU platform, which parity runs it on, has no path for this: {type(exc).__name__}"
-            f"{': ' + text if text else ''} (raised by vllm/platforms/cpu.py:{tb.tb_lineno} {tb.tb_frame.f_code.co_name}); "
+            f"{': ' + text if text else ''} (raised by {where}:{tb.tb_lineno} {tb.tb_frame.f_code.co_name}); "
             "a GPU install runs its CUDA platform")
 
 

@@ -48,6 +48,7 @@ from . import write_ids
 from ...shrink import shrink_config
 from .families import place
 from .probe import free_port, name_slots, warm as warm_probe
+from .reply import VLLMForwardReply
 
 
 def warm() -> None:
@@ -308,7 +309,7 @@ def run(req: dict) -> dict[str, Any]:
 
 
 def main() -> None:
-    reply_over_stdio(run)
+    reply_over_stdio(VLLMForwardReply.checked(run))
 
 
 if __name__ == "__main__":

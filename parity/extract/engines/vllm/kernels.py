@@ -133,6 +133,37 @@ def experts_apply(self, output, hidden_states, w1, w2, topk_weights, topk_ids, a
                                 topk_weights, topk_ids, activation, apply_router_weight_on_input).to(output.dtype))
 
 
+ROUTER_SETTINGS = ("use_grouped_topk", "renormalize", "scoring_func", "custom_routing_function")
+
+
+def experts_prepare_routing(self, layer) -> None:
+    """0.28-0.29's weight preparation of experts that route themselves: the router's settings
+    the real step takes from the layer (ROUTER_SETTINGS, which their `_select_experts` reads);
+    the expert weights stay as loaded (the real step prepacks them for the absent kernel)."""
+    for name in ROUTER_SETTINGS:
+        setattr(self, name, getattr(layer, name))
+    experts_prepare(self, layer)
+
+
+def experts_apply_routing(self, hidden_states, w1, w2, router_logits, activation, global_num_experts, expert_map,
+                          a1q_scale, apply_router_weight_on_input, num_expert_group=None,
+                          e_score_correction_bias=None, routed_scaling_factor=None, topk_group=None):
+    """0.28-0.29's `CPUUnquantizedExperts.apply`, whose experts route themselves (a monolithic
+    experts class: router logits in, output returned): the release's own router
+    (`self._select_experts`, grouped top-k and correction bias as the layer passes them), then
+    each routed expert's gated MLP as `experts_apply`."""
+    if expert_map is not None:
+        raise KernelStandInError("fused MoE: parity's stand-in has no expert parallelism (expert_map)")
+    if a1q_scale is not None:
+        raise KernelStandInError("fused MoE: parity's stand-in has no quantised activations")
+    if apply_router_weight_on_input:
+        raise KernelStandInError("fused MoE: parity's stand-in does not weight the input by the router")
+    topk_weights, topk_ids = self._select_experts(hidden_states, router_logits, num_expert_group, topk_group,
+                                                  e_score_correction_bias, routed_scaling_factor)
+    return routed_experts(hidden_states, w1, w2, getattr(self, "w1_bias", None), getattr(self, "w2_bias", None),
+                          topk_weights, topk_ids, activation).to(hidden_states.dtype)
+
+
 def routed_experts(hidden_states, w1, w2, b1, b2, topk_weights, topk_ids, activation,
                    weights_on_input: bool = False) -> torch.Tensor:
     """Each routed expert's gated MLP (`_expert_activation`; biases `b1`, `b2` added when given) on

@@ -133,7 +133,11 @@ def parse(argv: list[str], model_dir: str, draft_dir: str | None, how=None):
     """(namespace, the dests the user gave, the speculative config as given, the replaced
     paths) from the engine's own parser; Refused with its message when it refuses."""
     parser = _parser(how)
-    ns = parser.parse_args([model_dir, *argv])  # MODEL is parity's: the user's args follow it
+    # MODEL is parity's: the user's args follow it. 0.8.5's `vllm serve` adds the MODEL positional
+    # (model_tag) in its serve subcommand, not in make_arg_parser, and sets `model` from it: there
+    # parity's model goes in as --model, the option it sets
+    positional = any(action.dest == "model_tag" for action in parser._actions)  # noqa: SLF001
+    ns = parser.parse_args([model_dir, *argv] if positional else ["--model", model_dir, *argv])
     named = {_option(a) for a in argv} - {None}
     given = {action.dest for action in parser._actions  # noqa: SLF001 - which options the user wrote
              if any(o in named for o in action.option_strings)}

@@ -35,6 +35,7 @@ from typing import Any
 from . import cpu_limits, launch
 from ...child import innermost, owner
 from .families import place
+from .reply import VLLMReply
 from ...config_reads import reading_dicts, recording
 from ...child import LIMIT_RULES, harness_limit, one_line, parity_fault, with_limits
 from ....contract.hf import draft_kind
@@ -156,8 +157,8 @@ def dflash_refusal(adapter, version: str) -> tuple[str, bool] | None:
     if not hasattr(SpeculativeConfig, "use_dflash"):
         return f"vllm {version} has no DFlash: its SpeculativeConfig has no dflash method", True
     if not getattr(adapter, "RUNS_DFLASH", False):
-        return (f"parity's vllm {getattr(adapter, 'family', '?')}-family adapter does not run DFlash capture "
-                "(verified on vllm 0.34.0 only)", False)
+        return (f"parity's adapter for vllm {version} does not run DFlash capture (its family file, "
+                f"{type(adapter).__module__}, says why)", False)
     return None
 
 
@@ -447,7 +448,7 @@ def replace_kernels(adapter) -> list[str]:
 
 
 def main() -> None:
-    reply_over_stdio(with_limits(extract, "vllm"))
+    reply_over_stdio(VLLMReply.checked(with_limits(extract, "vllm")))
 
 
 if __name__ == "__main__":

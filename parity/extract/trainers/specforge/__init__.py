@@ -24,12 +24,12 @@ from pathlib import Path
 from ....contract import (BuiltDraft, DatagenDump, Finding, GraphFlags, Provenance, Tap, TargetModel, TrainedDepth, TrainingContract,
                          VocabMapping, sources)
 from ....envs import EnvError, display_python, environments, find_env, run_module
-from ....reply_cache import SOURCE_KEY
-from ....contract.reply import ProbeReply
+from ....contract.reply import ForwardReply, ProbeReply
 from ....errors import UserError, stop_from_reply
 from ....conventions import Convention, output_of
 from ....inputs import Draft, Target, TrainingRun, parse_ids
 from ..draft import DraftError, read_draft
+from .reply import SpecForgeReply
 
 NAME = "specforge"
 FLAG = "--specforge"
@@ -41,6 +41,7 @@ DATAGEN_ENGINE = None
 TRAINED_RUN = True  # --trained is its training output (the recorded ttt length), beside the served draft
 PROBE_MODULE = "parity.extract.trainers.specforge.probe"
 FORWARD_MODULE = "parity.extract.trainers.specforge.forward_side"
+FORWARD_REPLY = ForwardReply  # its forward side only refuses (an error)
 # SpecForge's numbering as a typed rule, for reading ids only (`parity conventions`; read through
 # parity.extract.numbering): id k = output of 0-based layer k = h(k+1). It never describes a dump:
 # SpecForge is run instead (--trainer specforge).
@@ -118,48 +119,47 @@ def _ids_source(run_ids, draft) -> str:
 
 def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None) -> TrainingContract:
     """The TrainingContract a probe reply describes (an unidentified state is an error)."""
-    envelope = ProbeReply.read(reply)
-    version, sglang = envelope.shown_release, envelope.engine_release
     stop = stop_from_reply(reply, "specforge")
     if stop is not None:  # no family can run it, or parity's CPU run cannot
         raise stop
-    if "error" in reply:
-        raise SpecForgeError(f"specforge {version}: {reply['error']}")
-    fc = [s.get("tap") for s in reply["fc"]]
-    loss = reply["target"].get("tap")
+    r = SpecForgeReply.read(reply)
+    version, sglang = r.shown_release, r.engine_release
+    if r.error is not None:
+        raise SpecForgeError(f"specforge {version}: {r.error}")
+    fc = [s.get("tap") for s in r.fc]
+    loss = r.target.get("tap")
     if None in fc or loss is None:
-        why = "; ".join(f["message"] for f in reply.get("findings", []) if f["severity"] == "error")
+        why = "; ".join(f.message for f in r.findings if f.severity == "error")
         raise SpecForgeError(f"specforge {version}: a trained state could not be named: {why}")
     layout = tuple(Tap.parse(t) for t in [*fc, loss])
-    findings = [Finding(**f) for f in reply.get("findings", [])]
+    findings = list(r.findings)
     findings.append(Finding(kind="ids_resolved", severity="info", message=(
-        f"SpecForge {version} resolved ids {reply['ids']} from {_ids_source(run_ids, draft)}; sglang "
-        f"{sglang} captures at layer indices {reply.get('capture_ids')}")))
+        f"SpecForge {version} resolved ids {r.ids} from {_ids_source(run_ids, draft)}; sglang "
+        f"{sglang} captures at layer indices {r.capture_ids}")))
     if draft is not None:
         findings += [f for f in draft.findings]
-    if reply.get("built_error"):
+    if r.built_error:
         findings.append(Finding(kind="draft_not_built", message=(
-            f"specforge {version} did not build the draft: {reply['built_error']}; the built draft is not compared")))
-    details = {"sglang": sglang, "ids": str(reply["ids"]),
-               "ids_source": _ids_source(run_ids, draft), "capture_ids": str(reply.get("capture_ids")),
-               "capture_method": str(reply.get("capture_method")),
-               "target_norm_evidence": str(reply.get("target_norm_evidence")),
-               **{f"code_path_{k}": v for k, v in reply.get("code_paths", {}).items()}}
-    code_path = (f"ids {reply['ids']} captured by sglang {sglang}; "
-                 f"{reply['code_paths']['normalizer']}")
+            f"specforge {version} did not build the draft: {r.built_error}; the built draft is not compared")))
+    details = {"sglang": sglang, "ids": str(r.ids),
+               "ids_source": _ids_source(run_ids, draft), "capture_ids": str(r.capture_ids),
+               "capture_method": str(r.capture_method),
+               "target_norm_evidence": str(r.target_norm_evidence),
+               **{f"code_path_{k}": v for k, v in r.code_paths.items()}}
+    code_path = (f"ids {r.ids} captured by sglang {sglang}; "
+                 f"{r.code_paths['normalizer']}")
     provenance = Provenance(package=NAME, version=version, code_path=code_path,
-                            python=display_python(reply.get("python")), details=details,
-                            reply_cache=reply.get(SOURCE_KEY))
+                            python=display_python(r.python), details=details, reply_cache=r.reply_cache)
     return TrainingContract(
         target_model=target, fc_input=layout[:-1], graph=draft.flags if draft else GraphFlags(),
         vocab=sources.vocab(draft.vocab, draft.sizes) if draft else VocabMapping(),
         embedding=draft.embedding if draft else "unknown",
-        draft=BuiltDraft(**reply["built"]) if reply.get("built") else None,
+        draft=BuiltDraft(**r.built) if r.built else None,
         provenance=provenance, findings=tuple(findings), dump_layout=layout,
         dump_layout_source="trainer_capture", fc_slots=tuple(range(len(fc))), target=layout[-1],
-        target_slot=len(fc), target_normed_by_trainer=reply.get("target_normed_by_trainer"),
-        alignment=reply["alignment"],
-        trained_depth=TrainedDepth(**reply["trained_depth"]) if reply.get("trained_depth") else None)
+        target_slot=len(fc), target_normed_by_trainer=r.target_normed_by_trainer,
+        alignment=r.alignment,
+        trained_depth=TrainedDepth(**r.trained_depth) if r.trained_depth else None)
 
 
 def training_contract(target: Target, dump_layout: list[Tap] | None = None, *,
@@ -206,5 +206,5 @@ def is_trained_draft(config: dict) -> bool:
     return False
 
 
-__all__ = ["ERRORS", "FORWARD_MODULE", "NAME", "SpecForgeError", "is_trained_draft", "run_probe",
+__all__ = ["ERRORS", "FORWARD_MODULE", "FORWARD_REPLY", "NAME", "SpecForgeError", "is_trained_draft", "run_probe",
            "read_draft", "to_contract", "training_contract"]

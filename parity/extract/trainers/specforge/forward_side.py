@@ -6,12 +6,13 @@ path is run, `parity forward` refuses the SpecForge trainer with this one line.
 
 from __future__ import annotations
 
+from ....contract.reply import ForwardReply
 from ....envs import reply_over_stdio
 
 
 def main() -> None:
-    reply_over_stdio(lambda request: {"error": "parity forward has no SpecForge training path yet: "
-                                      "use the speculators trainer"})
+    reply_over_stdio(ForwardReply.checked(lambda request: {
+        "error": "parity forward has no SpecForge training path yet: use the speculators trainer"}))
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from .families import family_for
+from .reply import SpecForgeReply
 from ... import standins
 from ...child import finding, one_line, with_limits
 from ...config_reads import read_fields, recording, replaced
@@ -227,7 +228,7 @@ def built_draft(family, draft_config_path: str, target: dict, work: Path, versio
 
 
 def main() -> None:
-    reply_over_stdio(with_limits(extract, "specforge"))
+    reply_over_stdio(SpecForgeReply.checked(with_limits(extract, "specforge")))
 
 
 if __name__ == "__main__":

@@ -23,11 +23,10 @@ from ....contract import (BuiltDraft, DatagenDump, Finding, FindingKind, GraphFl
 from ....conventions import CONVENTIONS, ConventionError, datagen_refusal, to_taps
 from ...numbering import conventions
 from ....envs import display_python, find_env, run_module
-from ....reply_cache import SOURCE_KEY
 from ....inputs import Draft, Target
 from ... import release_option
 from ..draft import DraftConfig, DraftError, draft_ids, load_config, read_draft
-from ....contract.reply import ProbeReply
+from .reply import SpeculatorsForwardReply, SpeculatorsReply
 from ....errors import UserError, stop_from_reply
 
 # -- as a `Trainer` (parity.extract.trainers) ---------------------------------------------------
@@ -91,6 +90,7 @@ def ids_from(args) -> list[int] | None:
 
 
 FORWARD_MODULE = "parity.extract.trainers.speculators.forward_side"  # parity forward's training path
+FORWARD_REPLY = SpeculatorsForwardReply
 PROBE_MODULE = "parity.extract.trainers.speculators.probe"
 DEFAULT_CONVENTION = "speculators-datagen"
 PROBE_SHAPE = {"hidden_size": 8, "seq_len": 6}  # small: the markers need 7^(H-1) >= slots*T
@@ -145,25 +145,22 @@ def built_request(draft: "Draft | Path | str", target: TargetModel, trained: boo
                      else "the served config.json, no --trained given")}
 
 
-def choose_path(reply: dict, data_path: str | None, layout: list[Tap]) -> dict:
+def choose_path(r: SpeculatorsReply, data_path: str | None, layout: list[Tap]) -> dict:
     """The probed path the contract describes: `data_path` (qualified name or a part), else the default."""
-    version = ProbeReply.read(reply).shown_release
-    stop = stop_from_reply(reply, "speculators")
-    if stop is not None:  # no family can run it, or parity's CPU run cannot
-        raise stop
-    if reply.get("error"):
-        raise TrainingExtractionError(f"speculators {version}: {reply['error']}")
-    entries = reply["paths"]
+    version = r.shown_release
+    if r.error:
+        raise TrainingExtractionError(f"speculators {version}: {r.error}")
+    entries = r.paths
     if data_path is not None:
         entries = [e for e in entries if e["code_path"] == data_path
                    or data_path in e["code_path"].split(".")]
     if not entries:
-        failed = [e for e in reply["errors"] if data_path is None or data_path in e["code_path"]]
+        failed = [e for e in r.errors if data_path is None or data_path in e["code_path"]]
         if failed:
             raise TrainingExtractionError(
                 f"speculators {version}: {failed[0]['code_path']} failed on the {len(layout)}-slot dump "
                 f"[{', '.join(t.name for t in layout)}]: {failed[0]['error']}")
-        ran = sorted({e["code_path"] for e in reply["paths"]})
+        ran = sorted({e["code_path"] for e in r.paths})
         raise TrainingExtractionError(f"speculators {version} has no data path {data_path!r}; it has {ran}")
     return next((e for e in entries if e.get("default")), entries[0])
 
@@ -290,9 +287,9 @@ def draft_layout_findings(draft: DraftConfig | None, layout: list[Tap], source: 
                      f"{source} layout is [{', '.join(t.name for t in layout)}]")]
 
 
-def path_findings(reply: dict, chosen: dict) -> list[Finding]:
+def path_findings(r: SpeculatorsReply, chosen: dict) -> list[Finding]:
     out = []
-    for other in reply["paths"]:
+    for other in r.paths:
         if other is chosen:
             continue
         for key in ("fc_slots", "target_slot", "alignment"):
@@ -303,7 +300,7 @@ def path_findings(reply: dict, chosen: dict) -> list[Finding]:
     if chosen.get("lossy"):
         out.append(_finding("lossy_data_path", f"the data path alters hidden-state values: "
                             f"{chosen.get('lossy_reason')}", "info"))
-    for err in reply["errors"]:
+    for err in r.errors:
         out.append(_finding("data_path_failed", f"{err['code_path']} failed: {err['error']}", "info"))
     return out
 
@@ -311,21 +308,21 @@ def path_findings(reply: dict, chosen: dict) -> list[Finding]:
 # -- the contract -------------------------------------------------------------------------------
 
 
-def provenance(reply: dict, chosen: dict, datagen_dump: DatagenDump | None = None) -> Provenance:
+def provenance(r: SpeculatorsReply, chosen: dict, datagen_dump: DatagenDump | None = None) -> Provenance:
     keys = ("transfer", "backend", "via", "writer", "lossy_reason")
     details = {k: str(chosen[k]) for k in keys if chosen.get(k)}
-    if reply.get("dflash"):  # the DFlash model run on the path's states: its fc's chunk order
-        details.update({"dflash_model": reply["dflash"]["model"],
-                        "dflash_fc_chunk_order": json.dumps(reply["dflash"]["fc_chunk_order"])})
+    if r.dflash:  # the DFlash model run on the path's states: its fc's chunk order
+        details.update({"dflash_model": r.dflash["model"],
+                        "dflash_fc_chunk_order": json.dumps(r.dflash["fc_chunk_order"])})
     details.update({
-        "preprocess": str(reply.get("preprocess")), "default_path": str(reply.get("default_path")),
-        "default_path_reason": str(reply.get("default_path_reason")),
+        "preprocess": str(r.preprocess), "default_path": str(r.default_path),
+        "default_path_reason": str(r.default_path_reason),
         "offsets": json.dumps(chosen.get("offsets")), "lossy": str(chosen.get("lossy")).lower(),
-        "train_transform": str(reply.get("train_transform")),
-        "target_norm_evidence": str(reply.get("target_norm_evidence")),
-        "looked_for": ", ".join(reply.get("looked_for", [])),
+        "train_transform": str(r.train_transform),
+        "target_norm_evidence": str(r.target_norm_evidence),
+        "looked_for": ", ".join(r.looked_for),
     })
-    declared = ProbeReply.read(reply).release_declared
+    declared = r.release_declared
     if declared:
         details["version_py"] = declared
     if datagen_dump is not None:
@@ -333,10 +330,9 @@ def provenance(reply: dict, chosen: dict, datagen_dump: DatagenDump | None = Non
         details["dump_engine"] = f"{datagen_dump.engine} {datagen_dump.version}"
         details["dump_code_path"] = datagen_dump.code_path
         details["dump_python"] = str(datagen_dump.python)
-    return Provenance(package="speculators", version=ProbeReply.read(reply).shown_release,
-                      code_path=chosen["code_path"], python=display_python(reply.get("python")), details=details,
-                      family=reply.get("family"), release_note=reply.get("release_note"),
-                      reply_cache=reply.get(SOURCE_KEY))
+    return Provenance(package="speculators", version=r.shown_release,
+                      code_path=chosen["code_path"], python=display_python(r.python), details=details,
+                      family=r.family, release_note=r.release_note, reply_cache=r.reply_cache)
 
 
 def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, reply: dict, *,
@@ -345,44 +341,48 @@ def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, rep
                         datagen_dump: DatagenDump | None = None) -> TrainingContract:
     """Map a probe reply's slots through the layout into a TrainingContract (`datagen_dump`: the
     data-generation run the layout came from, named in the provenance)."""
-    chosen = choose_path(reply, data_path, layout)
+    stop = stop_from_reply(reply, "speculators")
+    if stop is not None:  # no family can run it, or parity's CPU run cannot
+        raise stop
+    r = SpeculatorsReply.read(reply)
+    chosen = choose_path(r, data_path, layout)
     fc_slots, target_slot = list(chosen["fc_slots"]), chosen["target_slot"]
     if not fc_slots or max(fc_slots + [target_slot]) >= len(layout):
         raise TrainingExtractionError(f"the {len(layout)}-slot dump layout is too short for "
                                       f"{chosen['code_path']} (it selected slots {fc_slots} + {target_slot})")
     loss_target = layout[target_slot]
-    normed = reply.get("target_normed_by_trainer")
+    normed = r.target_normed_by_trainer
     all_findings = list(findings or [])
     all_findings += target_findings(target, loss_target, target_slot, normed)
     all_findings += width_findings(layout, fc_slots, draft)
     all_findings += draft_layout_findings(draft, layout, source, target.num_hidden_layers)
-    all_findings += path_findings(reply, chosen)
-    if draft is not None and not reply.get("dflash"):
+    all_findings += path_findings(r, chosen)
+    if draft is not None and not r.dflash:
         all_findings += draft.findings  # (read as an EAGLE-3 config: its flag findings say nothing of a DFlash one)
-    if reply.get("dflash"):
+    if r.dflash:
         all_findings.append(_finding(FindingKind.draft_not_built, f"a DFlash draft: speculators "
-                                     f"{ProbeReply.read(reply).release}'s {reply['dflash']['model']} was run for "
+                                     f"{r.release}'s {r.dflash['model']} was run for "
                                      "which states its fc reads, in which order; its built draft is not compared",
                                      "info"))
-    if reply.get("built_error"):
-        all_findings.append(_finding(FindingKind.draft_not_built, f"speculators {ProbeReply.read(reply).release} "
-                                     f"did not build the draft: {reply['built_error']}; the built draft is not "
+    if r.built_error:
+        all_findings.append(_finding(FindingKind.draft_not_built, f"speculators {r.release} "
+                                     f"did not build the draft: {r.built_error}; the built draft is not "
                                      "compared", "warning"))
-    if reply.get("trained_depth_error"):
-        all_findings.append(_finding(FindingKind.depth_unread, f"speculators {ProbeReply.read(reply).release} did "
-                                     f"not read the draft's trained depth: {reply['trained_depth_error']}; the "
+    if r.trained_depth_error:
+        all_findings.append(_finding(FindingKind.depth_unread, f"speculators {r.release} did "
+                                     f"not read the draft's trained depth: {r.trained_depth_error}; the "
                                      "served steps are not compared with it", "warning"))
     return TrainingContract(
-        draft_kind="dflash" if reply.get("dflash") else "eagle3",
+        draft_kind="dflash" if r.dflash else "eagle3",
         target_model=target, fc_input=tuple(layout[s] for s in fc_slots),
         graph=draft.flags if draft else GraphFlags(),
         vocab=sources.vocab(draft.vocab, draft.sizes) if draft else VocabMapping(),
-        embedding=draft.embedding if draft else "unknown", provenance=provenance(reply, chosen, datagen_dump),
-        draft=BuiltDraft(**reply["built"]) if reply.get("built") else None,
+        embedding=draft.embedding if draft else "unknown", provenance=provenance(r, chosen, datagen_dump),
+        draft=BuiltDraft(**r.built) if r.built else None,
         findings=tuple(all_findings), dump_layout=tuple(layout), dump_layout_source=source,
         fc_slots=tuple(fc_slots), target=loss_target, target_slot=target_slot,
         target_normed_by_trainer=normed, alignment=chosen["alignment"],
-        trained_depth=TrainedDepth(**reply["trained_depth"]) if reply.get("trained_depth") else None)
+        trained_depth=TrainedDepth(**r.trained_depth) if r.trained_depth else None)
 
 
 def extract_training(target: TargetModel, dump_layout: list[Tap] | None = None, *,
@@ -407,10 +407,11 @@ def extract_training(target: TargetModel, dump_layout: list[Tap] | None = None, 
     built = built_request(draft_dir, target, trained) if draft_dir is not None else None
     kind = draft_kind(built["config"]) if built is not None else "eagle3"
     reply = probe_training(len(layout), speculators_version, built, kind)
-    found = ProbeReply.read(reply).release
+    r = SpeculatorsReply.read(reply)
+    found = r.release
     if speculators_version is not None and found is not None and found != speculators_version:
         raise TrainingExtractionError(f"asked for speculators {speculators_version}, but its environment "
-                                      f"({reply.get('python')}) has {found} installed")
-    draft = read_draft(draft_dir, schema=reply.get("config_schema")) if draft_dir is not None else None
+                                      f"({r.python}) has {found} installed")
+    draft = read_draft(draft_dir, schema=r.config_schema) if draft_dir is not None else None
     return contract_from_probe(target, layout, source, reply, draft=draft, data_path=data_path,
                                findings=findings, datagen_dump=datagen_dump)

@@ -49,6 +49,7 @@ from ...datagen_target import data_generation_target
 from ...forward_variants import run_variants
 from ...reference import candidate_states
 from ...shrink import shrink_config
+from .reply import SpeculatorsForwardReply
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -232,7 +233,7 @@ def run(req: dict) -> dict[str, Any]:
 
 
 def main() -> None:
-    reply_over_stdio(run)
+    reply_over_stdio(SpeculatorsForwardReply.checked(run))
 
 
 if __name__ == "__main__":

@@ -55,6 +55,7 @@ from .built import built_draft
 from .depth import trained_depth
 from .dflash import fc_chunk_order, lacks_dflash
 from .families import place
+from .reply import SpeculatorsReply
 
 ANCHOR = 7.0  # every chunk's feature 0; also each token's amax, so FP8 scale = 2^-6
 BASE = 7  # digits 0..6 of the marker code
@@ -596,7 +597,7 @@ def probe(request: dict) -> dict[str, Any]:
 
 
 def main() -> None:
-    reply_over_stdio(with_limits(probe, "speculators"), hard_exit=False)
+    reply_over_stdio(SpeculatorsReply.checked(with_limits(probe, "speculators")), hard_exit=False)
 
 
 if __name__ == "__main__":

@@ -20,12 +20,17 @@ with the newest family whose `Adapter.REQUIRES` (every engine name its extractio
 ("sglang X is newer than any release parity has verified; extracted with the F-family
 adapter"); when no family's code paths are all found it is refused loudly, naming what
 each family looked for.
+
+SGLang's own modules are imported inside the calls that run them: in the child, after parity's CPU
+stand-ins are installed (importing some of them needs a stand-in); everything else is imported at
+the module top.
 """
 
 from __future__ import annotations
 
 from types import ModuleType
 
+from .... import standins
 from ....families import Placement
 from ....families import family_for as _family_for
 from ....families import missing_modules as _missing_modules
@@ -48,7 +53,5 @@ def place(version: str) -> Placement:
 def missing_modules() -> set[str]:
     """Top-level modules some family's code paths import but this environment lacks (with
     parity's CPU stand-ins installed, as every extraction runs)."""
-    from .... import standins
-
     standins.install()
     return _missing_modules(__name__, lambda module: module.Adapter().check_code_paths())

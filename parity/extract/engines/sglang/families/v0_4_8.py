@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
@@ -110,8 +111,6 @@ class Launch:
         `enable_multimodal` is no field but set by `__post_init__` (0.4.5.post1-0.4.5.post3:
         `self.enable_multimodal = self.enable_llama4_multimodal`, which `TpModelWorker.__init__`
         reads), that one statement of the real `__post_init__`, run alone."""
-        import dataclasses
-
         from sglang.srt.server_args import ServerArgs
 
         args = super()._server_args(draft_dir, backend, device)
@@ -184,8 +183,6 @@ class Batches:
 
     def batch_fields(self, **fields) -> dict:
         """`seq_lens_cpu` only where this release's ForwardBatch declares it (0.4.4.post4 on)."""
-        import dataclasses
-
         from sglang.srt.model_executor.forward_batch_info import ForwardBatch
 
         declared = {f.name for f in dataclasses.fields(ForwardBatch)}
@@ -198,7 +195,7 @@ class Adapter(Launch, Config, Capture, Batches, v0_5_3_post1.Launch, v0_5_3_post
               v0_5_7.Launch, v0_5_10.Launch, v0_5_10.Draft, v0_5_12.NoForwardContext, v0_5_14.Launch,
               v0_5_14.DpAttention, v0_5_14.DefaultBackend, v0_5_14.Draft, v0_5_23.Adapter):
     family = "0.4.8"
-    RUNS_DFLASH = False  # DFlash runs in the 0.5.23 family only (v0_5_14.py)
+    RUNS_DFLASH = False  # no DFlash in these releases: a DFlash draft is their own refusal (v0_5_14.py)
     REQUIRES = tuple(name for name in v0_5_3_post1.Adapter.REQUIRES
                      if not name.endswith("ModelConfig.from_server_args")) + (
         "sglang.srt.managers.tp_worker.TpModelWorker.__init__",

@@ -138,7 +138,7 @@ class Draft:
 class Adapter(Launch, Capture, Draft, v0_5_12.NoForwardContext, v0_5_14.Launch, v0_5_14.SchedulerArgs, v0_5_14.Config,
               v0_5_14.DpAttention, v0_5_14.DefaultBackend, v0_5_14.Draft, v0_5_23.Adapter):
     family = "0.5.10"
-    RUNS_DFLASH = False  # DFlash runs in the 0.5.23 family only (v0_5_14.py)
+    RUNS_DFLASH = False  # no DFlash in these releases: a DFlash draft is their own refusal (v0_5_14.py)
     REQUIRES = tuple(name for name in v0_5_12.Adapter.REQUIRES
                      if not name.endswith(("ModelRunner.init_aux_hidden_state_capture", "rope_variant.get_device"))) + (
         "sglang.srt.model_executor.model_runner.ModelRunner.initialize",

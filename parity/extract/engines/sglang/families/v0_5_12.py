@@ -10,6 +10,9 @@ backend from `forward_batch.attn_backend`, so a forward needs nothing but the Fo
 which carries the backend, and the KV pool the model code of this release reaches through
 `forward_batch.token_to_kv_pool` (for parity's prefill SDPA backend, its write-only pool).
 
+DFlash (0.5.12 has DFLASH; 0.5.11 is answered by its own SpeculativeAlgorithm): as the 0.5.14
+family's (v0_5_14.py), read by the real `ModelRunner.__init__` and `init_aux_hidden_state_capture`.
+
 Composed of: its own `NoForwardContext` (also taken by the older families), then the 0.5.14
 family's `Launch`, `SchedulerArgs`, `Config`, `DpAttention`, `Capture`, `DefaultBackend` and
 `Draft`, ahead of the 0.5.23 adapter.
@@ -29,6 +32,7 @@ RELEASES = SpecifierSet(">=0.5.11,<0.5.13")  # the releases this family's adapte
 VERIFIED = ("0.5.12.post1",)  # releases whose capture and forward were verified against transformers
 
 CODE_PATHS = dict(v0_5_14.CODE_PATHS)
+DFLASH_CODE_PATHS = v0_5_14.DFLASH_CODE_PATHS
 
 
 class NoForwardContext:
@@ -54,6 +58,5 @@ class NoForwardContext:
 class Adapter(NoForwardContext, v0_5_14.Launch, v0_5_14.SchedulerArgs, v0_5_14.Config, v0_5_14.DpAttention,
               v0_5_14.Capture, v0_5_14.DefaultBackend, v0_5_14.Draft, v0_5_23.Adapter):
     family = "0.5.12"
-    RUNS_DFLASH = False  # DFlash runs in the 0.5.23 family only (v0_5_14.py)
     REQUIRES = tuple(name for name in v0_5_14.Adapter.REQUIRES
                      if not name.startswith(v0_5_14.FORWARD_CONTEXT + "."))

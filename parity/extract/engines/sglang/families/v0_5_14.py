@@ -30,9 +30,14 @@ CPU shims, each the smallest that lets the real code run:
   `set_embed` calls it unconditionally in this family);
 - attention by parity's prefill SDPA backend (sdpa_backend.py); no layer is stubbed.
 
-DFlash: 0.5.12-0.5.15 have it (SpeculativeAlgorithm.DFLASH) and 0.5.10 and older do not (a DFlash
-draft is their own refusal, typed engine_lacks); parity runs DFlash capture with the 0.5.23
-family only, so on a release that has it a DFlash draft is refused as parity's limit.
+DFlash: 0.5.12-0.5.15 have it (SpeculativeAlgorithm.DFLASH; no DSPARK and no
+`is_dflash_family()` yet, so whether an algorithm is DFlash is its own `is_dflash()`), 0.5.10 and
+older do not (a DFlash draft is their own refusal, typed engine_lacks). Under DFLASH the ids are
+read in `ModelRunner.__init__` too, a statement after the EAGLE-3 one (`parse_dflash_draft_config`,
+then `resolve_target_layer_ids(N, draft layers)`, no `spec_aux_hidden_state` module): the adapter
+runs the real `__init__` until after the statement that sets `dflash_target_layer_ids`, and the
+real `init_aux_hidden_state_capture` on a runner holding them hands them to
+`set_dflash_layers_to_capture`. The draft class is `DFlashDraftModel` (`project_target_hidden`).
 
 Composed of its own parts, each shared with the older families that take it from here:
 `Launch` (traced launch; set-up without a runtime context; code paths), `SchedulerArgs`
@@ -44,6 +49,8 @@ ahead of the 0.5.23 adapter.
 
 from __future__ import annotations
 
+import ast
+import copy
 from typing import Any
 
 import torch
@@ -51,9 +58,11 @@ from packaging.specifiers import SpecifierSet
 
 from . import v0_5_23
 from .. import launch
-from ....run_until import CodePathMoved, require, run_until_after
+from ....run_until import CodePathMoved, find_statement, require, run_until_after, stop_line
 
 FORWARD_CONTEXT = "sglang.srt.model_executor.forward_context"
+# where __init__ reads the DFlash ids (its test as ast.unparse spells it, as find_statement compares)
+DFLASH_READ = "self.spec_algorithm.is_dflash() and (not self.is_draft_worker)"
 
 RELEASES = SpecifierSet(">=0.5.13,<0.5.16")  # the releases this family's adapter serves
 VERIFIED = ("0.5.14",)  # releases whose capture and forward were verified against transformers
@@ -66,6 +75,15 @@ CODE_PATHS = {
     "model_class": "sglang.srt.model_loader.utils.get_model_architecture",
     "draft": "sglang.srt.models.llama_eagle3.LlamaForCausalLMEagle3",
 }
+# The same keys for a DFlash draft (served under DFLASH).
+DFLASH_CODE_PATHS = {
+    "ids": "sglang.srt.model_executor.model_runner.ModelRunner.__init__ (under is_dflash(): "
+           "sglang.srt.speculative.dflash_utils.parse_dflash_draft_config, resolve_target_layer_ids)",
+    "capture": "sglang.srt.model_executor.model_runner.ModelRunner.init_aux_hidden_state_capture "
+               "-> <Model>.set_dflash_layers_to_capture",
+    "model_class": CODE_PATHS["model_class"],
+    "draft": v0_5_23.DFLASH_CODE_PATHS["draft"],
+}
 
 give_standin_interpolation_modes = v0_5_23.give_standin_interpolation_modes  # moved to the base
 
@@ -73,9 +91,41 @@ give_standin_interpolation_modes = v0_5_23.give_standin_interpolation_modes  # m
 class Launch:
     """Launch arguments resolved by `__post_init__`'s assignments (launch.traced); the set-up
     without a runtime context (gloo groups, the rotary embedding's device lookup, the
-    `torch.cuda.synchronize` no-op); the code paths, the ids' reading statement included."""
+    `torch.cuda.synchronize` no-op); the code paths, the ids' reading statement included;
+    DFlash as `ModelRunner` runs it (no DFlash family yet: DFLASH alone)."""
 
     LAUNCH = staticmethod(launch.traced)  # no resolve_once yet: __post_init__ resolves by assignment
+    REQUIRES_DFLASH: tuple[str, ...] = (
+        "sglang.srt.speculative.dflash_utils.parse_dflash_draft_config",
+        "sglang.srt.speculative.dflash_utils.build_target_layer_ids",
+        "sglang.srt.models.dflash.DFlashDraftModel.project_target_hidden",
+        "sglang.srt.speculative.spec_info.SpeculativeAlgorithm.is_dflash",
+        "sglang.srt.model_executor.model_runner.ModelRunner.init_aux_hidden_state_capture",
+    )
+
+    def serves_dflash(self, name: str | None) -> bool:
+        """By the algorithm's own `is_dflash()` (DFLASH; these releases have no DFlash family);
+        False on a release without DFlash."""
+        from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+        return bool(getattr(SpeculativeAlgorithm.from_string(name), "is_dflash", lambda: False)())
+
+    def dflash_refusal(self, version: str) -> tuple[str, bool] | None:
+        """As the base's, and `ModelRunner.__init__` must read the DFlash ids in its
+        `if self.spec_algorithm.is_dflash() ...:` statement (where the run stops after), else
+        the stop would fall short of it: a code path moved, parity's limit."""
+        refused = super().dflash_refusal(version)
+        if refused is None:
+            from sglang.srt.model_executor.model_runner import ModelRunner
+
+            try:
+                block = find_statement(ModelRunner.__init__, DFLASH_READ)
+                if "self.dflash_target_layer_ids =" not in ast.unparse(block):
+                    raise CodePathMoved(f"ModelRunner.__init__'s `if {DFLASH_READ}:` no longer sets "
+                                        "self.dflash_target_layer_ids")
+            except LookupError as exc:
+                return (f"a DFlash code path parity runs moved: {exc}", False)
+        return refused
 
     def setup(self, port: int, draft_dir: str | None, device: str = "cpu") -> None:
         give_standin_interpolation_modes()
@@ -109,7 +159,6 @@ class Launch:
         give_standin_interpolation_modes()  # before transformers is imported through the engine
         require(*self.REQUIRES)
         from sglang.srt.model_executor.model_runner import ModelRunner
-        from ....run_until import stop_line
 
         stop_line(ModelRunner.__init__, "eagle_aux_hidden_state_layer_ids")
 
@@ -126,18 +175,22 @@ class SchedulerArgs:
 
 
 class Config:
-    """The aux ids read by the real `ModelRunner.__init__`, stopped after the reading statement."""
+    """The aux ids read by the real `ModelRunner.__init__`, stopped after the reading statement
+    (under DFLASH, the one that sets `dflash_target_layer_ids`)."""
 
     def resolve_aux_ids(self, target_config) -> tuple[bool, Any]:
         """The real `ModelRunner.__init__`, stopped after the statement that reads the ids."""
         from sglang.srt.model_executor.model_runner import ModelRunner
 
         runner = ModelRunner.__new__(ModelRunner)
+        dflash = self.is_dflash()
         run_until_after(
-            ModelRunner.__init__, "eagle_aux_hidden_state_layer_ids", runner,
+            ModelRunner.__init__, "dflash_target_layer_ids" if dflash else "eagle_aux_hidden_state_layer_ids", runner,
             model_config=target_config, mem_fraction_static=0.1, gpu_id=0, tp_rank=0, tp_size=1,
             moe_ep_rank=0, moe_ep_size=1, pp_rank=0, pp_size=1, nccl_port=self.port,
             server_args=self.server_args, is_draft_worker=False)
+        if dflash:
+            return runner.dflash_use_aux_hidden_state, runner.dflash_target_layer_ids
         if not hasattr(runner, "eagle_use_aux_hidden_state"):
             raise CodePathMoved("ModelRunner.__init__ no longer sets eagle_use_aux_hidden_state")
         return runner.eagle_use_aux_hidden_state, getattr(runner, "eagle_aux_hidden_state_layer_ids", None)
@@ -148,8 +201,6 @@ class DpAttention:
 
     def _init_dp_attention(self, model_config) -> None:
         if not self._dp_ready:
-            import copy
-
             # It sizes a gathered-buffer on torch.device(server_args.device); the published
             # args keep device=None (device="cpu" breaks DeepSeek rope), so this call alone
             # sees a copy that names the CPU.
@@ -178,15 +229,17 @@ class Capture:
     """The capture configured by the real `ModelRunner.init_aux_hidden_state_capture`."""
 
     def configure_capture(self, model, use_aux: bool, ids) -> None:
-        """The real `ModelRunner.init_aux_hidden_state_capture` on a runner holding the model."""
+        """The real `ModelRunner.init_aux_hidden_state_capture` on a runner holding the model and
+        the ids, as `__init__` left them for the algorithm served (EAGLE-3's or DFlash's)."""
         from sglang.srt.model_executor.model_runner import ModelRunner
 
         runner = ModelRunner.__new__(ModelRunner)
         runner.model = model
-        runner.eagle_use_aux_hidden_state = use_aux
-        runner.eagle_aux_hidden_state_layer_ids = ids
-        runner.dflash_use_aux_hidden_state = False
-        runner.dflash_target_layer_ids = None
+        dflash = self.is_dflash()
+        runner.eagle_use_aux_hidden_state = use_aux and not dflash
+        runner.eagle_aux_hidden_state_layer_ids = None if dflash else ids
+        runner.dflash_use_aux_hidden_state = use_aux and dflash
+        runner.dflash_target_layer_ids = ids if dflash else None
         ModelRunner.init_aux_hidden_state_capture(runner)
 
 
@@ -219,7 +272,6 @@ class Draft:
 class Adapter(Launch, SchedulerArgs, Config, DpAttention, Capture, ForwardContext, DefaultBackend, Draft,
               v0_5_23.Adapter):
     family = "0.5.14"
-    RUNS_DFLASH = False  # DFlash runs in the 0.5.23 family only: 0.5.12-0.5.20 have it, 0.5.10 and older do not
     REQUIRES = v0_5_23._COMMON + (
         "sglang.srt.server_args.set_global_server_args_for_scheduler",
         "sglang.srt.layers.dp_attention.initialize_dp_attention",

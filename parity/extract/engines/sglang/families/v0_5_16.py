@@ -24,8 +24,12 @@ family's `sglang.srt.utils.common` imports `torchvision.io` at module level) and
 embedding's device lookup answering "cpu". The draft's `set_embed` asks the platform layer to
 synchronize, as in 0.5.23: no torch.cuda shim.
 
-DFlash: these releases have it (SpeculativeAlgorithm.DFLASH), but parity runs DFlash capture with
-the 0.5.23 family only: a DFlash draft is refused here as parity's limit, not the releases'.
+DFlash (SpeculativeAlgorithm.DFLASH; 0.5.18 also has DSPARK): as 0.5.23's, by the same resolver and
+capture (the base's, run unchanged: `_resolve_dflash_aux_hidden_state`,
+`configure_aux_hidden_state_capture(..., is_dspark)` -> `set_dflash_layers_to_capture`,
+`DFlashDraftModel.project_target_hidden`). A release of the range whose resolver or capture lacks
+a name the base runs (`SpeculativeAlgorithm.is_dflash_family`, the `is_dspark` argument) says so as
+a code path moved (parity's limit), never as the release's answer.
 
 Composed of: its own `Launch` (the InterpolationMode shim), `DpAttention` (args built anew)
 and `DefaultBackend`; from the 0.5.14 family `SchedulerArgs`, `ForwardContext` and `Draft`
@@ -43,6 +47,7 @@ RELEASES = SpecifierSet(">=0.5.16,<0.5.21")  # the releases this family's adapte
 VERIFIED = ("0.5.18",)  # releases whose capture and forward were verified against transformers
 
 CODE_PATHS = v0_5_23.CODE_PATHS
+DFLASH_CODE_PATHS = v0_5_23.DFLASH_CODE_PATHS
 
 
 class Launch:
@@ -102,7 +107,6 @@ class DefaultBackend:
 class Adapter(Launch, v0_5_14.SchedulerArgs, DpAttention, v0_5_14.ForwardContext, DefaultBackend, v0_5_14.Draft,
               v0_5_23.Adapter):
     family = "0.5.16"
-    RUNS_DFLASH = False  # DFlash runs in the 0.5.23 family only (its docstring)
     LAUNCH = staticmethod(launch.traced)  # no resolve_once yet: __post_init__ resolves by assignment
     REQUIRES = v0_5_23._COMMON + (
         "sglang.srt.runtime_context.reset_context",

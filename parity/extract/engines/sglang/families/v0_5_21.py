@@ -11,6 +11,8 @@ installed beside CPU torch, so the stand-in is imported first (as 0.5.16-0.5.20'
 `utils.common` does itself), and transformers, asked afterwards, finds it. No text-model path
 reads it (a stand-in raises if anything does).
 
+DFlash: as 0.5.22's (v0_5_22.py), the base's code run unchanged.
+
 Composed of: its own `Launch` (the torchvision stand-in) and `Draft` (the embedding and head
 resolved without `draft_model`), v0_5_14.ForwardContext (as 0.5.22), ahead of the 0.5.23 adapter.
 """
@@ -27,6 +29,7 @@ RELEASES = SpecifierSet("==0.5.21.*")  # the releases this family's adapter serv
 VERIFIED = ("0.5.21",)  # releases whose capture and forward were verified against transformers
 
 CODE_PATHS = v0_5_22.CODE_PATHS
+DFLASH_CODE_PATHS = v0_5_22.DFLASH_CODE_PATHS
 
 
 class Launch:
@@ -52,6 +55,5 @@ class Draft:
 
 class Adapter(Launch, Draft, v0_5_14.ForwardContext, v0_5_23.Adapter):
     family = "0.5.21"
-    RUNS_DFLASH = False  # DFlash runs in the 0.5.23 family only (v0_5_22.py)
     REQUIRES = v0_5_22.without_keywords(v0_5_22.Adapter.REQUIRES,
                                         "sglang.srt.speculative.pp_draft_embedding.resolve_target_embed_and_head")

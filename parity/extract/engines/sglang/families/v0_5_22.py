@@ -8,8 +8,10 @@ everything else is the 0.5.23 family's: `runtime_context.publish(..., ranks=Spaw
 `spec_aux_hidden_state`, `attention_backend_setup`, and
 `pp_draft_embedding.resolve_target_embed_and_head(target, draft_model=...)`.
 
-DFlash: 0.5.22 has it (SpeculativeAlgorithm.DFLASH), but parity runs DFlash capture with the
-0.5.23 family only: a DFlash draft is refused here as parity's limit, not the release's.
+DFlash (SpeculativeAlgorithm.DFLASH): as 0.5.23's, by the same code (the base's, run unchanged):
+`resolve_spec_aux_hidden_state_config` -> `_resolve_dflash_aux_hidden_state`
+(`parse_dflash_draft_config`, `build_target_layer_ids`), `configure_aux_hidden_state_capture` ->
+`set_dflash_layers_to_capture`, `DFlashDraftModel.project_target_hidden`.
 
 Composed of: v0_5_14.ForwardContext (the forward context carries the backend only) ahead of
 the 0.5.23 adapter.
@@ -25,6 +27,7 @@ RELEASES = SpecifierSet("==0.5.22.*")  # the releases this family's adapter serv
 VERIFIED = ("0.5.22",)  # releases whose capture and forward were verified against transformers
 
 CODE_PATHS = v0_5_23.CODE_PATHS
+DFLASH_CODE_PATHS = v0_5_23.DFLASH_CODE_PATHS
 
 
 def without_keywords(requires: tuple[str, ...], *names: str) -> tuple[str, ...]:
@@ -35,5 +38,4 @@ def without_keywords(requires: tuple[str, ...], *names: str) -> tuple[str, ...]:
 
 class Adapter(v0_5_14.ForwardContext, v0_5_23.Adapter):
     family = "0.5.22"
-    RUNS_DFLASH = False  # DFlash runs in the 0.5.23 family only (its docstring)
     REQUIRES = without_keywords(v0_5_23.Adapter.REQUIRES, "sglang.srt.model_executor.forward_context.forward_context")

@@ -11,6 +11,8 @@ CPU shims, each the smallest that lets the real code run (docs/engines-on-cpu.md
   GPU-oriented argument resolution is skipped (real paths are given where read);
 - the rotary-embedding module's device lookup answers "cpu" (it asks for an accelerator);
 - attention by parity's prefill SDPA backend (sdpa_backend.py), not a stub of any layer;
+- a hybrid target's (Qwen3-Next) Triton-only GDN kernels and shared-expert gate by CPU stand-ins
+  for their bodies (gdn_standin.py, shared_gate_standin.py), installed by `Launch.setup`;
 - the draft's embedding binding (`set_embed`, `set_embed_and_head`) under parity's
   `torch.cuda.synchronize` stand-in (standins.cuda_synchronize_on_cpu): the MLA draft class for
   Kimi-K2.5 (`Eagle3DeepseekV2ForCausalLM`) ends both with it.
@@ -46,8 +48,10 @@ from typing import Any
 import torch
 from packaging.specifiers import SpecifierSet
 
+from .... import standins
 from ....run_until import require
-from .. import launch
+from .. import gdn_standin, launch, shared_gate_standin
+from ..sdpa_backend import make_backend_class
 
 RELEASES = SpecifierSet("==0.5.23.*")  # the releases this family's adapter serves
 VERIFIED = ("0.5.23",)  # releases whose capture and forward were verified against transformers
@@ -83,8 +87,6 @@ def give_standin_interpolation_modes() -> None:
     transformers 5.12 also compares torchvision's version at import time
     (`is_torchvision_greater_or_equal`, picking image processors' PIL defaults): the stand-in
     says `0.0.0+parity.standin`, which parses and is older than every real release."""
-    from .... import standins
-
     if "torchvision" not in standins._active:  # a real torchvision is installed: nothing to do
         return
     transforms = importlib.import_module("torchvision.transforms")
@@ -101,8 +103,6 @@ def import_standin_torchvision() -> None:
     asked whether torchvision exists, and give it the inert InterpolationMode and version
     (give_standin_interpolation_modes). For releases whose transformers refuses a registration
     without it (sglang 0.5.21's image processors)."""
-    from .... import standins
-
     if "torchvision" in standins._active:
         importlib.import_module("torchvision")
         give_standin_interpolation_modes()
@@ -142,6 +142,9 @@ class Launch:
         "sglang.srt.speculative.dflash_utils.parse_dflash_draft_config",
         "sglang.srt.speculative.dflash_utils.build_target_layer_ids",
         "sglang.srt.models.dflash.DFlashDraftModel.project_target_hidden",
+        "sglang.srt.speculative.spec_info.SpeculativeAlgorithm.is_dflash_family",
+        "sglang.srt.model_executor.model_runner_components.attention_backend_setup."
+        "configure_aux_hidden_state_capture(is_dspark)",
     )
     # Whether this family's adapter runs DFlash capture (verified against transformers): a
     # family that does not says so as parity's limit, never as the release's answer.
@@ -158,9 +161,14 @@ class Launch:
         """Whether the algorithm served is of SGLang's DFlash family (its own answer)."""
         if self.algorithm == "EAGLE3":  # asks nothing of a release older than DFlash
             return False
+        return self.serves_dflash(self.algorithm)  # the name its own resolution gave
+
+    def serves_dflash(self, name: str | None) -> bool:
+        """Whether SGLang's algorithm `name` is of its DFlash family, by its own
+        `is_dflash_family()` (DFLASH, DSPARK); False on a release without one."""
         from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
-        algorithm = SpeculativeAlgorithm.from_string(self.algorithm)  # the name its own resolution gave
+        algorithm = SpeculativeAlgorithm.from_string(name)
         return bool(getattr(algorithm, "is_dflash_family", lambda: False)())  # none before DFlash
 
     def dflash_refusal(self, version: str) -> tuple[str, bool] | None:
@@ -173,8 +181,7 @@ class Launch:
             return (f"sglang {version} has no DFlash: its SpeculativeAlgorithm has no DFLASH, so it cannot serve "
                     "a DFlash draft", True)
         if not self.RUNS_DFLASH:
-            return (f"parity's sglang {self.family}-family adapter does not run DFlash capture (verified on "
-                    "sglang 0.5.23 only)", False)
+            return (f"parity's sglang {self.family}-family adapter does not run DFlash capture", False)
         try:
             require(*self.REQUIRES_DFLASH)
         except LookupError as exc:
@@ -198,6 +205,8 @@ class Launch:
             import sglang.srt.layers.rotary_embedding.rope_variant as rope_variant
 
             rope_variant.get_device = lambda device_id=None: "cpu"
+            gdn_standin.install()  # Qwen3-Next's GDN split and gated norm: before the model is built
+            shared_gate_standin.install()  # the shared expert's sigmoid gate (Qwen2-MoE's block)
         rc.reset_context()
         self.publish(draft_dir)
         ps.init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
@@ -376,7 +385,6 @@ class Batches:
     def prefill_backend(self):
         """Parity's prefill SDPA backend, as a subclass of this release's AttentionBackend."""
         from sglang.srt.layers.attention.base_attn_backend import AttentionBackend
-        from ..sdpa_backend import make_backend_class
 
         return make_backend_class(AttentionBackend)()
 
@@ -547,8 +555,6 @@ def on_cpu_embedding_binding(draft) -> None:
     (`Eagle3DeepseekV2ForCausalLM`, kimi_k25_eagle3.py) ends both with `torch.cuda.empty_cache()`
     and `torch.cuda.synchronize()`, housekeeping after the binding, which the CPU build of torch
     refuses. The binding itself runs unchanged; a class that calls neither is unaffected."""
-    from .... import standins
-
     for name in ("set_embed", "set_embed_and_head"):
         method = getattr(draft, name, None)
         if method is None:

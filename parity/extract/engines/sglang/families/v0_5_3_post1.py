@@ -199,7 +199,7 @@ class Adapter(Launch, Globals, v0_5_3.UnresolvedArgs, v0_5_7.Launch, v0_5_7.Capt
               v0_5_12.NoForwardContext, v0_5_14.Launch, v0_5_14.DpAttention, v0_5_14.DefaultBackend, v0_5_14.Draft,
               v0_5_23.Adapter):
     family = "0.5.3.post1"
-    RUNS_DFLASH = False  # DFlash runs in the 0.5.23 family only (v0_5_14.py)
+    RUNS_DFLASH = False  # no DFlash in these releases: a DFlash draft is their own refusal (v0_5_14.py)
     REQUIRES = tuple(name for name in v0_5_3.Adapter.REQUIRES
                      if not name.endswith("set_global_server_args_for_scheduler")) + (
         "sglang.srt.managers.schedule_batch.global_server_args_dict",

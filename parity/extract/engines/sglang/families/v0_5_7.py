@@ -119,5 +119,5 @@ class Capture:
 class Adapter(Launch, Capture, v0_5_10.Launch, v0_5_10.Draft, v0_5_12.NoForwardContext, v0_5_14.Launch,
               v0_5_14.SchedulerArgs, v0_5_14.DpAttention, v0_5_14.DefaultBackend, v0_5_14.Draft, v0_5_23.Adapter):
     family = "0.5.7"
-    RUNS_DFLASH = False  # DFlash runs in the 0.5.23 family only (v0_5_14.py)
+    RUNS_DFLASH = False  # no DFlash in these releases: a DFlash draft is their own refusal (v0_5_14.py)
     REQUIRES = v0_5_10.Adapter.REQUIRES

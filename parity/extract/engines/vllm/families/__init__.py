@@ -4,30 +4,38 @@ A family module defines `RELEASES` (a packaging SpecifierSet), `VERIFIED` (the r
 test suite runs), `CODE_PATHS` (the vLLM functions the extraction runs, recorded in every
 contract) and `Adapter`, whose methods hold every release-specific line: platform set-up,
 config classes, building and loading the model, the kernel stand-ins' import paths, and
-each model runner's id resolution. The 0.33 family's `Adapter` is the base; another family's
+each model runner's id resolution. It provides the adapter protocol
+(parity.extract.engines.vllm.adapter). The 0.33 family's `Adapter` is the base; another family's
 is its own concern parts and those it shares (imported from the family file where each began)
-ahead of the base, never derived from another family's `Adapter` (tests/test_adapter_protocol.py).
+ahead of the base, never derived from another family's `Adapter` nor reaching into one's methods
+(tests/test_adapter_protocol.py).
 A release outside every family's range runs with the
 newest family whose code paths (its `IMPORTS`, every vLLM module its calls import, and its
 `REQUIRES`, the names its kernel stand-ins replace) are all in the installed source and
 none of its `ABSENT` names is (code whose presence the family would silently ignore, such as
 a model runner it does not run; `ABSENT_WHY` says what, when not that), and every report says so (parity.extract.families.place);
 when none fits it is refused, naming what each family looked for.
+
+A family module imports neither vLLM nor torch: it is imported (and placed) before vLLM picks its
+platform on import, so vLLM's modules, torch and parity's modules that import torch (kernels,
+moe_cpu, parity.extract.built) are imported inside the calls that need them, each of parity's
+marked so; everything else is imported at the module top.
 """
 
 from __future__ import annotations
 
+import importlib
 from types import ModuleType
 
 from ....families import Placement
 from ....families import family_for as _family_for
 from ....families import missing_modules as _missing_modules
 from ....families import place as _place
+from ....run_until import require, require_absent
+from ..launch import parser_modules
 
 
 def _fits(module: ModuleType) -> None:
-    from ....run_until import require, require_absent
-
     module.Adapter().platform()  # before anything imports vLLM: it picks its platform on import
     require_absent(getattr(module, "ABSENT_WHY", "a model runner this family does not run"), *getattr(module, "ABSENT", ()))
     require(*module.IMPORTS, *module.REQUIRES)
@@ -46,10 +54,6 @@ def family_for(version: str) -> ModuleType:
 def _launch_imports(module: ModuleType) -> None:
     """Import the modules the family's launch contract runs (`Adapter.LAUNCH`: the parser `vllm
     serve` builds, which on 0.11.1-0.14.1 imports lm-format-enforcer's `lmformatenforcer`)."""
-    import importlib
-
-    from ..launch import parser_modules
-
     if module.Adapter.LAUNCH is None:  # no resolver before 0.11
         return
     module.Adapter().platform()

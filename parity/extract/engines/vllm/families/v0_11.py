@@ -44,14 +44,22 @@ reads it; what 0.11.0's own code builds otherwise (found by running it):
   the keys followed through it (SPECULATORS_CONVERSION).
 Every fact is read off the class as built, so a release of this range that builds otherwise
 (0.12-0.15, placed here by their code paths) is reported as it builds.
+
+Composed of: its own `Launch`, `Platform` (the CPU platform set by hand), `Kernels`, `Config`
+(compilation), `Capture` (V1's `load_model` statement: `run_load_model_statement`), `Dump` and
+`Draft`, ahead of the 0.33 adapter; the parts older and newer families share are imported from here.
 """
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 from packaging.specifiers import SpecifierSet
 
 from . import v0_33
 from .. import launch
+from ....run_until import run_statement
 
 RELEASES = SpecifierSet(">=0.11,<0.12")
 VERIFIED = ("0.11.0",)
@@ -76,8 +84,20 @@ IMPORTS = (
 REQUIRES = ("vllm.attention.layer.Attention.forward",)  # what the kernel stand-in replaces
 
 
-class Adapter(v0_33.Adapter):
-    """vLLM 0.11's calls: the 0.33 adapter's, but where 0.11 differs."""
+def run_load_model_statement(model, vllm_config) -> None:
+    """The statement of the installed `GPUModelRunner.load_model` that sets the aux layers
+    (`if self.use_aux_hidden_state_outputs:`), run on a holder of the model (also V1's capture in
+    the 0.16 and 0.17 families)."""
+    from vllm.config import set_current_vllm_config
+    from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+
+    holder = v0_33._V1Runner(model, vllm_config.speculative_config)
+    with set_current_vllm_config(vllm_config):
+        run_statement(GPUModelRunner.load_model, "self.use_aux_hidden_state_outputs", holder)
+
+
+class Launch:
+    """0.11's parser, its create_speculative_config call and its runner's rule for the aux states."""
 
     # The launch contract (parity.extract.engines.vllm.launch): 0.11's parser, its
     # create_speculative_config call and its runner's rule for the aux states.
@@ -85,26 +105,10 @@ class Adapter(v0_33.Adapter):
                            parser=("vllm.entrypoints.openai.cli_args", "vllm.entrypoints.openai.cli_args"),
                            speculative=launch.speculative_config_0_11)
 
-    # Its `SpeculatorsConfig.from_pretrained` builds the class from this method's result: the
-    # layer's keys, the speculative method and token count, and the algorithm's own keys.
-    SPECULATORS_CONVERSION = "extract_vllm_speculative_config"
 
-    def config_keys(self, draft, vllm_config, checkpoint: str | None, reads: set[str],
-                    dict_reads: dict[str, set[str]]) -> dict:
-        """0.33's, and `num_hidden_layers` at its default where the class, which builds one decoder
-        layer without reading it, built as many as the config sets: the key changes nothing 0.11
-        builds (a config with more is a drift, on this key and on the layers built)."""
-        import json
-        from pathlib import Path
-
-        keys = super().config_keys(draft, vllm_config, checkpoint, reads, dict_reads)
-        folder = checkpoint or vllm_config.speculative_config.draft_model_config.model
-        raw = json.loads((Path(folder) / "config.json").read_text())
-        layer = raw.get("transformer_layer_config") if isinstance(raw.get("transformer_layer_config"), dict) else raw
-        if ("num_hidden_layers" in keys.get("config_keys_unread", ())
-                and layer.get("num_hidden_layers") == len(draft.model.layers)):
-            keys["config_keys_default"] = sorted({*keys.get("config_keys_default", ()), "num_hidden_layers"})
-        return keys
+class Platform:
+    """The CPU platform set by hand: the CUDA wheel detects none (also the 0.8.5, 0.9, 0.16, 0.17
+    and 0.22 families')."""
 
     def cpu_platform(self) -> None:
         import vllm.platforms as platforms
@@ -112,19 +116,33 @@ class Adapter(v0_33.Adapter):
 
         platforms._current_platform = CpuPlatform()  # the CUDA wheel detects no CPU platform
 
+
+class Kernels:
+    """The attention body stood in at its 0.11 name, and Intel's fused-MoE experts by the GPU's
+    (also, behind their own additions, the 0.8.5 and 0.9 families')."""
+
     def replace_kernels(self) -> list[str]:
         from vllm.attention import layer
 
-        from .. import kernels, moe_cpu
+        from .. import kernels, moe_cpu  # deferred: heavy, both import torch (a family module imports without it)
 
         layer.Attention.forward = kernels.attention_forward
         return ["vllm.attention.layer.Attention.forward -> causal SDPA, one prefill sequence",
                 *moe_cpu.install()]  # 0.10-0.11.x: Intel's experts -> the GPU's, in torch (moe_cpu)
 
+
+class Config:
+    """Compilation off with `level=0` (no `mode` yet; also the 0.8.5 and 0.9 families')."""
+
     def compilation_config(self):
         from vllm.config import CompilationConfig
 
         return CompilationConfig(level=0, custom_ops=["none"])
+
+
+class Capture:
+    """The model's default layers under their old name, no ids read from any config, and V1's
+    `load_model` statement (also the 0.8.5 and 0.9 families')."""
 
     def default_ids(self, model) -> list[int]:
         return list(model.get_eagle3_aux_hidden_state_layers())  # 0.33: get_eagle3_default_...
@@ -135,14 +153,42 @@ class Adapter(v0_33.Adapter):
 
     def set_capture(self, model, vllm_config, runner: str) -> None:
         """The statement of the installed `GPUModelRunner.load_model` that sets the aux layers."""
-        from vllm.config import set_current_vllm_config
-        from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+        run_load_model_statement(model, vllm_config)
 
-        from ....run_until import run_statement
 
-        holder = v0_33._V1Runner(model, vllm_config.speculative_config)
-        with set_current_vllm_config(vllm_config):
-            run_statement(GPUModelRunner.load_model, "self.use_aux_hidden_state_outputs", holder)
+class Dump:
+    """No `extract_hidden_states` method: the dump is set on the model itself (also the 0.8.5,
+    0.9 and 0.16 families')."""
+
+    def dump_config(self, launch_ids: list[int]) -> dict | None:
+        """No extract_hidden_states method: the dump is set on the model itself (set_dump)."""
+        return None
+
+    def set_dump(self, model, launch_ids: list[int]) -> None:
+        model.set_aux_hidden_state_layers(tuple(launch_ids))
+
+
+class Draft:
+    """The speculators-format conversion, the key `num_hidden_layers` at its default, and the
+    proposer's sharing statements of 0.11."""
+
+    # Its `SpeculatorsConfig.from_pretrained` builds the class from this method's result: the
+    # layer's keys, the speculative method and token count, and the algorithm's own keys.
+    SPECULATORS_CONVERSION = "extract_vllm_speculative_config"
+
+    def config_keys(self, draft, vllm_config, checkpoint: str | None, reads: set[str],
+                    dict_reads: dict[str, set[str]]) -> dict:
+        """0.33's, and `num_hidden_layers` at its default where the class, which builds one decoder
+        layer without reading it, built as many as the config sets: the key changes nothing 0.11
+        builds (a config with more is a drift, on this key and on the layers built)."""
+        keys = super().config_keys(draft, vllm_config, checkpoint, reads, dict_reads)
+        folder = checkpoint or vllm_config.speculative_config.draft_model_config.model
+        raw = json.loads((Path(folder) / "config.json").read_text())
+        layer = raw.get("transformer_layer_config") if isinstance(raw.get("transformer_layer_config"), dict) else raw
+        if ("num_hidden_layers" in keys.get("config_keys_unread", ())
+                and layer.get("num_hidden_layers") == len(draft.model.layers)):
+            keys["config_keys_default"] = sorted({*keys.get("config_keys_default", ()), "num_hidden_layers"})
+        return keys
 
     def share_with_target(self, draft, target, vllm_config) -> None:
         """0.11's proposer shares inside `EagleProposer.load_model`: the target's embedding
@@ -151,16 +197,11 @@ class Adapter(v0_33.Adapter):
         from vllm.config import set_current_vllm_config
         from vllm.v1.spec_decode.eagle import EagleProposer
 
-        from ....run_until import run_statement
-
         holder = v0_33._Proposer(draft, vllm_config)
         with set_current_vllm_config(vllm_config):
             for test in ("get_pp_group().world_size == 1", "self.vllm_config.speculative_config.method != 'eagle3'"):
                 run_statement(EagleProposer.load_model, test, holder, target_language_model=target)
 
-    def dump_config(self, launch_ids: list[int]) -> dict | None:
-        """No extract_hidden_states method: the dump is set on the model itself (set_dump)."""
-        return None
 
-    def set_dump(self, model, launch_ids: list[int]) -> None:
-        model.set_aux_hidden_state_layers(tuple(launch_ids))
+class Adapter(Launch, Platform, Kernels, Config, Capture, Dump, Draft, v0_33.Adapter):
+    """vLLM 0.11's calls: the 0.33 adapter's, but where 0.11 differs."""

@@ -12,8 +12,9 @@ kernel stand-ins are the 0.17 family's.
 The built draft (BuiltDraft and its config keys, docs/built-draft.md): its `Eagle3LlamaForCausalLM`
 is 0.17.0's (the same installed source), built by V1's `EagleProposer._get_model`, read as there.
 
-Composed of: its own `Runner` and `Dump`, the 0.17 family's `Platform` and `Capture`, the 0.22
-family's `Launch` and `Platform`, ahead of the 0.33 adapter (never through another family's adapter).
+Composed of: its own `Runner`, the 0.11 family's `Dump` (the dump set on the model), the 0.17
+family's `Platform` and `Capture`, the 0.22 family's `Launch` and `Kernels`, the 0.11 family's
+`Platform`, ahead of the 0.33 adapter (never through another family's adapter).
 """
 
 from __future__ import annotations
@@ -41,17 +42,7 @@ class Runner:
         return "v1"  # the one runner that sets EAGLE-3 aux layers
 
 
-class Dump:
-    """No `extract_hidden_states` method: the dump is set on the model itself."""
-
-    def dump_config(self, launch_ids: list[int]) -> dict | None:
-        """No extract_hidden_states method: the dump is set on the model itself (set_dump)."""
-        return None
-
-    def set_dump(self, model, launch_ids: list[int]) -> None:
-        v0_11.Adapter.set_dump(self, model, launch_ids)
-
-
-class Adapter(Runner, Dump, v0_17.Platform, v0_17.Capture, v0_22.Launch, v0_22.Platform, v0_33.Adapter):
-    """vLLM 0.16's calls: the 0.33 adapter's, with the 0.17 family's platform and capture and the
-    0.22 family's launch and kernels, but where 0.16 differs."""
+class Adapter(Runner, v0_11.Dump, v0_17.Platform, v0_17.Capture, v0_22.Launch, v0_22.Kernels, v0_11.Platform,
+              v0_33.Adapter):
+    """vLLM 0.16's calls: the 0.33 adapter's, with the 0.11 family's dump and platform, the 0.17
+    family's platform and capture and the 0.22 family's launch and kernels, but where 0.16 differs."""

@@ -26,9 +26,10 @@ V2's `load_eagle_model`); what 0.17.0's own code builds otherwise (found by runn
   `rope_theta` into `rope_parameters`, so a config that writes its rope only as `rope_parameters`
   is built with base 10000 (measured on 0.16.0; as speculators' converter builds it).
 
-Composed of: its own `Platform` (ahead of the 0.22 family's, which it extends), `Runner` and
-`Capture` (also the 0.16 family's), the 0.22 family's `Launch` and `Platform`, ahead of the 0.33
-adapter (never through another family's adapter).
+Composed of: its own `Platform` (ahead of the 0.11 family's, which it extends), `Runner` and
+`Capture` (also the 0.16 family's; V1's `load_model` statement is the 0.11 family's
+`run_load_model_statement`), the 0.22 family's `Launch` and `Kernels`, the 0.11 family's `Platform`,
+ahead of the 0.33 adapter (never through another family's adapter).
 """
 
 from __future__ import annotations
@@ -58,11 +59,11 @@ REQUIRES = (
 
 
 class Platform:
-    """torch's CPU-capability queries under the private names these releases call, then the 0.22
-    family's platform (also the 0.16 family's)."""
+    """torch's CPU-capability queries under the private names these releases call, then the CPU
+    platform set by hand (the 0.11 family's; also the 0.16 family's)."""
 
     def cpu_platform(self) -> None:
-        """The CPU platform set by hand (0.22's), and torch's CPU-capability queries under the
+        """The CPU platform set by hand (0.11's), and torch's CPU-capability queries under the
         private names these releases call: vLLM 0.17 is built against an older torch, whose
         `torch._C._cpu._is_avx512_supported` (called by `CpuPlatform.import_kernels`) and
         `_is_amx_tile_supported` are `torch.cpu`'s in torch 2.13. The same functions, aliased
@@ -95,11 +96,11 @@ class Capture:
 
     def set_capture(self, model, vllm_config, runner: str) -> None:
         if runner == "v1":
-            v0_11.Adapter.set_capture(self, model, vllm_config, runner)  # the load_model statement
+            v0_11.run_load_model_statement(model, vllm_config)
         else:
             super().set_capture(model, vllm_config, runner)
 
 
-class Adapter(Platform, Runner, Capture, v0_22.Launch, v0_22.Platform, v0_33.Adapter):
-    """vLLM 0.17-0.21's calls: the 0.33 adapter's, with the 0.22 family's launch and platform, but
-    where these releases differ."""
+class Adapter(Platform, Runner, Capture, v0_22.Launch, v0_22.Kernels, v0_11.Platform, v0_33.Adapter):
+    """vLLM 0.17-0.21's calls: the 0.33 adapter's, with the 0.22 family's launch and kernels and the
+    0.11 family's platform, but where these releases differ."""

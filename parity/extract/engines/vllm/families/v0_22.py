@@ -10,6 +10,11 @@ What differs from the 0.33 family (v0_33.py), found by running 0.22.0's and 0.27
   (`cpu_fused_moe_torch`: SiLU or SwiGLU-OAI, biases added) after its own router
   (`select_experts` / `grouped_topk`). Nothing absent is called, so no MoE kernel is stood in:
   only the attention and MLA bodies are replaced;
+- no CPU MLA backend: the CPU platform raises "MLA is not supported on CPU" when an MLA layer
+  (DeepSeek-V3) asks for one (also 0.16-0.21's), and the layer's FlashAttention prefill pieces
+  are CUDA-only. The platform's MLA choice is answered with the GPU's TRITON_MLA, built only,
+  its kernels and the prefill pieces raising if called (parity.extract.engines.vllm.cpu_attention);
+  parity's MLA body runs, as in the 0.33 family over its CPU MLA backend;
 - which runner a GPU gets is decided per config by `VllmConfig.use_v2_model_runner`: V2 for
   a model whose architecture is not MoE (or is on its list), V1 for the others (DeepSeek-V3,
   gpt-oss) and for a speculative method V2 does not support (`extract_hidden_states`: the
@@ -20,6 +25,9 @@ What differs from the 0.33 family (v0_33.py), found by running 0.22.0's and 0.27
   (`_get_eagle3_use_aux_hidden_state_from_config`, for a `use_eagle()` method): V2, where a
   GPU runs it, captures them for the method eagle3 inline in its runner, the same answer for a
   draft whose eagle_config does not turn `use_aux_hidden_state` off (V1's alone reads it).
+DFlash: the method dflash is there (0.21.0 has it), but in 0.22 V2 refuses it (`init_speculator`: "dflash
+is not supported yet"), which the per-runner columns do not express yet: a DFlash draft is refused
+as parity's limit (`Launch.RUNS_DFLASH`).
 The built draft (BuiltDraft and its config keys, docs/built-draft.md), found by running 0.22.0's
 code, and checked on 0.23.0 and 0.27.0 (the bundled Llama-3.1-8B draft the same in all 16 fields;
 its `vocab_size` 151936 a DRIFT on draft.vocab_size): as the 0.33 family reads it. Both runners build the registry's `Eagle3LlamaForCausalLM` from
@@ -31,8 +39,9 @@ head never tied, and transformers 5 (`rope_parameters`, `dtype`). It always buil
 (0.33: only for a draft vocabulary other than the target's); the mapping is read by running its
 `compute_logits` either way.
 
-Composed of: its own `Launch`, `Platform` (also the 0.16 and 0.17 families') and `Runner`, ahead
-of the 0.33 adapter (never through another family's adapter).
+Composed of: its own `Launch`, `Kernels` (also the 0.16 and 0.17 families') and `Runner`, and the
+0.11 family's `Platform` (the CPU platform set by hand), ahead of the 0.33 adapter (never through
+another family's adapter).
 """
 
 from __future__ import annotations
@@ -77,26 +86,29 @@ class Launch:
     # adapters inherit it): the parser where these releases keep it, V1's EagleProposer's answer.
     LAUNCH = launch.Launch(aux=launch.eagle_proposer_answer,
                            parser=("vllm.entrypoints.openai.cli_args", "vllm.utils.argparse_utils"))
+    # 0.21 and 0.22-0.27 have the method dflash, but V2 refuses it in 0.22 (its `init_speculator`:
+    # "dflash is not supported yet"; `use_v2_model_runner` then picks V1), which parity's per-runner
+    # columns do not yet express (V2's would read the EAGLE-3 default): a DFlash draft is refused
+    # here as parity's limit, never the release's (probe.dflash_refusal). 0.17.0 has no dflash.
+    RUNS_DFLASH = False
 
 
-class Platform:
-    """The CPU platform set by hand (the CUDA wheel detects none) and the kernel stand-ins (also the
-    0.16 and 0.17 families')."""
-
-    def cpu_platform(self) -> None:
-        v0_11.Adapter.cpu_platform(self)  # the CUDA wheel detects no CPU platform
+class Kernels:
+    """The attention and MLA bodies stood in, vLLM's own CPU experts run (also the 0.16 and 0.17
+    families')."""
 
     def replace_kernels(self) -> list[str]:
         from vllm.model_executor.layers.attention import attention, mla_attention
 
-        from .. import kernels
+        from .. import cpu_attention, kernels  # deferred: heavy, imports torch (a family module imports without it)
 
         attention.Attention.forward = kernels.attention_forward
         mla_attention.MLAAttention.forward = kernels.mla_forward
         looked_up = [f"torch.ops._C.{name} -> raises if called (looked up, never called, on this path)"
                      for name in kernels.absent_custom_ops("silu_and_mul")]
         return [*looked_up, "vllm.model_executor.layers.attention.Attention.forward -> causal SDPA, one prefill sequence",
-                "vllm.model_executor.layers.attention.MLAAttention.forward -> kv_b_proj decompression + causal SDPA"]
+                "vllm.model_executor.layers.attention.MLAAttention.forward -> kv_b_proj decompression + causal SDPA",
+                *cpu_attention.install()]  # the CPU platform's missing MLA backend (built only)
 
 
 class Runner:
@@ -115,5 +127,5 @@ class Runner:
             config_module.HAS_TRITON = had
 
 
-class Adapter(Launch, Platform, Runner, v0_33.Adapter):
+class Adapter(Launch, Kernels, Runner, v0_11.Platform, v0_33.Adapter):
     """vLLM 0.22-0.27's calls: the 0.33 adapter's, but where these releases differ."""

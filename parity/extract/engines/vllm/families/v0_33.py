@@ -16,16 +16,29 @@ The draft config keys vLLM reads (BuiltDraft's config keys) are recorded while `
 served draft, `build_draft` builds its class and each runner reads its ids, the target's config
 objects left out (`target_configs`); a speculators-format config.json also as the dict its
 `SpeculatorsConfig` converter reads (`config_keys`); so does every family from 0.11 on (BUILDS_DRAFT).
+DFlash (method "dflash"; 0.21.0 has it, 0.17.0 not): both runners read a DFlash draft's ids with
+their EAGLE-3 reader (`dflash_config.target_layer_ids` +1, else the model's EAGLE-3 default) and set
+them with their EAGLE-3 setter; the proposer's `DFlashQwen3ForCausalLM` takes the concatenation in
+`combine_hidden_states` (DFLASH_CODE_PATHS). This family runs it (RUNS_DFLASH).
+The adapter states each concern of the adapter protocol (parity.extract.engines.vllm.adapter) in
+full, one part each (`Launch`, `Platform`, `Config`, `Capture`, `Draft`); every other family places
+its own parts, and those it shares, ahead of this `Adapter`.
 """
 
 from __future__ import annotations
 
+import importlib
+import json
 import os
+import tempfile
+from pathlib import Path
 
 from packaging.specifiers import SpecifierSet
 
 from .. import launch, platform_first
 from ....config_reads import converted_fields, read_fields, recording
+from ....run_until import require
+from .....workspace import engine_cache
 
 RELEASES = SpecifierSet(">=0.33,<0.34")
 VERIFIED = ("0.33.0",)
@@ -36,6 +49,14 @@ CODE_PATHS = {
     "v1": "vllm.v1.worker.gpu_model_runner.GPUModelRunner._setup_eagle3_aux_hidden_state_outputs",
     "v2": "vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils.set_eagle3_aux_hidden_state_layers",
     "capture": "<model>.set_aux_hidden_state_layers + forward (aux hidden states)",
+}
+_DFLASH_DRAFT = " -> vllm.model_executor.models.qwen3_dflash.DFlashQwen3ForCausalLM.combine_hidden_states"
+DFLASH_CODE_PATHS = {  # the same keys for a DFlash draft (method "dflash"): the contract records these
+    **CODE_PATHS,
+    "v1": CODE_PATHS["v1"] + " (ids: _get_eagle3_aux_layers_from_config, dflash_config.target_layer_ids +1)"
+          + _DFLASH_DRAFT,
+    "v2": CODE_PATHS["v2"] + " (ids: get_eagle3_aux_layers_from_config, dflash_config.target_layer_ids +1)"
+          + _DFLASH_DRAFT,
 }
 
 DUMP_METHOD = "extract_hidden_states"  # speculators' launch script's speculative method
@@ -86,8 +107,6 @@ def private_cache() -> None:
     """vLLM's cache root (`VLLM_CACHE_ROOT`, by default ~/.cache/vllm: the registry's
     `modelinfos/`, any compile cache) in this process's private temp dir. Its `envs` reads the
     variable at each access (until a serving engine, never started here, freezes them)."""
-    from .....workspace import engine_cache
-
     engine_cache("VLLM_CACHE_ROOT", "vllm-cache")
 
 
@@ -113,8 +132,6 @@ def inspect_in_process() -> None:
     the same function is called here, in this process, and returns the same `_ModelInfo`. The
     probe imports the model's module for `get_model` anyway. Every family (0.11-0.33) has the
     same `registry._run_in_subprocess(fn)`; a release without it is CodePathMoved."""
-    from ....run_until import require
-
     require(INSPECTION)
     from vllm.model_executor.models import registry
 
@@ -125,13 +142,22 @@ def _call(fn):
     return fn()
 
 
-class Adapter:
-    """vLLM 0.33's calls, each named after what parity needs from it."""
+class Launch:
+    """How the serve command resolves (the launch contract) and which drafts this family runs."""
+
+    # A DFlash draft (method "dflash") is extracted (probe.dflash_refusal): both runners read its
+    # `dflash_config.target_layer_ids` +1 with their EAGLE-3 reader and set them with their EAGLE-3
+    # setter (DFLASH_CODE_PATHS), and the proposer's `DFlashQwen3ForCausalLM` is built and handed them.
+    RUNS_DFLASH = True
 
     # How the user's serve arguments are resolved (the launch contract,
     # parity.extract.engines.vllm.launch): vLLM's own parser and config classes, and V2's
     # `eagle3_utils.requires_aux_hidden_states` for whether the target's aux states are captured.
     LAUNCH = staticmethod(launch.requires_aux_hidden_states)
+
+
+class Platform:
+    """The CPU platform and parity's kernel stand-ins, before any vLLM model code runs."""
 
     def platform(self) -> None:
         """Everything before any vLLM model code runs: torch's compiler modules, vLLM's cache in
@@ -160,7 +186,7 @@ class Adapter:
         from vllm.model_executor.layers.attention import attention, mla_attention
         from vllm.model_executor.layers.fused_moe.experts import cpu_moe
 
-        from .. import kernels
+        from .. import gdn_guard, kernels  # deferred: heavy, imports torch (a family module imports without it)
 
         attention.Attention.forward = kernels.attention_forward
         mla_attention.MLAAttention.forward = kernels.mla_forward
@@ -168,10 +194,15 @@ class Adapter:
         cpu_moe.CPUUnquantizedExperts.apply = kernels.experts_apply
         looked_up = [f"torch.ops._C.{name} -> raises if called (looked up, never called, on this path)"
                      for name in kernels.absent_custom_ops("silu_and_mul")]
-        return [*looked_up, "vllm.model_executor.layers.attention.Attention.forward -> causal SDPA, one prefill sequence",
+        return [*looked_up, *gdn_guard.install(),
+                "vllm.model_executor.layers.attention.Attention.forward -> causal SDPA, one prefill sequence",
                 "vllm.model_executor.layers.attention.MLAAttention.forward -> kv_b_proj decompression + causal SDPA",
                 "vllm.model_executor.layers.fused_moe.experts.cpu_moe.CPUUnquantizedExperts.apply -> "
                 "per-expert SiLU or SwiGLU-OAI MLP, biases added (router real)"]
+
+
+class Config:
+    """vLLM's config classes, as `LLM(..., speculative_config=...)` builds them, and what is read off them."""
 
     def config(self, target_dir: str, speculative: dict | None, port: int, max_model_len: int | None = 128):
         """The VllmConfig `LLM(model=target_dir, speculative_config=speculative)` would build
@@ -209,13 +240,6 @@ class Adapter:
         """The VllmConfig arguments a release requires beyond those above (none from 0.9 on)."""
         return {}
 
-    def gpu_default_runner(self, vllm_config) -> str:
-        """The runner a GPU deployment of `vllm_config` gets: the family's GPU_DEFAULT_RUNNER
-        (a family whose release decides per config overrides this)."""
-        import importlib
-
-        return importlib.import_module(type(self).__module__).GPU_DEFAULT_RUNNER
-
     def compilation_config(self):
         """Eager: no compilation, no custom ops (the CPU wheel has none)."""
         from vllm.config import CompilationConfig
@@ -223,18 +247,24 @@ class Adapter:
 
         return CompilationConfig(mode=CompilationMode.NONE, custom_ops=["none"])
 
-    def dump_config(self, launch_ids: list[int]) -> dict | None:
-        """The speculative config of speculators' data generation (scripts/launch_vllm.py): the
-        `extract_hidden_states` method with the launch ids; both runners then set them."""
-        return {"method": "extract_hidden_states", "num_speculative_tokens": 1,
-                "draft_model_config": {"hf_config": {"eagle_aux_hidden_state_layer_ids": list(launch_ids)}}}
-
-    def set_dump(self, model, launch_ids: list[int]) -> None:
-        """Only for a family without a dump method (dump_config None)."""
-        raise NotImplementedError("vLLM 0.33 sets the dump's ids through its speculative config")
+    def gpu_default_runner(self, vllm_config) -> str:
+        """The runner a GPU deployment of `vllm_config` gets: the family's GPU_DEFAULT_RUNNER
+        (a family whose release decides per config overrides this)."""
+        return importlib.import_module(type(self).__module__).GPU_DEFAULT_RUNNER
 
     def num_layers(self, vllm_config) -> int:
         return vllm_config.model_config.hf_text_config.num_hidden_layers
+
+    @staticmethod
+    def target_configs(vllm_config) -> list:
+        """The target's config objects: vLLM's config classes read them beside the draft's (the
+        same `ModelConfig` code runs for both), and those reads are not the draft's."""
+        model_config = vllm_config.model_config
+        return [model_config.hf_config, model_config.hf_text_config]
+
+
+class Capture:
+    """The target as vLLM's loader builds it, the aux ids each runner sets, its forward and the dump."""
 
     def build_target(self, vllm_config):
         from vllm.config import set_current_vllm_config
@@ -296,6 +326,32 @@ class Adapter:
             return out[0], list(out[1])
         return out, []
 
+    def dump_config(self, launch_ids: list[int]) -> dict | None:
+        """The speculative config of speculators' data generation (scripts/launch_vllm.py): the
+        `extract_hidden_states` method with the launch ids; both runners then set them."""
+        return {"method": "extract_hidden_states", "num_speculative_tokens": 1,
+                "draft_model_config": {"hf_config": {"eagle_aux_hidden_state_layer_ids": list(launch_ids)}}}
+
+    def set_dump(self, model, launch_ids: list[int]) -> None:
+        """Only for a family without a dump method (dump_config None)."""
+        raise NotImplementedError("vLLM 0.33 sets the dump's ids through its speculative config")
+
+    def dump_stack(self, aux):
+        """What the extract_hidden_states proposer writes per token: the aux states stacked in
+        the order the model returned them ([T, slots, H]), as `ExtractHiddenStatesProposer.propose` does
+        (0.34: `ExtractHiddenStatesSpeculator.propose`, the same stack)."""
+        import torch
+
+        return torch.stack(aux, dim=1)
+
+
+class Draft:
+    """The draft as the proposer builds, loads and shares it, and what its class applies."""
+
+    # The built draft (parity.contract.BuiltDraft) is read from the 0.11 family on; an older
+    # family's adapter (0.8.5, 0.9) sets False and the contract says its draft is not compared.
+    BUILDS_DRAFT = True
+
     def build_draft(self, vllm_config, prefix: str = "draft"):
         """The draft class the proposer builds from the speculative config's draft model config
         (once per config: its layers register in the config's layer registry)."""
@@ -345,8 +401,6 @@ class Adapter:
         its own `load_weights`, then the proposer's own sharing with `target` ("target" or "draft").
         `checkpoint`: the real draft of a draft built at tiny widths; its tensor names decide
         (an embed_tokens tensor is fed at the tiny width, distinct from the target's)."""
-        from pathlib import Path
-
         import torch
         from safetensors import safe_open
         from safetensors.torch import load_file
@@ -402,7 +456,7 @@ class Adapter:
                 draft = self.build_draft(vllm_config)
         module = self.draft_module_facts(draft)  # as built: before any weight is loaded or shared
         if len(draft.model.layers) > 1:  # drawn before vLLM processes the weights: its CPU linears keep them
-            from ....built import seeded
+            from ....built import seeded  # deferred: heavy, parity.extract.built imports torch
 
             seeded(draft)
         keys = self.config_keys(draft, vllm_config, checkpoint, reads, dict_reads or {}) if reads is not None else {}
@@ -457,7 +511,7 @@ class Adapter:
         from vllm.config import set_current_vllm_config
         from vllm.forward_context import set_forward_context
 
-        from ....built import later_layer_input_norms
+        from ....built import later_layer_input_norms  # deferred: heavy, parity.extract.built imports torch
 
         def forward():
             gen = torch.Generator().manual_seed(3)
@@ -471,13 +525,6 @@ class Adapter:
 
         layers = list(draft.model.layers)
         return {"layers_built": len(layers), "later_layer_input_norms": later_layer_input_norms(layers, forward)}
-
-    @staticmethod
-    def target_configs(vllm_config) -> list:
-        """The target's config objects: vLLM's config classes read them beside the draft's (the
-        same `ModelConfig` code runs for both), and those reads are not the draft's."""
-        model_config = vllm_config.model_config
-        return [model_config.hf_config, model_config.hf_text_config]
 
     # The `SpeculatorsConfig` method whose result its `from_pretrained` builds the class from (the
     # loaded config.json dict in, the class's keyword arguments out; 0.11: extract_vllm_speculative_config).
@@ -495,9 +542,6 @@ class Adapter:
         and builds its `SpeculatorsConfig` from the result (SPECULATORS_CONVERSION, as its
         `from_pretrained` does): keys are followed through that conversion
         (`config_reads.converted_fields`), nested ones spelled bare."""
-        import json
-        from pathlib import Path
-
         from transformers import PretrainedConfig
 
         folder = checkpoint or vllm_config.speculative_config.draft_model_config.model
@@ -512,17 +556,13 @@ class Adapter:
                                     lambda d: SpeculatorsConfig(**convert(d)), reads, dict_reads)
         return read_fields(config, raw, reads)
 
-    # The built draft (parity.contract.BuiltDraft) is read from the 0.11 family on; an older
-    # family's adapter (0.8.5, 0.9) sets False and the contract says its draft is not compared.
-    BUILDS_DRAFT = True
-
     @staticmethod
     def draft_module_facts(draft) -> dict:
         """What the draft class built at tiny widths computes (parity.extract.built): its rotary
         table (`get_rope`'s `cos_sin_cache`), its RMSNorms' eps, its MLP's activation, and whether
         its lm_head is its own token embedding (`Eagle3LlamaForCausalLM` builds a separate
         `ParallelLMHead` whatever tie_word_embeddings says)."""
-        from ....built import module_facts
+        from ....built import module_facts  # deferred: heavy, parity.extract.built imports torch
 
         return module_facts(draft, draft.model.embed_tokens, getattr(draft, "lm_head", None))
 
@@ -534,14 +574,10 @@ class Adapter:
         hidden_size / heads). The dtype is the target's: `SpeculativeConfig` builds the draft's
         ModelConfig with `dtype=target_model_config.dtype`, which for a served target is
         `_get_and_verify_dtype(..., "auto")` on the target's real config."""
-        import tempfile
-        from pathlib import Path
-
         from vllm.config.model import _get_and_verify_dtype
         from vllm.transformers_utils.config import get_config
 
-        from ....built import dtype_name, hf_sizes
-        from .. import launch
+        from ....built import dtype_name, hf_sizes  # deferred: heavy, parity.extract.built imports torch
 
         built = hf_sizes(get_config(draft_dir, trust_remote_code=False))
         model_dir = launch.write_model_dir(Path(tempfile.mkdtemp(prefix="parity-vllm-dtype-")), target_config)
@@ -550,13 +586,10 @@ class Adapter:
         built["dtype"] = dtype_name(_get_and_verify_dtype(model_dir, text, "auto", is_pooling_model=False))
         return built
 
-    def dump_stack(self, aux):
-        """What the extract_hidden_states proposer writes per token: the aux states stacked in
-        the order the model returned them ([T, slots, H]), as `ExtractHiddenStatesProposer.propose` does
-        (0.34: `ExtractHiddenStatesSpeculator.propose`, the same stack)."""
-        import torch
 
-        return torch.stack(aux, dim=1)
+class Adapter(Launch, Platform, Config, Capture, Draft):
+    """vLLM 0.33's calls, each named after what parity needs from it: every concern in full (the
+    adapter protocol, parity.extract.engines.vllm.adapter)."""
 
 
 class _Proposer:

@@ -18,15 +18,17 @@ What differs from the 0.33 family (v0_33.py), found by running 0.34.0's code:
   deploys nothing on the CPU and runs no Triton kernel: while that one check runs (in `config`),
   it reads Triton as present; every other reading of `HAS_TRITON` is unchanged.
 The CPU platform, config classes, loading, MoE experts and the other kernel stand-ins are the
-0.33 family's.
+0.33 family's. Composed of: its own `Launch`, `Config`, `Capture` and `Draft`, ahead of the 0.33
+adapter.
 
 DFlash (method "dflash", which a DFlash draft is served with unless the serve arguments name
 another): the ids come from the same `get_eagle3_aux_layers_from_config` as EAGLE-3's (a
 top-level `eagle_aux_hidden_state_layer_ids` as written, else `dflash_config.target_layer_ids`
 +1, ...), else the target's EAGLE-3 default; the same `set_eagle3_aux_hidden_state_layers`
 sets the capture, and the draft class (`DFlashQwen3ForCausalLM`) takes the concatenation in
-`combine_hidden_states`. This family runs it (RUNS_DFLASH); older families refuse it as
-parity's limit, or as the release's answer where its SpeculativeConfig has no dflash.
+`combine_hidden_states`. As in the 0.33 family (which also runs it, on both runners); the 0.16-0.27
+families refuse it as parity's limit, or as the release's answer where its SpeculativeConfig has
+no dflash.
 """
 
 from __future__ import annotations
@@ -48,8 +50,7 @@ CODE_PATHS = {
 }
 DFLASH_CODE_PATHS = {  # the same keys for a DFlash draft (method "dflash"): the contract records these
     **CODE_PATHS,
-    "v2": CODE_PATHS["v2"] + " (ids: get_eagle3_aux_layers_from_config, dflash_config.target_layer_ids +1) -> "
-          "vllm.model_executor.models.qwen3_dflash.DFlashQwen3ForCausalLM.combine_hidden_states",
+    "v2": v0_33.DFLASH_CODE_PATHS["v2"],
 }
 DUMP_METHOD = v0_33.DUMP_METHOD
 RUNNERS = ("v2",)
@@ -72,13 +73,17 @@ REQUIRES = (
 )
 
 
-class Adapter(v0_33.Adapter):
-    """vLLM 0.34's calls: the 0.33 adapter's, but where 0.34 differs."""
+class Launch:
+    """The resolved config's own answer for the aux states; DFlash drafts run."""
 
     # The launch contract: whether the target's aux states are captured is the resolved
     # config's own `SpeculativeConfig.uses_aux_hidden_states` (what V2's runner reads in 0.34).
     LAUNCH = staticmethod(launch.uses_aux_hidden_states)
     RUNS_DFLASH = True  # a DFlash draft is extracted (probe.dflash_refusal)
+
+
+class Config:
+    """0.33's config, with the CPU platform's config check run as on an x86 CPU with Triton-CPU."""
 
     def config(self, target_dir: str, speculative: dict | None, port: int, max_model_len: int | None = 128):
         """0.33's, with the CPU platform's config check run as on an x86 CPU with Triton-CPU
@@ -86,11 +91,19 @@ class Adapter(v0_33.Adapter):
         with _triton_read_as_present_by_the_platform_check():
             return super().config(target_dir, speculative, port, max_model_len)
 
+
+class Capture:
+    """V2, the one runner."""
+
     def config_ids(self, vllm_config, runner: str) -> list[int] | None:
         return super().config_ids(vllm_config, _only_v2(runner))
 
     def set_capture(self, model, vllm_config, runner: str) -> None:
         super().set_capture(model, vllm_config, _only_v2(runner))
+
+
+class Draft:
+    """The target's embedding and LM head shared as V2's `load_eagle_model` shares them."""
 
     def share_with_target(self, draft, target, vllm_config) -> None:
         """Share the target's embedding and LM head with the draft exactly as V2's
@@ -109,6 +122,10 @@ class Adapter(v0_33.Adapter):
             maybe_share_target_embed(draft, draft.model, language_model.model)
             share_target_lm_head(draft, get_target_lm_head(target, language_model),
                                  spec.draft_lm_head_quantization)
+
+
+class Adapter(Launch, Config, Capture, Draft, v0_33.Adapter):
+    """vLLM 0.34's calls: the 0.33 adapter's, but where 0.34 differs."""
 
 
 @contextmanager

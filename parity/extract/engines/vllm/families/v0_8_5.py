@@ -30,6 +30,11 @@ What differs from the 0.9 family (v0_9.py), found by running 0.8.5's code (0.8.5
 The CPU platform, compilation, the runner's statement (the model's default layers), the capture,
 the dump (the model's own capture) and the attention stand-in are the 0.11 family's; the draft's
 `compute_logits(hidden, None)` is the 0.9 family's.
+
+Composed of: its own `Config` (the config arguments) and `Draft` (the proposer's build, loading and
+sharing statements), the 0.9 family's `Launch`, `Kernels` and `Target`, the 0.11 family's
+`Platform`, `Kernels`, `Config`, `Capture` and `Dump`, ahead of the 0.33 adapter (never through
+another family's adapter).
 Config keys read (docs/built-draft.md): not recorded. 0.8.5 has no speculators-format config class
 (no `transformers_utils/configs/speculators`) and its proposer builds the draft class itself; reads
 of the EAGLE-3 form would be recordable around that statement, but this family's draft build is not
@@ -43,6 +48,7 @@ from __future__ import annotations
 from packaging.specifiers import SpecifierSet
 
 from . import v0_9, v0_11, v0_33
+from ....run_until import run_statement
 
 RELEASES = SpecifierSet(">=0.8.5,<0.9")
 VERIFIED = ("0.8.5",)
@@ -64,24 +70,8 @@ BUILD = "self.vllm_config.speculative_config.method == 'eagle'"  # ... else: Eag
 SHARE_EMBEDDING = "'model.embed_tokens.weight' not in loaded_weights"
 
 
-class Adapter(v0_33.Adapter):
-    """vLLM 0.8.5's calls: the 0.11 family's, but its config arguments and its proposer's draft."""
-
-    BUILDS_DRAFT = False  # the built draft is read from the 0.11 family on
-    LAUNCH = None  # no resolver before 0.11: the launch contract is refused (exit 2)
-
-    cpu_platform = v0_11.Adapter.cpu_platform  # the CUDA wheel detects no CPU platform
-    replace_kernels = v0_9.Adapter.replace_kernels  # the attention body, the V0 head sizes, silu_and_mul
-
-    compilation_config = v0_11.Adapter.compilation_config
-    default_ids = v0_11.Adapter.default_ids
-    config_ids = v0_11.Adapter.config_ids
-    set_capture = v0_11.Adapter.set_capture
-    dump_config = v0_11.Adapter.dump_config
-    set_dump = v0_11.Adapter.set_dump
-
-    def __init__(self) -> None:
-        self.loaded: set[str] = set()  # the names the draft's load_weights returned (the sharing reads them)
+class Config:
+    """The ModelConfig and VllmConfig arguments 0.8.5 requires (no defaults until 0.9)."""
 
     def model_config_args(self, target_dir: str) -> dict:
         return {"task": "generate", "tokenizer": target_dir, "tokenizer_mode": "auto",
@@ -97,9 +87,14 @@ class Adapter(v0_33.Adapter):
         return {"cache_config": CacheConfig(), "scheduler_config": SchedulerConfig(),
                 "device_config": DeviceConfig("cpu"), "load_config": LoadConfig()}
 
-    def build_target(self, vllm_config):
-        """The 0.33 family's build, the target's compute_logits taking the runner's None (as 0.9's)."""
-        return v0_9.logits_as_proposed(super().build_target(vllm_config))
+
+class Draft:
+    """The proposer's own statement building the draft class, its loading and its sharing statement."""
+
+    BUILDS_DRAFT = False  # the built draft is read from the 0.11 family on
+
+    def __init__(self) -> None:
+        self.loaded: set[str] = set()  # the names the draft's load_weights returned (the sharing reads them)
 
     def build_draft(self, vllm_config, prefix: str = "draft"):
         """The draft class as the installed `EagleProposer.load_model` builds it: its own statement,
@@ -108,8 +103,6 @@ class Adapter(v0_33.Adapter):
         from vllm.config import set_current_vllm_config
         from vllm.model_executor.model_loader.utils import set_default_torch_dtype
         from vllm.v1.spec_decode.eagle import EagleProposer
-
-        from ....run_until import run_statement
 
         holder = v0_33._Proposer(None, vllm_config)
         draft_config = vllm_config.speculative_config.draft_model_config
@@ -133,9 +126,12 @@ class Adapter(v0_33.Adapter):
         from vllm.config import set_current_vllm_config
         from vllm.v1.spec_decode.eagle import EagleProposer
 
-        from ....run_until import run_statement
-
         holder = v0_33._Proposer(draft, vllm_config)
         with set_current_vllm_config(vllm_config):
             run_statement(EagleProposer.load_model, SHARE_EMBEDDING, holder, target_model=target,
                           loaded_weights=self.loaded)
+
+
+class Adapter(Config, Draft, v0_9.Launch, v0_9.Kernels, v0_9.Target, v0_11.Platform, v0_11.Kernels,
+              v0_11.Config, v0_11.Capture, v0_11.Dump, v0_33.Adapter):
+    """vLLM 0.8.5's calls: the 0.11 family's, but its config arguments and its proposer's draft."""

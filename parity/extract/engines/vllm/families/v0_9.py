@@ -28,6 +28,10 @@ As in 0.11: the CPU platform set by hand, compilation off with `level=0`, the V1
 layers: the draft's config is never read), the Llama capture `hidden_states + residual` before
 layer i, no `extract_hidden_states` (a dump is the model's own capture of the launch ids), and
 only the attention body stood in; those calls are the 0.11 family's.
+
+Composed of: its own `Launch` (the 0.11 family's rule and call, these releases' parser), `Kernels` (ahead of the 0.11 family's, which it extends),
+`Target` (also the 0.8.5 family's) and `Draft`, the 0.11 family's `Platform`, `Kernels`, `Config`,
+`Capture` and `Dump`, ahead of the 0.33 adapter (never through another family's adapter).
 Config keys read (docs/built-draft.md): not recorded. The installed code would allow it (0.10.2's
 `SpeculatorsConfig`, the draft class the proposer's statement builds), but this family's draft build
 is not read (BUILDS_DRAFT False), and parity carries the reads in the built-draft contract, judged
@@ -37,9 +41,16 @@ every field. They come with this family's built draft.
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+import inspect
+
 from packaging.specifiers import SpecifierSet
 
 from . import v0_11, v0_33
+from .. import launch
+from ....run_until import CodePathMoved, find_statement, run_statement
+from ....shrink import TINY
 
 RELEASES = SpecifierSet(">=0.9,<0.11")
 VERIFIED = ("0.10.2",)
@@ -72,8 +83,6 @@ SHARE_HEAD = (
 def first_statement(func, tests: tuple[str, ...]) -> str:
     """The first of `tests` whose `if` statement is in `func`'s installed source; CodePathMoved
     naming every one looked for when none is."""
-    from ....run_until import CodePathMoved, find_statement
-
     for test in tests:
         try:
             find_statement(func, test)
@@ -88,21 +97,26 @@ def logits_as_proposed(draft):
     """`draft` (or the target) whose `compute_logits(hidden_states)` passes the
     `sampling_metadata=None` the V1 proposer and runner pass (`self.model.compute_logits(
     sample_hidden_states, None)`, 0.8.5-0.10.x)."""
-    import functools
-    import inspect
-
     if "sampling_metadata" in inspect.signature(draft.compute_logits).parameters:
         draft.compute_logits = functools.partial(draft.compute_logits, sampling_metadata=None)
     return draft
 
 
-class Adapter(v0_33.Adapter):
-    """vLLM 0.9-0.10's calls: the 0.11 family's, but the proposer's sharing statements."""
+class Launch:
+    """The launch contract (also the 0.8.5 family's): `vllm serve`'s parser where these releases
+    keep it (`make_arg_parser` in `vllm.entrypoints.openai.cli_args`, FlexibleArgumentParser in
+    `vllm.utils`), `create_speculative_config` called as their `create_engine_config` calls it,
+    and the aux states captured as their `GPUModelRunner.__init__` decides (`use_eagle()` and the
+    method eagle3, inline, as in 0.11: checked on 0.8.5 and 0.10.2)."""
 
-    BUILDS_DRAFT = False  # the built draft is read from the 0.11 family on
-    LAUNCH = None  # no resolver before 0.11: the launch contract is refused (exit 2)
+    LAUNCH = launch.Launch(aux=launch.runner_0_11_answer, parser=("vllm.entrypoints.openai.cli_args", "vllm.utils"),
+                           speculative=launch.speculative_config_0_11)
 
-    cpu_platform = v0_11.Adapter.cpu_platform
+
+class Kernels:
+    """`silu_and_mul` registered where absent, then the 0.11 family's stand-ins, then the V0
+    attention backend's head sizes (also the 0.8.5 family's)."""
+
     def replace_kernels(self) -> list[str]:
         """The 0.11 family's attention stand-in, and (0.8.5-0.9.0.x) the head sizes the CPU
         platform's V0 attention backend accepts: `TorchSDPABackendImpl.__init__` refuses a head
@@ -110,19 +124,15 @@ class Adapter(v0_33.Adapter):
         16 (the real models' 128 is listed). Those kernels are never called: the attention body
         is parity's stand-in, and the CUDA wheel has no CPU paged kernel (`torch.ops._C` has none:
         a call raises)."""
-        import importlib.util
-
-        from .. import kernels
+        from .. import kernels  # deferred: heavy, imports torch (a family module imports without it)
 
         # SiluAndMul.__init__ looks up torch.ops._C.silu_and_mul on the CPU too (0.8.5-0.10.1; its
         # forward_native runs): registered where absent as an op that raises if called.
         replaced = [*(f"torch.ops._C.{name} -> raises if called (looked up, never called, on this path)"
-                      for name in kernels.absent_custom_ops("silu_and_mul")), *v0_11.Adapter.replace_kernels(self)]
+                      for name in kernels.absent_custom_ops("silu_and_mul")), *super().replace_kernels()]
         if importlib.util.find_spec("vllm.attention.backends.torch_sdpa") is None:
             return replaced
         from vllm.attention.backends import torch_sdpa
-
-        from ....shrink import TINY
 
         if TINY["head_dim"] in torch_sdpa.PagedAttention.get_supported_head_sizes():
             return replaced
@@ -131,17 +141,21 @@ class Adapter(v0_33.Adapter):
             "get_supported_head_sizes": staticmethod(lambda: [*listed, TINY["head_dim"]])})
         return [*replaced, f"vllm.attention.backends.torch_sdpa.PagedAttention.get_supported_head_sizes -> also "
                            f"{TINY['head_dim']}, the tiny target's (its paged kernels are never called)"]
-    compilation_config = v0_11.Adapter.compilation_config
-    default_ids = v0_11.Adapter.default_ids
-    config_ids = v0_11.Adapter.config_ids
-    set_capture = v0_11.Adapter.set_capture
-    dump_config = v0_11.Adapter.dump_config
-    set_dump = v0_11.Adapter.set_dump
+
+
+class Target:
+    """The target's `compute_logits` taking the runner's None (also the 0.8.5 family's)."""
 
     def build_target(self, vllm_config):
         """The 0.33 family's build, with the target's `compute_logits` taking the `None` the V1
         runner passes it (`self.model.compute_logits(sample_hidden_states, None)`), as the draft's."""
         return logits_as_proposed(super().build_target(vllm_config))
+
+
+class Draft:
+    """The draft's `compute_logits` taking the proposer's None, and the proposer's sharing statements."""
+
+    BUILDS_DRAFT = False  # the built draft is read from the 0.11 family on
 
     def build_draft(self, vllm_config, prefix: str = "draft"):
         """The 0.33 family's build, with the draft's `compute_logits(hidden_states,
@@ -155,10 +169,13 @@ class Adapter(v0_33.Adapter):
         from vllm.config import set_current_vllm_config
         from vllm.v1.spec_decode.eagle import EagleProposer
 
-        from ....run_until import run_statement
-
         holder = v0_33._Proposer(draft, vllm_config)
         with set_current_vllm_config(vllm_config):
             for tests in (SHARE_EMBEDDING, SHARE_HEAD):
                 run_statement(EagleProposer.load_model, first_statement(EagleProposer.load_model, tests), holder,
                               target_model=target, target_language_model=target)
+
+
+class Adapter(Launch, Kernels, Target, Draft, v0_11.Platform, v0_11.Kernels, v0_11.Config, v0_11.Capture,
+              v0_11.Dump, v0_33.Adapter):
+    """vLLM 0.9-0.10's calls: the 0.11 family's, but the proposer's sharing statements."""
