@@ -265,6 +265,18 @@ def test_the_launch_verdict_names_the_engines_own_algorithm_field():
                                                         "fixes", "algorithm_is_eagle3"}
 
 
+def test_a_vllm_family_whose_parser_is_not_in_the_release_is_parity_s_limit_not_a_refusal():
+    """A family's resolver that looks for `vllm serve`'s parser where the installed release keeps
+    none (0.28 run with the 0.33 family's: ModuleNotFoundError vllm.entrypoints.common, once read
+    as the engine refusing the arguments) raises CodePathMoved, which the probe says is parity's."""
+    from parity.extract.engines.vllm import launch
+    from parity.extract.run_until import CodePathMoved
+
+    elsewhere = launch.Launch(aux=launch.eagle_proposer_answer, parser=("parity_absent.cli_args", "parity_absent.utils"))
+    with pytest.raises(CodePathMoved, match="parity_absent"):
+        launch.parse(["--max-model-len", "8"], "/nonexistent", None, elsewhere)
+
+
 def test_vllm_method_fix_rewrites_the_speculative_config_only():
     from parity.extract.engines.vllm.launch import method_fix
 

@@ -1,4 +1,4 @@
-"""The launch contract under vLLM releases before 0.33 (0.8.5, 0.9, 0.11, 0.16, 0.17, 0.22 families): each
+"""The launch contract under vLLM releases before 0.33 (0.8.5, 0.9, 0.11, 0.16, 0.17, 0.22, 0.28 families): each
 resolves `vllm serve MODEL ARGS` with its own parser, EngineArgs and SpeculativeConfig, and
 answers "EAGLE-3 or not" with its own code (docs/launch.md). The mutation case edits 0.22's
 installed proposer in a linked copy of its environment."""
@@ -22,7 +22,7 @@ RUNNER_0_11 = "SpeculativeConfig.use_eagle() and method 'eagle3' (as 0.11's GPUM
 
 @pytest.mark.parametrize("version, answer", [
     ("0.8.5", RUNNER_0_11), ("0.10.2", RUNNER_0_11), ("0.11.0", RUNNER_0_11),
-    ("0.16.0", PROPOSER), ("0.17.0", PROPOSER), ("0.22.0", PROPOSER)])
+    ("0.16.0", PROPOSER), ("0.17.0", PROPOSER), ("0.22.0", PROPOSER), ("0.28.0", PROPOSER)])
 def test_an_older_vllm_resolves_the_serve_command_with_its_own_code(version, answer):
     """The draft's max model len is capped to the target's --max-model-len by the release's own
     SpeculativeConfig; the EAGLE-3 answer is the release's own function (0.11: its runner's rule)."""

@@ -105,7 +105,7 @@ def test_the_table_counts_and_marks_each_cell_by_its_outcome():
                                       None: 1}
     assert ("Cells, per outcome: 2 extracted, 2 the engine refuses, 1 parity cannot run, 1 not classified "
             "(swept before cells were classified: `parity sweep --redo --sglang all`") in md
-    assert "| h2, h16, h29 | ✗? 1 | not resolved |" in lines["0.5.2"]
+    assert "| h2, h16, h29 | ✗? 1 | not swept |" in lines["0.5.2"]  # swept before seed launches were
     assert "1. (not classified) TypeError: Tensor + None" in md
     assert "| **⊘ 2** | **✗ 3** |" in lines["0.5.3"]  # same error as 0.5.2's, classified now: changed
     assert "2. (parity cannot run it) parity's CPU harness cannot run sglang X" in md
@@ -114,7 +114,8 @@ def test_the_table_counts_and_marks_each_cell_by_its_outcome():
     assert ("**speculative_num_steps 1, speculative_num_draft_tokens 2 (asked 16, by _handle_eagle_family)**"
             in lines["0.5.3"])
     assert "| **not resolved ✗ 5** |" in lines["0.5.4"]
-    assert "Seed launch resolved by 1 of 3 releases' own code (1 swept before the sweep resolved it)." in md
+    assert ("Seed launch resolved by 1 of 3 releases' own code (1 the engine refuses, 0 parity cannot run, "
+            "1 not swept).") in md
     assert ("- seed launch: `--speculative-algorithm EAGLE3 --speculative-num-steps 1 --speculative-eagle-topk 1 "
             "--speculative-num-draft-tokens 16`") in md
 

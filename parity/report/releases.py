@@ -37,8 +37,8 @@ the release must be swept again to say which. A row whose every case gave the sa
 it once. `seed launch`: the release's own parser and resolution code run on the fixed seed launch
 (`docs/launch.md`): the effective value of each field the seed gives, with what the engine
 changed (`asked`, and the function that changed it); `not resolved`: the release refused it (in
-its words, numbered like an error), its family has no resolver, or the row was swept before the
-sweep resolved it."""
+its words, numbered like an error: `✗ n`) or parity could not resolve it there (`⊘ n`); `not
+swept`: the row was swept before the sweep resolved seed launches."""
 
 
 def _md(text: str) -> str:
@@ -120,7 +120,7 @@ def launch_text(launch: dict | None, errors: list[str], version: str) -> str:
     """The seed launch's cell: each field the seed gives at its effective value (what the engine
     changed: `asked`, and by whom), or `not resolved` and why."""
     if launch is None:
-        return "not resolved"
+        return "not swept"
     if launch.get("error") is not None:
         return f"not resolved {failed(launch, errors, version)}"
     changed = {o["field"]: o for o in launch.get("overrides", [])}
@@ -217,8 +217,11 @@ def summary(package: str, section: dict) -> str:
     if seed_launch(package) is not None:
         launches = [r.get("launch") for r in rows if "cases" in r]
         resolved = sum(1 for x in launches if x is not None and x.get("outcome") == Outcome.extracted)
+        refuses, cannot = (sum(1 for x in launches if x is not None and x.get("outcome") == o)
+                           for o in (Outcome.engine_refuses, Outcome.parity_cannot_run))
         text += (f" Seed launch resolved by {resolved} of {len(launches)} releases' own code "
-                 f"({sum(1 for x in launches if x is None)} swept before the sweep resolved it).")
+                 f"({refuses} the engine refuses, {cannot} parity cannot run, "
+                 f"{sum(1 for x in launches if x is None)} not swept).")
     return text
 
 

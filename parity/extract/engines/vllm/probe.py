@@ -37,6 +37,7 @@ from ...child import innermost, owner
 from .families import place
 from .reply import VLLMReply
 from ...config_reads import reading_dicts, recording
+from ...run_until import CodePathMoved
 from ...child import LIMIT_RULES, harness_limit, one_line, parity_fault, with_limits
 from ....contract.hf import draft_kind
 from ....contract.reply import reply_header
@@ -410,6 +411,10 @@ def resolve_launch(adapter, request: dict, version: str, reply: dict) -> bool:
         resolved = launch.resolve(resolver, argv, model_dir, draft_dir)
     except launch.Refused as exc:
         reply["launch_refused"] = f"argument parser refused them: {exc}"
+        return False
+    except CodePathMoved as exc:  # the family's resolver looks where this release keeps nothing
+        reply["error"] = (f"resolving the serve arguments stopped: the {reply.get('family')} family's launch "
+                          f"resolver does not fit this release ({exc})")
         return False
     except Exception as exc:  # noqa: BLE001 - the engine's resolution refused the arguments, or parity failed
         if harness_limit(exc) or parity_fault(exc):  # parity's (with_limits replies with it), never the engine's refusal

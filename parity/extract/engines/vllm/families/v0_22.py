@@ -84,8 +84,7 @@ class Launch:
 
     # The launch contract (parity.extract.engines.vllm.launch), also for 0.16 and 0.17 (their
     # adapters inherit it): the parser where these releases keep it, V1's EagleProposer's answer.
-    LAUNCH = launch.Launch(aux=launch.eagle_proposer_answer,
-                           parser=("vllm.entrypoints.openai.cli_args", "vllm.utils.argparse_utils"))
+    LAUNCH = launch.Launch(aux=launch.eagle_proposer_answer, parser=launch.OPENAI_PARSER)
     # 0.21 and 0.22-0.27 have the method dflash, but V2 refuses it in 0.22 (its `init_speculator`:
     # "dflash is not supported yet"; `use_v2_model_runner` then picks V1), which parity's per-runner
     # columns do not yet express (V2's would read the EAGLE-3 default): a DFlash draft is refused
