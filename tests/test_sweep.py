@@ -70,6 +70,8 @@ def test_render_only_rewrites_the_markdown(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv", [["--sglang", "not a range"], ["--sglang", "none", "--vllm", "none", "--speculators", "none"],
+                                  ["--sglang", "none", "--vllm", "none", "--speculators", "none", "--specforge", "none"],
+                                  ["--specforge", "not a range"],
                                   ["--limit", "0"], ["--render", "--results", "/nonexistent/r.json"]])
 def test_bad_sweep_input_is_one_line_exit_2(argv, capsys):
     assert cli.main(["sweep", *argv]) == 2
@@ -155,3 +157,161 @@ def test_an_error_names_no_machines_paths_and_not_its_release():
                    "target config /work/x/fixtures/targets/t/config.json: vllm 0.28.0 refused", "0.28.0")
     assert said == ("cannot import name 'f' from 'm' ($PARITY_HOME/vllm-X/lib/python3.11/site-packages/m.py); "
                     "target config fixtures/targets/t/config.json: vllm X refused")
+
+
+# -- SpecForge: swept when asked, over the capture cases --------------------------------------------
+
+SPECFORGE_WHY = ("cannot fetch specforge 0.1.0's wheel to read its metadata: specforge 0.1.0 was published as a "
+                 "source archive only, which pip cannot build (FileNotFoundError: [Errno 2] No such file or "
+                 "directory: 'requirements.txt'), so no one can install it from the registry")
+SPECFORGE = {"format": 2, "cases": {"specforge": {
+    "llama32 default ids": "llama-3.1-8b, no run ids (the trainer's own default), states captured by the trainer itself",
+    "llama32 [-1,15,28]": "llama-3.1-8b, run ids [-1, 15, 28], states captured by the trainer itself"}},
+    "specforge": {"releases": [
+        {"version": "0.1.0", "build": {"error": SPECFORGE_WHY, "seconds": 9.0}},
+        {"version": "0.2.0", "build": {"seconds": 150.0, "line": {"sglang": "0.5.14"}, "line_from": "declared"},
+         "family": "0.2", "note": None, "seconds": 90.0, "cases": {
+             "llama32 default ids": {"fc": ["h2", "h16", "h29"], "target": "final", "family": "0.2",
+                                     "outcome": "extracted"},
+             "llama32 [-1,15,28]": {"error": "specforge 0.2.0 refuses this run: ValueError: model."
+                                    "aux_hidden_state_layer_ids must contain exactly three distinct non-negative "
+                                    "layer ids", "outcome": "engine refuses"}}}]}}
+
+
+def test_the_specforge_section_has_its_rows_and_the_unbuilt_release_in_the_installers_words():
+    md = render_releases(SPECFORGE)
+    section = md.split("## specforge\n", 1)[1].split("\n## ", 1)[0]
+    assert section.strip().startswith("1 of 2 specforge releases extracted (at least one case's states named)")
+    assert "1 extracted, 1 the engine refuses, 0 parity cannot run; 1 release(s) not built." in section
+    lines = {ln.split(" | ")[0].lstrip("| "): ln for ln in section.splitlines() if ln.startswith("| 0.")}
+    assert "| not built: ✗ 1 |" in lines["0.1.0"]
+    assert "| 0.2.0 | 0.2 | fc [h2, h16, h29], target final | ✗ 2 |" == lines["0.2.0"]
+    assert ("1. cannot fetch specforge X's wheel to read its metadata: specforge X was published as a source "
+            "archive only, which pip cannot build (FileNotFoundError: [Errno 2] No such file or directory: "
+            "'requirements.txt'), so no one can install it from the registry") in section
+    assert "2. (the engine refuses) specforge X refuses this run: ValueError" in section
+    assert "seed launch" not in section  # a trainer has none
+
+
+@pytest.fixture
+def swept_with(monkeypatch, tmp_path):
+    """`parity sweep`'s arguments as far as the sweep is asked for (the ranges, by package): the
+    sweep itself is not run."""
+    asked: list[dict] = []
+
+    def sweep(results, home, *, wanted, **_):
+        asked.append(wanted)
+        return {"format": 2, "cases": {}}
+
+    monkeypatch.setattr("parity.cli.sweep.sweep", sweep)
+
+    def run(*argv: str) -> dict:
+        assert cli.main(["sweep", *argv, "--results", str(tmp_path / "r.json"),
+                         "--markdown", str(tmp_path / "r.md")]) == 0
+        return asked[-1]
+    return run
+
+
+def test_specforge_is_swept_only_when_its_range_is_given(swept_with):
+    from packaging.specifiers import SpecifierSet
+
+    assert swept_with("--sglang", "none", "--vllm", "none") == {"speculators": "all"}  # the invocations of before
+    assert swept_with("--sglang", "none", "--vllm", "none", "--speculators", "none", "--specforge", "all") == {
+        "specforge": "all"}
+    assert swept_with("--sglang", "none", "--vllm", "none", "--speculators", "none", "--specforge", ">=0.2") == {
+        "specforge": SpecifierSet(">=0.2")}
+
+
+def test_a_trainer_that_captures_its_states_is_swept_over_the_capture_cases():
+    from parity.extract.trainers import trainer
+    from parity.sweep import CAPTURE_CASES, TRAINING_CASES
+    from parity.sweep.run import cases_of, describe_cases, side
+
+    assert cases_of(trainer("specforge")) == list(CAPTURE_CASES)  # its CAPTURES_STATES
+    assert cases_of(trainer("speculators")) == list(TRAINING_CASES)
+    assert side("specforge").sweep_from == "0.1.0" and side("specforge").sweep_default == "none"
+    assert list(describe_cases()["specforge"]) == [c.name for c in CAPTURE_CASES]
+    for case in CAPTURE_CASES:
+        assert case.target_config.is_file()
+
+
+class CapturingTrainer:
+    """A trainer that captures its states itself, registered as trainer folders are: what the
+    sweep hands it is recorded (the row is reached through the Trainer protocol alone). It names
+    the fc states by SGLang's rule (id k: h(k+1)) and refuses a negative id, as a trainer would."""
+
+    NAME, FLAG, TITLE = "capturer", "--capturer", "Capturer"
+    CAPTURES_STATES, IDS_FLAG, OWN_FLAGS, DATAGEN_ENGINE = True, "--capturer-ids", (), None
+    ERRORS = ()
+    FORWARD_MODULE = "parity.extract.trainers.capturer.forward_side"
+    FORWARD_REPLY = dict
+    PROBE_MODULE = "parity.extract.trainers.capturer.probe"
+    SWEEP_FROM = "1.0"
+
+    def __init__(self):
+        self.calls: list[tuple] = []
+
+    def training_contract(self, target, dump_layout=None, *, datagen_ids=None, release=None, **kwargs):
+        from parity.contract import Provenance, Tap, TrainingContract
+        from parity.inputs import InputError
+
+        self.calls.append((target.model.num_hidden_layers, dump_layout, datagen_ids, release, kwargs))
+        ids = datagen_ids if datagen_ids is not None else [1, target.model.num_hidden_layers // 2 - 1]
+        if min(ids) < 0:
+            raise InputError(f"the capturer refuses ids {ids}")
+        layout = tuple(Tap.parse(f"h{i + 1}") for i in ids) + (Tap.parse("final"),)
+        return TrainingContract(target_model=target.model, fc_input=layout[:-1], dump_layout=layout,
+                                dump_layout_source="trainer_capture", fc_slots=tuple(range(len(ids))),
+                                target=layout[-1], target_slot=len(ids), alignment="t+1",
+                                provenance=Provenance(package=self.NAME, version=release, code_path="tests",
+                                                      family="1"))
+
+    def add_options(self, parser, command):
+        if command == "sweep":
+            parser.add_argument(self.FLAG, metavar="RANGE")
+
+    def release_from(self, args):
+        return getattr(args, "capturer", None)
+
+    def ids_from(self, args):
+        return None
+
+    def read_draft(self, draft_dir):
+        raise AssertionError("the sweep's capture cases have no draft")
+
+    def is_trained_draft(self, config):
+        return False
+
+
+def test_each_capture_case_gives_the_trainer_its_run_ids_and_no_dump():
+    from parity.extract.trainers import register_trainer, unregister_trainer
+    from parity.sweep import CAPTURE_CASES
+    from parity.sweep.run import run_release
+
+    fake = register_trainer(CapturingTrainer())
+    try:
+        row = run_release("capturer", "1.0", {"seconds": 0.0})
+    finally:
+        unregister_trainer(fake.NAME)
+    assert [(n, dump, ids, release, kw) for n, dump, ids, release, kw in fake.calls] == [
+        (32, None, None, "1.0", {}), (32, None, [-1, 15, 28], "1.0", {}),
+        (61, None, None, "1.0", {}), (61, None, [2, 30, 58], "1.0", {})]
+    assert [c.name for c in CAPTURE_CASES] == list(row["cases"])
+    assert row["cases"]["llama32 default ids"] == {"fc": ["h2", "h16"], "target": "final", "family": "1",
+                                                   "note": None, "outcome": "extracted"}
+    assert row["cases"]["llama32 [-1,15,28]"] == {"error": "the capturer refuses ids [-1, 15, 28]",
+                                                  "outcome": "engine refuses"}  # its InputError
+    assert row["family"] == "1"
+
+
+@pytest.mark.slow  # asks the registry (pip download) for SpecForge 0.1.0's archive
+def test_specforge_0_1_0_is_a_row_saying_why_it_is_not_built(tmp_path):
+    """SpecForge 0.1.0 is on the registry as a source archive whose setup.py reads a
+    requirements.txt it does not ship: the sweep's row says so in pip's words, as the row of any
+    release whose environment did not build."""
+    from parity.sweep.run import build
+
+    with home_at(tmp_path):
+        built = build("specforge", "0.1.0")
+    assert "source archive only" in built["error"] and "requirements.txt" in built["error"], built
+    assert not (tmp_path / "specforge-0.1.0").exists()

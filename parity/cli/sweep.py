@@ -19,9 +19,10 @@ def _where(name: str) -> Path:
 
 def add_sweep_parser(sub) -> argparse.ArgumentParser:
 
-    p = sub.add_parser("sweep", help="every published SGLang, vLLM and speculators release over a fixed case set: "
-                       "what each feeds (writes releases.json and docs/releases.md; resumable)")
-    engines.add_options(p, "sweep")  # each swept engine's and trainer's RANGE flag ('all' when not given)
+    p = sub.add_parser("sweep", help="every published SGLang, vLLM, speculators (and, asked, SpecForge) release over "
+                       "a fixed case set: what each feeds (writes releases.json and docs/releases.md; resumable)")
+    # each swept engine's and trainer's RANGE flag (when not given: its sweep_default, 'all' unless it says 'none')
+    engines.add_options(p, "sweep")
     trainers.add_options(p, "sweep")
     p.add_argument("--results", type=Path, default=_where("releases.json"), help="the results file (read to resume)")
     p.add_argument("--markdown", type=Path, default=_where("docs/releases.md"), help="the table to write")
@@ -38,7 +39,7 @@ def add_sweep_parser(sub) -> argparse.ArgumentParser:
 
 
 def _wanted(text: str, flag: str):
-    """`flag`'s releases: "all" (every one from the package's first the sweep covers), None (none),
+    """`flag`'s releases: "all" (every one from the package's first the sweep covers), None ("none"),
     or the version range given."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
@@ -61,9 +62,10 @@ def run_sweep(args) -> int:
     else:
         given = {s: s.impl.release_from(args) for s in swept()}
         wanted = {s.name: w for s, text in given.items()
-                  if (w := _wanted("all" if text is None else text, s.impl.FLAG)) is not None}
-        if not wanted:
-            raise UserError(" ".join(f"{s.impl.FLAG} none" for s in given) + ": nothing to sweep")
+                  if (w := _wanted(s.sweep_default if text is None else text, s.impl.FLAG)) is not None}
+        if not wanted:  # the flags given as none (a side whose default is none may be left out)
+            said = " ".join(f"{s.impl.FLAG} none" for s, text in given.items() if text is not None)
+            raise UserError(f"{said or 'every range none'}: nothing to sweep")
         args.results.parent.mkdir(parents=True, exist_ok=True)
         data = sweep(args.results, (args.home or home() / "sweep").absolute(), wanted=wanted, redo=args.redo,
                      keep_envs=args.keep_envs, derive=args.derive, limit=args.limit)

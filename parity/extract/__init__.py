@@ -91,6 +91,12 @@ class Bound:
         sweep does not cover it."""
         return getattr(self.impl, "SWEEP_FROM", None)
 
+    @property
+    def sweep_default(self) -> str:
+        """What `parity sweep` runs of it when its range flag is not given (its SWEEP_DEFAULT:
+        'all' unless it says 'none', a side added to the sweep after its invocations were written)."""
+        return getattr(self.impl, "SWEEP_DEFAULT", "all")
+
     def at(self, release: str | None):
         """The same side under `release`."""
         return replace(self, release=release)

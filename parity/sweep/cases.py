@@ -5,7 +5,10 @@ it (ids nested in `eagle_config`, at the top level, or absent); what the release
 for it is extracted exactly as `parity contract serving --sglang X` (or `--engine vllm --vllm X`)
 extracts it. Each vLLM release also runs the dump cases: what speculators' data generation
 gets from that release's capture for the launch script's default ids. The speculators case is
-the training contract of the born-from case's 4-slot dump. Changing a case changes
+the training contract of the born-from case's 4-slot dump. A trainer that captures the target's
+states itself (SpecForge, with the SGLang release it pins) has no dump to describe: its cases
+are a target and the run's own ids (or none: the trainer's default for the target's depth),
+handed to it as is, exactly as `parity contract training --trainer NAME` runs it. Changing a case changes
 every row of the published table: they are named, and the table says which is which.
 """
 
@@ -95,3 +98,27 @@ DUMP_CASES: tuple[DumpCase, ...] = (
     DumpCase("dump deepseek61 (default ids)", "deepseek-v3-61l"),
 )
 
+
+
+@dataclass(frozen=True)
+class CaptureCase(_Case):
+    """A trainer that captures the target's states itself (CAPTURES_STATES): no draft and no
+    dump, only the run's own ids (its override, handed to it as is; None: the trainer resolves
+    its own default for the target's depth). What it trains the fc on, and its loss target."""
+    ids: tuple[int, ...] | None = None
+
+    def describe(self) -> str:
+        given = "no run ids (the trainer's own default)" if self.ids is None else f"run ids {list(self.ids)}"
+        return f"{self.target}, {given}, states captured by the trainer itself"
+
+
+# The serving cases' targets: Llama with the trainer's default, and with the serving case's
+# negative id (SpecForge's resolution takes three distinct non-negative ids below N); DeepSeek's
+# 61 layers, whose SGLang capture adds 1 to the ids only when the first is 1 (SpecForge's default
+# there is [1, 29, 57]; [2, 30, 58] is the serving case's other).
+CAPTURE_CASES: tuple[CaptureCase, ...] = (
+    CaptureCase("llama32 default ids", "llama-3.1-8b"),
+    CaptureCase("llama32 [-1,15,28]", "llama-3.1-8b", (-1, 15, 28)),
+    CaptureCase("deepseek61 default ids", "deepseek-v3-61l"),
+    CaptureCase("deepseek61 [2,30,58]", "deepseek-v3-61l", (2, 30, 58)),
+)

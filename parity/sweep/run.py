@@ -1,4 +1,4 @@
-"""`parity sweep`: every published release of SGLang, vLLM and speculators over the fixed case set.
+"""`parity sweep`: every published release of SGLang, vLLM, speculators and SpecForge over the fixed case set.
 
 For each release, oldest first: its environment is built into the sweep's own home, as `--build`
 does (from the line the published sweep derived for it, releases.json's `build.line`; a release
@@ -30,13 +30,15 @@ from typing import TYPE_CHECKING, Callable, Iterator, Literal
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
 
+    from ..contract import TrainingContract
     from ..extract import Bound
     from ..extract.engines import BoundEngine
     from ..extract.trainers import BoundTrainer
 
 from ..contract import FindingKind, names
 from ..progress import logger
-from .cases import DUMP_CASES, SERVING_CASES, TRAINING_CASES, DumpCase, ServingCase, TrainingCase
+from .cases import (CAPTURE_CASES, DUMP_CASES, SERVING_CASES, TRAINING_CASES, CaptureCase, DumpCase, ServingCase,
+                    TrainingCase)
 from .outcome import Outcome, of_error, of_finding
 from .. import forkserver
 from ..envs import EnvError, compile_ahead, find_env, raw_envs
@@ -99,13 +101,17 @@ def side(name: str) -> "Bound":
     return next(s for s in swept() if s.name == name)
 
 
-def cases_of(bound: "Bound") -> list[ServingCase | DumpCase | TrainingCase]:
+Case = ServingCase | DumpCase | TrainingCase | CaptureCase
+
+
+def cases_of(bound: "Bound") -> list[Case]:
     """Its cases: an engine's serving cases (and dump cases, if its data generation makes training
-    data), a trainer's training cases."""
+    data), a trainer's training cases (a dump's layout), or, for a trainer that captures the
+    target's states itself (its CAPTURES_STATES), its capture cases (the run's ids)."""
 
     if isinstance(bound, BoundEngine):
         return [*SERVING_CASES, *(DUMP_CASES if bound.makes_dumps else ())]
-    return list(TRAINING_CASES)
+    return list(CAPTURE_CASES if bound.captures_states else TRAINING_CASES)
 
 
 # -- one release ---------------------------------------------------------------------------------
@@ -164,6 +170,24 @@ def training_cell(case: TrainingCase, training: "BoundTrainer") -> dict:
         c = training.training_contract(Target.read(case.target_config), list(case.dump))
     except (UserError, InternalError) as exc:
         return refused(exc)
+    return trained_cell(c)
+
+
+def capture_cell(case: CaptureCase, training: "BoundTrainer") -> dict:
+    """The training contract the trainer `training` (bound to a release; one that captures the
+    target's states itself) gives for `case`'s target and run ids, no dump and no draft, or why not."""
+
+    ids = list(case.ids) if case.ids is not None else None
+    try:
+        c = training.training_contract(Target.read(case.target_config), None, datagen_ids=ids)
+    except (UserError, InternalError) as exc:
+        return refused(exc)
+    return trained_cell(c)
+
+
+def trained_cell(c: "TrainingContract") -> dict:
+    """A training contract's cell: the fc states, the loss target, and the first error finding's
+    line and outcome, if any."""
     out = {"fc": names(c.fc_input), "target": str(c.target), "family": c.provenance.family,
            "note": c.provenance.release_note, "outcome": Outcome.extracted.value}
     errors = [f for f in c.findings if f.severity == "error"]
@@ -286,12 +310,14 @@ def drop_cached_wheel(package: str, version: str, home: Path) -> None:
             entry.unlink()
 
 
-def run_case(case: ServingCase | DumpCase | TrainingCase, bound: "Bound", work: Path) -> dict:
+def run_case(case: Case, bound: "Bound", work: Path) -> dict:
     """One case's cell under the engine or trainer `bound` (bound to the release)."""
     if isinstance(case, ServingCase):
         return serving_cell(case, bound, work)
     if isinstance(case, DumpCase):
         return dump_cell(case, bound)
+    if isinstance(case, CaptureCase):
+        return capture_cell(case, bound)
     return training_cell(case, bound)
 
 

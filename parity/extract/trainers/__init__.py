@@ -35,8 +35,9 @@ DEFAULT = "speculators"  # the trainer a command uses when none is named
 
 # The commands that ask for a trainer's release or options; each trainer adds its own to those it
 # takes (`add_options(parser, command)`): "trainer" is where --trainer is (the options that only
-# mean something with --trainer NAME), "sweep" the release range `parity sweep` runs (RANGE, 'all'
-# when not given, for a trainer that declares SWEEP_FROM), the others are the commands of that name.
+# mean something with --trainer NAME), "sweep" the release range `parity sweep` runs (RANGE, for a
+# trainer that declares SWEEP_FROM; when not given, its SWEEP_DEFAULT, else 'all'), the others are the
+# commands of that name.
 COMMANDS = ("contract", "trainer", "check", "replay", "matrix", "can-i-deploy", "sweep")
 
 
@@ -101,6 +102,10 @@ class Trainer(Protocol):
     # training output (parity.inputs.TrainingRun, read by its own code in its probe, beside the
     # served draft), not a draft directory in its own format: `training_contract` then takes
     # `trained_run` (BoundTrainer.trained_side).
+    # Optional: SWEEP_FROM (str): the first release `parity sweep` covers under 'all' (none declared:
+    # the sweep leaves it out); SWEEP_DEFAULT ('all' or 'none', default 'all'): what it sweeps when
+    # its RANGE is not given. A trainer with CAPTURES_STATES is swept over the capture cases (the
+    # run's ids, parity.sweep.cases.CAPTURE_CASES), any other over the training cases (a dump's layout).
 
     def add_options(self, parser: Any, command: str, /) -> None:
         """Add this trainer's options to `command`'s parser (one of COMMANDS), if it takes any."""

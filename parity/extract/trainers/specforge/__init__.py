@@ -39,6 +39,8 @@ IDS_FLAG = "--specforge-ids"
 OWN_FLAGS = ("--specforge-ids", "--specforge")
 DATAGEN_ENGINE = None
 TRAINED_RUN = True  # --trained is its training output (the recorded ttt length), beside the served draft
+SWEEP_FROM = "0.1.0"  # the sweep's 'all': every release on the registry (0.1.0 is a row saying why it is not built)
+SWEEP_DEFAULT = "none"  # `parity sweep` runs it only when --specforge RANGE is given (it joined the sweep later)
 PROBE_MODULE = "parity.extract.trainers.specforge.probe"
 FORWARD_MODULE = "parity.extract.trainers.specforge.forward_side"
 FORWARD_REPLY = ForwardReply  # its forward side only refuses (an error)
@@ -60,7 +62,10 @@ ERRORS = (SpecForgeError, DraftError)
 
 
 def add_options(parser, command: str) -> None:
-    """--specforge-ids and --specforge, beside --trainer."""
+    """--specforge-ids and --specforge, beside --trainer; --specforge RANGE on `parity sweep`."""
+    if command == "sweep":
+        parser.add_argument(FLAG, metavar="RANGE", help=f"the SpecForge releases: 'all' (from {SWEEP_FROM}), a "
+                            "version range, or 'none' (the default: it is swept only when asked)")
     if command == "trainer":
         parser.add_argument(IDS_FLAG, metavar="IDS",
                             help="--trainer specforge: the run's model.aux_hidden_state_layer_ids override, "
@@ -124,8 +129,9 @@ def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None) -
         raise stop
     r = SpecForgeReply.read(reply)
     version, sglang = r.shown_release, r.engine_release
-    if r.error is not None:
-        raise SpecForgeError(f"specforge {version}: {r.error}")
+    if r.error is not None:  # said once: the probe's line may name the release already
+        said = f"specforge {version}"
+        raise SpecForgeError(r.error if r.error.startswith(said) else f"{said}: {r.error}")
     fc = [s.get("tap") for s in r.fc]
     loss = r.target.get("tap")
     if None in fc or loss is None:
@@ -148,7 +154,7 @@ def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None) -
                **{f"code_path_{k}": v for k, v in r.code_paths.items()}}
     code_path = (f"ids {r.ids} captured by sglang {sglang}; "
                  f"{r.code_paths['normalizer']}")
-    provenance = Provenance(package=NAME, version=version, code_path=code_path,
+    provenance = Provenance(package=NAME, version=version, code_path=code_path, family=r.family,
                             python=display_python(r.python), details=details, reply_cache=r.reply_cache)
     return TrainingContract(
         target_model=target, fc_input=layout[:-1], graph=draft.flags if draft else GraphFlags(),

@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from .families import family_for
+from ...families import family_name
 from .reply import SpecForgeReply
 from ... import standins
 from ...child import finding, one_line, with_limits
@@ -68,6 +69,7 @@ def extract(request: dict) -> dict[str, Any]:
     except LookupError as exc:
         reply.update(CannotExtract.entry("specforge", version, f"(sglang {sglang_version}) {exc}"))
         return reply
+    reply["family"] = family_name(family)
     reply["code_paths"] = {**family.CODE_PATHS, "sglang_capture": sglang_paths["capture"]}
     if placement.note:  # the pinned SGLang is not one parity verified: say so
         reply["findings"].append({"kind": "release_note", "severity": "info", "message": placement.note})

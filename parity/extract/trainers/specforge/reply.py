@@ -11,13 +11,14 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from ....contract.reply import FindingsReply, TrainerReply
+from ....contract.reply import FamilyReply, FindingsReply, TrainerReply
 
 
-class SpecForgeReply(TrainerReply, FindingsReply):
-    """What SpecForge's probe answers: the ids its own resolution takes and how its capture is
-    set, each H-wide slice of the training sample's fc input and its loss target named
-    numerically, the target head's check and the alignment, the draft as SpecForge builds it."""
+class SpecForgeReply(TrainerReply, FindingsReply, FamilyReply):
+    """What SpecForge's probe answers: the release family that ran it, the ids its own resolution
+    takes and how its capture is set, each H-wide slice of the training sample's fc input and its
+    loss target named numerically, the target head's check and the alignment, the draft as
+    SpecForge builds it."""
 
     code_paths: dict[str, str] = Field(default_factory=dict, description="SpecForge's code the family runs, by role "
                                        "(`normalizer` among them), and the pinned SGLang's capture (`sglang_capture`): a trainer's code and an "
