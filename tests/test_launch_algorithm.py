@@ -23,7 +23,7 @@ import pytest
 from parity.contract import LaunchContract, Provenance, ServingContract, TargetModel
 from parity.verdict import launch_differences
 
-from .helpers import LLAMA, QWEN3, ROOT, run_parity, shadow_env, edit_in_shadow
+from .helpers import LLAMA, QWEN3, ROOT, built, run_parity, shadow_env, edit_in_shadow
 
 KIMI = ROOT / "fixtures" / "targets" / "kimi-k2.5" / "config.json"
 KIMI_FIXED = ROOT / "fixtures" / "drafts" / "kimi-k2.5-eagle3-fixed"
@@ -130,15 +130,22 @@ def test_dflash_selected_by_the_serve_arguments_passes():
 
 
 @pytest.mark.slow
-def test_eagle3_on_a_dflash_draft_is_a_drift_on_the_algorithm():
+@pytest.mark.parametrize("version, answer", [("0.5.23", "is_dflash_family()"), ("0.5.14", "is_dflash()")])
+def test_eagle3_on_a_dflash_draft_is_a_drift_on_the_algorithm(version, answer):
     """SGLang serves it as an EAGLE-3 draft: its default EAGLE-3 layers are captured, and its EAGLE-3
-    draft class cannot be built from the DFlash checkpoint."""
+    draft class cannot be built from the DFlash checkpoint. The verdict names the release's own
+    method, read from its SpeculativeAlgorithm: 0.5.12-0.5.15 have `is_dflash()` alone."""
+    if not built("sglang", version):
+        pytest.skip(f"sglang {version} environment not built")
     proc = run_parity("check", "--json", "--target-config", str(QWEN3), "--draft", str(DFLASH), "--dump-layout",
-                      DFLASH_TRAINED, "--serve-args", EAGLE3)
+                      DFLASH_TRAINED, "--serve-args", EAGLE3, "--sglang", version)
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
     result = json.loads(proc.stdout)
-    assert ("launch", "speculative_algorithm", "DFLASH", "EAGLE3") in [
-        (d["kind"], d["where"], d["training"], d["serving"]) for d in result["differences"]]
+    [launch_diff] = [d for d in result["differences"] if d["kind"] == "launch"]
+    assert (launch_diff["where"], launch_diff["training"], launch_diff["serving"]) == (
+        "speculative_algorithm", "DFLASH", "EAGLE3")
+    assert f"EAGLE3 is not DFlash in sglang {version} (its {answer} is False)" in launch_diff["message"]
+    assert result["serving"]["launch"]["algorithm_answer"] == f"its {answer}"
 
 
 @pytest.mark.slow

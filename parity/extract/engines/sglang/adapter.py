@@ -31,8 +31,13 @@ class Launch(Protocol):
     def is_dflash(self) -> bool:
         """Whether the algorithm served is of SGLang's DFlash family (the release's own answer)."""
 
+    def dflash_question(self) -> str | None:
+        """The installed SpeculativeAlgorithm's own method `serves_dflash` asks (`is_dflash_family`,
+        or `is_dflash` on a release without a DFlash family), read from the class; None without DFlash."""
+
     def serves_dflash(self, name: str | None) -> bool:
-        """Whether SGLang's algorithm `name` is of its DFlash family (the release's own answer)."""
+        """Whether SGLang's algorithm `name` serves a DFlash draft, by the release's own method
+        (`dflash_question`)."""
 
     def dflash_refusal(self, version: str) -> tuple[str, bool] | None:
         """Why this release cannot extract a DFlash draft and whether that is the release's own

@@ -336,17 +336,22 @@ def resolve_launch(adapter, argv: list[str], target_config: dict, draft_dir: str
     reply["launch"]["algorithm_is_eagle3"] = _is_eagle3(algorithm)
     if draft_dir and draft_kind(json.loads((Path(draft_dir) / "config.json").read_text())) == "dflash":
         reply["launch"]["draft_kind"] = "dflash"  # the algorithm must serve a DFlash draft
-        reply["launch"]["algorithm_is_dflash"] = _is_dflash(adapter, algorithm)
+        reply["launch"]["algorithm_is_dflash"], answer = _is_dflash(adapter, algorithm)
+        if answer:
+            reply["launch"]["algorithm_answer"] = answer
     return True
 
 
-def _is_dflash(adapter, name: str | None) -> bool | None:
-    """The engine's own answer: is this algorithm of its DFlash family (which serves a DFlash
-    draft)? False on a release without DFlash; None when the release cannot name it."""
+def _is_dflash(adapter, name: str | None) -> tuple[bool | None, str | None]:
+    """The engine's own answer: does this algorithm serve a DFlash draft? False on a release
+    without DFlash; None when the release cannot name it. With it, the release's own method that
+    gave it ("its is_dflash()" on 0.5.12-0.5.15, "its is_dflash_family()" from 0.5.16), read
+    from the installed class, for the launch verdict to name."""
     try:
-        return adapter.serves_dflash(name)
+        question = adapter.dflash_question()
+        return adapter.serves_dflash(name), (f"its {question}()" if question else None)
     except Exception:  # noqa: BLE001
-        return None
+        return None, None
 
 
 def _is_eagle3(name: str | None) -> bool | None:

@@ -31,7 +31,8 @@ CPU shims, each the smallest that lets the real code run:
 - attention by parity's prefill SDPA backend (sdpa_backend.py); no layer is stubbed.
 
 DFlash: 0.5.12-0.5.15 have it (SpeculativeAlgorithm.DFLASH; no DSPARK and no
-`is_dflash_family()` yet, so whether an algorithm is DFlash is its own `is_dflash()`), 0.5.10 and
+`is_dflash_family()` yet, so whether an algorithm is DFlash is its own `is_dflash()`, which the
+base's `dflash_question` finds in the installed class), 0.5.10 and
 older do not (a DFlash draft is their own refusal, typed engine_lacks). Under DFLASH the ids are
 read in `ModelRunner.__init__` too, a statement after the EAGLE-3 one (`parse_dflash_draft_config`,
 then `resolve_target_layer_ids(N, draft layers)`, no `spec_aux_hidden_state` module): the adapter
@@ -102,13 +103,6 @@ class Launch:
         "sglang.srt.speculative.spec_info.SpeculativeAlgorithm.is_dflash",
         "sglang.srt.model_executor.model_runner.ModelRunner.init_aux_hidden_state_capture",
     )
-
-    def serves_dflash(self, name: str | None) -> bool:
-        """By the algorithm's own `is_dflash()` (DFLASH; these releases have no DFlash family);
-        False on a release without DFlash."""
-        from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
-
-        return bool(getattr(SpeculativeAlgorithm.from_string(name), "is_dflash", lambda: False)())
 
     def dflash_refusal(self, version: str) -> tuple[str, bool] | None:
         """As the base's, and `ModelRunner.__init__` must read the DFlash ids in its

@@ -74,6 +74,10 @@ DFLASH_CODE_PATHS = {
     "draft": "sglang.srt.models.dflash.DFlashDraftModel.project_target_hidden",
 }
 
+# SpeculativeAlgorithm's methods that may say whether an algorithm serves a DFlash draft, the
+# family-wide one first: which one a release has is read from its class (dflash_question).
+DFLASH_QUESTIONS = ("is_dflash_family", "is_dflash")
+
 
 INTERPOLATION_MODES = "NEAREST NEAREST_EXACT BILINEAR BICUBIC BOX HAMMING LANCZOS"
 
@@ -163,13 +167,22 @@ class Launch:
             return False
         return self.serves_dflash(self.algorithm)  # the name its own resolution gave
 
-    def serves_dflash(self, name: str | None) -> bool:
-        """Whether SGLang's algorithm `name` is of its DFlash family, by its own
-        `is_dflash_family()` (DFLASH, DSPARK); False on a release without one."""
+    def dflash_question(self) -> str | None:
+        """The installed SpeculativeAlgorithm's own method that says whether an algorithm serves
+        a DFlash draft, read from the class: `is_dflash_family` where it has one (DFLASH,
+        DSPARK: 0.5.16 on), else `is_dflash` (DFLASH alone: 0.5.12-0.5.15); None on a release
+        without DFlash. `serves_dflash` asks it, and the launch verdict names it."""
         from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
-        algorithm = SpeculativeAlgorithm.from_string(name)
-        return bool(getattr(algorithm, "is_dflash_family", lambda: False)())  # none before DFlash
+        return next((n for n in DFLASH_QUESTIONS if callable(getattr(SpeculativeAlgorithm, n, None))), None)
+
+    def serves_dflash(self, name: str | None) -> bool:
+        """Whether SGLang's algorithm `name` serves a DFlash draft, by the release's own method
+        (`dflash_question`); False on a release without DFlash."""
+        from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+        question = self.dflash_question()
+        return question is not None and bool(getattr(SpeculativeAlgorithm.from_string(name), question)())
 
     def dflash_refusal(self, version: str) -> tuple[str, bool] | None:
         """Why this release cannot extract a DFlash draft, and whether that is the release's own
