@@ -1,4 +1,5 @@
-"""The MLA pieces a release's CPU platform lacks (vLLM 0.16-0.28).
+"""The attention pieces a release's CPU platform lacks: MLA (vLLM 0.16-0.28) and attention
+sinks (0.11.0).
 
 vLLM's attention layers ask the platform for a backend while the model is built
 (`current_platform.get_attn_backend_cls`), then build its impl; parity replaces the layers'
@@ -31,6 +32,20 @@ a value that raises KernelStandInError on any use (arithmetic, comparison, conve
 parity computes can depend on it. What the layers then compute is checked the way every
 extraction checks it (each captured state named against transformers;
 tests/test_vllm_cpu_attention.py).
+
+Attention sinks (gpt-oss: one learned logit per head): 0.11.0's CPU platform answers every
+dense layer with `TorchSDPABackend`, whose impl's constructor takes no `sinks` (TypeError:
+TorchSDPABackendImpl.__init__() got an unexpected keyword argument 'sinks'), so the layer is
+not built; a GPU install (CudaPlatform, capability 8.0 on) gives such a layer a backend that
+takes them, `TRITON_ATTN` below capability 9.0 (FLASH_ATTN from 9.0, FlashInfer on 10.0).
+0.11.1's CPU backend (CPU_ATTN, `CPUAttentionBackendImpl`) takes `sinks`, and its platform is
+asked without `use_v1`. Where the CPU platform is asked 0.11's question (`has_sink` among its
+parameters) and its own backend's impl takes none, parity answers a layer with sinks with the
+GPU's `TRITON_ATTN`, built only as above (`install_sinks`); parity's `Attention.forward` honours
+the layer's sinks (kernels._windowed_with_sinks). That impl's constructor checks the head size
+its Triton kernel takes (`TritonAttentionBackend.validate_head_size`: 32 and up; real gpt-oss
+has 64); a family may name head sizes that check also accepts (the tiny target's, shrink.TINY's
+16), since the kernel it guards never runs here; every other size gets the release's own check.
 """
 
 from __future__ import annotations
@@ -147,6 +162,77 @@ def _has_mla_layer() -> bool:
 
     return importlib.util.find_spec("vllm.model_executor.layers.attention") is not None and \
         importlib.util.find_spec("vllm.model_executor.layers.attention.mla_attention") is not None
+
+
+SINK_FALLBACK = "vllm.v1.attention.backends.triton_attn.TritonAttentionBackend"  # CudaPlatform's TRITON_ATTN (0.11)
+# 0.11's question to the platform, for a gpt-oss layer (real head size): its parameters exactly
+SINK_QUESTION = {"selected_backend": None, "head_size": 64, "kv_cache_dtype": None, "block_size": 16,
+                 "use_v1": True, "use_mla": False, "has_sink": True, "use_sparse": False}
+
+
+def _takes(cls: type, name: str) -> bool:
+    """Whether `cls`'s constructor takes the keyword `name` (by name or through **kwargs)."""
+    parameters = inspect.signature(cls.__init__).parameters
+    return name in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+
+
+def _head_sizes_waived(backend: type, head_sizes: tuple[int, ...]) -> list[str]:
+    """`backend.validate_head_size` (a limit of its kernel) accepting `head_sizes` too; every
+    other size gets the release's own check. Returns the line saying so ([] if none was waived)."""
+    own = backend.validate_head_size
+    waived = tuple(size for size in head_sizes if not getattr(own, "__parity_standin__", False)
+                   and _refused(own, size))
+    if not waived:
+        return []
+
+    def validate_head_size(cls, head_size: int) -> None:
+        if head_size not in waived:
+            own(head_size)
+
+    validate_head_size.__parity_standin__ = True
+    backend.validate_head_size = classmethod(validate_head_size)
+    return [f"{backend.__name__}.validate_head_size (its kernel's sizes) -> also {', '.join(map(str, waived))}, "
+            "the tiny target's (the kernel never runs here)"]
+
+
+def _refused(validate, head_size: int) -> bool:
+    try:
+        validate(head_size)
+    except ValueError:
+        return True
+    return False
+
+
+def install_sinks(head_sizes: tuple[int, ...] = ()) -> list[str]:
+    """Where the CPU platform is asked 0.11's question (SINK_QUESTION's parameters, `has_sink`
+    among them) and its own backend's impl takes no sinks (0.11.0's TorchSDPA): a layer with
+    sinks gets the GPU's TRITON_ATTN, built only (its kernels raise), its head-size check also
+    accepting `head_sizes`. Returns the family's lines for what it answered ([] where the
+    release's own answer stands)."""
+    from vllm.platforms.cpu import CpuPlatform
+
+    current = CpuPlatform.get_attn_backend_cls
+    own = getattr(current, "__parity_own__", None) or current.__func__
+    signature = inspect.signature(own)
+    if set(list(signature.parameters)[1:]) != {*SINK_QUESTION, "dtype"}:
+        return []  # not 0.11's question (0.10 has no `use_sparse`): the release's own answer
+    import torch
+
+    cpu_backend = own(CpuPlatform, dtype=torch.get_default_dtype(), **SINK_QUESTION)
+    if _takes(_resolve(cpu_backend).get_impl_cls(), "sinks"):
+        return []  # a CPU backend that takes sinks: the release's own answer
+    if not getattr(current, "__parity_standin__", False):
+        def get_attn_backend_cls(cls, *args, **kwargs):
+            if signature.bind(cls, *args, **kwargs).arguments.get("has_sink"):
+                return _built_only(SINK_FALLBACK)
+            return own(cls, *args, **kwargs)
+
+        get_attn_backend_cls.__parity_standin__ = True
+        get_attn_backend_cls.__parity_own__ = own
+        CpuPlatform.get_attn_backend_cls = classmethod(get_attn_backend_cls)
+    return [f"vllm.platforms.cpu.CpuPlatform.get_attn_backend_cls (its {cpu_backend.rpartition('.')[2]}"
+            " takes no sinks) -> the GPU's TRITON_ATTN for a layer with sinks, built only (its kernels raise if "
+            "called)", *_head_sizes_waived(_resolve(SINK_FALLBACK), head_sizes)]
 
 
 def install() -> list[str]:

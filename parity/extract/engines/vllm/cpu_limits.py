@@ -11,6 +11,13 @@ its message (registered with parity.extract.child.LIMIT_RULES by the probe):
   platform does not implement, asked of it (NotImplementedError: `num_compute_units`, a GPU's SM
   count, which the GPU's TRITON_MLA impl parity builds asks on 0.22.x, answered there by
   cpu_attention.UncountedUnits; any other consumer is still this limit);
+- `cpu_backend_lacks_argument`: vLLM's attention layer builds the impl of the backend its CPU
+  platform chose with an argument that impl's constructor does not take, while the impl of the
+  GPU's backend a CUDA install would choose for it takes it (TypeError from binding the call in
+  the layer's frame, read off the frame's `impl_cls` and `extra_impl_args` and the constructors'
+  signatures): gpt-oss's `sinks` on 0.11.0, whose `TorchSDPABackendImpl` takes none (parity
+  answers that choice with the GPU's TRITON_ATTN, cpu_attention.install_sinks; were that answer
+  missing, the run is this limit, never the engine's refusal);
 - `intel_extension_missing`: vLLM's code imports `intel_extension_for_pytorch` (Intel's
   extension, which its CPU and XPU paths use: `attention/backends/torch_sdpa.py`,
   `_ipex_ops.py` up to 0.9, `v1/attention/backends/cpu_attn.py` later) and it is not installed:
@@ -29,6 +36,8 @@ its message (registered with parity.extract.child.LIMIT_RULES by the probe):
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 from pathlib import Path
 
 from ...child import innermost, package_roots, requirement_not_installed
@@ -61,6 +70,41 @@ def cpu_platform_branch(exc: BaseException) -> str | None:
     return (f"vLLM's CPU platform, which parity runs it on, has no path for this: {type(exc).__name__}"
             f"{': ' + text if text else ''} (raised by {where}:{tb.tb_lineno} {tb.tb_frame.f_code.co_name}); "
             "a GPU install runs its CUDA platform")
+
+
+def _takes(cls: type, name: str) -> bool:
+    """Whether `cls`'s constructor takes the keyword `name` (by name or through **kwargs)."""
+    import inspect
+
+    parameters = inspect.signature(cls.__init__).parameters
+    return name in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+
+
+def cpu_backend_lacks_argument(exc: BaseException) -> str | None:
+    if not isinstance(exc, TypeError) or exc.__traceback__ is None:
+        return None
+    tb = exc.__traceback__
+    while tb.tb_next is not None:  # the call's binding failed in this frame (no frame of the constructor)
+        tb = tb.tb_next
+    impl, passed = tb.tb_frame.f_locals.get("impl_cls"), tb.tb_frame.f_locals.get("extra_impl_args")
+    if not isinstance(impl, type) or not isinstance(passed, dict) or not _vllm_path(tb).startswith("vllm/"):
+        return None
+    missing = [name for name in passed if not _takes(impl, name)]
+    from vllm.platforms import current_platform
+
+    if not missing or type(current_platform).__name__ != "CpuPlatform":
+        return None
+    from .cpu_attention import SINK_FALLBACK  # deferred: imports torch
+
+    module, _, name = SINK_FALLBACK.rpartition(".")
+    if importlib.util.find_spec(module) is None:
+        return None  # a release that keeps its GPU backends elsewhere: not decided here
+    gpu = getattr(importlib.import_module(module), name).get_impl_cls()
+    if not all(_takes(gpu, argument) for argument in missing):
+        return None  # no GPU backend parity knows takes it either: the engine's own answer
+    return (f"the attention backend vLLM's CPU platform, which parity runs it on, chose for this layer "
+            f"({impl.__name__}, at {_vllm_path(tb)}:{tb.tb_lineno}) takes no {', '.join(missing)}; "
+            f"a GPU install chooses a CUDA backend that takes it ({gpu.__name__})")
 
 
 def intel_extension_missing(exc: BaseException) -> str | None:
@@ -104,4 +148,5 @@ def requirement_left_out(exc: BaseException) -> str | None:
     return requirement_not_installed(exc, "vllm", version, requires)
 
 
-RULES = (cpu_platform_branch, intel_extension_missing, op_library_not_loaded, requirement_left_out)
+RULES = (cpu_platform_branch, cpu_backend_lacks_argument, intel_extension_missing, op_library_not_loaded,
+         requirement_left_out)

@@ -18,6 +18,14 @@ What differs from the 0.33 family (v0_33.py), found by running 0.11.0's code:
   release's own answer, probe.capture_lacking), so no MLA stand-in is installed; the attention
   body is replaced, and on an x86 CPU (0.10-0.11.x) Intel's fused-MoE experts by the GPU's route
   and experts in torch (moe_cpu: gpt-oss on 0.11.1-0.11.2);
+- attention sinks (gpt-oss): 0.11.0's CPU platform answers every dense layer with
+  `TorchSDPABackend`, whose impl takes no `sinks` (TypeError building the layer); a GPU of compute
+  capability 8.x gets `TRITON_ATTN` for a layer with sinks, so parity answers that choice with it,
+  built only (cpu_attention.install_sinks: its kernels raise if called; parity's attention body
+  honours the sinks). Its impl's constructor checks the head size its Triton kernel takes (32 on:
+  a property of that kernel; real gpt-oss has 64, supported), which the tiny target's 16
+  (shrink.TINY) fails: for this family that check also takes 16 (the kernel never runs here) and
+  refuses every other size as the release does. 0.11.1's own CPU backend (CPU_ATTN) takes sinks;
 - the launch contract: `vllm serve`'s parser is `vllm.entrypoints.openai.cli_args.make_arg_parser`
   on the `FlexibleArgumentParser` that module imports, taken from it: 0.11.0 keeps the class in
   `vllm.utils`, later releases this family runs (0.12-0.15, outside every range) in
@@ -60,6 +68,7 @@ from packaging.specifiers import SpecifierSet
 from . import v0_33
 from .. import launch
 from ....run_until import run_statement
+from ....shrink import TINY
 
 RELEASES = SpecifierSet(">=0.11,<0.12")
 VERIFIED = ("0.11.0",)
@@ -124,11 +133,14 @@ class Kernels:
     def replace_kernels(self) -> list[str]:
         from vllm.attention import layer
 
-        from .. import kernels, moe_cpu  # deferred: heavy, both import torch (a family module imports without it)
+        from .. import cpu_attention, kernels, moe_cpu  # deferred: heavy, import torch (a family imports without)
 
         layer.Attention.forward = kernels.attention_forward
         return ["vllm.attention.layer.Attention.forward -> causal SDPA, one prefill sequence",
-                *moe_cpu.install()]  # 0.10-0.11.x: Intel's experts -> the GPU's, in torch (moe_cpu)
+                *moe_cpu.install(),  # 0.10-0.11.x: Intel's experts -> the GPU's, in torch (moe_cpu)
+                # 0.11.0: the CPU backend takes no sinks -> the GPU's TRITON_ATTN, built only, its
+                # head-size check (its Triton kernel's, 32 on) also taking the tiny target's 16
+                *cpu_attention.install_sinks((TINY["head_dim"],))]
 
 
 class Config:
