@@ -39,7 +39,7 @@ from .helpers import ROOT
 
 KIMI = TargetModel(architecture="KimiK25ForConditionalGeneration", model_type="kimi_k25",
                    text_architecture="DeepseekV3ForCausalLM", num_hidden_layers=61, hidden_size=7168,
-                   vocab_size=163840)
+                   vocab_size=163840, quantization="compressed-tensors")  # as from_hf_config reads the fixture
 LAYOUT = ("h0", "h3", "h31", "h59")
 TARGET_PATH = "fixtures/targets/kimi-k2.5/config.json"
 DRAFT_PATH = "fixtures/drafts/kimi-k2.5-eagle3"

@@ -42,9 +42,10 @@ def test_target_model_of_a_wrapper_is_the_text_models_shape():
     t = Target.read(KIMI).model
     assert t == TargetModel(architecture="KimiK25ForConditionalGeneration", model_type="kimi_k25",
                             text_architecture="DeepseekV3ForCausalLM", num_hidden_layers=61,
-                            hidden_size=7168, vocab_size=163840)
+                            hidden_size=7168, vocab_size=163840, quantization="compressed-tensors")
     flat = Target.read(DEEPSEEK).model
     assert flat.text_architecture is None and flat.architecture == "DeepseekV3ForCausalLM"
+    assert flat.quantization is None and "quantization" not in flat.model_dump()  # locks of it read as before
     l4 = Target.read(LLAMA4).model
     assert (l4.architecture, l4.num_hidden_layers, l4.hidden_size) == ("Llama4ForConditionalGeneration", 48, 5120)
 
@@ -75,6 +76,8 @@ def test_published_kimi_config_gives_the_flat_deepseek_serving_contract():
     assert not [f for f in wrapped.findings if f.severity == "error"], wrapped.findings
     assert wrapped.target_model.architecture == "KimiK25ForConditionalGeneration"
     assert wrapped.target_model.text_architecture == "DeepseekV3ForCausalLM"
+    # the wrapper's quantisation is the target's, said as not checked; the flat config declares none
+    assert (wrapped.target_model.quantization, flat.target_model.quantization) == ("compressed-tensors", None)
 
 
 @pytest.mark.slow

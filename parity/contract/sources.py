@@ -30,7 +30,10 @@ from .models import (BuiltDraft, Contract, Finding, GraphFlags, Provenance, Serv
 REAL: frozenset[str] = frozenset({
     "target_model.architecture", "target_model.model_type", "target_model.text_architecture",
     "target_model.num_hidden_layers", "target_model.hidden_size", "target_model.vocab_size",
+    "target_model.quantization",
     "vocab.draft_vocab_size", "vocab.target_vocab_size",
+    # a DFlash draft's mask token, as the side's own reader holds it off the real draft config
+    "draft.mask_token_id",
     # the serve command as the engine's own parser and resolution read it, on the real target
     # config.json and the user's arguments (docs/launch.md): never on the tiny model
     "launch",
@@ -61,6 +64,9 @@ RUN: frozenset[str] = frozenset({
     "draft.lm_head_tied",
     # the decoder layers it built and how each after the first is fed (its own forward, by value)
     "draft.layers_built", "draft.later_layer_input_norms",
+    # a DFlash draft's: the kind built, the block size its model holds and the states its fc projects
+    # (a count: off the tiny build, whose config keeps the block size and the ids)
+    "draft.draft_kind", "draft.block_size", "draft.num_context_features",
     # which config keys the side's own code read while building it (the shrunk copy holds the real
     # file's keys; the defaults by its config class built again without each key)
     "draft.config_keys_read", "draft.config_keys_unread", "draft.config_keys_default",

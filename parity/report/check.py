@@ -278,9 +278,25 @@ def render_check(result, target_path: str = "", draft_path: str = "") -> str:
         lines += ["", "  Other differences:"] + [f"  - {d.message}" for d in other]
     if result.notes:
         lines += ["", "  Notes:"] + [f"  - {note}" for note in result.notes]
+    lines += unchecked_lines(result)
     lines.append("")
     lines += _fix_lines(result, draft_path)
     return "\n".join(lines)
+
+
+def unchecked_lines(result) -> list[str]:
+    """What this verdict did not cover, said plainly (a PARITY is about what was checked): the
+    serve command when none was given, the target's quantisation (the tiny target is run
+    unquantised)."""
+    s = result.serving
+    release = f"{s.engine} {s.provenance.version}"
+    items = []
+    if s.launch is None:
+        items.append(f"the launch: no --serve-args, so {release}'s steps and draft tokens are unchecked")
+    quant = result.training.target_model.quantization
+    if quant is not None:
+        items.append(f"the target's {quant} quantisation: run unquantised (it does not move the layers fed)")
+    return ["", "  Not checked:"] + [f"  - {item}" for item in items] if items else []
 
 
 def _fix_lines(result, draft_path: str) -> list[str]:
