@@ -53,6 +53,28 @@ def test_an_eagle3_serving_contract_serialises_without_the_kind_and_a_dflash_one
     assert json.loads(ServingContract(**common, draft_kind="dflash").to_json())["draft_kind"] == "dflash"
 
 
+def test_a_dflash_built_draft_judges_its_own_fields_and_an_eagle3_one_keeps_its_count():
+    """BuiltDraft.JUDGED: on the class and on an EAGLE-3 build, the common fields (the report's
+    count unchanged); on a DFlash build, its block size, context features and mask token too, and
+    a block size that differs is a draft field difference."""
+    from parity.contract import BuiltDraft
+    from parity.contract.diff import diff
+
+    dflash = dict(built_by="x", config_from="y", draft_kind="dflash", num_context_features=5, mask_token_id=151669)
+    trained, served = BuiltDraft(**dflash, block_size=8), BuiltDraft(**dflash, block_size=16)
+    assert trained.JUDGED[-3:] == ("block_size", "num_context_features", "mask_token_id")
+    assert BuiltDraft(built_by="x", config_from="y").JUDGED == BuiltDraft.JUDGED
+    assert "block_size" not in BuiltDraft.JUDGED and "draft_kind" not in json.loads(
+        BuiltDraft(built_by="x", config_from="y").model_dump_json(exclude_none=True))
+    common = dict(target_model=TargetModel(architecture="Qwen3ForCausalLM", num_hidden_layers=36),
+                  fc_input=("h2",), provenance=Provenance(package="sglang", version="0.5.23", code_path="x"),
+                  engine="sglang", requested_ids=None, ids_source="x", draft_kind="dflash")
+    fields = lambda a, b: [(f.field, f.expected, f.actual) for f in diff(  # noqa: E731
+        ServingContract(**common, draft=a), ServingContract(**common, draft=b)).fields]
+    assert fields(trained, served) == [("draft.block_size", 8, 16)]
+    assert fields(served, served) == []
+
+
 # -- slow: each engine's own capture ---------------------------------------------------------------
 
 @pytest.mark.slow
@@ -70,6 +92,11 @@ def test_a_dflash_draft_gets_a_contract_read_from_the_engine(engine):
         assert details["algorithm"] == "DFLASH" and details["dflash_draft.num_context_features"] == "5"
         assert "set_dflash_layers_to_capture" in code and "DFlashDraftModel.project_target_hidden" in code
         assert serving["capture_ids"] == [2, 10, 18, 26, 34]
+        # the DFlash fields of the draft as each side builds it: the same, read from each side's build
+        for side in ("training", "serving"):
+            draft = result[side]["draft"]
+            assert (draft["draft_kind"], draft["block_size"], draft["num_context_features"],
+                    draft["mask_token_id"]) == ("dflash", 16, 5, 151669), (side, draft)
     else:
         assert details["dflash_draft.model_class"].endswith("DFlashQwen3ForCausalLM")
         assert "combine_hidden_states" in code
@@ -100,6 +127,24 @@ def test_the_engines_id_less_defaults_differ_and_the_check_catches_it(tmp_path):
     for engine in ("sglang", "vllm"):
         rc, result = check(fixed, TRAINED_NO_IDS, "--engine", engine)
         assert rc == 0 and result["serving"]["fc_input"] == ["h2", "h18", "h34"], (engine, result["differences"])
+
+
+@pytest.mark.slow
+def test_a_dflash_draft_trained_with_another_block_size_is_a_built_draft_drift(tmp_path):
+    """The trained checkpoint's block_size edited to 8 (the served config says 16): speculators builds
+    its DFlashDraftModel with 8 (read by its own DFlashConverter), SGLang 0.5.23 its DFlashDraftModel
+    with 16: a DRIFT on draft.block_size, and the FIX writes 8 (verified by building again)."""
+    trained = tmp_path / "trained"
+    shutil.copytree(DFLASH, trained)
+    config = json.loads((trained / "config.json").read_text())
+    config["block_size"] = 8
+    (trained / "config.json").write_text(json.dumps(config))
+    rc, result = check(DFLASH, TRAINED, "--trained", str(trained))
+    assert rc == 1 and result["verdict"] == "drift", result["differences"]
+    assert [(d["where"], d["training"], d["serving"]) for d in result["differences"]] == [("draft.block_size", 8, 16)]
+    assert result["training"]["draft"]["block_size"] == 8 and result["serving"]["draft"]["block_size"] == 16
+    assert "DFlashConverter._build_config" in result["training"]["draft"]["built_by"]
+    assert result["draft_fix"]["edit"] == {"block_size": 8} and result["draft_fix"]["verified"] is True
 
 
 # -- slow: the engines' capture edited in a shadow copy of their environment ----------------------

@@ -120,11 +120,12 @@ def _close(x: Any, y: Any) -> bool:
 
 
 def _built_fields(a: Contract, b: Contract) -> list[FieldDiff]:
-    """The built drafts' judged fields (BuiltDraft.JUDGED) where both sides say and disagree."""
+    """The built drafts' judged fields (BuiltDraft.JUDGED, with a DFlash draft's own) where both
+    sides say and disagree."""
     if a.draft is None or b.draft is None:
         return []
     out = []
-    for name in BuiltDraft.JUDGED:
+    for name in dict.fromkeys(a.draft.JUDGED + b.draft.JUDGED):
         x, y = getattr(a.draft, name), getattr(b.draft, name)
         if x is not None and y is not None and not _close(x, y):
             out.append(FieldDiff(field=f"draft.{name}", expected=_plain(x), actual=_plain(y)))

@@ -55,20 +55,14 @@ class TargetModel(_Frozen):
     num_hidden_layers: int = Field(ge=1, description="N: number of decoder layers; valid taps are h0..hN and final.")
     hidden_size: int | None = Field(default=None, ge=1, description="Width H of one hidden state.")
     vocab_size: int | None = Field(default=None, ge=1, description="Target vocabulary size.")
-    quantization: str | None = Field(
-        default=None, description="The quantisation the target's config declares (its quantization_config's or "
-        "compression_config's quant_method, e.g. 'fp8', 'compressed-tensors'); None when it declares none. parity "
-        "runs the target unquantised (a tiny random checkpoint), so the report says this was not checked.")
 
     @model_serializer(mode="wrap")
-    def _omit_unset_optional_fields(self, handler):
-        # A plain, unquantised causal-LM target serialises exactly as before these fields
-        # existed, so its contracts and locks stay readable by earlier parity releases.
+    def _omit_text_architecture_of_plain_targets(self, handler):
+        # A plain causal-LM target serialises exactly as before the field existed, so its
+        # contracts and locks stay readable by earlier parity releases.
         data = handler(self)
-        if isinstance(data, dict):
-            for key in ("text_architecture", "quantization"):
-                if data.get(key) is None:
-                    data.pop(key, None)
+        if isinstance(data, dict) and data.get("text_architecture") is None:
+            data.pop("text_architecture", None)
         return data
 
     @classmethod
@@ -79,13 +73,10 @@ class TargetModel(_Frozen):
         text_arch = None
         if is_wrapper(config):
             text_arch = (text.get("architectures") or [None])[0] or text.get("model_type")
-        quant = next((q for q in (config.get("quantization_config"), text.get("quantization_config"),
-                                   config.get("compression_config")) if isinstance(q, dict)), None)
         return cls(architecture=(config.get("architectures") or ["?"])[0],
                    model_type=config.get("model_type"), text_architecture=text_arch,
                    num_hidden_layers=text["num_hidden_layers"],
-                   hidden_size=text.get("hidden_size"), vocab_size=text.get("vocab_size"),
-                   quantization=(str(quant.get("quant_method") or "declared") if quant is not None else None))
+                   hidden_size=text.get("hidden_size"), vocab_size=text.get("vocab_size"))
 
 
 class GraphFlags(_Frozen):
@@ -114,6 +105,20 @@ class VocabMapping(_Frozen):
     t2d: Literal["present", "absent", "ignored", "unknown"] = Field(
         default="unknown", description="The target-to-draft mask: present, absent, or ignored by the engine.")
     mapping: str | None = Field(default=None, description="How a draft index becomes a target id on this side, in words.")
+
+
+class _JudgedFields:
+    """BuiltDraft.JUDGED: read on the class, the judged fields every draft has (a tuple); read on a
+    built draft, those and the fields of its kind (a DFlash draft's block size, context features
+    and mask token)."""
+
+    def __init__(self, common: tuple[str, ...], **by_kind: tuple[str, ...]):
+        self.common, self.by_kind = common, by_kind
+
+    def __get__(self, built, owner=None) -> tuple[str, ...]:
+        if built is None:
+            return self.common
+        return self.common + self.by_kind.get(built.draft_kind, ())
 
 
 class BuiltDraft(_Frozen):
@@ -170,6 +175,23 @@ class BuiltDraft(_Frozen):
                               "judged: a checkpoint does not record the dtype it was trained in).")
     max_token_id: int | None = Field(default=None, description="The largest target token id the draft can emit "
                                      "(draft_vocab_size - 1, or the d2t table's largest target id).")
+    draft_kind: Literal["eagle3", "dflash"] = Field(
+        default="eagle3", exclude_if=lambda v: v == "eagle3",
+        description="The kind of draft this side built ('eagle3', the default, not written; 'dflash': its DFlash "
+        "fields below are judged too).")
+    block_size: int | None = Field(
+        default=None, ge=1, exclude_if=lambda v: v is None,
+        description="A DFlash draft: the block the built draft model drafts in one pass (the anchor and its mask "
+        "slots), as this side's own code sets it on the model it built from the draft config (SGLang's "
+        "DFlashDraftModel.block_size, speculators' DFlashDraftModel.block_size from its DFlashSpeculatorConfig).")
+    num_context_features: int | None = Field(
+        default=None, ge=1, exclude_if=lambda v: v is None,
+        description="A DFlash draft: the target states the built fc projects (its input width over the target "
+        "width), as this side's own code sized it from the draft config's target_layer_ids (or aux ids).")
+    mask_token_id: int | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="A DFlash draft: the token id whose embedding fills the mask slots of a block, as this side's "
+        "own config reader holds it (None: this side does not say, or the draft config names none).")
     config_keys_read: tuple[str, ...] | None = Field(
         default=None, exclude_if=lambda v: v is None,
         description="The keys of the config.json this side built from that its own code read while building the "
@@ -209,11 +231,14 @@ class BuiltDraft(_Frozen):
 
     # What the draft's math depends on: compared trained-as-built vs served-as-built. The rest
     # is shown beside them (docs/built-draft.md says why each is or is not judged).
-    JUDGED: ClassVar[tuple[str, ...]] = (
-        "vocab_size", "draft_vocab_size", "hidden_size", "target_hidden_size", "num_hidden_layers",
-        "layers_built", "later_layer_input_norms", "num_attention_heads", "num_key_value_heads", "head_dim",
-        "intermediate_size", "hidden_act",
-        "rms_norm_eps", "rope_frequencies", "rope_scale", "lm_head_tied")
+    # A DFlash draft's are judged beside them (on a built draft of that kind: `JUDGED` read on the
+    # instance; on the class, EAGLE-3's), so an EAGLE-3 draft's report counts the fields it did.
+    JUDGED: ClassVar[tuple[str, ...]] = _JudgedFields(
+        ("vocab_size", "draft_vocab_size", "hidden_size", "target_hidden_size", "num_hidden_layers",
+         "layers_built", "later_layer_input_norms", "num_attention_heads", "num_key_value_heads", "head_dim",
+         "intermediate_size", "hidden_act",
+         "rms_norm_eps", "rope_frequencies", "rope_scale", "lm_head_tied"),
+        dflash=("block_size", "num_context_features", "mask_token_id"))
     SHOWN: ClassVar[tuple[str, ...]] = ("rope_theta", "rope_scaling", "max_position_embeddings", "dtype")
     # Judged fields no config key sets: the draft class's own wiring of its layers (no config edit fixes them).
     WIRING: ClassVar[tuple[str, ...]] = ("layers_built", "later_layer_input_norms")

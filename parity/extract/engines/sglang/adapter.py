@@ -69,6 +69,10 @@ class Config(Protocol):
     def resolve_aux_ids(self, target_config) -> tuple[bool, Any]:
         """(whether aux states are captured, the layer ids) exactly as the engine resolves them."""
 
+    def dflash_draft_config(self, draft_dir: str) -> Any:
+        """The DFlash draft's config as the engine's own parser reads it (`parse_dflash_draft_config`:
+        its target_layer_ids, block size, mask token)."""
+
     def dflash_written_ids(self, draft_dir: str) -> list[int] | None:
         """The DFlash draft's own ids as the engine's parser reads them; None when it has none."""
 

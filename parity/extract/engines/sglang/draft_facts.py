@@ -345,6 +345,12 @@ def dflash_facts(adapter, draft_dir: str, aux, findings: list[dict], version: st
     k = int(draft.num_context_features)
     facts: dict[str, Any] = {"model_class": f"{type(draft).__module__}.{type(draft).__name__}",
                              "num_context_features": k, "num_hidden_layers": len(draft.layers)}
+    # its DFlash fields of parity.contract.BuiltDraft, off the model it built (the block size its
+    # constructor set from the draft config, the fc's context features) and its own parser (the mask token)
+    facts["built"] = {"built_by": f"sglang {version} {type(draft).__name__} (parse_dflash_draft_config + model class)",
+                      "config_from": "the served config.json (its ModelConfig, draft model mode)",
+                      "draft_kind": "dflash", "block_size": int(draft.block_size), "num_context_features": k,
+                      "mask_token_id": adapter.dflash_draft_config(draft_dir).mask_token_id}
     if aux is None:
         return facts
     try:

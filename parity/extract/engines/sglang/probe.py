@@ -585,6 +585,7 @@ def extract(request: dict) -> dict[str, Any]:
     if draft_dir and dflash:
         try:
             reply["dflash_draft"] = dflash_facts(adapter, draft_dir, aux[0] if aux else None, findings, version)
+            reply["draft"] = {"built": reply["dflash_draft"].pop("built")}  # its DFlash fields (BuiltDraft)
         except Exception as exc:
             findings.append(finding("draft_unloadable", f"SGLang's DFlash draft class could not be built "
                                     f"from {draft_dir}: {one_line(exc)}", "error"))

@@ -362,6 +362,10 @@ def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, rep
     if r.dflash:
         all_findings.append(_finding(FindingKind.draft_not_built, f"a DFlash draft: speculators "
                                      f"{r.release}'s {r.dflash['model']} was run for "
+                                     "which states its fc reads, in which order; of its built draft only the "
+                                     "DFlash fields (block size, context features, mask token) are compared"
+                                     if r.built else
+                                     f"a DFlash draft: speculators {r.release}'s {r.dflash['model']} was run for "
                                      "which states its fc reads, in which order; its built draft is not compared",
                                      "info"))
     if r.built_error:

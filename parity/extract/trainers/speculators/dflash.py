@@ -17,12 +17,14 @@ Imports only torch, transformers and speculators (runs in any speculators enviro
 from __future__ import annotations
 
 import inspect
+import json
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import torch
 
-HIDDEN, SEQ = 8, 12  # tiny widths; SEQ holds more than one block of the draft's block size
-BLOCK = 4
+HIDDEN = 8  # tiny widths; the sequence holds three blocks of the draft's own block size
 
 
 class _Stop(BaseException):  # BaseException: not swallowed by the model's own `except Exception`
@@ -38,10 +40,36 @@ def lacks_dflash(run) -> str | None:
     return None
 
 
-def _model(run, num_fc: int):
+def draft_settings(run, draft: dict | None) -> dict[str, Any]:
+    """The draft config as this release's own code reads it, for what a DFlash model is built with:
+    {"config": its DFlashSpeculatorConfig (None: no draft given, the class's defaults), "from": how
+    it was read}. A checkpoint in speculators' format is read by that class; the served (z-lab) form
+    by the release's own `DFlashConverter` (0.7 on), which reads its block size and mask token as
+    the conversion a trainer runs does; a release without the converter reads the served form with
+    none of its code: its class's defaults, said so."""
+    if draft is None:
+        return {"config": None, "from": "no draft given: the config class's defaults"}
+    config, config_cls, source = draft["config"], run.look_up(run.family.DFLASH_CONFIG), draft.get("from")
+    if config.get("speculators_model_type") == "dflash":
+        return {"config": config_cls.from_dict(dict(config)), "from": f"{config_cls.__name__}.from_dict",
+                "source": source}
+    converter = run.look_up(run.family.DFLASH_CONVERTER)
+    if converter is None:
+        return {"config": None, "source": source,
+                "from": f"no {run.family.DFLASH_CONVERTER} in this release: the served form is read by none of "
+                        "its code (the config class's defaults)"}
+    with tempfile.TemporaryDirectory(prefix="parity-dflash-base-") as base:  # where it reads the verifier's config
+        (Path(base) / "config.json").write_text(json.dumps(draft["target"]))
+        read = converter()._build_config(dict(config), base, None)  # noqa: SLF001 - its reader of the served form
+    return {"config": read, "source": source,
+            "from": f"{converter.__name__}._build_config (the served config, converted as the trainer loads it)"}
+
+
+def _model(run, num_fc: int, read: dict[str, Any] | None = None):
     """The release's DFlashDraftModel at tiny widths, built by its own constructor from its own config
     class, reading `num_fc` target states (aux_hidden_state_layer_ids 0..K-1: only their count matters
-    to the model)."""
+    to the model), with the block size and mask token of the draft config as the release read it
+    (`draft_settings`; the class's own defaults where none was read)."""
     from transformers import Qwen3Config
 
     from speculators.config import SpeculatorsConfig, VerifierConfig
@@ -49,25 +77,42 @@ def _model(run, num_fc: int):
 
     model_cls, config_cls = run.look_up(run.family.DFLASH_MODEL), run.look_up(run.family.DFLASH_CONFIG)
     layer = Qwen3Config(hidden_size=HIDDEN, intermediate_size=16, num_attention_heads=2, num_key_value_heads=2,
-                        head_dim=4, num_hidden_layers=1, vocab_size=32, max_position_embeddings=64)
+                        head_dim=4, num_hidden_layers=1, vocab_size=32, max_position_embeddings=512)
     layer._attn_implementation = "eager"  # noqa: SLF001 - the CLI's --draft-attn-impl for hardware without flex
     spec = SpeculatorsConfig(algorithm="dflash", proposal_methods=[GreedyTokenProposalConfig()],
                              default_proposal_method="greedy",
                              verifier=VerifierConfig(name_or_path=None, architectures=[]))
     fields = getattr(config_cls, "model_fields", {})
-    given = {"transformer_layer_config": layer, "draft_vocab_size": 32, "block_size": BLOCK,
+    given = {"transformer_layer_config": layer, "draft_vocab_size": 32,
              "aux_hidden_state_layer_ids": list(range(num_fc)), "mask_token_id": 31, "speculators_config": spec,
              "max_anchors": 2}
+    drafted = (read or {}).get("config")
+    if drafted is not None:  # the draft's own block size (its mask token is a target id: past the tiny vocabulary)
+        given["block_size"] = drafted.block_size
     config = config_cls(**{k: v for k, v in given.items() if k in fields})
     torch.manual_seed(0)
     return model_cls(config).eval()
 
 
-def fc_chunk_order(run, num_fc: int) -> dict[str, Any]:
+def built(run, model, read: dict[str, Any], version: str) -> dict[str, Any]:
+    """The DFlash fields of parity.contract.BuiltDraft as this release built the draft: the block size
+    its DFlashDraftModel holds (built from the draft config's, as read), the target states its fc
+    projects (its input width over the target width) and the mask token its config reader holds."""
+    drafted = read.get("config")
+    return {"built_by": f"speculators {version} {type(model).__name__} ({read['from']})",
+            "config_from": read.get("source") or "no draft config", "draft_kind": "dflash",
+            "block_size": int(model.block_size) if drafted is not None else None,
+            "num_context_features": int(model.fc.in_features) // HIDDEN,
+            "mask_token_id": getattr(drafted, "mask_token_id", None)}
+
+
+def fc_chunk_order(run, num_fc: int, read: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run the release's DFlashDraftModel.forward on a `hidden_states` [1, T, K*H] whose chunk k is
     all (k + 1): which input chunk its `fc` reads at each of its K positions (`order`), and whether
-    its LM head sees the verifier's final norm of `verifier_last_hidden_states` (`normed`)."""
-    model = _model(run, num_fc)
+    its LM head sees the verifier's final norm of `verifier_last_hidden_states` (`normed`); the
+    model built with the draft config as read (`draft_settings`) is returned too (`built_model`)."""
+    model = _model(run, num_fc, read)
+    seq = 3 * int(model.block_size)  # more than one block of the model's own block size
     fc = model.fc
     if fc.in_features != num_fc * HIDDEN:
         raise ValueError(f"{type(model).__name__}.fc takes {fc.in_features} features for {num_fc} target "
@@ -86,18 +131,18 @@ def fc_chunk_order(run, num_fc: int) -> dict[str, Any]:
     if head is not None:
         head.register_forward_pre_hook(stop)
     model.layers[0].register_forward_pre_hook(stop)  # older releases never use the verifier's head
-    chunks = torch.cat([torch.full((1, SEQ, HIDDEN), float(k + 1)) for k in range(num_fc)], dim=-1)
-    target = torch.randn(1, SEQ, HIDDEN) * 3 + 1  # far from unit RMS
+    chunks = torch.cat([torch.full((1, seq, HIDDEN), float(k + 1)) for k in range(num_fc)], dim=-1)
+    target = torch.randn(1, seq, HIDDEN) * 3 + 1  # far from unit RMS
     forward = model.forward
     forward = getattr(forward, "_torchdynamo_orig_callable", forward)  # the release's own code, not compiled
     takes = inspect.signature(forward).parameters
-    args: dict[str, Any] = {"hidden_states": chunks, "input_ids": torch.randint(0, 30, (1, SEQ)),
-                            "loss_mask": torch.ones(1, SEQ, dtype=torch.long),
-                            "verifier_last_hidden_states": target, "position_ids": torch.arange(SEQ)[None]}
+    args: dict[str, Any] = {"hidden_states": chunks, "input_ids": torch.randint(0, 30, (1, seq)),
+                            "loss_mask": torch.ones(1, seq, dtype=torch.long),
+                            "verifier_last_hidden_states": target, "position_ids": torch.arange(seq)[None]}
     if "document_ids" in takes:
-        args["document_ids"] = torch.zeros(1, SEQ, dtype=torch.long)
+        args["document_ids"] = torch.zeros(1, seq, dtype=torch.long)
     if "lengths" in takes:
-        args["lengths"] = torch.tensor([SEQ])
+        args["lengths"] = torch.tensor([seq])
     if "max_anchors" in takes:
         args["max_anchors"] = 2
     bound = forward if hasattr(forward, "__self__") else forward.__get__(model)
@@ -126,4 +171,4 @@ def fc_chunk_order(run, num_fc: int) -> dict[str, Any]:
                                   "verifier_norm(verifier_last_hidden_states)")
     else:
         normed, evidence = None, f"ran {where}.forward: verifier_lm_head received something else"
-    return {"order": order, "model": where, "normed": normed, "evidence": evidence}
+    return {"order": order, "model": where, "normed": normed, "evidence": evidence, "built_model": model}

@@ -53,7 +53,7 @@ from ....errors import CannotExtract
 from ...families import UnsupportedRelease
 from .built import built_draft
 from .depth import trained_depth
-from .dflash import fc_chunk_order, lacks_dflash
+from .dflash import built as dflash_built, draft_settings, fc_chunk_order, lacks_dflash
 from .families import place
 from .reply import SpeculatorsReply
 
@@ -479,17 +479,25 @@ def run_paths(reply: dict, runners: list, transform: Any, num_slots: int, seq_le
                                     "where": traceback.format_exc().strip().splitlines()[-3].strip()})
 
 
-def dflash_fc(reply: dict, run: ProbeRun) -> tuple[bool | None, str]:
+def dflash_fc(reply: dict, run: ProbeRun, draft: dict | None = None) -> tuple[bool | None, str]:
     """A DFlash draft: the release's DFlashDraftModel run on what the data path hands it
     (parity.extract.trainers.speculators.dflash); each path's fc slots become the slots in the order
     the model's fc reads them. (normed, evidence) for the loss target."""
     widths = {len(p["fc_slots"]) for p in reply["paths"]}
     if len(widths) != 1:
         raise ProbeError(f"the data paths hand over different numbers of states: {sorted(widths)}")
-    found = fc_chunk_order(run, widths.pop())
+    try:
+        read = draft_settings(run, draft)
+    except Exception as exc:  # noqa: BLE001 - its reader refused the config: the built draft is not compared
+        note(exc)
+        reply["built_error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        read, draft = {"config": None}, None
+    found = fc_chunk_order(run, widths.pop(), read)
     for entry in reply["paths"]:
         entry["fc_slots"] = [entry["fc_slots"][k] for k in found["order"]]
     reply["dflash"] = {"model": found["model"], "fc_chunk_order": found["order"]}
+    if draft is not None:  # the draft as this release builds it (parity.contract.BuiltDraft): its DFlash fields
+        reply["built"] = dflash_built(run, found["built_model"], read, reply["release"])
     return found["normed"], found["evidence"]
 
 
@@ -564,7 +572,7 @@ def probe(request: dict) -> dict[str, Any]:
         entry["default"] = (entry["code_path"] == reply["default_path"]
                             and entry.get("backend", run.backend_default) == run.backend_default)
     if dflash and reply["paths"]:
-        normed, evidence = dflash_fc(reply, run)
+        normed, evidence = dflash_fc(reply, run, request.get("draft"))
     elif dflash:
         normed, evidence = None, "no data path ran to hand the DFlash model its states"
     else:

@@ -282,12 +282,17 @@ class Config:
             return resolved.dflash_use_aux_hidden_state, resolved.dflash_target_layer_ids
         return resolved.eagle_use_aux_hidden_state, resolved.eagle_aux_hidden_state_layer_ids
 
+    def dflash_draft_config(self, draft_dir: str) -> Any:
+        """The DFlash draft's config as the engine's parser reads it (`parse_dflash_draft_config` of
+        the draft's ModelConfig: target_layer_ids, block size, mask token)."""
+        from sglang.srt.speculative.dflash_utils import parse_dflash_draft_config
+
+        return parse_dflash_draft_config(draft_hf_config=self.model_config(draft_dir, is_draft=True).hf_config)
+
     def dflash_written_ids(self, draft_dir: str) -> list[int] | None:
         """The DFlash draft's own ids as the engine's parser reads them (its `target_layer_ids`),
         None when it has none and the engine builds its default."""
-        from sglang.srt.speculative.dflash_utils import parse_dflash_draft_config
-
-        parsed = parse_dflash_draft_config(draft_hf_config=self.model_config(draft_dir, is_draft=True).hf_config)
+        parsed = self.dflash_draft_config(draft_dir)
         return None if parsed.target_layer_ids is None else list(parsed.target_layer_ids)
 
 

@@ -58,7 +58,7 @@ HS_CONNECTORS = None
 DRAFT_MODEL, DRAFT_CONFIG, NOISE = v0_5.DRAFT_MODEL, v0_5.DRAFT_CONFIG, v0_5.NOISE
 # Looked for, and absent from 0.3.0 and 0.4.0.1 (speculators.models has no dflash): a DFlash draft is
 # this release's own answer, "no DFlash" (the probe's lacks_dflash), never parity's limit.
-DFLASH_MODEL, DFLASH_CONFIG = v0_5.DFLASH_MODEL, v0_5.DFLASH_CONFIG
+DFLASH_MODEL, DFLASH_CONFIG, DFLASH_CONVERTER = v0_5.DFLASH_MODEL, v0_5.DFLASH_CONFIG, v0_5.DFLASH_CONVERTER
 # What must be in a release outside every range for this family to run it (families.place).
 REQUIRES = (V1_PATH, DATASET, SHIFT_BATCH, "speculators.train.data.create_collate_fn")
 ABSENT = ("speculators.train.data.ArrowDataset",)  # a data path this family does not run

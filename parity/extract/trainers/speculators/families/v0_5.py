@@ -31,6 +31,7 @@ V1_PATH, ARROW_PATH, SHIFT_BATCH = v0_6.V1_PATH, v0_6.ARROW_PATH, v0_6.SHIFT_BAT
 DRAFT_MODEL, DRAFT_CONFIG, NOISE = v0_6.DRAFT_MODEL, v0_6.DRAFT_CONFIG, v0_6.NOISE
 HS_CONNECTORS = v0_6.HS_CONNECTORS  # None: the dataset reads the file itself
 DFLASH_MODEL, DFLASH_CONFIG, dflash_preprocess = v0_6.DFLASH_MODEL, v0_6.DFLASH_CONFIG, v0_6.dflash_preprocess
+DFLASH_CONVERTER = v0_6.DFLASH_CONVERTER  # looked for: absent from 0.5
 ARROW_ROWS = 10  # training's split_ratio=0.9 leaves rows 0-8 as the train split
 # What must be in a release outside every range for this family to run it (families.place).
 REQUIRES = v0_6.REQUIRES

@@ -28,6 +28,7 @@ V1_PATH, ARROW_PATH, SHIFT_BATCH = v0_7.V1_PATH, v0_7.ARROW_PATH, v0_7.SHIFT_BAT
 DRAFT_MODEL, DRAFT_CONFIG, NOISE = v0_7.DRAFT_MODEL, v0_7.DRAFT_CONFIG, v0_7.NOISE
 HS_CONNECTORS = None  # the dataset reads the file itself
 DFLASH_MODEL, DFLASH_CONFIG, dflash_preprocess = v0_7.DFLASH_MODEL, v0_7.DFLASH_CONFIG, v0_7.dflash_preprocess
+DFLASH_CONVERTER = v0_7.DFLASH_CONVERTER  # looked for: absent from 0.6 (no speculators.convert.dflash)
 # What must be in a release outside every range for this family to run it (families.place).
 REQUIRES = (V1_PATH, "speculators.train.data.SampleFileDataset", SHIFT_BATCH, ARROW_PATH,
             "speculators.train.data.create_collate_fn")

@@ -39,6 +39,8 @@ DRAFT_CONFIG = "speculators.models.eagle3.config.Eagle3SpeculatorConfig"
 HS_CONNECTORS = "speculators._vendor.hs_connectors"
 DFLASH_MODEL = "speculators.models.dflash.core.DFlashDraftModel"
 DFLASH_CONFIG = "speculators.models.dflash.config.DFlashSpeculatorConfig"
+# Its reader of the served (z-lab) DFlash form (0.7 on; looked for, absent, in 0.5 and 0.6).
+DFLASH_CONVERTER = "speculators.convert.dflash.converter.DFlashConverter"
 NOISE = "speculators.train.noise_transforms.AddUniformNoise"
 # What must be in a release outside every range for this family to run it (families.place).
 REQUIRES = (V1_PATH, "speculators.train.data.SampleFileDataset", SHIFT_BATCH,

@@ -20,7 +20,7 @@ from packaging.specifiers import SpecifierSet
 
 from .v0_7 import NOISE, train_transform  # noqa: F401 - the 0.7 augmentation, unchanged
 from .v0_7 import arrow_dataset  # noqa: F401 - ArrowDataset(..., transform=...), as in 0.7
-from .v0_9 import (ARROW_PATH, DFLASH_CONFIG, DFLASH_MODEL, DRAFT_CONFIG, DRAFT_MODEL,  # noqa: F401
+from .v0_9 import (ARROW_PATH, DFLASH_CONFIG, DFLASH_CONVERTER, DFLASH_MODEL, DRAFT_CONFIG, DRAFT_MODEL,  # noqa: F401
                    HS_CONNECTORS, SHIFT_BATCH, data_paths, default_path, dflash_preprocess)
 
 RELEASES = SpecifierSet("==0.8.*")

@@ -39,6 +39,8 @@ DRAFT_CONFIG = "speculators.models.eagle3.config.Eagle3SpeculatorConfig"
 HS_CONNECTORS = "hs_connectors"
 DFLASH_MODEL = "speculators.models.dflash.core.DFlashDraftModel"
 DFLASH_CONFIG = "speculators.models.dflash.config.DFlashSpeculatorConfig"
+# Its reader of the served (z-lab) DFlash form: the block size and mask token a DFlash run is built with.
+DFLASH_CONVERTER = "speculators.convert.dflash.converter.DFlashConverter"
 TRAIN_CLI = "speculators.train.cli.main"
 # What must be in a release outside every range for this family to run it (families.place).
 REQUIRES = (ARROW_PATH, SHIFT_BATCH, f"{HS_CONNECTORS}.transfer.HiddenStatesBackend")
