@@ -55,14 +55,20 @@ class TargetModel(_Frozen):
     num_hidden_layers: int = Field(ge=1, description="N: number of decoder layers; valid taps are h0..hN and final.")
     hidden_size: int | None = Field(default=None, ge=1, description="Width H of one hidden state.")
     vocab_size: int | None = Field(default=None, ge=1, description="Target vocabulary size.")
+    quantization: str | None = Field(
+        default=None, description="The quantisation the target's config declares (its quantization_config's or "
+        "compression_config's quant_method, e.g. 'fp8', 'compressed-tensors'); None when it declares none. parity "
+        "runs the target unquantised (a tiny random checkpoint), so the report says this was not checked.")
 
     @model_serializer(mode="wrap")
-    def _omit_text_architecture_of_plain_targets(self, handler):
-        # A plain causal-LM target serialises exactly as before the field existed, so its
-        # contracts and locks stay readable by earlier parity releases.
+    def _omit_unset_optional_fields(self, handler):
+        # A plain, unquantised causal-LM target serialises exactly as before these fields
+        # existed, so its contracts and locks stay readable by earlier parity releases.
         data = handler(self)
-        if isinstance(data, dict) and data.get("text_architecture") is None:
-            data.pop("text_architecture", None)
+        if isinstance(data, dict):
+            for key in ("text_architecture", "quantization"):
+                if data.get(key) is None:
+                    data.pop(key, None)
         return data
 
     @classmethod
@@ -73,10 +79,13 @@ class TargetModel(_Frozen):
         text_arch = None
         if is_wrapper(config):
             text_arch = (text.get("architectures") or [None])[0] or text.get("model_type")
+        quant = next((q for q in (config.get("quantization_config"), text.get("quantization_config"),
+                                   config.get("compression_config")) if isinstance(q, dict)), None)
         return cls(architecture=(config.get("architectures") or ["?"])[0],
                    model_type=config.get("model_type"), text_architecture=text_arch,
                    num_hidden_layers=text["num_hidden_layers"],
-                   hidden_size=text.get("hidden_size"), vocab_size=text.get("vocab_size"))
+                   hidden_size=text.get("hidden_size"), vocab_size=text.get("vocab_size"),
+                   quantization=(str(quant.get("quant_method") or "declared") if quant is not None else None))
 
 
 class GraphFlags(_Frozen):

@@ -30,6 +30,7 @@ from .models import (BuiltDraft, Contract, Finding, GraphFlags, Provenance, Serv
 REAL: frozenset[str] = frozenset({
     "target_model.architecture", "target_model.model_type", "target_model.text_architecture",
     "target_model.num_hidden_layers", "target_model.hidden_size", "target_model.vocab_size",
+    "target_model.quantization",
     "vocab.draft_vocab_size", "vocab.target_vocab_size",
     # a DFlash draft's mask token, as the side's own reader holds it off the real draft config
     "draft.mask_token_id",
