@@ -10,8 +10,10 @@ resolves them (run in the vLLM probe, in the release's environment).
 
 How a release resolves is a family's concern (`Adapter.LAUNCH`, a `Launch` composed of the
 pieces here; 0.33 and 0.34 give their EAGLE-3 answer alone, the rest as 0.33 keeps it):
-- the parser: `make_arg_parser` from `vllm.entrypoints.common.cli_args` (0.33 on) or
-  `vllm.entrypoints.openai.cli_args` (before), `FlexibleArgumentParser` from
+- the parser: `make_arg_parser` and `FlexibleArgumentParser` from where the installed `vllm
+  serve` imports them (read off vllm/entrypoints/cli/serve.py: 0.28 on, `serve_parser_modules`),
+  for the older families from where each keeps them: `make_arg_parser` from
+  `vllm.entrypoints.openai.cli_args`, `FlexibleArgumentParser` from
   `vllm.utils.argparse_utils` (0.16 on) or, for the 0.11 family, from the cli_args module
   itself (what it imports: `vllm.utils` in 0.11.0, `vllm.utils.argparse_utils` in 0.12-0.15);
 - the speculative config: `create_speculative_config(model_config, parallel)`, in 0.11 also
@@ -41,7 +43,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ...child import jsonable
-from ...run_until import require
+from ...run_until import CodePathMoved, ModuleAbsent, require
 
 # Fields of SpeculativeConfig (the `--speculative-config` keys) the launch contract reports;
 # `max_model_len` and `quantization` are the draft's (their effective values are read from the
@@ -58,7 +60,7 @@ class Refused(Exception):
     """The engine's parser refused the arguments (its own message)."""
 
 
-# Where `vllm serve` takes its parser from, 0.16-0.29 (`make_arg_parser` in the OpenAI frontend's
+# Where `vllm serve` takes its parser from in 0.16-0.27 (the 0.22 family; `make_arg_parser` in the OpenAI frontend's
 # cli_args, before 0.33 moved it to `vllm.entrypoints.common.cli_args`).
 OPENAI_PARSER = ("vllm.entrypoints.openai.cli_args", "vllm.utils.argparse_utils")
 
@@ -72,7 +74,8 @@ class Launch:
     them); `speculative`, how `create_engine_config` calls `create_speculative_config`."""
 
     aux: Callable
-    parser: tuple[str, str] = ("vllm.entrypoints.common.cli_args", "vllm.utils.argparse_utils")
+    # None: where the installed `vllm serve` imports them from (serve_parser_modules)
+    parser: tuple[str, str] | None = None
     speculative: Callable = None  # type: ignore[assignment] - set in __post_init__
 
     def __post_init__(self):
@@ -104,8 +107,37 @@ def _how(how) -> Launch:
 
 
 def parser_modules(how=None) -> tuple[str, str]:
-    """The modules `vllm serve`'s parser is taken from under a family's LAUNCH."""
-    return _how(how).parser
+    """The modules `vllm serve`'s parser is taken from under a family's LAUNCH: the family's own
+    pair, or (None) the installed release's, read off its serve command."""
+    parser = _how(how).parser
+    return parser if parser is not None else serve_parser_modules()
+
+
+SERVE_COMMAND = "vllm.entrypoints.cli.serve"
+
+
+def serve_parser_modules() -> tuple[str, str]:
+    """(the module of `make_arg_parser`, that of `FlexibleArgumentParser`) as the installed
+    `vllm serve` imports them: the `from MODULE import NAME` statements of its
+    vllm/entrypoints/cli/serve.py, read, not assumed (0.28 keeps the parser in
+    `vllm.entrypoints.openai.cli_args`, 0.33 in `vllm.entrypoints.common.cli_args`, the releases
+    between elsewhere again). CodePathMoved when the command or either import is not there."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec(SERVE_COMMAND)
+    if spec is None or spec.origin is None:
+        raise ModuleAbsent(SERVE_COMMAND)
+    found: dict[str, str] = {}
+    for node in ast.walk(ast.parse(Path(spec.origin).read_text(encoding="utf-8"))):  # module level first
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                if alias.name in ("make_arg_parser", "FlexibleArgumentParser"):
+                    found.setdefault(alias.name, node.module)
+    if len(found) < 2:
+        raise CodePathMoved(f"looked for where {SERVE_COMMAND} imports make_arg_parser and FlexibleArgumentParser "
+                            f"from; found {found or 'neither'}")
+    return found["make_arg_parser"], found["FlexibleArgumentParser"]
 
 
 def _parser(how=None):

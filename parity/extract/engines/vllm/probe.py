@@ -38,7 +38,7 @@ from .families import place
 from .reply import VLLMReply
 from ...config_reads import reading_dicts, recording
 from ...run_until import CodePathMoved
-from ...child import LIMIT_RULES, harness_limit, one_line, parity_fault, with_limits
+from ...child import HARNESS_LIMIT_KEY, LIMIT_RULES, harness_limit, one_line, parity_fault, with_limits
 from ....contract.hf import draft_kind
 from ....contract.reply import reply_header
 from ....envs import reply_over_stdio
@@ -412,9 +412,9 @@ def resolve_launch(adapter, request: dict, version: str, reply: dict) -> bool:
     except launch.Refused as exc:
         reply["launch_refused"] = f"argument parser refused them: {exc}"
         return False
-    except CodePathMoved as exc:  # the family's resolver looks where this release keeps nothing
-        reply["error"] = (f"resolving the serve arguments stopped: the {reply.get('family')} family's launch "
-                          f"resolver does not fit this release ({exc})")
+    except CodePathMoved as exc:  # the family's resolver looks where this release keeps nothing: parity's limit
+        reply["error"] = reply[HARNESS_LIMIT_KEY] = (f"the {reply.get('family')} family's launch resolver does not "
+                                                     f"fit this release ({exc})")
         return False
     except Exception as exc:  # noqa: BLE001 - the engine's resolution refused the arguments, or parity failed
         if harness_limit(exc) or parity_fault(exc):  # parity's (with_limits replies with it), never the engine's refusal

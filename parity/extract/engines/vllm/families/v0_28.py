@@ -17,8 +17,9 @@ What differs from the 0.33 family (v0_33.py), found by running 0.28.0's and 0.29
   compile_flash_attn_varlen_func_from_specs, the DeepSeek-V3 cells): answered by
   parity.extract.engines.vllm.cpu_attention (a prefill backend whose kernels raise if called).
   Its CPU MLA backend (`CPU_MLA`) is the release's own choice, as in 0.33;
-- the launch contract: `vllm serve`'s parser is still `vllm.entrypoints.openai.cli_args`
-  (0.28.0's entrypoints/cli/serve.py; `vllm.entrypoints.common` is 0.33's), and V2's
+- the launch contract: `vllm serve`'s parser is taken from where the release's
+  entrypoints/cli/serve.py imports it (0.28.0: `vllm.entrypoints.openai.cli_args`; 0.33:
+  `vllm.entrypoints.common.cli_args`; 0.29 neither), and V2's
   `eagle3_utils` has no `requires_aux_hidden_states`: its runner decides inline (the methods
   eagle3, dflash, dspark), the same answer for an EAGLE-3 draft as V1's `EagleProposer`, which
   alone also reads the draft's `eagle_config['use_aux_hidden_state']` and is what is asked, as
@@ -77,7 +78,7 @@ class Launch(v0_33.Launch):
     """The launch contract where these releases keep it: the OpenAI frontend's parser, V1's
     EagleProposer's answer (DFlash as the 0.33 family runs it)."""
 
-    LAUNCH = launch.Launch(aux=launch.eagle_proposer_answer, parser=launch.OPENAI_PARSER)
+    LAUNCH = launch.Launch(aux=launch.eagle_proposer_answer)  # the parser where its `vllm serve` imports it
 
 
 class Adapter(Kernels, Launch, v0_33.Adapter):
