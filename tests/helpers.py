@@ -156,3 +156,11 @@ def run_parity(*args: str, python: str = sys.executable, env: dict | None = None
         env["PARITY_PROBE_OVERRIDES"] = overrides
     return subprocess.run([python, "-m", "parity", *args], cwd=ROOT, capture_output=True, text=True,
                           env=env, timeout=900)
+
+
+REPLIES = ROOT / "tests" / "replies"  # probe replies recorded from the real releases
+
+
+def recorded(name: str) -> dict:
+    """A recorded probe reply (tests/replies/NAME), as the parent reads it."""
+    return json.loads((REPLIES / name).read_text())

@@ -9,7 +9,6 @@ refused on both sides, never read as missing."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -23,7 +22,8 @@ from parity.extract.trainers import trainer, trainers
 from parity.extract.trainers.speculators.reply import SpeculatorsForwardReply
 from parity.replay.reply import ReplayReply
 
-REPLIES = Path(__file__).parent / "replies"
+from .helpers import recorded
+
 
 # (model, package, recorded reply, a key of a variant's record the parent reads, that key misspelled)
 FORWARD = [
@@ -32,10 +32,6 @@ FORWARD = [
     (SpeculatorsForwardReply, "speculators", "forward-speculators-0.9.0.json", "position_ids", "positon_ids"),
 ]
 IDS = [f[1] for f in FORWARD]
-
-
-def recorded(name: str) -> dict:
-    return json.loads((REPLIES / name).read_text())
 
 
 @pytest.mark.parametrize("model, package, name, key, typo", FORWARD, ids=IDS)

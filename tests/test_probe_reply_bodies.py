@@ -6,9 +6,6 @@ misspells is refused on both sides, never read as missing."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 from pydantic import ValidationError
 
@@ -20,7 +17,8 @@ from parity.extract.engines.vllm.reply import VLLMReply
 from parity.extract.trainers.specforge.reply import SpecForgeReply
 from parity.extract.trainers.speculators.reply import SpeculatorsReply
 
-REPLIES = Path(__file__).parent / "replies"
+from .helpers import recorded
+
 
 # (model, package, recorded reply, a key its parent reads, that key misspelled)
 BODIES = [
@@ -30,10 +28,6 @@ BODIES = [
     (SpecForgeReply, "specforge", "specforge-0.2.0.json", "alignment", "aligment"),
 ]
 IDS = [b[1] for b in BODIES]
-
-
-def recorded(name: str) -> dict:
-    return json.loads((REPLIES / name).read_text())
 
 
 @pytest.mark.parametrize("model, package, name, key, typo", BODIES, ids=IDS)
