@@ -28,7 +28,8 @@ answers only on a GPU: SGLang 0.4.5.post3-0.4.6.post4's `ServerArgs.__post_init_
 `gpu_mem = get_device_memory_capacity(self.device)` (None for device cpu: "GPU memory is not
 known yet or no GPU is available") and, unless `--mem-fraction-static` is given, compares
 `gpu_mem <= 81920` (server_args.py:225 in 0.4.5.post3), a TypeError on CPU that a GPU start-up,
-where nvidia-smi answers, never meets. Both are found from the exception and its frames
+where nvidia-smi answers, never meets (the launch resolution answers it as a GPU would and
+reports a launch only where the answer decides none of it: gpu_memory.py). Both are found from the exception and its frames
 (`ModuleNotFoundError.name`; the failing frame's own bytecode and locals), never its message.
 """
 
@@ -135,6 +136,27 @@ def gpu_memory_unknown(exc: BaseException) -> str | None:
     function that stores the answer of `get_device_memory_capacity` in a local (read from its
     bytecode: the store that follows the call) and that local is None there: the start-up's
     arithmetic on the GPU's memory, which a GPU answers. None for any other failure."""
+    found = _unanswered(exc)
+    if found is None:
+        return None
+    tb, local = found
+    code = tb.tb_frame.f_code
+    where = f"{Path(code.co_filename).name}:{tb.tb_lineno} {code.co_qualname}"
+    return (f"sglang's start-up computes with the GPU's memory ({local} = {MEMORY_QUERY}(...), None off a GPU), at "
+            f"{where}: {child.words(exc)}; a GPU start-up, where the query answers, never meets it")
+
+
+def memory_query_namespace(exc: BaseException) -> dict | None:
+    """Where the function `gpu_memory_unknown` names looks `get_device_memory_capacity` up (its
+    module's globals), for the launch resolution to answer it as a GPU would (gpu_memory.py);
+    None when `exc` is not that limit."""
+    found = _unanswered(exc)
+    return None if found is None else found[0].tb_frame.f_globals
+
+
+def _unanswered(exc: BaseException):
+    """(the traceback entry, the local holding the query's answer) when `exc` is the TypeError of
+    SGLang's own arithmetic on an unanswered memory query; else None."""
     if not isinstance(exc, TypeError):
         return None
     tb, _ = child.innermost(exc, "sglang")
@@ -152,6 +174,4 @@ def gpu_memory_unknown(exc: BaseException) -> str | None:
     frame = tb.tb_frame
     if local is None or local not in frame.f_locals or frame.f_locals[local] is not None:
         return None
-    where = f"{Path(code.co_filename).name}:{tb.tb_lineno} {code.co_qualname}"
-    return (f"sglang's start-up computes with the GPU's memory ({local} = {MEMORY_QUERY}(...), None off a GPU), at "
-            f"{where}: {child.words(exc)}; a GPU start-up, where the query answers, never meets it")
+    return tb, local

@@ -18,6 +18,10 @@ Paths are parity's: `--model-path` is a folder holding the target's config.json 
 (attention backend, overlap schedule, CUDA graphs) are not part of the contract, and
 `--trust-remote-code` is turned off (parity has the config.json, never a model's remote code;
 SGLang's own config classes read the published targets).
+
+The GPU's memory: 0.4.5.post3-0.4.6.post4 resolve with it (`get_device_memory_capacity`, None
+off a GPU); the query is answered as GPUs of several sizes would, for the resolution only, and a
+launch is reported only when every size gives the same one (gpu_memory.py; `replaced` says so).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ...child import jsonable
+from . import cpu_path, gpu_memory
 
 # The fields of ServerArgs the draft's serving depends on (the engine's own names); the launch
 # contract reports these, before and after resolution.
@@ -120,9 +125,17 @@ def resolve(resolver: Callable, argv: list[str], model_dir: str, draft_dir: str 
     ServerArgs, ns, given, replaced = parse(argv, model_dir, draft_dir)
     requested = {f: jsonable(getattr(ns, f)) for f in sorted(given) if f in LAUNCH_FIELDS}
     saved = dict(os.environ)
+    namespace = None
     try:
         try:
             effective, by = resolver(ServerArgs, ns)
+        except TypeError as exc:
+            # 0.4.5.post3-0.4.6.post4 compute with the GPU's memory, which a CPU cannot answer
+            # (cpu_path.gpu_memory_unknown): resolved again below, with the query answered.
+            namespace = cpu_path.memory_query_namespace(exc)
+            if namespace is None:
+                raise
+            limit = cpu_path.gpu_memory_unknown(exc)
         except ValueError as exc:
             # A release may refuse an algorithm on the device parity sets (0.5.23's `_handle_dflash`:
             # DFLASH on the CPU platform), not the user's arguments. The same arguments are resolved
@@ -139,6 +152,21 @@ def resolve(resolver: Callable, argv: list[str], model_dir: str, draft_dir: str 
                 raise exc from None
             replaced["device"] = (f"cuda for the resolution: sglang refuses these arguments on the CPU ({exc}) "
                                   "and resolves them for a GPU; the capture still runs on the CPU")
+        if namespace is not None:
+            # Outside the handler, so that a refusal there is not chained to the CPU's TypeError.
+            # The same arguments, the query answered as a GPU would, once per card of
+            # gpu_memory.CARDS, kept only when the answer decides no reported field
+            # (gpu_memory.same_on_every_card); else parity's limit.
+            def on_card(mib: float) -> tuple[dict, dict]:
+                os.environ.clear()
+                os.environ.update(saved)
+                _, again, _, _ = parse(argv, model_dir, draft_dir)
+                with gpu_memory.answering(namespace, mib):
+                    effective, by = resolver(ServerArgs, again)
+                return effective, {f: by[f] for f in LAUNCH_FIELDS if f in by}
+
+            effective, by = gpu_memory.same_on_every_card(on_card)
+            replaced["gpu_memory"] = gpu_memory.said(limit)
     finally:
         os.environ.clear()
         os.environ.update(saved)

@@ -19,6 +19,13 @@ set by one statement of the real `ModelRunner.initialize`), except where docs/en
   statement reads, is no dataclass field but set by one statement of `__post_init__` (from
   `enable_llama4_multimodal`), which parity's unresolved server args do not run: that statement
   alone is run (run_until.run_assignment);
+- 0.4.5.post3-0.4.6.post4's `ServerArgs.__post_init__` computes with the GPU's memory
+  (`gpu_mem = get_device_memory_capacity(self.device)`, None off a GPU, then `gpu_mem <= 81920`):
+  the launch resolution (launch.py, any family) answers that query as 24, 80 and 141 GB cards
+  would, resolving once per card, and reports the launch only when every card gives the same one
+  (gpu_memory.py; else parity's limit naming what the memory decided). The seed resolves there as
+  on 0.4.8: 16 draft tokens asked, 2 run, set by `__post_init__` (measured on 0.4.5.post3 and
+  0.4.6.post4). The extraction never meets the query (its server args skip `__post_init__`);
 - `ForwardBatch` has no `seq_lens_cpu` field in 0.4.4.post2-0.4.4.post3 (added in 0.4.4.post4;
   nothing on the CPU path reads it there): a batch is built without it where the dataclass
   does not declare it;
