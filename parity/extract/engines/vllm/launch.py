@@ -20,7 +20,8 @@ pieces here; 0.33 and 0.34 give their EAGLE-3 answer alone, the rest as 0.33 kee
   with the chunked-prefill and log-stats flags (`speculative_config_0_11`);
 - "does the target capture the aux hidden states for the draft": `uses_aux_hidden_states`
   (0.34: `SpeculativeConfig.uses_aux_hidden_states`, what V2's model runner reads),
-  `requires_aux_hidden_states` (0.33: V2's `eagle3_utils.requires_aux_hidden_states(spec)`),
+  `requires_aux_hidden_states` (0.33: V2's `eagle3_utils.requires_aux_hidden_states(spec)`; the
+  0.33 family asks it where the release has it, else V1's proposer: `requires_or_proposer_answer`),
   `eagle_proposer_answer` (0.16-0.22: V1's `EagleProposer._get_eagle3_use_aux_hidden_state_from_config`
   for a `use_eagle()` method), `runner_0_11_answer` (0.11: its runner's inline rule). Each is
   an EAGLE-3 capture only with the method `eagle3` (dflash and dspark capture aux states for
@@ -301,6 +302,21 @@ def requires_aux_hidden_states(spec) -> tuple[bool | None, str]:
     from vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils import requires_aux_hidden_states as requires
 
     return bool(requires(spec)), "eagle3_utils.requires_aux_hidden_states"
+
+
+def requires_or_proposer_answer(spec) -> tuple[bool | None, str]:
+    """The 0.33 family (0.30-0.33): V2's `requires_aux_hidden_states` where the release has it
+    (0.33); 0.30-0.32's `eagle3_utils` has none (their V2 runner decides inline, for the methods
+    eagle3, dflash and dspark, as 0.28's does), so there, as for 0.28, V1's EagleProposer answers.
+    Which one is read off the installed module, and the answer names it."""
+    import importlib
+    import importlib.util
+
+    module = "vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils"
+    if importlib.util.find_spec(module) is not None and hasattr(importlib.import_module(module),
+                                                                "requires_aux_hidden_states"):
+        return requires_aux_hidden_states(spec)
+    return eagle_proposer_answer(spec)
 
 
 def eagle_proposer_answer(spec) -> tuple[bool | None, str]:

@@ -17,26 +17,22 @@ What differs from the 0.33 family (v0_33.py), found by running 0.28.0's and 0.29
   compile_flash_attn_varlen_func_from_specs, the DeepSeek-V3 cells): answered by
   parity.extract.engines.vllm.cpu_attention (a prefill backend whose kernels raise if called).
   Its CPU MLA backend (`CPU_MLA`) is the release's own choice, as in 0.33;
-- the launch contract: `vllm serve`'s parser is taken from where the release's
-  entrypoints/cli/serve.py imports it (0.28.0: `vllm.entrypoints.openai.cli_args`; 0.33:
-  `vllm.entrypoints.common.cli_args`; 0.29 neither), and V2's
-  `eagle3_utils` has no `requires_aux_hidden_states`: its runner decides inline (the methods
-  eagle3, dflash, dspark), the same answer for an EAGLE-3 draft as V1's `EagleProposer`, which
-  alone also reads the draft's `eagle_config['use_aux_hidden_state']` and is what is asked, as
-  for 0.22-0.27 (the 0.33 family's resolver stopped here: ModuleNotFoundError
-  vllm.entrypoints.common, the seed launch's cell).
+- the launch contract is the 0.33 family's as it reads the release: `vllm serve`'s parser from
+  where its entrypoints/cli/serve.py imports it (0.28.0: `vllm.entrypoints.openai.cli_args`),
+  and, its V2 `eagle3_utils` having no `requires_aux_hidden_states` (the runner decides inline,
+  for the methods eagle3, dflash and dspark), V1's `EagleProposer` answering whether the aux
+  states are captured (the typed 0.33 parser and answer had stopped the seed launch here:
+  ModuleNotFoundError vllm.entrypoints.common).
 Checked on both releases: gpt-oss serving (h1, h11, h20 by V1, h2, h12, h21 by V2) and the
 DeepSeek-V3 dump (h2, h30, h58, h61 by both runners) name every slot (tests/test_vllm_0_28.py).
 
-Composed of: its own `Kernels` and `Launch`, ahead of the 0.33 adapter (never through another
-family's adapter).
+Composed of: its own `Kernels`, ahead of the 0.33 adapter (never through another family's adapter).
 """
 
 from __future__ import annotations
 
 from packaging.specifiers import SpecifierSet
 
-from .. import launch
 from . import v0_33
 
 RELEASES = SpecifierSet(">=0.28,<0.30")
@@ -74,12 +70,5 @@ class Kernels:
                 *cpu_attention.install()]
 
 
-class Launch(v0_33.Launch):
-    """The launch contract where these releases keep it: the OpenAI frontend's parser, V1's
-    EagleProposer's answer (DFlash as the 0.33 family runs it)."""
-
-    LAUNCH = launch.Launch(aux=launch.eagle_proposer_answer)  # the parser where its `vllm serve` imports it
-
-
-class Adapter(Kernels, Launch, v0_33.Adapter):
+class Adapter(Kernels, v0_33.Adapter):
     """vLLM 0.28-0.29's calls: the 0.33 adapter's, but where these releases differ."""

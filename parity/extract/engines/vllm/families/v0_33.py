@@ -152,8 +152,9 @@ class Launch:
 
     # How the user's serve arguments are resolved (the launch contract,
     # parity.extract.engines.vllm.launch): vLLM's own parser and config classes, and V2's
-    # `eagle3_utils.requires_aux_hidden_states` for whether the target's aux states are captured.
-    LAUNCH = staticmethod(launch.requires_aux_hidden_states)
+    # `eagle3_utils.requires_aux_hidden_states` for whether the target's aux states are captured
+    # (0.30-0.32, run with this family, have none: V1's EagleProposer answers there, as for 0.28).
+    LAUNCH = staticmethod(launch.requires_or_proposer_answer)
 
 
 class Platform:
