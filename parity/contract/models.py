@@ -477,8 +477,9 @@ class LaunchContract(_Frozen):
 
     argv: tuple[str, ...] = Field(description="The arguments as the user gave them (after `python -m "
                                   "sglang.launch_server`, or after `vllm serve MODEL`).")
-    replaced: dict[str, str] = Field(default_factory=dict, description="Fields parity set to its own files "
-                                     "(the target's config, the draft it checks), and what stands there.")
+    replaced: dict[str, str] = Field(default_factory=dict, description="Fields parity set to its own values "
+                                     "(its files for the target's config and the draft it checks, remote code off, "
+                                     "a GPU's device or memory for the resolution only), and what stands there.")
     requested: dict[str, LaunchValue] = Field(description="The launch fields the user gave, as the engine's parser "
                                               "read them (its field names).")
     effective: dict[str, LaunchValue] = Field(description="The launch fields after the engine's resolution, given "

@@ -65,7 +65,7 @@ def launch_lines(s: ServingContract) -> list[str]:
     release = f"{s.engine} {s.provenance.version}"
     changed = {o.field: o for o in launch.overrides}
     lines = ["", f"  The serve command, as {release} parses and resolves it (--serve-args"
-                 + (f"; parity's files stand for {', '.join(sorted(launch.replaced))}" if launch.replaced else "")
+                 + (f"; parity's own values for {', '.join(sorted(launch.replaced))}" if launch.replaced else "")
                  + "):", ""]
     table = Table([Column("field"), Column("asked"), Column("runs"), Column("set by"), Column("verdict")])
     not_eagle3 = f"MISMATCH: not {launch.kind_named}: the aux hidden states are never captured"
