@@ -53,7 +53,12 @@ BUILT = dict(vocab_size=163840, draft_vocab_size=32000, hidden_size=7168, target
              rope_frequencies=(1.0, 0.258503, 0.0668236, 0.0172739, 0.00446537, 0.00115431, 0.000298389,
                                0.0000771335),
              rope_theta=50000.0, max_position_embeddings=262144, lm_head_tied=False, dtype="bfloat16",
-             layers_built=1, later_layer_input_norms=())
+             layers_built=1, later_layer_input_norms=(),
+             # the bundled draft config's 17 keys, every one read by both sides (as `./dev example` reports)
+             config_keys_read=("architectures", "draft_vocab_size", "eagle_config", "hidden_act", "hidden_size",
+                               "intermediate_size", "max_position_embeddings", "model_type", "num_attention_heads",
+                               "num_hidden_layers", "num_key_value_heads", "rms_norm_eps", "rope_theta",
+                               "target_hidden_size", "tie_word_embeddings", "torch_dtype", "vocab_size"))
 TRAINED_BUILT = BuiltDraft(built_by="speculators 0.9.0 Eagle3DraftModel", config_from=(
     "the served config.json, no --trained given (mapped as its Eagle3Converter maps an EAGLE-3 config)"), **BUILT)
 SERVED_BUILT = BuiltDraft(built_by="sglang 0.5.23 LlamaForCausalLMEagle3",
