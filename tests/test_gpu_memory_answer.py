@@ -76,6 +76,18 @@ def test_the_same_refusal_on_every_card_is_the_engine_s():
         same_on_every_card(resolution)
 
 
+def test_one_refusal_whose_words_carry_a_memory_decided_number_is_still_the_engine_s():
+    """Every card refusing at the same line is one refusal, though its message names a value the
+    memory decided (compared by type and raising line, never by words)."""
+
+    def resolution(mib):
+        chunked = 2048 if mib < 25_000 else 8192
+        raise ValueError(f"chunked_prefill_size {chunked} is not a multiple of page_size 3")
+
+    with pytest.raises(ValueError, match="chunked_prefill_size 2048"):  # the first card's, as raised
+        same_on_every_card(resolution)
+
+
 def test_the_query_is_answered_in_the_release_s_own_namespace_and_put_back():
     """The frame that failed on the unanswered query gives the namespace its function looks the
     query up in; answered there, the same function computes; the release's function is restored."""

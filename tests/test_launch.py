@@ -277,6 +277,25 @@ def test_a_vllm_family_whose_parser_is_not_in_the_release_is_parity_s_limit_not_
         launch.parse(["--max-model-len", "8"], "/nonexistent", None, elsewhere)
 
 
+def test_the_vllm_probe_replies_a_resolver_that_does_not_fit_as_parity_s_limit(tmp_path, monkeypatch):
+    """What the probe replies for it: the harness limit (exit 2, 'parity cannot run' in the
+    table), never `launch_refused` (the engine refusing the arguments, exit 1)."""
+    import tempfile
+
+    from parity.extract.child import HARNESS_LIMIT_KEY
+    from parity.extract.engines.vllm import launch, probe
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the model folder it writes, kept in the test's tmp
+    adapter = type("Adapter", (), {"LAUNCH": launch.Launch(aux=launch.eagle_proposer_answer,
+                                                            parser=("parity_absent.cli_args", "parity_absent.utils"))})
+    reply = {"family": "0.33"}
+    request = {"serve_args": ["--max-model-len", "8"],
+               "target_config": {"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 2}}
+    assert probe.resolve_launch(adapter(), request, "0.33.0", reply) is False
+    assert "launch_refused" not in reply, reply
+    assert "the 0.33 family's launch resolver does not fit this release" in reply[HARNESS_LIMIT_KEY], reply
+
+
 def test_vllm_method_fix_rewrites_the_speculative_config_only():
     from parity.extract.engines.vllm.launch import method_fix
 

@@ -9,7 +9,7 @@ get_device_memory_capacity(self.device)` and computes with the answer unguarded 
 For the launch contract only, parity answers that query as GPU start-ups would, once per card in
 `CARDS`, the same arguments resolved from scratch on each (`same_on_every_card`), and keeps the
 result only when every card gives the same one: each reported launch field at the same value and
-set by the same function, or the same refusal in the same words. Anything else is parity's limit
+set by the same function, or the same refusal (its type, raised at the same line). Anything else is parity's limit
 (`StandInUsed`, naming the field, or the outcome, that depended on the memory), so the stand-in
 value never decides what is reported. This check runs on every resolution that needs the answer.
 What the memory does decide in these releases (`mem_fraction_static`, `chunked_prefill_size`,
@@ -21,6 +21,7 @@ do not run `__post_init__`, and the query's own name is restored after each reso
 
 from __future__ import annotations
 
+import traceback
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
@@ -51,9 +52,18 @@ def answering(namespace: dict, mib: float) -> Iterator[None]:
         namespace[MEMORY_QUERY] = original
 
 
+def _where(exc: BaseException) -> tuple[str, str, int | None]:
+    """A refusal by what raised it (its type and the innermost frame: file and line), not by its
+    words, which may carry a number the memory decided (the same assert on every card is one
+    refusal)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    last = frames[-1] if frames else None
+    return type(exc).__name__, last.filename if last else "", last.lineno if last else None
+
+
 def same_on_every_card(attempt: Callable[[float], tuple[dict, dict]]) -> tuple[dict, dict]:
     """`attempt(mib)` (the resolution's effective fields and who set each) on every card of
-    `CARDS`; the one result when all agree. Every card refusing in the same words raises the
+    `CARDS`; the one result when all agree. Every card refusing at the same line raises the
     first refusal (the engine's answer to these arguments on any of them). A reported field whose
     value or setter differs between cards, or a resolution refused on some cards only, raises
     StandInUsed naming it: the launch would depend on the GPU's memory, which parity's CPU run
@@ -65,7 +75,7 @@ def same_on_every_card(attempt: Callable[[float], tuple[dict, dict]]) -> tuple[d
         except Exception as exc:  # noqa: BLE001 - compared below: the same refusal on every card is the engine's
             outcomes[card] = exc
     refusals = {card: o for card, o in outcomes.items() if isinstance(o, BaseException)}
-    if len(refusals) == len(outcomes) and len({words(e) for e in refusals.values()}) == 1:
+    if len(refusals) == len(outcomes) and len({_where(e) for e in refusals.values()}) == 1:
         raise next(iter(refusals.values()))
     if refusals:
         said = "; ".join(f"{card}: " + (f"refused ({words(o)})" if isinstance(o, BaseException) else "resolved")

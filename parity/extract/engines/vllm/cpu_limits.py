@@ -97,7 +97,11 @@ def cpu_backend_lacks_argument(exc: BaseException) -> str | None:
     from .cpu_attention import SINK_FALLBACK  # deferred: imports torch
 
     module, _, name = SINK_FALLBACK.rpartition(".")
-    if importlib.util.find_spec(module) is None:
+    try:
+        found = importlib.util.find_spec(module)
+    except ModuleNotFoundError:  # a parent package absent (find_spec raises then)
+        found = None
+    if found is None:
         return None  # a release that keeps its GPU backends elsewhere: not decided here
     gpu = getattr(importlib.import_module(module), name).get_impl_cls()
     if not all(_takes(gpu, argument) for argument in missing):

@@ -240,11 +240,11 @@ class _Trace:
 def resolve(how: Callable | Launch, argv: list[str], model_dir: str, draft_dir: str | None) -> dict:
     """The launch contract of `argv` under a family's LAUNCH: {"argv", "replaced", "requested",
     "effective", "overrides", "algorithm_is_eagle3", ...}. The process environment is restored after."""
+    how = _how(how)
+    ns, given, spec_given, replaced = parse(argv, model_dir, draft_dir, how)  # first: CodePathMoved if not there
     from vllm.config import ModelConfig, ParallelConfig, SpeculativeConfig
     from vllm.engine.arg_utils import AsyncEngineArgs
 
-    how = _how(how)
-    ns, given, spec_given, replaced = parse(argv, model_dir, draft_dir, how)
     saved = dict(os.environ)
     try:
         engine_args = AsyncEngineArgs.from_cli_args(ns)
@@ -313,8 +313,11 @@ def requires_or_proposer_answer(spec) -> tuple[bool | None, str]:
     import importlib.util
 
     module = "vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils"
-    if importlib.util.find_spec(module) is not None and hasattr(importlib.import_module(module),
-                                                                "requires_aux_hidden_states"):
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a parent package absent (find_spec raises then, never returns None)
+        found = False
+    if found and hasattr(importlib.import_module(module), "requires_aux_hidden_states"):
         return requires_aux_hidden_states(spec)
     return eagle_proposer_answer(spec)
 
