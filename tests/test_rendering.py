@@ -536,3 +536,18 @@ def test_table_widths_alignment_and_running_cells():
                          "  an error that runs past the columns"]
     with pytest.raises(ValueError):
         t.row("1", "2", "3", "4")
+
+
+def test_what_a_verdict_did_not_check_is_said():
+    """'Not checked': the launch without --serve-args, a DFlash draft's served block (its
+    launch's draft tokens set it), the target's quantisation read off either side's contract."""
+    from parity.report.check import unchecked_lines
+
+    result = CHECKS["drift_born_from"]()
+    lines = "\n".join(unchecked_lines(result))
+    assert "no --serve-args" in lines and "compressed-tensors quantisation" in lines and "DFlash" not in lines
+    dflash = result.model_copy(update={"serving": result.serving.model_copy(update={"draft_kind": "dflash"})})
+    assert "the DFlash block sglang 0.5.23 serves" in "\n".join(unchecked_lines(dflash))
+    plain = KIMI.model_copy(update={"quantization": None})
+    old_lock = result.model_copy(update={"training": result.training.model_copy(update={"target_model": plain})})
+    assert "compressed-tensors" in "\n".join(unchecked_lines(old_lock))  # the serving side says it

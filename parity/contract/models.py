@@ -190,9 +190,11 @@ class BuiltDraft(_Frozen):
         "fields below are judged too).")
     block_size: int | None = Field(
         default=None, ge=1, exclude_if=lambda v: v is None,
-        description="A DFlash draft: the block the built draft model drafts in one pass (the anchor and its mask "
-        "slots), as this side's own code sets it on the model it built from the draft config (SGLang's "
-        "DFlashDraftModel.block_size, speculators' DFlashDraftModel.block_size from its DFlashSpeculatorConfig).")
+        description="A DFlash draft: the block size of the built draft model (the anchor and its mask slots), as "
+        "this side's own code sets it on the model it built from the draft config (SGLang's "
+        "DFlashDraftModel.block_size, speculators' DFlashDraftModel.block_size from its DFlashSpeculatorConfig). "
+        "The block an engine serves is its launch's draft-token count, which may differ (the report says it "
+        "was not checked).")
     num_context_features: int | None = Field(
         default=None, ge=1, exclude_if=lambda v: v is None,
         description="A DFlash draft: the target states the built fc projects (its input width over the target "

@@ -104,11 +104,12 @@ def built_lines(result) -> list[str]:
                     "activation and head tie are unchecked"]
     judged = {d.field.removeprefix("draft."): d for d in result.diff.fields if d.field.startswith("draft.")}
     shown = [f for f in t.SHOWN if getattr(t, f) != getattr(s, f) and None not in (getattr(t, f), getattr(s, f))]
-    unread = {side: [f for f in t.JUDGED if getattr(b, f) is None] for side, b in (
+    judged_fields = tuple(dict.fromkeys(t.JUDGED + s.JUDGED))  # a DFlash build's own fields, on either side
+    unread = {side: [f for f in judged_fields if getattr(b, f) is None] for side, b in (
         (f"{result.training.provenance.package} {result.training.provenance.version}", t),
         (f"{result.serving.provenance.package} {result.serving.provenance.version}", s))}
-    compared = sum(getattr(t, f) is not None and getattr(s, f) is not None for f in t.JUDGED)
-    of = "" if compared == len(t.JUDGED) else " compared"  # the count never hides a field a side did not read
+    compared = sum(getattr(t, f) is not None and getattr(s, f) is not None for f in judged_fields)
+    of = "" if compared == len(judged_fields) else " compared"  # the count never hides a field a side did not read
     verdict = (f"{len(judged)} of {compared} fields{of} differ" if judged
                else f"the same in all {compared} fields{of}")
     lines = ["", f"  built draft (what its math depends on, as each side builds it): {verdict}",
@@ -118,7 +119,7 @@ def built_lines(result) -> list[str]:
     if not judged and not shown:
         return lines + key_lines(result)
     table = Table([Column("field"), Column("trained"), Column("served"), Column("verdict")])
-    for name in t.JUDGED:
+    for name in judged_fields:
         if name in judged:
             table.row(name, _value(getattr(t, name)), _value(getattr(s, name)), "MISMATCH: the math differs")
     for name in shown:
@@ -286,14 +287,19 @@ def render_check(result, target_path: str = "", draft_path: str = "") -> str:
 
 def unchecked_lines(result) -> list[str]:
     """What this verdict did not cover, said plainly (a PARITY is about what was checked): the
-    serve command when none was given, the target's quantisation (the tiny target is run
-    unquantised)."""
+    serve command when none was given, a DFlash draft's served block (set by the launch), the
+    target's quantisation (the tiny target is run unquantised; either side's contract says it,
+    a lock written before the field says nothing)."""
     s = result.serving
     release = f"{s.engine} {s.provenance.version}"
     items = []
     if s.launch is None:
         items.append(f"the launch: no --serve-args, so {release}'s steps and draft tokens are unchecked")
-    quant = result.training.target_model.quantization
+    if s.draft_kind == "dflash":
+        items.append(f"the DFlash block {release} serves: its launch's draft tokens set it (SGLang's "
+                     "--speculative-num-draft-tokens, vLLM's num_speculative_tokens + 1), not the draft's block_size, "
+                     "which alone was compared")
+    quant = result.training.target_model.quantization or result.serving.target_model.quantization
     if quant is not None:
         items.append(f"the target's {quant} quantisation: run unquantised (it does not move the layers fed)")
     return ["", "  Not checked:"] + [f"  - {item}" for item in items] if items else []

@@ -89,6 +89,9 @@ def _model(run, num_fc: int, read: dict[str, Any] | None = None):
     drafted = (read or {}).get("config")
     if drafted is not None:  # the draft's own block size (its mask token is a target id: past the tiny vocabulary)
         given["block_size"] = drafted.block_size
+        ids = getattr(drafted, "aux_hidden_state_layer_ids", None)
+        if ids:  # as many context states as the draft config names: a data path giving another count fails below
+            given["aux_hidden_state_layer_ids"] = list(range(len(ids)))
     config = config_cls(**{k: v for k, v in given.items() if k in fields})
     torch.manual_seed(0)
     return model_cls(config).eval()
@@ -102,7 +105,8 @@ def built(run, model, read: dict[str, Any], version: str) -> dict[str, Any]:
     return {"built_by": f"speculators {version} {type(model).__name__} ({read['from']})",
             "config_from": read.get("source") or "no draft config", "draft_kind": "dflash",
             "block_size": int(model.block_size) if drafted is not None else None,
-            "num_context_features": int(model.fc.in_features) // HIDDEN,
+            # sized from the draft config's ids as read; without a config, parity's own count: not reported
+            "num_context_features": int(model.fc.in_features) // HIDDEN if drafted is not None else None,
             "mask_token_id": getattr(drafted, "mask_token_id", None)}
 
 
