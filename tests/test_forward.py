@@ -24,7 +24,7 @@ from parity.forward.run import forward_parity
 from parity.forward.tolerances import BF16, FP32, for_dtype
 from parity.fixtures import DraftRecipe, speculators_draft
 
-from .helpers import ROOT, built
+from .helpers import ROOT, built, recorded
 
 pytestmark = [pytest.mark.parity, pytest.mark.slow]
 
@@ -212,16 +212,17 @@ def test_cli_forward_exits_1_on_drift_and_prints_the_stage(llama_run, monkeypatc
     """Exit code and report for a drifting pair (the engines' results of `llama_run`)."""
     import parity.forward.run as run_mod
 
-    def fake(target, cases, **kw):
+    def fake(target, cases, **kw):  # each side's reply as the real releases send it (tests/replies/)
         return {"results": [llama_run[c.name] for c in cases], "wall": {},
-                "training": {"release": "0.9.0"}, "serving": {"release": "0.5.23"}}
+                "training": recorded("forward-speculators-0.9.0.json"), "serving": recorded("forward-sglang-0.5.23.json")}
 
     monkeypatch.setattr(run_mod, "forward_parity", fake)
     assert cli.main(["forward", "--fixture", "llama-8l", "--drift", "no-d2t"]) == 1
     text = capsys.readouterr().out
     assert "FIRST DIVERGENCE: step 0, vocab_mapping" in text and "matched  parity" in text
     assert cli.main(["forward", "--fixture", "llama-8l", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["verdict"] == "parity"
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["verdict"], shown["speculators"], shown["sglang"]) == ("parity", "0.9.0", "0.5.23"), shown
 
 
 def test_cli_forward_bad_input_exits_2(tmp_path, capsys):

@@ -50,7 +50,7 @@ def test_vllm_releases_are_placed_the_same_way():
         "vllm 0.27.1 is not a release parity has verified; it is in the 0.22 family's range (<0.28,>=0.22), "
         "whose adapter extracted it")
     between = place("vllm", "0.15.1", vllm, _fits_only("v0_11"))  # newest first: 0.34 ... 0.16 do not fit
-    assert between.family == "0.11" and "(verified: 0.8.5, 0.10.2, 0.11.0, 0.16.0, 0.17.0, 0.22.0, 0.33.0, 0.34.0)" in between.note
+    assert between.family == "0.11" and "(verified: 0.8.5, 0.10.2, 0.11.0, 0.16.0, 0.17.0, 0.22.0, 0.28.0, 0.33.0, 0.34.0)" in between.note
     for version, family in (("0.8.5", "0.8.5"), ("0.8.5.post1", "0.8.5"), ("0.9.0", "0.9"), ("0.10.2", "0.9")):
         assert place("vllm", version, vllm, _fits_only()).family == family  # in range: fits is never asked
 
