@@ -126,7 +126,10 @@ def serve_parser_modules() -> tuple[str, str]:
     import ast
     import importlib.util
 
-    spec = importlib.util.find_spec(SERVE_COMMAND)
+    try:
+        spec = importlib.util.find_spec(SERVE_COMMAND)
+    except ModuleNotFoundError:  # a parent package absent (find_spec raises then)
+        spec = None
     if spec is None or spec.origin is None:
         raise ModuleAbsent(SERVE_COMMAND)
     found: dict[str, str] = {}
