@@ -90,6 +90,13 @@ def _find_spec(name: str, qualname: str):
         return None
 
 
+def installed_spec(name: str):
+    """The installed module `name`'s spec, None where it or a parent package is absent (never
+    find_spec's ModuleNotFoundError for an absent parent); CodePathMoved where a parent exists but
+    cannot be imported here."""
+    return _find_spec(name, name)
+
+
 def _raise_if_a_parent_failed(qualname: str, exc: ImportError) -> None:
     """find_spec imports a dotted name's parents: a module missing that is not the name or
     one of its prefixes (fastapi, imported by sglang's package) is why the code cannot be

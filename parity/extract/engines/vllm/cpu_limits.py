@@ -37,10 +37,10 @@ its message (registered with parity.extract.child.LIMIT_RULES by the probe):
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from pathlib import Path
 
 from ...child import innermost, package_roots, requirement_not_installed
+from ...run_until import CodePathMoved, installed_spec
 
 IPEX = "intel_extension_for_pytorch"
 
@@ -98,8 +98,8 @@ def cpu_backend_lacks_argument(exc: BaseException) -> str | None:
 
     module, _, name = SINK_FALLBACK.rpartition(".")
     try:
-        found = importlib.util.find_spec(module)
-    except ModuleNotFoundError:  # a parent package absent (find_spec raises then)
+        found = installed_spec(module)
+    except CodePathMoved:  # there, but not importable here: not decided here either
         found = None
     if found is None:
         return None  # a release that keeps its GPU backends elsewhere: not decided here

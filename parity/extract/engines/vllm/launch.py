@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ...child import jsonable
-from ...run_until import CodePathMoved, ModuleAbsent, require
+from ...run_until import CodePathMoved, ModuleAbsent, installed_spec, require
 
 # Fields of SpeculativeConfig (the `--speculative-config` keys) the launch contract reports;
 # `max_model_len` and `quantization` are the draft's (their effective values are read from the
@@ -124,12 +124,8 @@ def serve_parser_modules() -> tuple[str, str]:
     `vllm.entrypoints.openai.cli_args`, 0.33 in `vllm.entrypoints.common.cli_args`, the releases
     between elsewhere again). CodePathMoved when the command or either import is not there."""
     import ast
-    import importlib.util
 
-    try:
-        spec = importlib.util.find_spec(SERVE_COMMAND)
-    except ModuleNotFoundError:  # a parent package absent (find_spec raises then)
-        spec = None
+    spec = installed_spec(SERVE_COMMAND)
     if spec is None or spec.origin is None:
         raise ModuleAbsent(SERVE_COMMAND)
     found: dict[str, str] = {}
@@ -313,14 +309,9 @@ def requires_or_proposer_answer(spec) -> tuple[bool | None, str]:
     eagle3, dflash and dspark, as 0.28's does), so there, as for 0.28, V1's EagleProposer answers.
     Which one is read off the installed module, and the answer names it."""
     import importlib
-    import importlib.util
 
     module = "vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils"
-    try:
-        found = importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:  # a parent package absent (find_spec raises then, never returns None)
-        found = False
-    if found and hasattr(importlib.import_module(module), "requires_aux_hidden_states"):
+    if installed_spec(module) is not None and hasattr(importlib.import_module(module), "requires_aux_hidden_states"):
         return requires_aux_hidden_states(spec)
     return eagle_proposer_answer(spec)
 
