@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import tomllib
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -32,12 +33,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Iterator
 
-from . import reads
+from . import reads, runlog
 from .home import CHECKOUT, PACKAGE, home, setup_command, shipped, user_envs, cache_dir
 from .children import run_child
 from .workspace import workspace, private_caches
 from .errors import TRANSIENT_KEY, UserError, transient
-from .reply_cache import cached_reply, enabled
+from .reply_cache import SOURCE_KEY, cached_reply, enabled, request_digest
 
 # Template keys about deriving a release's line, not what its environment holds (kept out of
 # each release's spec, so out of its hash): a field's default, and whether the deps list every import.
@@ -309,14 +310,32 @@ def run_module(python: Path | str, module: str, request: dict, timeout: float = 
     """
     warm, module = module, module_to_run(module)
     env = child_env(python)
-    with parity_on_path(env) as cwd:
-        if cache:
+    started, reply = time.monotonic(), None
+    try:
+        with parity_on_path(env) as cwd:
+            if cache:
+                if enabled():
+                    env[reads.ENV] = "1"  # the child records what it reads: the cache's entry holds it
+                reply = cached_reply(str(python), module, request, env,
+                                     lambda: _run(python, module, request, env, timeout, cwd, warm))
+            else:
+                reply = _run(python, module, request, env, timeout, cwd, warm)
+            return reply
+    finally:
+        if runlog.enabled():  # where a test run's time goes (bench/suite.py)
+            _log_run(python, warm, module, request, reply, time.monotonic() - started)
 
-            if enabled():
-                env[reads.ENV] = "1"  # the child records what it reads: the cache's entry holds it
-            return cached_reply(str(python), module, request, env,
-                                lambda: _run(python, module, request, env, timeout, cwd, warm))
-        return _run(python, module, request, env, timeout, cwd, warm)
+
+def _log_run(python: Path | str, warm: str, module: str, request: dict, reply: dict | None,
+             seconds: float) -> None:
+    """One line of the run log (parity.runlog): how the child was answered and under which key
+    (the reply cache's, or, for a child never cached, a digest of the same material)."""
+    source = reply.get(SOURCE_KEY) if isinstance(reply, dict) else None
+    status = "raised" if reply is None else source.get("status", "?") if isinstance(source, dict) else "uncached"
+    key = source.get("key") if isinstance(source, dict) else None
+    runlog.record({"module": warm, "ran": module, "env": Path(python).parent.parent.name, "status": status,
+                   "key": key or "uncached:" + request_digest(str(python), module, request),
+                   "why": source.get("why") if isinstance(source, dict) else None, "seconds": round(seconds, 3)})
 
 
 def child_env(python: Path | str) -> dict[str, str]:

@@ -57,7 +57,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import reads
+from . import reads, runlog
 from .workspace import (CACHE_ROOTS, kill_group, private_caches, private_dir, register_server, tracked,
                         unregister_server)
 

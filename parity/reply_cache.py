@@ -66,7 +66,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from . import reads
+from . import reads, runlog
 from .errors import TRANSIENT_KEY
 from .home import cache_dir as home_cache
 
@@ -80,7 +80,7 @@ SOURCE_KEY = "reply_cache"  # where a reply says whether it came from the cache
 _ENV_PREFIXES = ("PARITY_", "SGLANG_", "TORCH", "TRANSFORMERS_", "SPECULATORS_")
 _ENV_NAMES = ("PYTHONHASHSEED", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
 # ...except those that only say where things go or how this cache behaves.
-_ENV_IGNORED = (NO_CACHE, "PARITY_PROBE_OVERRIDES", "PARITY_HOME", "PARITY_DEBUG", reads.ENV)
+_ENV_IGNORED = (NO_CACHE, "PARITY_PROBE_OVERRIDES", "PARITY_HOME", "PARITY_DEBUG", reads.ENV, runlog.ENV)
 
 
 def cache_dir() -> Path:
@@ -197,6 +197,17 @@ def source_digest(module: str) -> str:
                 if f.is_file():
                     h.update(f"{f.relative_to(ROOT).as_posix()}\0{reads.file_digest(str(f))}\n".encode())
     return h.hexdigest()
+
+
+def request_digest(python: str, module: str, request: dict) -> str:
+    """A digest of `python -m module` answering `request`, its paths named by their contents as a
+    key names them: what tells two runs of a child that is never cached apart (parity.runlog)."""
+    try:
+        material = _normalize(request, [])
+    except (Uncacheable, OSError):
+        material = request
+    return _sha(json.dumps({"python": python, "module": module, "request": material}, sort_keys=True,
+                           default=str).encode())
 
 
 def key_of(python: str, module: str, request: dict, env: dict[str, str]) -> Key:
@@ -423,6 +434,8 @@ def cached_reply(python: str, module: str, request: dict, env: dict[str, str],
         hit = cache.get(key)  # another process may have stored it while this one waited
         if hit is not None:
             return _says(hit, "hit", key)
+        # An entry under this key whose record no longer holds: what the child read has changed.
+        stale = cache.folder(key).is_dir() and any(cache.folder(key).glob("*.json"))
         reply = run()
         record = reply.pop(reads.REPLY_KEY, None)
         if not cacheable(reply):
@@ -435,7 +448,7 @@ def cached_reply(python: str, module: str, request: dict, env: dict[str, str],
             return _says(reply, "not stored", key, str(exc))
         except OSError as exc:  # a cache that cannot be written: the reply still counts
             return _says(reply, "not stored", key, f"the cache could not be written: {exc}")
-        return _says(reply, "stored", key)
+        return _says(reply, "stored", key, "a file the earlier entries read has changed" if stale else None)
 
 
 __all__ = ["Key", "MAX_VARIANTS", "NO_CACHE", "NotStored", "ReplyCache", "SOURCE_KEY", "Uncacheable", "cache_dir",
