@@ -58,17 +58,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import reads, runlog
-from .workspace import (CACHE_ROOTS, kill_group, private_caches, private_dir, register_server, tracked,
+from .workspace import (kill_group, run_local, private_caches, private_dir, register_server, tracked,
                         unregister_server)
 
 OFF = "PARITY_NO_FORKSERVER"
 MAX_SERVERS = 6  # per parent process: each holds an engine's imports (about 0.5 GB resident)
 
-# Environment variables that differ from run to run and on which no reply depends (a child's
-# private TMPDIR and cache roots, parity.workspace.private_caches): a server started under one
-# value serves children asking with another (each child gets its own).
-VOLATILE = frozenset({"TMPDIR", *CACHE_ROOTS, "PYTEST_CURRENT_TEST", "PARITY_PROBE_OVERRIDES", "PARITY_NO_CACHE",
-                      "PARITY_DEBUG", OFF, reads.ENV})
+# Environment variables that differ from run to run and on which no import depends (a child's
+# private TMPDIR and cache roots, the test runner's bookkeeping: parity.workspace.run_local, and
+# parity's own switches for this run): a server started under one value serves children asking
+# with another (each child gets its own).
+VOLATILE = frozenset({"PARITY_PROBE_OVERRIDES", "PARITY_NO_CACHE", "PARITY_DEBUG", OFF, reads.ENV, runlog.ENV})
 
 
 def enabled() -> bool:
@@ -98,7 +98,7 @@ class Stale(Unavailable):
 
 
 def _key(python: str, warm: str, cwd: str, env: dict[str, str]) -> tuple:
-    return (python, warm, cwd, tuple(sorted((k, v) for k, v in env.items() if k not in VOLATILE)))
+    return (python, warm, cwd, tuple(sorted((k, v) for k, v in env.items() if k not in VOLATILE and not run_local(k))))
 
 
 def _start(python: str, warm: str, cwd: str, env: dict[str, str]) -> _Server:

@@ -17,8 +17,10 @@ The key, known before the child runs:
 - the request, with every absolute path in it replaced by the hash of what it names (a
   file's bytes; a directory's names and bytes, recursively: a draft's config.json and
   weights);
-- the environment variables that steer the child (`PARITY_*`, `SGLANG_*`, `TORCH*`,
-  `TRANSFORMERS_*`, thread counts, the hash seed).
+- the child's environment: every variable, but for those that only say where a run's
+  temporary files go or are the test runner's bookkeeping (parity.workspace.run_local) and
+  parity's own switches for this run (`_ENV_IGNORED`): engines and their libraries read
+  variables of their own, and SGLang enumerates the whole environment at import.
 
 What the child read, recorded by the child itself while it ran (`parity.reads`): every file
 it imported (source and bytecode), opened or mapped (shared libraries), each with its stat
@@ -69,6 +71,7 @@ from typing import Callable, Iterator
 from . import reads, runlog
 from .errors import TRANSIENT_KEY
 from .home import cache_dir as home_cache
+from .workspace import run_local
 
 ROOT = Path(__file__).resolve().parent.parent
 NO_CACHE = "PARITY_NO_CACHE"
@@ -76,11 +79,19 @@ FORMAT = 3  # bump when the key, the entry format or a reply's shape changes (3:
 MAX_VARIANTS = 8  # entries kept per key (one per distinct record of what the child read)
 SOURCE_KEY = "reply_cache"  # where a reply says whether it came from the cache
 
-# Environment variables that reach the child and may change its reply.
-_ENV_PREFIXES = ("PARITY_", "SGLANG_", "TORCH", "TRANSFORMERS_", "SPECULATORS_")
-_ENV_NAMES = ("PYTHONHASHSEED", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
-# ...except those that only say where things go or how this cache behaves.
-_ENV_IGNORED = (NO_CACHE, "PARITY_PROBE_OVERRIDES", "PARITY_HOME", "PARITY_DEBUG", reads.ENV, runlog.ENV)
+# Every environment variable reaches the child and may change its reply (the engines and their
+# libraries read variables of their own, and several enumerate the whole environment at import),
+# except those that only say where a run's temporary files go or are the test runner's
+# bookkeeping (parity.workspace.run_local), and parity's own switches that say how this cache,
+# the warmed servers, the run log or a test's override behave (the module an override runs is
+# keyed itself).
+_ENV_IGNORED = frozenset({NO_CACHE, "PARITY_PROBE_OVERRIDES", "PARITY_HOME", "PARITY_DEBUG", "PARITY_NO_FORKSERVER",
+                          reads.ENV, runlog.ENV})
+
+
+def keyed_env(env: dict[str, str]) -> dict[str, str]:
+    """The variables of a child's environment `env` that enter its key, sorted."""
+    return {k: v for k, v in sorted(env.items()) if k not in _ENV_IGNORED and not run_local(k)}
 
 
 def cache_dir() -> Path:
@@ -222,8 +233,7 @@ def key_of(python: str, module: str, request: dict, env: dict[str, str]) -> Key:
         "source": source_digest(module),
         "module": module,
         "request": _normalize(request, paths),
-        "env": {k: v for k, v in sorted(env.items()) if k not in _ENV_IGNORED
-                and (k.startswith(_ENV_PREFIXES) or k in _ENV_NAMES)},
+        "env": keyed_env(env),
     }
     return Key(_sha(json.dumps(material, sort_keys=True).encode()), tuple(paths))
 

@@ -166,6 +166,12 @@ def test_the_key_follows_the_module_the_environment_and_the_interpreter():
     assert key(request={"n": 2}) != base
     assert key(OMP_NUM_THREADS="7") != base and key(PARITY_SOMETHING="1") != base
     assert key(TMPDIR="/elsewhere") == base  # where temp files go changes no reply
+    # Every variable an engine or its libraries may read keys, not a list of prefixes (vLLM's
+    # VLLM_*, the hub's HF_*, one a library reads when it enumerates the environment) ...
+    for name in ("VLLM_USE_V1", "SGLANG_ENABLE_SPEC_V2", "HF_HUB_OFFLINE", "FLA_USE_FAST_OPS", "SOME_LIBRARY_KNOB"):
+        assert key(**{name: "1"}) != base, name
+    # ... but for the test runner's bookkeeping, which differs between xdist workers and tests
+    assert key(PYTEST_XDIST_WORKER="gw1", PYTEST_CURRENT_TEST="t.py::x (call)") == base
     other = ROOT / ".envs" / "speculators-0.7.0.2" / "bin" / "python"
     if other.exists():
         assert key(python=str(other)) != base
