@@ -50,7 +50,7 @@ def _write(tmp: Path, draft: Draft, ids: list[int], engine: BoundEngine, form: S
     """The served form of `draft` with `ids`, written into `tmp`: the config, and the tensors as
     the engine's draft class loads them (`form`: a serving contract's checkpoint renames and
     zero biases, parity/checkpoint.py; None: as trained)."""
-    served = Draft(path=tmp, config=engine.served_config(draft.config, ids))
+    served = Draft(path=tmp, config=engine.served_config(draft.config, ids), given=draft.name)
     served.config_file.write_text(json.dumps(served.config, indent=2) + "\n")
     for f in sorted(draft.path.glob("*.safetensors")):
         if form is None or not (form.checkpoint_renames or form.checkpoint_zero_biases):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -139,11 +140,18 @@ class Target:
     path: Path                # the file, as given (messages name it)
     config: dict[str, Any]    # its JSON object as published (a wrapper keeps its text_config)
     model: "TargetModel"      # what parity reads of it: architecture, depth, widths
+    given: str | None = None  # its folder as the user wrote it, when `path` is not (a lock's, resolved)
 
     @property
     def layers(self) -> int:
         """N, the decoder-layer count of the model whose states the draft reads."""
         return self.model.num_hidden_layers
+
+    @property
+    def name(self) -> str:
+        """The target's folder as the user wrote it (the config's folder), absolute: the name an engine
+        is shown for the folder parity serves the target from (engines read names: parity.extract.named)."""
+        return os.path.abspath(self.given or self.path.parent)
 
     @classmethod
     def read(cls, path: Path | str) -> "Target":
@@ -167,10 +175,20 @@ class Draft:
 
     path: Path                # the directory
     config: dict[str, Any]    # its config.json
+    given: str | None = None  # the path as the user wrote it, when `path` is parity's copy of it
 
     @property
     def config_file(self) -> Path:
         return self.path / "config.json"
+
+    @property
+    def name(self) -> str:
+        """The draft's path as the user wrote it (`--draft`, a lock's `draft`): the name an engine is
+        shown for the folder parity serves (engines read names: vLLM takes the speculative method
+        from it when none is given; parity.extract.named), absolute as the user's shell would make it
+        (a lock's, a relative and an absolute spelling of one folder name it alike). A copy parity
+        makes keeps its original's."""
+        return os.path.abspath(self.given or self.path)
 
     @property
     def written_ids(self) -> Any:

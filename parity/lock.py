@@ -11,6 +11,7 @@ contract must equal it too (an SGLang bump that changes the capture fails here).
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
@@ -85,7 +86,10 @@ class Lock(BaseModel):
     def inputs(self, lock_path: Path) -> tuple[Target, Draft]:
         """The target and draft this lock names (relative to its own directory), read and checked."""
         base = Path(lock_path).parent.resolve()
-        return read_inputs((base / self.target_config).resolve(), (base / self.draft).resolve())
+        target, draft = read_inputs((base / self.target_config).resolve(), (base / self.draft).resolve())
+        # shown to the engines under the paths the lock names, not their links' targets (parity.extract.named)
+        return (replace(target, given=os.path.abspath((base / self.target_config).parent)),
+                replace(draft, given=os.path.abspath(base / self.draft)))
 
     def trained_path(self, lock_path: Path) -> Path | None:
         """What this lock names as --trained (relative to its own directory); None when it names none."""
@@ -142,6 +146,8 @@ def write_lock(path: Path, name: str, target: Target, draft: Draft, layout: Sequ
     launch = None
     if serve_args is not None:  # the serve command as the installed engine resolves it today
         launch = engine.extract_serving(target, draft, serve_args=serve_args).launch
+        if launch is not None:  # the names shown are this machine's paths: a lock is portable
+            launch = launch.model_copy(update={"names": {}})
     lock = Lock(name=name, engine=engine.name, target_config=_rel(target.path, base), draft=_rel(draft.path, base),
                 dump_layout=tuple(layout or training.dump_layout), training=training,
                 trainer=trainer.name, trainer_release=training.provenance.version, trainer_ids=trainer_ids,

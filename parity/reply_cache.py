@@ -141,10 +141,17 @@ def path_digest(path: Path) -> str:
     return "dir:" + h.hexdigest()
 
 
+# A request's key whose values are the names the engine is shown (parity.extract.named): kept as
+# written, never replaced by contents, since the engine reads the names themselves (two folders
+# alike but for their names are two requests).
+NAMES_KEY = "names"
+
+
 def _normalize(value, paths: list[str]):
-    """The request with each absolute path that exists replaced by the digest of its contents."""
+    """The request with each absolute path that exists replaced by the digest of its contents
+    (but for the names under NAMES_KEY, kept as written)."""
     if isinstance(value, dict):
-        return {k: _normalize(v, paths) for k, v in sorted(value.items())}
+        return {k: v if k == NAMES_KEY else _normalize(v, paths) for k, v in sorted(value.items())}
     if isinstance(value, list | tuple):
         return [_normalize(v, paths) for v in value]
     if isinstance(value, str) and len(value) > 1 and os.path.isabs(value) and os.path.exists(value):

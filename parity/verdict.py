@@ -282,7 +282,7 @@ def _verify(target: Target, draft: Draft, ids: list[int], engine: BoundEngine) -
     """Extract again with `ids` written where the engine reads them, in a copy of the draft."""
     tmp = Path(tempfile.mkdtemp(prefix="parity-fix-"))
     try:
-        fixed = Draft(path=tmp, config=engine.write_ids(draft.config, ids))
+        fixed = Draft(path=tmp, config=engine.write_ids(draft.config, ids), given=draft.name)
         fixed.config_file.write_text(json.dumps(fixed.config))
         return engine.probe_serving(target, fixed)[0]
     finally:
@@ -343,7 +343,7 @@ def _fix_draft(training: TrainingContract, target: Target, draft: Draft, fields:
         for f in draft.path.iterdir():
             if f.name != "config.json":
                 (tmp / f.name).symlink_to(f.resolve())
-        fixed = Draft(path=tmp, config={**draft.config, **edit})
+        fixed = Draft(path=tmp, config={**draft.config, **edit}, given=draft.name)
         fixed.config_file.write_text(json.dumps(fixed.config))
         served = engine.probe_serving(target, fixed)[0]
     finally:

@@ -177,6 +177,19 @@ def test_the_key_follows_the_module_the_environment_and_the_interpreter():
         assert key(python=str(other)) != base
 
 
+def test_names_the_engine_is_shown_are_keyed_as_written_not_by_contents(tmp_path):
+    """Engines read path names (parity.extract.named): two folders alike but for their names are two
+    requests; a name is never replaced by the contents of the folder it names (issue 48, case 3:
+    `...-EAGLE-v3` got `...-eagle3-draft`'s cached answer)."""
+    a, b = tmp_path / "Llama-EAGLE-v3", tmp_path / "Llama-eagle3-draft"
+    for folder in (a, b):
+        folder.mkdir()
+        (folder / "config.json").write_text("{}")
+    by_name = {f: key(request={"draft_dir": str(a), "names": {"draft": str(f)}}) for f in (a, b)}
+    assert by_name[a] != by_name[b]
+    assert key(request={"draft_dir": str(a)}) == key(request={"draft_dir": str(b)})  # contents, as before
+
+
 def test_the_key_follows_the_pth_files_site_runs_at_start_up(tmp_path):
     site = tmp_path / "site"
     site.mkdir()

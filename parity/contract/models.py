@@ -473,6 +473,19 @@ class LaunchFix(_Frozen):
     effective: dict[str, LaunchValue] = Field(description="The launch fields the engine resolves from them.")
 
 
+class NameDecided(_Frozen):
+    """A launch field the engine resolved from the paths' names: under the names the user gave
+    the folders (LaunchContract.names) it resolves `named`, under names that say nothing
+    `neutral` (both run)."""
+
+    field: str = Field(description="The engine's own field name, e.g. 'method'.")
+    named: LaunchValue = Field(description="The value the engine resolves under the user's name (what it runs).")
+    neutral: LaunchValue = Field(description="The value it resolves under a name that says nothing (None: it "
+                                 "refused them there, see neutral_refused).")
+    neutral_refused: str | None = Field(default=None, exclude_if=lambda v: v is None,
+                                        description="The engine's refusal under the neutral name, if it refused.")
+
+
 class LaunchContract(_Frozen):
     """The serve command as the installed engine parses and resolves it (its own parser and
     resolution code, run on CPU: device-bound choices are not part of it; docs/launch.md)."""
@@ -489,6 +502,13 @@ class LaunchContract(_Frozen):
     overrides: tuple[LaunchOverride, ...] = Field(default=(), description="Given fields the engine changed: each a "
                                                   "drift.")
     fixes: tuple[LaunchFix, ...] = Field(default=(), description="Verified arguments that keep what was asked.")
+    names: dict[str, str] = Field(default_factory=dict, exclude_if=lambda v: not v,
+                                  description="The name the engine was shown for each path field parity set to its "
+                                  "own files (field -> the path as the user wrote it: the serve command's, else "
+                                  "--draft's or the target config's folder): engines read names (parity.extract.named).")
+    from_names: tuple[NameDecided, ...] = Field(default=(), exclude_if=lambda v: not v,
+                                                description="Fields the engine resolved from a path's name: "
+                                                "otherwise under a name that says nothing.")
     algorithm_is_eagle3: bool | None = Field(default=None, description="The engine's own answer: does the resolved "
                                              "algorithm capture the target's aux hidden states (EAGLE-3)? None: unknown.")
     algorithm_field: str = Field(default="speculative_algorithm", exclude_if=lambda v: v == "speculative_algorithm",

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dis
 import functools
+import json
 import traceback
 from importlib import metadata
 from pathlib import Path
@@ -37,6 +38,7 @@ from typing import Any, Callable
 
 from ..errors import INTERNAL_ERROR_KEY, RELEASE_KEY, TRANSIENT_KEY, transient
 from ..registry import provides_module
+from .named import laid_out, unnamed
 
 HARNESS_LIMIT_KEY = "harness_limit"
 PARITY_ROOT = Path(__file__).resolve().parents[1]  # the parity package's own folder
@@ -272,6 +274,8 @@ def with_limits(handler, package: str):
             reply.setdefault(HARNESS_LIMIT_KEY, limits[0])
         if transients and isinstance(reply, dict):
             reply[TRANSIENT_KEY] = True
+        if isinstance(reply, dict) and laid_out():  # the user's files, never the folder the engine was shown
+            reply = json.loads(unnamed(json.dumps(reply)))
         return reply
     return run
 

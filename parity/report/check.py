@@ -78,6 +78,13 @@ def launch_lines(s: ServingContract) -> list[str]:
         table.row(launch.algorithm_field, "(not given)", json.dumps(launch.effective.get(launch.algorithm_field)),
                   "-", not_eagle3)
     lines += table.lines()
+    if launch.from_names:  # what the engine took from a path's name: the deployment's names decide it too
+        shown = ", ".join(f"{field} {name!r}" for field, name in launch.names.items())
+        for d in launch.from_names:
+            other = (f"refuses them ({d.neutral_refused})" if d.neutral_refused else
+                     f"resolves {d.field} {json.dumps(d.neutral)}")
+            lines += ["", f"  NOTE: {release} resolves {d.field} {json.dumps(d.named)} from the names of the paths "
+                          f"({shown}); under names that say nothing it {other}"]
     for fix in launch.fixes[:1]:
         kept = ", ".join(f"{o.field} {o.requested}" for o in launch.overrides)
         gives = (f"{kept}, as asked" if kept else f"{launch.algorithm_field} "

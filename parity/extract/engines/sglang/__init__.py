@@ -180,7 +180,8 @@ def probe_serving(target: Target, draft: Draft, sglang_version: str | None = Non
     preflight(target, sglang_version)
     launch = {} if serve_args is None else {"serve_args": list(serve_args)}
     try:
-        reply = run_probe(target.config, draft.path.resolve(), sglang_version, candidates=candidates or [], **launch)
+        reply = run_probe(target.config, draft.path.resolve(), sglang_version, candidates=candidates or [],
+                          names={"draft": draft.name, "target": target.name}, **launch)
     except EnvError as exc:
         raise ServingExtractionError(str(exc)) from exc
     unsupported = stop_from_reply(reply, "sglang")

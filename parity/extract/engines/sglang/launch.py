@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ...child import jsonable
+from ...named import NEUTRAL, name_of, named_path
 from . import cpu_path, gpu_memory
 
 # The fields of ServerArgs the draft's serving depends on (the engine's own names); the launch
@@ -55,9 +56,11 @@ class _Parser(argparse.ArgumentParser):
         raise Refused(message)
 
 
-def parse(argv: list[str], model_dir: str, draft_dir: str | None):
-    """(ServerArgs class, namespace, the fields the user gave, the replaced paths) from the
-    engine's own parser; Refused with its message when it refuses."""
+def parse(argv: list[str], model_dir: str, draft_dir: str | None, neutral: bool = False):
+    """(ServerArgs class, namespace, the fields the user gave, the replaced paths, the names the
+    user gave them) from the engine's own parser; Refused with its message when it refuses.
+    A path the user gave is parity's folder shown under the user's name (parity.extract.named;
+    `neutral`: under a name that says nothing, to see what the name decides)."""
     from sglang.srt.server_args import ServerArgs
 
     parser = _Parser(prog="python -m sglang.launch_server", add_help=False)
@@ -70,19 +73,24 @@ def parse(argv: list[str], model_dir: str, draft_dir: str | None):
         for option in action.option_strings:
             if any(arg == option or arg.startswith(option + "=") for arg in argv):
                 given.add(action.dest)
-    replaced = {}
+    replaced, names = {}, {}
     for field, what in PATH_FIELDS.items():
         if field == "speculative_draft_model_path" and draft_dir is None:
             continue
         if field in given or field in ("model_path", "speculative_draft_model_path"):
             if hasattr(ns, field):
                 replaced[field] = what
-                setattr(ns, field, draft_dir if field == "speculative_draft_model_path" else model_dir)
+                kind = "draft" if field == "speculative_draft_model_path" else "target"
+                user = getattr(ns, field) if field in given and isinstance(getattr(ns, field), str) else None
+                real = draft_dir if kind == "draft" else model_dir
+                names[field] = user or name_of(real)  # the serve command's name, else --draft's or the target's
+                name = NEUTRAL[kind] if neutral else user
+                setattr(ns, field, named_path(real, name, kind) if name else real)
     if getattr(ns, "trust_remote_code", False):  # parity has the config.json only, never remote code
         ns.trust_remote_code = False
         replaced["trust_remote_code"] = "off: parity runs no remote code (SGLang's own config class reads the target)"
     ns.device = "cpu"
-    return ServerArgs, ns, given, replaced
+    return ServerArgs, ns, given, replaced, names
 
 
 def declared(ServerArgs, ns) -> tuple[dict, dict[str, str]]:
@@ -119,10 +127,11 @@ def traced(ServerArgs, ns) -> tuple[dict, dict[str, str]]:
     return {f: jsonable(getattr(args, f, None)) for f in LAUNCH_FIELDS if hasattr(args, f)}, by
 
 
-def resolve(resolver: Callable, argv: list[str], model_dir: str, draft_dir: str | None) -> dict:
-    """The launch contract of `argv`: {"argv", "replaced", "requested", "effective", "overrides"}.
-    The process environment is restored after (resolution sets variables the capture must not see)."""
-    ServerArgs, ns, given, replaced = parse(argv, model_dir, draft_dir)
+def resolve(resolver: Callable, argv: list[str], model_dir: str, draft_dir: str | None, neutral: bool = False) -> dict:
+    """The launch contract of `argv`: {"argv", "replaced", "requested", "effective", "overrides",
+    "names"} (`neutral`: the paths shown under names that say nothing, parse). The process
+    environment is restored after (resolution sets variables the capture must not see)."""
+    ServerArgs, ns, given, replaced, names = parse(argv, model_dir, draft_dir, neutral)
     requested = {f: jsonable(getattr(ns, f)) for f in sorted(given) if f in LAUNCH_FIELDS}
     saved = dict(os.environ)
     namespace = None
@@ -144,7 +153,7 @@ def resolve(resolver: Callable, argv: list[str], model_dir: str, draft_dir: str 
             # first refusal stands, the engine's answer to these arguments.
             os.environ.clear()
             os.environ.update(saved)
-            _, on_gpu, _, _ = parse(argv, model_dir, draft_dir)
+            _, on_gpu, _, _, _ = parse(argv, model_dir, draft_dir, neutral)
             on_gpu.device = "cuda"
             try:
                 effective, by = resolver(ServerArgs, on_gpu)
@@ -160,7 +169,7 @@ def resolve(resolver: Callable, argv: list[str], model_dir: str, draft_dir: str 
             def on_card(mib: float) -> tuple[dict, dict]:
                 os.environ.clear()
                 os.environ.update(saved)
-                _, again, _, _ = parse(argv, model_dir, draft_dir)
+                _, again, _, _, _ = parse(argv, model_dir, draft_dir, neutral)
                 with gpu_memory.answering(namespace, mib):
                     effective, by = resolver(ServerArgs, again)
                 return effective, {f: by[f] for f in LAUNCH_FIELDS if f in by}
@@ -173,7 +182,7 @@ def resolve(resolver: Callable, argv: list[str], model_dir: str, draft_dir: str 
     overrides = [{"field": f, "requested": v, "effective": effective.get(f), "by": by.get(f, "?")}
                  for f, v in requested.items() if f in effective and effective[f] != v]
     return {"argv": list(argv), "replaced": replaced, "requested": requested, "effective": effective,
-            "overrides": overrides}
+            "overrides": overrides, "names": names}
 
 
 def fixes(resolver: Callable, argv: list[str], launch: dict, model_dir: str, draft_dir: str | None) -> list[dict]:

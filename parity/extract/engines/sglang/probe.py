@@ -29,6 +29,7 @@ from .reply import SGLangReply
 from ...child import (HARNESS_LIMIT_KEY, LIMIT_RULES, finding, harness_limit, note, one_line, parity_fault, with_limits,
                       words)
 from ...identify import identify_slots
+from ...named import named_path, shown_names
 from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model, seeded_tokens
 from ...shrink import shrink_config
 from ....contract.reply import reply_header
@@ -313,13 +314,13 @@ def no_eagle3(version: str) -> str | None:
 
 
 def resolve_launch(adapter, argv: list[str], target_config: dict, draft_dir: str | None, work: Path,
-                   reply: dict) -> bool:
+                   reply: dict, names: dict[str, str]) -> bool:
     """reply["launch"]: the serve arguments as the release parses and resolves them, with the
     verified fixes of what it overrode; False (reply["launch_refused"]: the engine's words)
     when its parser or resolution refuses them; False with reply["error"] when what stopped it
     is parity's (a limit of its CPU run, a failure of its own code, noted for the reply:
     parity.extract.child), never the engine's refusal."""
-    model_dir = launch.write_model_dir(work, target_config)
+    model_dir = named_path(launch.write_model_dir(work, target_config), names.get("target"), "target")
     try:
         reply["launch"] = launch.resolve(adapter.LAUNCH, argv, model_dir, draft_dir)
     except launch.Refused as exc:
@@ -332,6 +333,7 @@ def resolve_launch(adapter, argv: list[str], target_config: dict, draft_dir: str
         reply["launch_refused"] = f"argument resolution refused them: {one_line(exc)}"
         return False
     reply["launch"]["fixes"] = launch.fixes(adapter.LAUNCH, argv, reply["launch"], model_dir, draft_dir)
+    shown_names(reply["launch"], lambda: launch.resolve(adapter.LAUNCH, argv, model_dir, draft_dir, neutral=True))
     algorithm = reply["launch"]["effective"].get("speculative_algorithm")
     reply["launch"]["algorithm_is_eagle3"] = _is_eagle3(algorithm)
     if draft_dir and draft_kind(json.loads((Path(draft_dir) / "config.json").read_text())) == "dflash":
@@ -418,11 +420,14 @@ def extract(request: dict) -> dict[str, Any]:
     torch.manual_seed(request.get("seed", 0))
 
     real = request["target_config"]
+    names = request.get("names") or {}  # the paths as the user wrote them: the engine is shown these
     draft_dir = request.get("draft_dir")
+    if draft_dir:
+        draft_dir = named_path(draft_dir, names.get("draft"), "draft")
     draft_config = json.loads((Path(draft_dir) / "config.json").read_text()) if draft_dir else {}
     work = Path(tempfile.mkdtemp(prefix="parity-serving-"))
     if request.get("serve_args") is not None:  # the launch contract, before the runtime is set up
-        if not resolve_launch(adapter, request["serve_args"], real, draft_dir, work, reply):
+        if not resolve_launch(adapter, request["serve_args"], real, draft_dir, work, reply, names):
             return reply
     algorithm = served_algorithm(draft_config, reply.get("launch")) if draft_dir else "EAGLE3"
     if algorithm in DFLASH_FAMILY:

@@ -309,6 +309,7 @@ def probe_serving(target: Target, draft: Draft, vllm_version: str | None = None,
     try:
         launch = {} if serve_args is None else {"serve_args": list(serve_args)}
         reply = run_probe({"mode": "serving", "target_config": target.config, "draft_dir": str(draft.path.resolve()),
+                           "names": {"draft": draft.name, "target": target.name},
                            "candidates": candidates or [], **launch}, vllm_version)
     except EnvError as exc:
         raise ServingExtractionError(str(exc)) from exc

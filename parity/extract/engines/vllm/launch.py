@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ...child import jsonable
+from ...named import NEUTRAL, name_of, named_path
 from ...run_until import CodePathMoved, ModuleAbsent, installed_spec, require
 
 # Fields of SpeculativeConfig (the `--speculative-config` keys) the launch contract reports;
@@ -170,9 +171,12 @@ def _option(arg: str) -> str | None:
     return name
 
 
-def parse(argv: list[str], model_dir: str, draft_dir: str | None, how=None):
+def parse(argv: list[str], model_dir: str, draft_dir: str | None, how=None, neutral: bool = False):
     """(namespace, the dests the user gave, the speculative config as given, the replaced
-    paths) from the engine's own parser; Refused with its message when it refuses."""
+    paths, the names they were shown under) from the engine's own parser; Refused with its
+    message when it refuses. The draft and the target are parity's folders shown under the
+    names the user gave them (the speculative config's `model`, else --draft's; MODEL is
+    the target's folder's), parity.extract.named; `neutral`: under names that say nothing."""
     parser = _parser(how)
     # MODEL is parity's: the user's args follow it. 0.8.5's `vllm serve` adds the MODEL positional
     # (model_tag) in its serve subcommand, not in make_arg_parser, and sets `model` from it: there
@@ -183,25 +187,35 @@ def parse(argv: list[str], model_dir: str, draft_dir: str | None, how=None):
     given = {action.dest for action in parser._actions  # noqa: SLF001 - which options the user wrote
              if any(o in named for o in action.option_strings)}
     spec = dict(ns.speculative_config) if isinstance(getattr(ns, "speculative_config", None), dict) else None
+    names: dict[str, str | None] = {}
+
+    def shown(kind: str, field: str, user) -> str:
+        real = draft_dir if kind == "draft" else model_dir
+        user = user if isinstance(user, str) and user else None
+        names[field] = user or name_of(real)  # the serve command's name, else --draft's or the target's
+        name = NEUTRAL[kind] if neutral else user
+        return named_path(real, name, kind) if name else real
+
     replaced = {"model": "the target's config.json, as given"}
-    ns.model_tag = ns.model = model_dir
+    ns.model_tag = ns.model = shown("target", "model", None)
     if getattr(ns, "tokenizer", None):
-        ns.tokenizer = model_dir
+        ns.tokenizer = ns.model
         replaced["tokenizer"] = "the target's folder"
     if draft_dir is not None:
         if getattr(ns, "spec_model", None) is not None:
-            ns.spec_model = draft_dir
+            ns.spec_model = shown("draft", "spec_model", ns.spec_model)
             replaced["spec_model"] = "the draft parity checks"
-        elif ns.speculative_config is not None:
-            ns.speculative_config = {**ns.speculative_config, "model": draft_dir}
+        elif isinstance(ns.speculative_config, dict):
+            model = shown("draft", "speculative_config.model", ns.speculative_config.get("model"))
+            ns.speculative_config = {**ns.speculative_config, "model": model}
             replaced["speculative_config.model"] = "the draft parity checks"
         elif any(getattr(ns, flag, None) is not None for flag in ("spec_method", "spec_tokens")):
-            ns.spec_model = draft_dir  # 0.34's shorthand flags, without a model
+            ns.spec_model = shown("draft", "spec_model", None)  # 0.34's shorthand flags, without a model
             replaced["spec_model"] = "the draft parity checks"
     if getattr(ns, "trust_remote_code", False):  # parity has the config.json only, never remote code
         ns.trust_remote_code = False
         replaced["trust_remote_code"] = "off: parity runs no remote code (vLLM's own config classes read the target)"
-    return ns, given, spec, replaced
+    return ns, given, spec, replaced, names
 
 
 class _Trace:
@@ -236,11 +250,13 @@ class _Trace:
         return self.by.get((id(obj), name))
 
 
-def resolve(how: Callable | Launch, argv: list[str], model_dir: str, draft_dir: str | None) -> dict:
+def resolve(how: Callable | Launch, argv: list[str], model_dir: str, draft_dir: str | None,
+            neutral: bool = False) -> dict:
     """The launch contract of `argv` under a family's LAUNCH: {"argv", "replaced", "requested",
-    "effective", "overrides", "algorithm_is_eagle3", ...}. The process environment is restored after."""
+    "effective", "overrides", "algorithm_is_eagle3", "names", ...} (`neutral`: the paths shown
+    under names that say nothing, parse). The process environment is restored after."""
     how = _how(how)
-    ns, given, spec_given, replaced = parse(argv, model_dir, draft_dir, how)  # first: CodePathMoved if not there
+    ns, given, spec_given, replaced, names = parse(argv, model_dir, draft_dir, how, neutral)  # first: CodePathMoved if not there
     from vllm.config import ModelConfig, ParallelConfig, SpeculativeConfig
     from vllm.engine.arg_utils import AsyncEngineArgs
 
@@ -287,7 +303,7 @@ def resolve(how: Callable | Launch, argv: list[str], model_dir: str, draft_dir: 
     overrides = [{"field": f, "requested": v, "effective": effective.get(f), "by": by.get(f, "?")}
                  for f, v in requested.items() if f in effective and effective[f] != v]
     return {"argv": list(argv), "replaced": replaced, "requested": requested, "effective": effective,
-            "overrides": overrides, "algorithm_is_eagle3": is_eagle3, "algorithm_field": "method",
+            "overrides": overrides, "names": names, "algorithm_is_eagle3": is_eagle3, "algorithm_field": "method",
             "algorithm_answer": answered, "_spec": spec_given, "_merged": merged}
 
 

@@ -43,6 +43,7 @@ from ....contract.hf import draft_kind
 from ....contract.reply import reply_header
 from ....envs import reply_over_stdio
 from ....errors import CannotExtract
+from ...named import named_path, shown_names
 from ...shrink import TINY, shrink_config, shrunk_draft_dir
 
 LIMIT_RULES.extend(rule for rule in cpu_limits.RULES if rule not in LIMIT_RULES)  # vLLM's own limits of a CPU run
@@ -242,7 +243,10 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
             reply["code_paths"] = getattr(family, "DFLASH_CODE_PATHS", family.CODE_PATHS)
         reply["method"] = method
         reply["draft_kind"] = "dflash" if method == "dflash" else "eagle3"
-        speculative = {"method": method, "model": served, "num_speculative_tokens": 1}
+        # the draft shown under the name the serve command gives it, else --draft's (named.py)
+        launched = ((reply.get("launch") or {}).get("names") or {})
+        name = next((v for k, v in launched.items() if k != "model" and v), (request.get("names") or {}).get("draft"))
+        speculative = {"method": method, "model": named_path(served, name, "draft"), "num_speculative_tokens": 1}
     torch.manual_seed(seed)
     # the draft config's attributes vLLM's config classes read (BuiltDraft's config keys), the target's left out
     reads = set() if request["mode"] == "serving" and getattr(adapter, "BUILDS_DRAFT", False) else None
@@ -405,8 +409,11 @@ def resolve_launch(adapter, request: dict, version: str, reply: dict) -> bool:
                                    f"({reply.get('family')}) has no launch resolver yet")
         reply["launch_unresolved"] = True  # not the engine refusing them: parity cannot resolve them here
         return False
-    argv, draft_dir = request["serve_args"], request.get("draft_dir")
+    argv, draft_dir, names = request["serve_args"], request.get("draft_dir"), request.get("names") or {}
     model_dir = launch.write_model_dir(Path(tempfile.mkdtemp(prefix="parity-vllm-launch-")), request["target_config"])
+    model_dir = named_path(model_dir, names.get("target"), "target")  # the engine reads names (named.py)
+    if draft_dir:
+        draft_dir = named_path(draft_dir, names.get("draft"), "draft")
     try:
         resolved = launch.resolve(resolver, argv, model_dir, draft_dir)
     except launch.Refused as exc:
@@ -427,6 +434,7 @@ def resolve_launch(adapter, request: dict, version: str, reply: dict) -> bool:
         reply["launch_refused"] = why
         return False
     resolved["fixes"] = launch.fixes(resolver, argv, resolved, model_dir, draft_dir)
+    shown_names(resolved, lambda: launch.resolve(resolver, argv, model_dir, draft_dir, neutral=True))
     reply["launch"] = {k: v for k, v in resolved.items() if not k.startswith("_")}
     return True
 
