@@ -34,28 +34,48 @@ parent evicts it (at most MAX_SERVERS per parent process). `PARITY_NO_FORKSERVER
 child as a fresh process instead. Any failure to reach a server falls back to a fresh process:
 a server can make a run faster, never change its reply.
 
-Stdlib only on the server side (`python -m parity.forkserver CONTROL_FD MODULE`): it runs in every
-environment.
+**Servers for a whole run** (`run_servers`, `PARITY_FORKSERVERS`): a test run or a `pytest -m
+parity -n auto` starts many parity processes (its xdist workers, every `parity` command a test
+runs as a user would), and a private server per process pays the imports again in each: in this
+project's slow tier 50 of 59 extractions were the first of their (process, environment, module)
+(bench/suite.py). Inside `run_servers()` every parity process that inherits the variable shares
+one server per key instead: each listens on a socket in the run's directory (mode 0700: no
+other user can reach it), named by the digest of its key, started by the first process that
+asks for it (under a lock, so never twice) and reached by all. A shared server belongs to the
+run, not to the process that started it: it ends when the run ends (its directory removed, its
+owner process gone: checked every 2 s), when it has waited IDLE_SECONDS for a run, when it is
+stale (as above), or when the run holds MAX_SHARED servers and it is the least recently used.
+
+Stdlib only on the server side (`python -m parity.forkserver CONTROL_FD MODULE`, or `--listen
+SOCKET MODULE OWNER_PID` for a run's server): it runs in every environment.
 """
 
 from __future__ import annotations
 
 import atexit
+import fcntl
+import hashlib
 import importlib
 import io
 import json
 import os
 import runpy
+import select
+import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 import traceback
 from collections import OrderedDict
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from . import reads, runlog
 from .workspace import (kill_group, run_local, private_caches, private_dir, register_server, tracked,
@@ -63,12 +83,16 @@ from .workspace import (kill_group, run_local, private_caches, private_dir, regi
 
 OFF = "PARITY_NO_FORKSERVER"
 MAX_SERVERS = 6  # per parent process: each holds an engine's imports (about 0.5 GB resident)
+SHARED = "PARITY_FORKSERVERS"  # the directory of the run's shared servers (run_servers)
+MAX_SHARED = 8  # servers alive at once in one run's directory (least recently used stopped first)
+IDLE_SECONDS = 600  # a shared server that has had no run for this long ends
+MAX_BASE = 70  # the longest temp dir a run's directory is made in (its sockets' paths must fit in 107 bytes)
 
 # Environment variables that differ from run to run and on which no import depends (a child's
 # private TMPDIR and cache roots, the test runner's bookkeeping: parity.workspace.run_local, and
 # parity's own switches for this run): a server started under one value serves children asking
 # with another (each child gets its own).
-VOLATILE = frozenset({"PARITY_PROBE_OVERRIDES", "PARITY_NO_CACHE", "PARITY_DEBUG", OFF, reads.ENV, runlog.ENV})
+VOLATILE = frozenset({"PARITY_PROBE_OVERRIDES", "PARITY_NO_CACHE", "PARITY_DEBUG", OFF, SHARED, reads.ENV, runlog.ENV})
 
 
 def enabled() -> bool:
@@ -169,35 +193,45 @@ def _ask(server: _Server, request: dict, timeout: float) -> int:
         try:
             with server.lock:
                 socket.send_fds(server.control, [b"r"], [theirs.fileno()])
-            theirs.close()
-            conn.settimeout(timeout)  # the first request also waits for the server's imports
-            conn.sendall((json.dumps(request) + "\n").encode())
-            reader = conn.makefile("rb")
-            line = reader.readline()  # the server warms the module on its first request
-            answer = json.loads(line) if line else {}
-            if "stale" in answer:
-                raise Stale(f"forkserver {server.proc.pid}: {answer['stale']} changed since it was imported")
-            pid = answer.get("pid")
-        except (OSError, ValueError, KeyError) as exc:
+        except OSError as exc:
             raise Unavailable(f"forkserver {server.proc.pid}: {exc}") from exc
-        if pid is None:
-            raise Unavailable(f"forkserver {server.proc.pid} forked nothing")
-        with tracked(pid):
-            try:
-                conn.settimeout(timeout)
-                try:
-                    line = reader.readline()
-                except socket.timeout:
-                    raise subprocess.TimeoutExpired(request["module"], timeout) from None
-                if not line:  # the server died: the child's fate is unknown, so it is ended
-                    raise Unavailable(f"forkserver {server.proc.pid} ended during a run")
-                return int(json.loads(line)["status"])
-            except BaseException:
-                kill_group(pid)
-                raise
+        theirs.close()
+        return _exchange(conn, request, timeout, f"forkserver {server.proc.pid}")
     finally:
         conn.close()
         theirs.close()
+
+
+def _exchange(conn: socket.socket, request: dict, timeout: float, who: str) -> int:
+    """Send `request` on `conn` (a run's own connection to a server) and wait for the child it
+    forks; its exit code. On a timeout or an interrupt the child (its whole process group) is
+    killed and the exception propagates."""
+    try:
+        conn.settimeout(timeout)  # the first request also waits for the server's imports
+        conn.sendall((json.dumps(request) + "\n").encode())
+        reader = conn.makefile("rb")
+        line = reader.readline()  # the server warms the module on its first request
+        answer = json.loads(line) if line else {}
+        if "stale" in answer:
+            raise Stale(f"{who}: {answer['stale']} changed since it was imported")
+        pid = answer.get("pid")
+    except (OSError, ValueError, KeyError) as exc:
+        raise Unavailable(f"{who}: {exc}") from exc
+    if pid is None:
+        raise Unavailable(f"{who} forked nothing")
+    with tracked(pid):
+        try:
+            conn.settimeout(timeout)
+            try:
+                line = reader.readline()
+            except socket.timeout:
+                raise subprocess.TimeoutExpired(request["module"], timeout) from None
+            if not line:  # the server died: the child's fate is unknown, so it is ended
+                raise Unavailable(f"{who} ended during a run")
+            return int(json.loads(line)["status"])
+        except BaseException:
+            kill_group(pid)
+            raise
 
 
 def run(python: str, module: str, warm: str, input_text: str, env: dict[str, str], timeout: float,
@@ -208,16 +242,164 @@ def run(python: str, module: str, warm: str, input_text: str, env: dict[str, str
     Unavailable when no server can be reached (run a fresh process instead)."""
     files = {name: str(tmp / f".{name}") for name in ("stdin", "stdout", "stderr")}
     Path(files["stdin"]).write_text(input_text)
-    server = _server(python, warm, cwd, env)
-    try:
-        status = _ask(server, {"module": module, "warm": warm, "env": env, "cwd": cwd, **files}, timeout)
-    except Stale:
-        _retire(server)
-        raise
+    request = {"module": module, "warm": warm, "env": env, "cwd": cwd, **files}
+    root = shared_dir()
+    if root is not None:  # the run's server, shared by every parity process of the run
+        conn, who = _shared(root, python, warm, cwd, env)
+        try:
+            status = _exchange(conn, request, timeout, who)
+        finally:
+            conn.close()
+    else:
+        server = _server(python, warm, cwd, env)
+        try:
+            status = _ask(server, request, timeout)
+        except Stale:
+            _retire(server)
+            raise
     out, err = (Path(files[n]).read_text(errors="replace") for n in ("stdout", "stderr"))
     for path in files.values():
         Path(path).unlink(missing_ok=True)
     return subprocess.CompletedProcess([python, "-m", module], status, out, err)
+
+
+# -- the run's shared servers (client side) ------------------------------------------------------
+
+_started: list[subprocess.Popen] = []  # shared servers this process started (kept from the collector)
+
+
+def shared_dir() -> Path | None:
+    """The run's directory of shared servers (`PARITY_FORKSERVERS`), when it is set and is a
+    directory of this user's that no one else can enter; None otherwise (private servers)."""
+    where = os.environ.get(SHARED)
+    if not where:
+        return None
+    try:
+        st = os.stat(where)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return None
+    return Path(where)
+
+
+@contextmanager
+def run_servers() -> Iterator[Path]:
+    """For the life of the block, every parity process of this run (this one, and each process
+    it starts that inherits its environment: pytest-xdist workers, a `parity` command run by a
+    test) shares one server per key (interpreter, module, working directory, environment) in a
+    new private directory; on leaving, every server of the run is stopped and the directory
+    removed. Nested use joins the outer run."""
+    if shared_dir() is not None:
+        yield shared_dir()
+        return
+    base = tempfile.gettempdir()
+    if len(base) > MAX_BASE:  # a socket's path is at most 107 bytes: a long TMPDIR would leave none
+        base = "/tmp" if os.access("/tmp", os.W_OK) else base
+    root = Path(tempfile.mkdtemp(prefix="parity-fs-", dir=base))  # mode 0700
+    (root / "owner").write_text(str(os.getpid()))
+    os.environ[SHARED] = str(root)
+    try:
+        yield root
+    finally:
+        os.environ.pop(SHARED, None)
+        stop_shared(root)
+
+
+def _live(root: Path) -> dict[Path, int]:
+    """The servers of `root` still running: their pid file -> pid."""
+    out = {}
+    for pid_file in root.glob("*.pid"):
+        try:
+            pid = int(pid_file.read_text())
+            os.kill(pid, 0)
+        except (OSError, ValueError):
+            continue
+        out[pid_file] = pid
+    return out
+
+
+def stop_shared(root: Path) -> None:
+    """Stop every server of the run's directory `root`, then remove it."""
+    live = _live(root)
+    for pid in live.values():
+        with suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 5
+    while live and time.monotonic() < deadline:
+        time.sleep(0.05)
+        live = _live(root)
+    for pid in live.values():
+        kill_group(pid)
+    for proc in list(_started):
+        with suppress(Exception):
+            proc.wait(timeout=1)
+        _started.remove(proc)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _connect(path: Path) -> socket.socket | None:
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(str(path))
+        return conn
+    except OSError:
+        conn.close()
+        return None
+
+
+def _shared(root: Path, python: str, warm: str, cwd: str, env: dict[str, str]) -> tuple[socket.socket, str]:
+    """A connection to the run's server for this key, started (once, under a lock) if none
+    listens yet. Unavailable when none can be started or reached."""
+    digest = hashlib.sha256(repr(_key(python, warm, cwd, env)).encode()).hexdigest()[:16]
+    sock = root / f"{digest}.sock"
+    conn = _connect(sock)
+    if conn is not None:
+        return conn, f"forkserver {sock.name}"
+    try:
+        lock = open(root / f"{digest}.lock", "a")
+    except OSError as exc:
+        raise Unavailable(f"the run's forkserver directory {root}: {exc}") from exc
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        conn = _connect(sock)  # another process may have started it while this one waited
+        if conn is not None:
+            return conn, f"forkserver {sock.name}"
+        with suppress(OSError):
+            sock.unlink()  # a server that ended without removing it
+        _evict(root)
+        tmp = root / f"{digest}.d"
+        tmp.mkdir(exist_ok=True)
+        server_env = private_caches(env, tmp)
+        server_env.pop("PARITY_PROBE_OVERRIDES", None)  # the server warms the real module only
+        try:
+            owner = (root / "owner").read_text().strip()
+            with open(root / f"{digest}.log", "a") as log:
+                proc = subprocess.Popen([python, "-m", "parity.forkserver", "--listen", str(sock), warm, owner],
+                                        stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=server_env, cwd=cwd,
+                                        start_new_session=True)
+        except OSError as exc:
+            raise Unavailable(f"forkserver for {warm} under {python} did not start: {exc}") from exc
+        _started.append(proc)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            conn = _connect(sock)
+            if conn is not None:
+                return conn, f"forkserver {sock.name}"
+            if proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        raise Unavailable(f"forkserver for {warm} under {python} did not listen at {sock}")
+
+
+def _evict(root: Path) -> None:
+    """Keep fewer than MAX_SHARED servers alive in `root`: stop the least recently used (each
+    server touches its pid file at every run)."""
+    live = _live(root)
+    by_use = sorted(live, key=lambda f: f.stat().st_mtime if f.exists() else 0)
+    for pid_file in by_use[:max(0, len(live) - MAX_SHARED + 1)]:
+        with suppress(OSError):
+            os.kill(live[pid_file], signal.SIGTERM)
 
 
 # -- the server ----------------------------------------------------------------------------------
@@ -291,12 +473,53 @@ def _wait(conn: socket.socket, pid: int) -> None:
 _open: set[socket.socket] = set()  # connections of runs not yet reported (server side)
 
 
+class _State:
+    """What a server keeps between runs: the modules it warmed and the record of what they read."""
+
+    def __init__(self):
+        self.warmed: set[str] = set()
+        self.imported: dict = {}
+
+
+def _handle(conn: socket.socket, state: _State, listener: socket.socket, on_stale) -> None:
+    """One run handed to the server on `conn`: warm its module the first time, refuse it when
+    what was imported has changed on disk (`on_stale`, which ends the server), else fork the
+    child and report its pid, then its exit code (a thread waits for it)."""
+    _open.add(conn)
+    try:
+        request = json.loads(conn.makefile("rb").readline())
+        if request["warm"] not in state.warmed:
+            state.warmed.add(request["warm"])
+            _warm(request["warm"])
+            state.imported = reads.baseline()
+        stale = state.imported.get("changed") or reads.changed_since(state.imported)
+        if stale:  # a fork would run code that is no longer on disk: end, the asker runs fresh
+            on_stale()
+            conn.sendall((json.dumps({"stale": stale[:3]}) + "\n").encode())
+            os._exit(0)
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        pid = os.fork()
+        if pid == 0:
+            for other in (listener, *_open):  # the child holds no other run's connection
+                if other is not conn:
+                    other.close()
+            conn.close()
+            _child(request)
+        conn.sendall((json.dumps({"pid": pid}) + "\n").encode())
+    except Exception:  # noqa: BLE001 - this request fails; the asking side falls back
+        traceback.print_exc()
+        _open.discard(conn)
+        conn.close()
+        return
+    threading.Thread(target=_wait, args=(conn, pid), daemon=True).start()
+
+
 def serve(control_fd: int, warm: str) -> None:
     """Take runs handed over on the control socket until the parent closes it."""
     reads.start()  # what the warm imports read: checked before every fork after the first
     control = socket.socket(fileno=control_fd)
-    warmed: set[str] = set()
-    imported: dict = {}
+    state = _State()
     while True:
         try:
             message, fds, _, _ = socket.recv_fds(control, 16, 1)
@@ -304,37 +527,52 @@ def serve(control_fd: int, warm: str) -> None:
             os._exit(0)
         if not message:  # the parent has gone
             os._exit(0)
-        if not fds:
+        if fds:
+            _handle(socket.socket(fileno=fds[0]), state, control, lambda: None)
+
+
+def serve_listening(path: str, warm: str, owner: int) -> None:
+    """A run's shared server (run_servers): take runs on the socket `path` until the run ends
+    (the socket's directory removed, or its owner process gone), no run came for IDLE_SECONDS,
+    it is stale, or it is asked to stop (SIGTERM); the socket and pid file go with it."""
+    reads.start()
+    pid_file = path[:-len(".sock")] + ".pid"
+
+    def leave(*_, orphaned: bool = False) -> None:
+        for f in (path, pid_file):
+            with suppress(OSError):
+                os.unlink(f)
+        if orphaned:  # the run ended without its teardown (killed): its directory goes with its servers
+            shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, leave)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    os.chmod(path, 0o600)
+    listener.listen(16)
+    with open(pid_file, "w") as f:
+        f.write(str(os.getpid()))
+    state, last = _State(), time.monotonic()
+    while True:
+        ready, _, _ = select.select([listener], [], [], 2.0)
+        if not ready:
+            try:
+                os.kill(owner, 0)
+            except OSError:
+                leave(orphaned=True)
+            if not os.path.exists(path) or time.monotonic() - last > IDLE_SECONDS:
+                leave()
             continue
-        conn = socket.socket(fileno=fds[0])
-        _open.add(conn)
-        try:
-            request = json.loads(conn.makefile("rb").readline())
-            if request["warm"] not in warmed:
-                warmed.add(request["warm"])
-                _warm(request["warm"])
-                imported = reads.baseline()
-            stale = imported.get("changed") or reads.changed_since(imported)
-            if stale:  # a fork would run code that is no longer on disk: end, the asker runs fresh
-                conn.sendall((json.dumps({"stale": stale[:3]}) + "\n").encode())
-                os._exit(0)
-            for stream in (sys.stdout, sys.stderr):
-                stream.flush()
-            pid = os.fork()
-            if pid == 0:
-                for other in (control, *_open):  # the child holds no other run's connection
-                    if other is not conn:
-                        other.close()
-                conn.close()
-                _child(request)
-            conn.sendall((json.dumps({"pid": pid}) + "\n").encode())
-        except Exception:  # noqa: BLE001 - this request fails; the asking side falls back
-            traceback.print_exc()
-            _open.discard(conn)
-            conn.close()
-            continue
-        threading.Thread(target=_wait, args=(conn, pid), daemon=True).start()
+        conn, _ = listener.accept()
+        last = time.monotonic()
+        with suppress(OSError):
+            os.utime(pid_file)  # most recently used: the last to be stopped when the run holds too many
+        _handle(conn, state, listener, lambda: [os.unlink(f) for f in (path, pid_file) if os.path.exists(f)])
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]), sys.argv[2])
+    if sys.argv[1] == "--listen":
+        serve_listening(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    else:
+        serve(int(sys.argv[1]), sys.argv[2])

@@ -20,6 +20,7 @@ from .gate import check
 from .inputs import InputError, check_fit, parse_serve_args, read_inputs
 from .lock import check_lock
 from .report import render_check
+from .forkserver import run_servers
 from .workspace import workspace
 
 
@@ -46,10 +47,22 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line("markers", "parity: train/serve parity checks (select with -m parity)")
     config.addinivalue_line("markers", "gpu: needs CUDA; skipped without it")
+    if not hasattr(config, "workerinput"):  # the run's controller: its xdist workers inherit the servers
+        # One warmed server per engine environment for the whole run, shared by every worker and
+        # every parity command a test runs (parity.forkserver.run_servers): each imports once.
+        servers = run_servers()
+        servers.__enter__()
+        config._parity_servers = servers
     given = config.getoption("parity_contracts")
     if given is not None and not _contracts_dir(config).is_dir():  # else: zero items, a silent exit 5
         what = "is not a directory" if _contracts_dir(config).exists() else "does not exist"
         raise pytest.UsageError(f"--parity-contracts {given}: {_contracts_dir(config)} {what}")
+
+
+def pytest_unconfigure(config):
+    servers = getattr(config, "_parity_servers", None)
+    if servers is not None:  # every server of the run stopped, its directory removed
+        servers.__exit__(None, None, None)
 
 
 class ParityFailure(Exception):

@@ -86,7 +86,7 @@ SOURCE_KEY = "reply_cache"  # where a reply says whether it came from the cache
 # the warmed servers, the run log or a test's override behave (the module an override runs is
 # keyed itself).
 _ENV_IGNORED = frozenset({NO_CACHE, "PARITY_PROBE_OVERRIDES", "PARITY_HOME", "PARITY_DEBUG", "PARITY_NO_FORKSERVER",
-                          reads.ENV, runlog.ENV})
+                          "PARITY_FORKSERVERS", reads.ENV, runlog.ENV})
 
 
 def keyed_env(env: dict[str, str]) -> dict[str, str]:

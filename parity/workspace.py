@@ -109,14 +109,14 @@ def private_dir(prefix: str) -> Path:
 CACHE_ROOTS = {"HF_HOME": "huggingface", "SGLANG_CACHE_DIR": "sglang-cache", "VLLM_CACHE_ROOT": "vllm-cache"}
 
 
-# Environment variables that say only where a run's temporary files go, or that are the test
-# runner's bookkeeping: they differ from one run (one command, one xdist worker, one test) to the
-# next, and parity sets the ones a child sees itself (private_caches). Every other variable of a
+# Environment variables that say only where a run's temporary files go, the terminal's size, or
+# that are the test runner's bookkeeping: they differ from one run (one command, one xdist
+# worker, one test) to the next, and parity sets the ones a child sees itself (private_caches). Every other variable of a
 # child's environment may steer the engine (SGLang, vLLM and their libraries read their own
 # variables, and several enumerate the whole environment at import): the reply cache keys on
 # them all (parity.reply_cache), and a warmed server serves only children asking with the same
 # ones (parity.forkserver).
-RUN_LOCAL_ENV = frozenset({"TMPDIR", "TEMP", "TMP", *CACHE_ROOTS, "PWD", "OLDPWD", "SHLVL", "_"})
+RUN_LOCAL_ENV = frozenset({"TMPDIR", "TEMP", "TMP", *CACHE_ROOTS, "PWD", "OLDPWD", "SHLVL", "_", "COLUMNS", "LINES"})
 RUN_LOCAL_PREFIXES = ("PYTEST_",)  # PYTEST_CURRENT_TEST, PYTEST_XDIST_WORKER, ...
 
 

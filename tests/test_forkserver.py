@@ -78,7 +78,13 @@ def test_a_timeout_kills_the_forked_child(tmp_path):
         pytest.fail(f"forked child {pid} still runs after the timeout")
 
 
-def test_servers_and_their_directories_end_with_the_workspace(tmp_path, monkeypatch):
+@pytest.fixture
+def private(monkeypatch):
+    """This process's own servers, outside the run's shared ones (the plugin's run_servers)."""
+    monkeypatch.delenv(forkserver.SHARED, raising=False)
+
+
+def test_servers_and_their_directories_end_with_the_workspace(tmp_path, monkeypatch, private):
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     forkserver.forget()  # this test's own servers, started inside its own workspace
     from parity import workspace as ws
@@ -95,11 +101,90 @@ def test_servers_and_their_directories_end_with_the_workspace(tmp_path, monkeypa
     forkserver.forget()
 
 
-def test_an_unreachable_server_falls_back_to_a_fresh_process(monkeypatch):
+def test_an_unreachable_server_falls_back_to_a_fresh_process(monkeypatch, private):
     forkserver.forget()
     monkeypatch.setattr(forkserver, "_start", lambda *a: (_ for _ in ()).throw(forkserver.Unavailable("no")))
     reply = run_module(sys.executable, CHILD, {})
     assert reply["warmed_in"] is None  # ran, fresh
+
+
+# -- the run's shared servers ------------------------------------------------------------------------
+
+ASK_IN_ANOTHER_PROCESS = ("import json, sys; from parity.envs import run_module; from parity.workspace import workspace\n"
+                          "with workspace():\n    print(json.dumps(run_module(sys.executable, 'tests.forked_child', {})))")
+
+
+def _in_another_process(env: dict | None = None) -> dict:
+    done = subprocess.run([sys.executable, "-c", ASK_IN_ANOTHER_PROCESS], capture_output=True, text=True, cwd=ROOT,
+                          env=env, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def test_the_processes_of_a_run_share_one_server_and_it_ends_with_the_run(monkeypatch):
+    """Inside run_servers every parity process of the run (this one, a `parity` it starts) forks
+    from one server per key: the imports are paid once per run, not once per process (the slow
+    tier's CLI tests paid them in every command). On leaving the run, its servers end and its
+    directory goes."""
+    monkeypatch.delenv(forkserver.SHARED, raising=False)
+    with forkserver.run_servers() as root:
+        assert (root.stat().st_mode & 0o777) == 0o700
+        here = run_module(sys.executable, CHILD, {})
+        there = _in_another_process()
+        again = run_module(sys.executable, CHILD, {})
+        assert here["warmed_in"] == there["warmed_in"] == again["warmed_in"] is not None  # one server
+        assert here["pid"] != there["pid"] != again["pid"]  # a fork each
+        server = here["warmed_in"]
+        assert _alive(server)
+    for _ in range(100):
+        if not _alive(server):
+            break
+        time.sleep(0.05)
+    assert not _alive(server) and not root.exists()
+
+
+def test_a_run_s_server_ends_when_the_run_s_owner_is_gone(tmp_path):
+    """A run killed outright (SIGKILL: no teardown) leaves no server behind: each checks every 2 s
+    that the process owning the run is alive."""
+    script = ("import json, os, sys, time; from parity import forkserver; from parity.envs import run_module\n"
+              "from parity.workspace import workspace\n"
+              "with forkserver.run_servers() as root, workspace():\n"
+              "    print(json.dumps(run_module(sys.executable, 'tests.forked_child', {})), flush=True)\n"
+              "    time.sleep(600)")
+    env = {k: v for k, v in os.environ.items() if k != forkserver.SHARED}
+    env["TMPDIR"] = str(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+    try:
+        server = json.loads(proc.stdout.readline())["warmed_in"]
+        assert _alive(server)
+    finally:
+        proc.kill()
+        proc.wait()
+    for _ in range(200):
+        if not _alive(server) and not list(tmp_path.glob("parity-fs-*")):
+            break
+        time.sleep(0.05)
+    assert not _alive(server), "the run's server outlived its owner"
+    assert not list(tmp_path.glob("parity-fs-*"))  # nor the run's directory (its workspace is SIGKILL's to leave)
+
+
+def test_a_shared_server_is_only_this_user_s(tmp_path, monkeypatch):
+    """A directory another user could enter is no run's: each process keeps servers of its own."""
+    open_dir = tmp_path / "open"
+    open_dir.mkdir(mode=0o755)
+    open_dir.chmod(0o755)
+    monkeypatch.setenv(forkserver.SHARED, str(open_dir))
+    assert forkserver.shared_dir() is None
+    monkeypatch.setenv(forkserver.SHARED, str(tmp_path / "missing"))
+    assert forkserver.shared_dir() is None
 
 
 def _without_volatile(reply: dict) -> dict:

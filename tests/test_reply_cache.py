@@ -172,6 +172,7 @@ def test_the_key_follows_the_module_the_environment_and_the_interpreter():
         assert key(**{name: "1"}) != base, name
     # ... but for the test runner's bookkeeping, which differs between xdist workers and tests
     assert key(PYTEST_XDIST_WORKER="gw1", PYTEST_CURRENT_TEST="t.py::x (call)") == base
+    assert key(COLUMNS="200", LINES="50", PARITY_FORKSERVERS="/tmp/run-servers") == base  # nor the terminal's size
     other = ROOT / ".envs" / "speculators-0.7.0.2" / "bin" / "python"
     if other.exists():
         assert key(python=str(other)) != base
