@@ -21,16 +21,21 @@ class InputError(UserError, ValueError):
 
 # A config.json is a few kilobytes; anything near this is not one (and /dev/zero never ends).
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
+# A serve command is a few hundred bytes and at most a few hundred arguments (each of the engine's
+# flags once, with its value); past these it is not one, and the engine's parser would only burn
+# time on it (200,000 repeated flags kept an SGLang probe busy past its 600 s limit).
+MAX_SERVE_ARGS_BYTES = 256 * 1024
+MAX_SERVE_ARGS = 1024
 # parity builds a tiny model of the target's real depth; deeper than this is not a real target
 # and would only exhaust memory.
 MAX_LAYERS = 1024
 
 
-def regular_file(path: Path, what: str, limit: int | None = None) -> Path:
+def regular_file(path: Path, what: str, limit: int | None = None, holds: str = "a config file") -> Path:
     """`path` if it is a regular file (not a FIFO, device or directory) within `limit` bytes.
 
     A FIFO would block a read forever and /dev/zero would grow until memory runs out, so
-    parity opens nothing that `stat` does not show to be a plain file."""
+    parity opens nothing that `stat` does not show to be a plain file (a link is followed)."""
     import stat
 
     path = Path(path)
@@ -46,16 +51,37 @@ def regular_file(path: Path, what: str, limit: int | None = None) -> Path:
         raise InputError(f"{what} {path}: not a regular file (a pipe, socket or device); "
                          "give the path of a file")
     if limit is not None and st.st_size > limit:
-        raise InputError(f"{what} {path}: {st.st_size} bytes, more than the {limit} a config file "
-                         "can reasonably hold")
+        raise _too_big(path, what, st.st_size, limit, holds)
     return path
+
+
+def _too_big(path: Path, what: str, size: int | None, limit: int, holds: str) -> InputError:
+    """The refusal of a file past `limit` bytes (`size`: its size, None when it grew past the
+    limit while it was read)."""
+    found = f"{size} bytes" if size is not None else "more bytes than its size said"
+    return InputError(f"{what} {path}: {found}, more than the {limit} {holds} can reasonably hold")
+
+
+def read_bounded(path: Path, what: str, limit: int, holds: str = "a config file") -> bytes:
+    """The bytes of the regular file `path`, refused (one line naming the limit) when it is not
+    one or holds more than `limit` bytes: checked before reading, and again while reading (a file
+    that grows after its `stat` is read no further than the limit)."""
+    path = regular_file(path, what, limit, holds)
+    try:
+        with path.open("rb") as f:
+            data = f.read(limit + 1)
+    except OSError as exc:
+        raise InputError(f"{what} {path}: cannot be read ({exc.strerror or exc})") from None
+    if len(data) > limit:
+        raise _too_big(path, what, None, limit, holds)
+    return data
 
 
 def read_config(path: Path, what: str) -> dict[str, Any]:
     """A JSON object from `path`, or an InputError naming the file."""
-    path = regular_file(path, what, MAX_CONFIG_BYTES)
+    raw = read_bounded(path, what, MAX_CONFIG_BYTES)
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
+        data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise InputError(f"{what} {path}: not a text file") from None
     except json.JSONDecodeError as exc:
@@ -63,8 +89,6 @@ def read_config(path: Path, what: str) -> dict[str, Any]:
                          f"{exc.msg}") from None
     except RecursionError:
         raise InputError(f"{what} {path}: JSON nested too deeply to be a config") from None
-    except OSError as exc:
-        raise InputError(f"{what} {path}: cannot be read ({exc.strerror or exc})") from None
     if not isinstance(data, dict):
         raise InputError(f"{what} {path}: expected a JSON object, got {type(data).__name__}")
     return data
@@ -360,7 +384,10 @@ def quoting_hint(argv: tuple[str, ...] | list[str]) -> str:
 def parse_serve_args(text: str | None) -> tuple[str, ...] | None:
     """`--serve-args 'ARGS'`: the arguments exactly as given after `python -m sglang.launch_server`
     (shell quoting honoured), or `@FILE` for a file holding them (`#` comments allowed); None
-    when not given. What they mean is the engine's to say: its own parser reads them."""
+    when not given. What they mean is the engine's to say: its own parser reads them. A file is
+    read as the other inputs are (a regular file of at most MAX_SERVE_ARGS_BYTES, checked before
+    reading), and at most MAX_SERVE_ARGS arguments are split off (the splitting stops there)."""
+    import itertools
     import shlex
 
     if text is None:
@@ -369,16 +396,21 @@ def parse_serve_args(text: str | None) -> tuple[str, ...] | None:
     if text.startswith("@"):
         path = Path(text[1:])
         source = f"--serve-args file {path}"
+        raw = read_bounded(path, "--serve-args file", MAX_SERVE_ARGS_BYTES, "a serve command")
         try:
-            text = path.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"{source}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(f"{source}: not a text file") from None
+    lexer = shlex.shlex(text, posix=True)
+    lexer.whitespace_split = True  # as shlex.split(text, comments=True) splits
     try:
-        argv = tuple(shlex.split(text, comments=True))
+        argv = tuple(itertools.islice(lexer, MAX_SERVE_ARGS + 1))
     except ValueError as exc:
         raise InputError(f"{source}: {exc} (quote as a shell would)") from None
+    if len(argv) > MAX_SERVE_ARGS:
+        raise InputError(f"{source}: more than {MAX_SERVE_ARGS} arguments, which no serve command needs (it "
+                         "gives each of the engine's flags once, with its value)")
     if not argv:
         raise InputError(f"{source}: no arguments (give the serve command's arguments, e.g. "
                          "'--speculative-algorithm EAGLE3 --speculative-num-steps 3')")
     return argv
-

@@ -25,7 +25,7 @@ from .extract.engines import names as engine_names
 from .extract.trainers import DEFAULT as DEFAULT_TRAINER, BoundTrainer, trainer as bind_trainer
 from .extract.trainers import names as trainer_names
 from .gate import CheckResult, Difference, check
-from .inputs import Draft, InputError, Target, read_config, read_inputs, validation_line
+from .inputs import MAX_SERVE_ARGS, Draft, InputError, Target, read_config, read_inputs, validation_line
 
 LOCK_VERSION = 1
 
@@ -56,8 +56,9 @@ class Lock(BaseModel):
                                 "(SpecForge: its training output, read for the trained depth); absent: from the "
                                 "served draft, as the trainer would load it.")
     training: TrainingContract = Field(description="The training contract when the lock was written.")
-    serve_args: list[str] | None = Field(None, exclude_if=lambda v: v is None, description="The serve "
-                                         "command's arguments (--serve-args), resolved again at every check.")
+    serve_args: list[str] | None = Field(None, max_length=MAX_SERVE_ARGS, exclude_if=lambda v: v is None,
+                                         description="The serve command's arguments (--serve-args), resolved "
+                                         "again at every check.")
     launch: LaunchContract | None = Field(None, exclude_if=lambda v: v is None, description="The launch contract "
                                           "when the lock was written: a check fails on each field the installed "
                                           "engine now resolves otherwise (docs/launch.md).")

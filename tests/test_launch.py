@@ -340,7 +340,7 @@ def test_a_lock_resolves_its_launch_under_the_locks_engine(tmp_path, monkeypatch
 @pytest.mark.parametrize("given, says", [
     ("--speculative-num-steps '1", "No closing quotation"),
     ("   # only a comment", "no arguments"),
-    ("@/nonexistent/serve-args.txt", "cannot be read"),
+    ("@/nonexistent/serve-args.txt", "file not found"),
 ])
 def test_serve_args_that_cannot_be_read_are_refused_before_any_extraction(given, says):
     from parity.inputs import InputError, parse_serve_args

@@ -31,7 +31,7 @@ GIVEN = ["--target-config", str(ROOT / "fixtures" / "targets" / "kimi-k2.5" / "c
 @pytest.mark.parametrize("command", [["matrix"], ["can-i-deploy", "--sglang", "0.5.23", "--speculators", "0.9.0"]])
 @pytest.mark.parametrize("value, says", [("", "--serve-args: no arguments"),
                                          ("@/nonexistent/serve.args", "--serve-args file /nonexistent/serve.args: "
-                                                                      "cannot be read"),
+                                                                      "file not found"),
                                          ("'--speculative-num-steps", "--serve-args: No closing quotation")])
 def test_bad_serve_args_are_refused_before_any_extraction(capsys, command, value, says):
     assert cli.main([*command, *GIVEN, "--serve-args", value]) == 2

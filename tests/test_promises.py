@@ -1,5 +1,5 @@
-"""The CLI's promises (issue 12): honest verdicts, exit 2 with one line on bad input, exit 130
-on Ctrl-C, no hangs on special files, lock files checked before they are trusted.
+"""The CLI's promises (issues 12 and 52): honest verdicts, exit 2 with one line on bad input,
+exit 130 on Ctrl-C, no hangs on special files, lock files checked before they are trusted.
 
 Each test is named after the promise it keeps; each failed on the code before the fix.
 """
@@ -23,6 +23,7 @@ from .helpers import DEEPSEEK, LLAMA, ROOT, ctrl_c_reaches_it, sglang_draft
 
 TINY = str(ROOT / "fixtures" / "targets" / "tiny-llama-32l" / "config.json")
 KIMI_LOCK = ROOT / "contracts" / "kimi-k2.5-eagle3.json"
+LLAMA_DRAFT = ROOT / "fixtures" / "drafts" / "llama-3.1-8b-eagle3"
 
 
 def run(capsys, *argv) -> tuple[int, str, str]:
@@ -343,6 +344,78 @@ def test_an_unknown_architecture_is_refused_before_any_extraction(tmp_path, caps
         assert "FooForCausalLM" in err and "not supported" in err, err
 
 
+def _bounded_memory() -> None:
+    """A subprocess `preexec_fn`: at most 2 GiB of address space (a read of /dev/zero then ends in
+    a MemoryError, not in the machine's memory), SIGINT at its default."""
+    import resource
+
+    ctrl_c_reaches_it()
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+
+def _run_bounded(argv: list, tmpdir: Path, timeout: float = 60) -> tuple[subprocess.CompletedProcess, float]:
+    """`python -m parity ARGV` with TMPDIR=tmpdir, bounded memory and its own process group,
+    ended when it outlives `timeout` (SIGTERM, so that parity ends its probes, then SIGKILL);
+    (the result, its seconds)."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "parity", *map(str, argv)], cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=_bounded_memory, env={**os.environ, "TMPDIR": str(tmpdir)})
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+        raise AssertionError(f"parity {' '.join(map(str, argv))} still ran after {timeout} s") from None
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), time.monotonic() - t0
+
+
+@pytest.mark.parametrize("what, says", [
+    ("/dev/zero", "not a regular file"),
+    ("a link to /dev/zero", "not a regular file"),
+    ("a FIFO", "not a regular file"),
+    ("a 64 MiB file", "more than the 262144 a serve command can reasonably hold"),
+    ("200,000 repeated flags", "more than the 262144 a serve command can reasonably hold"),
+    ("1,025 short flags", "more than 1024 arguments"),
+])
+def test_a_serve_args_file_is_refused_by_its_limit_before_it_is_read_whole(tmp_path, what, says):
+    """Before: MemoryError (exit 3) for /dev/zero and a link to it, a FIFO blocked for ever, and
+    200,000 flags went to the SGLang probe and ran into its 600 s timeout (exit 3)."""
+    file = tmp_path / "serve.args"
+    if what == "/dev/zero":
+        file = Path("/dev/zero")
+    elif what == "a link to /dev/zero":
+        file.symlink_to("/dev/zero")
+    elif what == "a FIFO":
+        os.mkfifo(file)
+    elif what == "a 64 MiB file":
+        with file.open("wb") as f:
+            f.truncate(64 * 1024 * 1024)  # sparse
+    elif what == "200,000 repeated flags":
+        file.write_text("--speculative-num-steps 3\n" * 200_000)
+    else:
+        file.write_text("-x\n" * 1025)
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    proc, seconds = _run_bounded(["contract", "serving", "--target-config", LLAMA, "--draft", LLAMA_DRAFT,
+                                  "--serve-args", f"@{file}"], tmpdir)
+    one_line_exit_2(proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stderr.startswith(f"parity: --serve-args file {file}: ") and says in proc.stderr, proc.stderr
+    assert seconds < 30 and list(tmpdir.iterdir()) == []
+
+
+def test_serve_args_past_the_count_limit_are_refused_before_any_extraction(capsys):
+    """Given on the command line (one argument of the shell's, up to 128 KiB): the same bound."""
+    rc, out, err = run(capsys, "contract", "serving", "--target-config", LLAMA, "--draft", LLAMA_DRAFT,
+                       "--serve-args", "--speculative-num-steps 3 " * 600)
+    one_line_exit_2(rc, out, err)
+    assert "--serve-args: more than 1024 arguments" in err
+
+
 # -- 9. lock files ------------------------------------------------------------------------------
 
 
@@ -350,6 +423,7 @@ def test_an_unknown_architecture_is_refused_before_any_extraction(tmp_path, caps
     ({"parity_lock": 999}, "newer parity"),
     ({"parity_lock": -5}, "does not exist"),
     ({"engine": "trtllm"}, "unknown engine 'trtllm'"),  # any registered engine's name, none other
+    ({"serve_args": ["-x"] * 1025}, "serve_args: List should have at most 1024 items"),  # as --serve-args (issue 52)
 ])
 def test_a_lock_this_parity_cannot_check_is_exit_2(tmp_path, capsys, changes, says):
     rc, out, err = run(capsys, "check", "--contract", _lock(tmp_path, **changes))
