@@ -179,6 +179,30 @@ def test_vllm_an_unquoted_json_value_is_refused_in_its_words_saying_why():
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("config, says", [
+    ('"eagle3"', """AttributeError: 'str' object has no attribute 'items' (--speculative-config "eagle3" is a JSON string;"""),
+    ("[1, 2]", "AttributeError: 'list' object has no attribute 'items' (--speculative-config [1, 2] is a JSON array;"),
+    ("3", "AttributeError: 'int' object has no attribute 'items' (--speculative-config 3 is a JSON number;"),
+    ('{"method": "eagle3", "draft_max_model_len": 2048}', "SpeculativeConfig: draft_max_model_len: Unexpected keyword argument"),
+])
+def test_vllm_refuses_a_speculative_config_it_cannot_take_in_its_words_naming_what(capsys, config, says):
+    """vLLM's parser reads any JSON after --speculative-config; its resolution takes an object
+    and its SpeculativeConfig the keys it knows. Each refusal is vLLM's, exit 2, one line naming
+    the shape or the key (before: exit 3, `TypeError: 'str' object is not a mapping` in parity's
+    own launch code; the unknown key refused without its name). Run in this process, so that
+    every case forks from the one vLLM server this test session warmed (parity.forkserver)."""
+    from parity import cli
+
+    rc = cli.main(["contract", "serving", "--engine", "vllm", "--vllm", "0.34.0", "--target-config", str(LLAMA),
+                   "--draft", str(LLAMA_DRAFT), "--serve-args", f"--speculative-config '{config}'"])
+    out, err = capsys.readouterr()
+    assert rc == 2, out + err
+    line = err.strip()
+    assert "\n" not in line and "Traceback" not in line
+    assert line.startswith("parity: --serve-args: vllm 0.34.0's resolution refused them: " + says), line
+
+
+@pytest.mark.slow
 def test_vllm_eagle_with_an_eagle3_draft_is_refused_by_vllm_with_a_verified_method():
     """vLLM's own answer to `"method": "eagle"` with an EAGLE-3 draft: its SpeculativeConfig
     refuses it (`vllm serve` would not start); the line says so, with eagle3 verified."""

@@ -235,6 +235,23 @@ def test_replay_with_corrupt_safetensors_is_exit_2(tmp_path, capsys, what):
     assert victim.name in err
 
 
+def test_a_config_class_refusal_names_the_key_at_fault():
+    """vLLM's config classes are pydantic dataclasses: an unknown `--speculative-config` key is
+    refused as "Unexpected keyword argument", the key only in the error's location (before: the
+    line gave the message alone)."""
+    import pydantic
+
+    from parity.extract.engines.vllm.probe import _words
+
+    @pydantic.dataclasses.dataclass(config=pydantic.ConfigDict(extra="forbid"))
+    class SpeculativeConfig:
+        method: str | None = None
+
+    with pytest.raises(pydantic.ValidationError) as refused:
+        SpeculativeConfig(method="eagle3", draft_max_model_len=2048)
+    assert _words(refused.value) == "SpeculativeConfig: draft_max_model_len: Unexpected keyword argument"
+
+
 # -- 7. Ctrl-C: exit 130, no traceback ---------------------------------------------------------
 
 

@@ -205,6 +205,8 @@ def parse(argv: list[str], model_dir: str, draft_dir: str | None, how=None, neut
         if getattr(ns, "spec_model", None) is not None:
             ns.spec_model = shown("draft", "spec_model", ns.spec_model)
             replaced["spec_model"] = "the draft parity checks"
+        # JSON of another shape (a string, a list, a number: vLLM's parser reads any JSON) goes to
+        # vLLM as given, whose resolution refuses it in its own words (spec_shape_note says which)
         elif isinstance(ns.speculative_config, dict):
             model = shown("draft", "speculative_config.model", ns.speculative_config.get("model"))
             ns.speculative_config = {**ns.speculative_config, "model": model}
@@ -410,6 +412,22 @@ def _verified(how: Callable | Launch, candidate: list[str] | None, model_dir: st
     return [{"argv": candidate, "effective": again["effective"]}]
 
 
+def spec_shape_note(how: Callable | Launch, argv: list[str], model_dir: str) -> str:
+    """What to add to vLLM's refusal when the speculative config its parser read is JSON but not
+    an object (`--speculative-config '"eagle3"'`: vLLM's parser reads any JSON, its resolution
+    takes an object): the flag and the shape given; '' otherwise."""
+    try:
+        value = getattr(parse(argv, model_dir, None, how)[0], "speculative_config", None)
+    except Exception:  # noqa: BLE001 - the parser's own refusal is reported already
+        return ""
+    if value is None or isinstance(value, dict):
+        return ""
+    shape = {str: "string", list: "array", bool: "boolean", int: "number", float: "number"}.get(
+        type(value), type(value).__name__)
+    return (f" (--speculative-config {json.dumps(value)[:80]} is a JSON {shape}; vLLM takes a JSON object there, "
+            "e.g. --speculative-config '{\"method\": \"eagle3\", \"model\": ..., \"num_speculative_tokens\": 3}')")
+
+
 def fix_for_refused(how: Callable | Launch, argv: list[str], model_dir: str, draft_dir: str | None) -> list[dict]:
     """When vLLM's resolution refuses the arguments: the method `eagle3` instead of the one
     given, if vLLM resolves that (e.g. `"method": "eagle"` with an EAGLE-3 draft)."""
@@ -436,5 +454,5 @@ def write_model_dir(work: Path, target_config: dict) -> str:
 
 
 __all__ = ["Launch", "Refused", "eagle_proposer_answer", "fix_for_refused", "fixes", "requires_aux_hidden_states",
-           "resolve", "runner_0_11_answer", "speculative_config", "speculative_config_0_11", "uses_aux_hidden_states",
-           "write_model_dir"]
+           "resolve", "runner_0_11_answer", "spec_shape_note", "speculative_config", "speculative_config_0_11",
+           "uses_aux_hidden_states", "write_model_dir"]

@@ -427,7 +427,7 @@ def resolve_launch(adapter, request: dict, version: str, reply: dict) -> bool:
         if harness_limit(exc) or parity_fault(exc):  # parity's (with_limits replies with it), never the engine's refusal
             reply["error"] = f"resolving the serve arguments stopped: {one_line(exc)}"
             return False
-        why = f"resolution refused them: {_words(exc)}"
+        why = f"resolution refused them: {_words(exc)}{launch.spec_shape_note(resolver, argv, model_dir)}"
         for fix in launch.fix_for_refused(resolver, argv, model_dir, draft_dir)[:1]:
             why += (f" (verified: with \"method\": \"eagle3\" it resolves them: serve with "
                     f"{shlex.join(fix['argv'])})")
@@ -441,16 +441,20 @@ def resolve_launch(adapter, request: dict, version: str, reply: dict) -> bool:
 
 def _words(exc: BaseException) -> str:
     """vLLM's message, on one line: a config class's validation error by its own message (not
-    pydantic's wrapping), without the list of every supported architecture that follows an
-    unsupported one."""
+    pydantic's wrapping), after the class and the key it names when it names one (`SpeculativeConfig:
+    draft_max_model_len: Unexpected keyword argument`), without the list of every supported
+    architecture that follows an unsupported one."""
     errors = getattr(exc, "errors", None)
     try:
-        message = errors()[0]["msg"] if callable(errors) else None
+        first = errors()[0] if callable(errors) else {}
+        message, where = first.get("msg"), ".".join(str(part) for part in first.get("loc") or ())
     except Exception:  # noqa: BLE001
-        message = None
+        message = where = None
     if not message:
         return one_line(exc)
     message = " ".join(str(message).split())
+    if where:  # the key at fault (an unknown one is "Unexpected keyword argument" alone), in its class
+        message = f"{getattr(exc, 'title', None) or 'config'}: {where}: {message}"
     head, cut, _ = message.partition(" Supported architectures:")
     return head + (" (vLLM then lists every architecture it supports)" if cut else "")
 
