@@ -235,6 +235,21 @@ def test_replay_with_corrupt_safetensors_is_exit_2(tmp_path, capsys, what):
     assert victim.name in err
 
 
+@pytest.mark.parametrize("argv, command", [
+    (["contract", "serving", "--target-config", LLAMA, "--draft", LLAMA_DRAFT, "--serve-args"], "parity contract serving"),
+    (["contract", "training", "--dump-layout", "h1,h2"], "parity contract training"),
+    (["matrix", "--no-such-flag"], "parity matrix"),
+])
+def test_a_usage_error_names_the_command_the_user_ran(capsys, argv, command):
+    """Before: `(see parity serving --help)`, a command that does not exist, and an unknown flag
+    of any command sent the user to `parity --help`."""
+    with pytest.raises(SystemExit) as exited:
+        cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    one_line_exit_2(exited.value.code, out, err)
+    assert err.rstrip().endswith(f"(see {command} --help)"), err
+
+
 def test_a_config_class_refusal_names_the_key_at_fault():
     """vLLM's config classes are pydantic dataclasses: an unknown `--speculative-config` key is
     refused as "Unexpected keyword argument", the key only in the error's location (before: the

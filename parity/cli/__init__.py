@@ -45,9 +45,26 @@ def version_text() -> str:
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # usage errors are bad input: one line, exit 2
-        self.exit(ExitCode.BAD_INPUT, f"parity: {message} (see parity {self.prog.split()[-1]} --help)\n"
-                  if " " in self.prog else f"parity: {message} (see parity --help)\n")
+    def error(self, message):  # usage errors are bad input: one line, exit 2, naming the command's help
+        self.exit(ExitCode.BAD_INPUT, f"parity: {message} (see {self.prog} --help)\n")
+
+    def parse_args(self, args=None, namespace=None):
+        """argparse's, except that arguments no parser took are refused by the command the user
+        ran (`see parity contract serving --help`), not by the top-level parser."""
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self._command(ns).error(f"unrecognized arguments: {' '.join(extras)}")
+        return ns
+
+    def _command(self, ns) -> argparse.ArgumentParser:
+        """The innermost (sub)command parser `ns` was parsed by."""
+        parser: argparse.ArgumentParser = self
+        while True:
+            sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)  # noqa: SLF001
+            chosen = getattr(ns, sub.dest, None) if sub is not None else None
+            if chosen not in (sub.choices if sub is not None else {}):
+                return parser
+            parser = sub.choices[chosen]
 
 
 def build_parser() -> argparse.ArgumentParser:
