@@ -1,13 +1,12 @@
-"""`python -m parity`: the CLI; a Ctrl-C that lands before `main` takes over still exits 130."""
+"""`python -m parity`: the command as the console script runs it (parity.entry, which takes over
+Ctrl-C and SIGTERM before the CLI is imported)."""
 
 try:
-    from .cli import main
-
-    code = main()
-except KeyboardInterrupt:  # during start-up (imports), before main's own handler exists
+    from .entry import main
+except KeyboardInterrupt:  # the milliseconds before parity.entry takes over (it imports parity.errors)
     import sys
 
     print("parity: interrupted", file=sys.stderr)
     exec("pass")  # clears CPython's mark of an unhandled interrupt (parity.errors.forget_interrupt)
-    code = 130
-raise SystemExit(code)
+    raise SystemExit(130) from None
+raise SystemExit(main())

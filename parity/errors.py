@@ -30,6 +30,15 @@ def forget_interrupt() -> None:
     exec("pass")
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised where the command is, so every `finally` (the workspace's) runs."""
+
+
+def on_sigterm(signum, frame):
+    """The SIGTERM handler of a command (parity.entry, parity.cli.main): Terminated."""
+    raise Terminated()
+
+
 # Where a probe's reply names the release of the package it ran (parity.contract.reply.ProbeReply).
 RELEASE_KEY = "release"
 # A probe's reply says so (`INTERNAL_ERROR_KEY`: the one line, with parity's frame) when parity's

@@ -16,7 +16,7 @@ import sys
 from importlib import metadata
 
 from .. import __version__
-from ..errors import ExitCode, UserError, forget_interrupt
+from ..errors import ExitCode, Terminated, UserError, forget_interrupt, on_sigterm
 from ..extract import engines, trainers
 from .check import add_check_parser, run_check
 from .common import UsageError, add_dump_args
@@ -89,14 +89,6 @@ def run(args) -> int:
     return args.func(args)
 
 
-class _Terminated(BaseException):
-    """SIGTERM, raised where the command is, so every `finally` (the workspace's) runs."""
-
-
-def _on_sigterm(signum, frame):
-    raise _Terminated()
-
-
 def main(argv: list[str] | None = None) -> int:
     """The whole command: every exit path, Ctrl-C and SIGTERM included, ends in an exit code,
     never a traceback, and runs the cleanup of what the command made."""
@@ -105,14 +97,14 @@ def main(argv: list[str] | None = None) -> int:
 
     previous = None
     if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+        previous = signal.signal(signal.SIGTERM, on_sigterm)
     try:
         return _main(argv)
     except KeyboardInterrupt:
         print("parity: interrupted", file=sys.stderr)
         forget_interrupt()
         return ExitCode.INTERRUPTED
-    except _Terminated:
+    except Terminated:
         print("parity: terminated", file=sys.stderr)
         return ExitCode.TERMINATED
     finally:
