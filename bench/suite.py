@@ -120,6 +120,12 @@ def report(out: Path, wall: float | None = None) -> str:
                   f"runs, {sum(r['seconds'] for r in again):.0f} s",
               f"computed more than once: {len(twice)} keys, {sum(len(v) - 1 for v in twice.values())} "
               f"extra runs, {sum(sum(r['seconds'] for r in v[1:]) for v in twice.values()):.0f} s"]
+    by_work: dict[str, set[str]] = defaultdict(set)
+    for run in ran:
+        by_work[run.get("work") or run["key"]].add(run["key"])
+    renamed = {w: keys for w, keys in by_work.items() if len(keys) > 1}
+    lines.append(f"the same request under other path names (the names enter the key: engines read them): "
+                 f"{len(renamed)} requests, {sum(len(k) - 1 for k in renamed.values())} extra keys")
     for key, rows in sorted(twice.items(), key=lambda kv: -sum(r["seconds"] for r in kv[1][1:])):
         why = Counter(r["status"] for r in rows)
         lines.append(f"  {rows[0]['module']} ({rows[0]['env']}) x{len(rows)} [{', '.join(f'{n} {s}' for s, n in why.items())}] "

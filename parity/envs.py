@@ -38,7 +38,7 @@ from .home import CHECKOUT, PACKAGE, home, setup_command, shipped, user_envs, ca
 from .children import run_child
 from .workspace import workspace, private_caches
 from .errors import TRANSIENT_KEY, UserError, transient
-from .reply_cache import SOURCE_KEY, cached_reply, enabled, request_digest
+from .reply_cache import NAMES_KEY, SOURCE_KEY, cached_reply, enabled, request_digest
 
 # Template keys about deriving a release's line, not what its environment holds (kept out of
 # each release's spec, so out of its hash): a field's default, and whether the deps list every import.
@@ -333,8 +333,9 @@ def _log_run(python: Path | str, warm: str, module: str, request: dict, reply: d
     source = reply.get(SOURCE_KEY) if isinstance(reply, dict) else None
     status = "raised" if reply is None else source.get("status", "?") if isinstance(source, dict) else "uncached"
     key = source.get("key") if isinstance(source, dict) else None
+    work = request_digest(str(python), module, {k: v for k, v in request.items() if k != NAMES_KEY})
     runlog.record({"module": warm, "ran": module, "env": Path(python).parent.parent.name, "status": status,
-                   "key": key or "uncached:" + request_digest(str(python), module, request),
+                   "key": key or "uncached:" + request_digest(str(python), module, request), "work": work,
                    "why": source.get("why") if isinstance(source, dict) else None, "seconds": round(seconds, 3)})
 
 
