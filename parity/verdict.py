@@ -55,9 +55,11 @@ class Suggestion(BaseModel):
 
     engine: str = Field(description="The serving engine, e.g. 'sglang'.")
     engine_version: str = Field(description="The release the fix was found and verified under.")
-    eagle_aux_hidden_state_layer_ids: list[int] = Field(description="The ids, in the engine's own convention.")
+    eagle_aux_hidden_state_layer_ids: list[int] = Field(description="The ids, in the engine's own convention for "
+                                                        "config_key (the name is EAGLE-3's; a DFlash draft's too).")
     config_key: str = Field(default="eagle_config.eagle_aux_hidden_state_layer_ids",
-                            description="Where in the draft's config.json the engine reads them.")
+                            description="Where in the draft's config.json the engine reads them for the draft's "
+                            "kind, e.g. 'dflash_config.target_layer_ids' for a DFlash draft.")
     verified: bool = Field(description="A full extraction with these ids written in the config matched.")
     serving_fc_input: list[str | None] = Field(description="What the engine feeds with these ids.")
 
@@ -278,11 +280,11 @@ def _lock_differences(locked: TrainingContract, fresh: TrainingContract) -> list
     return out
 
 
-def _verify(target: Target, draft: Draft, ids: list[int], engine: BoundEngine) -> ServingContract:
-    """Extract again with `ids` written where the engine reads them, in a copy of the draft."""
+def _verify(target: Target, draft: Draft, ids: list[int], engine: BoundEngine, kind: str) -> ServingContract:
+    """Extract again with `ids` written where the engine reads a `kind` draft's ids, in a copy of the draft."""
     tmp = Path(tempfile.mkdtemp(prefix="parity-fix-"))
     try:
-        fixed = Draft(path=tmp, config=engine.write_ids(draft.config, ids))
+        fixed = Draft(path=tmp, config=engine.write_ids(draft.config, ids, kind))
         fixed.config_file.write_text(json.dumps(fixed.config))
         return engine.probe_serving(target, fixed)[0]
     finally:
@@ -368,6 +370,10 @@ def _slots_differ(d: ContractDiff, training: TrainingContract, serving: ServingC
 def _solve(training: TrainingContract, serving: ServingContract, tried: list[dict], target: Target, draft: Draft,
            engine: BoundEngine, verify: bool):
     want = [t.name for t in training.fc_input]
+    kind = serving.draft_kind
+    key = engine.ids_key(kind)
+    if key is None:
+        return None, f"{serving.engine} {serving.provenance.version} reads a {kind} draft's ids from no config key parity knows of"
     if not tried:
         bad = [t.name for t in training.fc_input if t is None or not t.is_plain_stream()]
         return None, (f"the training fc input uses {bad}, which {serving.engine} cannot capture: it captures "
@@ -380,13 +386,13 @@ def _solve(training: TrainingContract, serving: ServingContract, tried: list[dic
     ids = list(match["ids"])
     verified = False
     if verify:
-        fixed = _verify(target, draft, ids, engine)
+        fixed = _verify(target, draft, ids, engine, kind)
         verified = [t.name if t else None for t in fixed.fc_input] == want and not fixed.has_errors
         if not verified:
             errors = "; ".join(f.message for f in fixed.findings if f.severity == "error")
-            return None, (f"ids {ids} capture {want} on the engine's model, but written in the draft "
-                          f"config the engine feeds {[t.name if t else None for t in fixed.fc_input]}"
+            return None, (f"ids {ids} capture {want} on the engine's model, but written in {key}, "
+                          f"the engine feeds {[t.name if t else None for t in fixed.fc_input]}"
                           + (f" ({errors})" if errors else ""))
     return Suggestion(engine=serving.engine, engine_version=serving.provenance.version,
-                      eagle_aux_hidden_state_layer_ids=ids, config_key=engine.IDS_KEY,
+                      eagle_aux_hidden_state_layer_ids=ids, config_key=key,
                       verified=verified, serving_fc_input=want), None
