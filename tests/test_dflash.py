@@ -141,6 +141,9 @@ def test_the_engines_id_less_defaults_differ_and_the_check_catches_it(tmp_path):
     assert [d["where"] for d in result["differences"]] == ["slot 2"]
     assert "its EAGLE-3 default, also for this DFlash draft" in " ".join(
         f["message"] for f in result["serving"]["findings"] if f["kind"] == "default_layers_fallback")
+    fix = result["suggestion"]  # in the DFlash key, which SGLang reads too: the ids written below
+    assert (fix["config_key"], fix["eagle_aux_hidden_state_layer_ids"], fix["verified"]) == (
+        "dflash_config.target_layer_ids", [1, 17, 33], True)
     fixed = tmp_path / "draft"
     shutil.copytree(NO_IDS, fixed)
     config = json.loads((fixed / "config.json").read_text())
