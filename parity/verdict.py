@@ -323,8 +323,9 @@ def check(training: TrainingContract, target: Target, draft: Draft,
                        or x.where.startswith("vocab.")]
         misfits = target_misfits(serving)
         if misfits:  # the draft as built: no id list changes it, whatever it is fed
-            unfixable = (f"{IDS_MEND_NOTHING}: the ids choose which hidden states the draft is fed, not its "
-                         f"vocabulary as {serving.engine} {serving.provenance.version} builds it ({'; '.join(misfits)})")
+            unfixable = (f"{IDS_MEND_NOTHING}: the ids choose which hidden states the draft is fed, and what "
+                         f"{serving.engine} {serving.provenance.version} cannot serve is the draft's vocabulary as "
+                         "it builds it (the reason it is unservable)")
         elif not unloadable(serving):  # the draft loads but the engine raised on its ids: other ids may be the fix
             suggestion, unfixable = _solve(training, serving, tried, target, draft, engine, verify)
     draft_fix = None
