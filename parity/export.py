@@ -209,5 +209,5 @@ def export_draft(draft: Draft, out: Path, training: TrainingContract, target: Ta
             except OSError:
                 pass
     return (f"parity: exported {draft.path} -> {out} for {engine.name} {result.serving.provenance.version}: "
-            f"{engine.IDS_KEY} {list(ids)} feed "
+            f"{engine.ids_key()} {list(ids)} feed "
             f"[{', '.join(t.name for t in result.serving.fc_input)}], as trained")

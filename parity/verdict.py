@@ -55,9 +55,11 @@ class Suggestion(BaseModel):
 
     engine: str = Field(description="The serving engine, e.g. 'sglang'.")
     engine_version: str = Field(description="The release the fix was found and verified under.")
-    eagle_aux_hidden_state_layer_ids: list[int] = Field(description="The ids, in the engine's own convention.")
+    eagle_aux_hidden_state_layer_ids: list[int] = Field(description="The ids, in the engine's own convention for "
+                                                        "config_key (the name is EAGLE-3's; a DFlash draft's too).")
     config_key: str = Field(default="eagle_config.eagle_aux_hidden_state_layer_ids",
-                            description="Where in the draft's config.json the engine reads them.")
+                            description="Where in the draft's config.json the engine reads them for the draft's "
+                            "kind, e.g. 'dflash_config.target_layer_ids' for a DFlash draft.")
     verified: bool = Field(description="A full extraction with these ids written in the config matched.")
     serving_fc_input: list[str | None] = Field(description="What the engine feeds with these ids.")
 
@@ -87,6 +89,9 @@ class DraftFix(BaseModel):
     verified: bool = Field(description="With the edit, the engine's build equals the trained one in every judged field.")
     still_differ: list[str] = Field(default_factory=list, description="Judged fields that still differ with the edit "
                                     "(empty when verified).")
+    left: str | None = Field(default=None, exclude_if=lambda v: v is None, description="What else the extraction "
+                             "with the edit leaves, so that the edit is no fix: the draft not built, or a reason the "
+                             "engine cannot serve it.")
 
 
 # How a judged field of the built draft is set in a served (EAGLE-3 form) config.json.
@@ -278,11 +283,11 @@ def _lock_differences(locked: TrainingContract, fresh: TrainingContract) -> list
     return out
 
 
-def _verify(target: Target, draft: Draft, ids: list[int], engine: BoundEngine) -> ServingContract:
-    """Extract again with `ids` written where the engine reads them, in a copy of the draft."""
+def _verify(target: Target, draft: Draft, ids: list[int], engine: BoundEngine, kind: str) -> ServingContract:
+    """Extract again with `ids` written where the engine reads a `kind` draft's ids, in a copy of the draft."""
     tmp = Path(tempfile.mkdtemp(prefix="parity-fix-"))
     try:
-        fixed = Draft(path=tmp, config=engine.write_ids(draft.config, ids), given=draft.name)
+        fixed = Draft(path=tmp, config=engine.write_ids(draft.config, ids, kind), given=draft.name)
         fixed.config_file.write_text(json.dumps(fixed.config))
         return engine.probe_serving(target, fixed)[0]
     finally:
@@ -316,7 +321,12 @@ def check(training: TrainingContract, target: Target, draft: Draft,
         # (and the serve command's launch differences: an algorithm for another kind of draft is why, often)
         differences = [x for x in differences if x.kind in UNSERVABLE_KINDS + ("lock", "launch")
                        or x.where.startswith("vocab.")]
-        if not unloadable(serving):  # the draft loads but the engine raised on its ids: other ids may be the fix
+        misfits = target_misfits(serving)
+        if misfits:  # the draft as built: no id list changes it, whatever it is fed
+            unfixable = (f"{IDS_MEND_NOTHING}: the ids choose which hidden states the draft is fed, and what "
+                         f"{serving.engine} {serving.provenance.version} cannot serve is the draft's vocabulary as "
+                         "it builds it (the reason it is unservable)")
+        elif not unloadable(serving):  # the draft loads but the engine raised on its ids: other ids may be the fix
             suggestion, unfixable = _solve(training, serving, tried, target, draft, engine, verify)
     draft_fix = None
     built = [f.field.removeprefix("draft.") for f in d.fields if f.field.startswith("draft.")]
@@ -349,7 +359,10 @@ def _fix_draft(training: TrainingContract, target: Target, draft: Draft, fields:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     still = [f.field.removeprefix("draft.") for f in diff(training, served).fields if f.field.startswith("draft.")]
-    return DraftFix(edit=edit, verified=not still and served.draft is not None, still_differ=still)
+    unservable = decide(training, served)[3]
+    left = ("the draft is not built with it" if served.draft is None else
+            f"the engine cannot serve the draft with it: {unservable}" if unservable else None)
+    return DraftFix(edit=edit, verified=not still and left is None, still_differ=still, left=left)
 
 
 def unloadable(serving: ServingContract) -> bool:
@@ -365,28 +378,57 @@ def _slots_differ(d: ContractDiff, training: TrainingContract, serving: ServingC
                                            for fed in serving.runners.values())
 
 
+# How an unfixable reason begins when no id list, wherever written, mends what the report shows.
+IDS_MEND_NOTHING = "no config edit of the ids mends it"
+
+
+def fix_leaves(training: TrainingContract, fixed: ServingContract) -> str | None:
+    """What the extraction of a draft with an ids fix written still leaves of what the fix is
+    offered for, decided as a check decides (`decide`): another fc input than training's, an
+    error finding, or a reason the engine cannot serve the draft (its vocabulary past the
+    target's, say); None when the fix mends them all."""
+    want = [t.name for t in training.fc_input]
+    fed = [t.name if t else None for t in fixed.fc_input]
+    errors = "; ".join(f.message for f in fixed.findings if f.severity == "error")
+    if fed != want or errors:
+        return f"the engine feeds {fed}" + (f" ({errors})" if errors else "")
+    unservable = decide(training, fixed)[3]
+    if unservable:
+        return f"{fixed.engine} {fixed.provenance.version} still cannot serve the draft: {unservable}"
+    return None
+
+
 def _solve(training: TrainingContract, serving: ServingContract, tried: list[dict], target: Target, draft: Draft,
            engine: BoundEngine, verify: bool):
+    """The ids fix (a Suggestion, None) or why there is none (None, the reason): the first tried id
+    list that feeds the training fc input and changes the draft config where the engine reads the
+    draft's kind's ids, verified (unless `verify` is False) by a full extraction with it written
+    that leaves nothing of what the check found (`fix_leaves`)."""
     want = [t.name for t in training.fc_input]
+    kind = serving.draft_kind
+    release = f"{serving.engine} {serving.provenance.version}"
+    key = engine.ids_key(kind)
+    if key is None:
+        return None, f"{release} reads a {kind} draft's ids from no config key parity knows of"
     if not tried:
         bad = [t.name for t in training.fc_input if t is None or not t.is_plain_stream()]
         return None, (f"the training fc input uses {bad}, which {serving.engine} cannot capture: it captures "
                       "only residual-stream states at layer boundaries")
-    match = next((c for c in tried if c.get("fc_input") == want and not c.get("error")), None)
-    if match is None:
+    fits = [c for c in tried if c.get("fc_input") == want and not c.get("error")]
+    if not fits:
         got = "; ".join(f"{c['ids']} -> {c.get('fc_input') or c.get('error')}" for c in tried)
-        return None, (f"no id list makes {serving.engine} {serving.provenance.version} feed {want} "
-                      f"(tried {got})")
+        return None, f"no id list makes {release} feed {want} (tried {got})"
+    match = next((c for c in fits if engine.write_ids(draft.config, list(c["ids"]), kind) != draft.config), None)
+    if match is None:  # the engine already reads them where the fix would write them: writing them changes nothing
+        return None, (f"{IDS_MEND_NOTHING}: {key} already holds {list(fits[0]['ids'])}, which feed {want} on the "
+                      "engine's model")
     ids = list(match["ids"])
     verified = False
     if verify:
-        fixed = _verify(target, draft, ids, engine)
-        verified = [t.name if t else None for t in fixed.fc_input] == want and not fixed.has_errors
-        if not verified:
-            errors = "; ".join(f.message for f in fixed.findings if f.severity == "error")
-            return None, (f"ids {ids} capture {want} on the engine's model, but written in the draft "
-                          f"config the engine feeds {[t.name if t else None for t in fixed.fc_input]}"
-                          + (f" ({errors})" if errors else ""))
+        left = fix_leaves(training, _verify(target, draft, ids, engine, kind))
+        if left is not None:
+            return None, f"ids {ids} capture {want} on the engine's model, but written in {key}, {left}"
+        verified = True
     return Suggestion(engine=serving.engine, engine_version=serving.provenance.version,
-                      eagle_aux_hidden_state_layer_ids=ids, config_key=engine.IDS_KEY,
+                      eagle_aux_hidden_state_layer_ids=ids, config_key=key,
                       verified=verified, serving_fc_input=want), None

@@ -144,6 +144,56 @@ def test_a_draft_inside_the_target_vocabulary_fits():
     assert target_misfits(s) == []
 
 
+
+def test_a_fixed_extraction_is_judged_on_what_the_report_shows():
+    """Issue 48 item 5: the ids fix's verification decides the fixed extraction as a check does:
+    ids that feed the training contract but leave the draft unservable (its lm_head past the
+    target's vocabulary) mend nothing, and neither do ids the engine feeds otherwise."""
+    from parity.verdict import fix_leaves
+
+    fixed = serving(("h0", "h3", "h31"), ids=(0, 3, 31))
+    assert fix_leaves(training(), fixed) is None
+    oversized = fixed.model_copy(update={"draft": SERVED_BUILT.model_copy(update={"draft_vocab_size": 200000})})
+    assert "still cannot serve the draft: the draft's lm_head has 200000 rows" in fix_leaves(training(), oversized)
+    assert "the engine feeds ['h1', 'h4', 'h32']" in fix_leaves(training(), serving(("h1", "h4", "h32")))
+
+
+def test_an_ids_fix_that_writes_what_the_config_holds_is_none(tmp_path):
+    """Issue 48 item 5: the ids the engine already reads feed the training contract, yet the draft
+    is unservable: writing them again changes nothing, so no fix is offered, and no extraction
+    runs to find that out (no target is given)."""
+    from parity.extract.engines import engine
+    from parity.inputs import Draft
+    from parity.verdict import _solve
+
+    draft = Draft(path=tmp_path, config={"eagle_config": {"eagle_aux_hidden_state_layer_ids": [0, 3, 31]}})
+    s = serving(("h0", "h3", "h31"), ids=(0, 3, 31)).model_copy(
+        update={"draft": SERVED_BUILT.model_copy(update={"draft_vocab_size": 200000})})
+    tried = [{"ids": [-1, 2, 30], "fc_input": ["h0", "h2", "h30"], "error": None},
+             {"ids": [0, 3, 31], "fc_input": ["h0", "h3", "h31"], "error": None}]
+    suggestion, why = _solve(training(), s, tried, None, draft, engine("sglang"), verify=True)
+    assert suggestion is None and why.startswith("no config edit of the ids mends it: "
+                                                 "eagle_config.eagle_aux_hidden_state_layer_ids already holds [0, 3, 31]"), why
+
+
+def test_a_draft_config_edit_that_leaves_a_field_built_otherwise_is_no_fix():
+    """Issue 48 item 5: a FIX (draft config) line only where building again with the edit gave the
+    trained build in every judged field; an edit that left one otherwise is said as no fix."""
+    from parity.verdict import DraftFix
+
+    s = serving(("h0", "h3", "h31"), ids=(0, 3, 31)).model_copy(
+        update={"draft": SERVED_BUILT.model_copy(update={"rms_norm_eps": 1e-6})})
+    result = check_result(training(), s)
+    edit = {"rms_norm_eps": 1e-5}
+    left = render_check(result.model_copy(update={"draft_fix": DraftFix(edit=edit, verified=False,
+                                                                        still_differ=["rms_norm_eps"])}))
+    assert not [line for line in left.splitlines() if line.lstrip().startswith("FIX")], left
+    assert ('  NO FIX (draft config): writing {"rms_norm_eps": 1e-05} in the served config.json, sglang 0.5.23 '
+            "still builds rms_norm_eps otherwise") in left, left
+    mended = render_check(result.model_copy(update={"draft_fix": DraftFix(edit=edit, verified=True)}))
+    assert ('  FIX (draft config): write {"rms_norm_eps": 1e-05} in the served config.json\n'
+            "       (verified: sglang 0.5.23 then builds the draft as training did)") in mended, mended
+
 def test_the_contract_json_holds_the_built_draft_and_reads_back():
     t = training()
     again = type(t).model_validate_json(t.to_json())

@@ -64,6 +64,9 @@ def test_the_issues_cases_are_caught_or_explained(name, tmp_path):
                     "max_position_embeddings to 131072" in proc.stdout), proc.stdout
     else:
         assert "will not start this draft" not in proc.stdout
+    if name == "draft_vocab_past_the_target":  # issue 48 item 5: no ids fix for what no id list mends
+        assert not [line for line in proc.stdout.splitlines() if line.startswith("  FIX")], proc.stdout
+        assert "NO FIX with the installed engine: no config edit of the ids mends it" in proc.stdout, proc.stdout
     if code == 1 and "lm_head has" not in said:
         assert "DRIFT: sglang 0.5.23 builds the draft otherwise than training did." in proc.stdout
         row = next(line for line in proc.stdout.splitlines() if line.strip().startswith(said))

@@ -75,6 +75,28 @@ def test_a_dflash_built_draft_judges_its_own_fields_and_an_eagle3_one_keeps_its_
     assert fields(served, served) == []
 
 
+
+@pytest.mark.parametrize("engine,eagle3_key", [("sglang", "eagle_config.eagle_aux_hidden_state_layer_ids"),
+                                               ("vllm", "eagle_aux_hidden_state_layer_ids")])
+def test_each_engine_writes_a_dflash_drafts_ids_in_the_key_it_reads_for_dflash(engine, eagle3_key):
+    """Issue 48 item 5: a DFlash draft's ids fix is written in `dflash_config.target_layer_ids`
+    (SGLang's parse_dflash_draft_config reads it before a top-level target_layer_ids; vLLM's
+    get_eagle3_aux_layers_from_config after a top-level eagle_aux_hidden_state_layer_ids, which
+    the fix therefore removes), the rest of dflash_config kept; an EAGLE-3 draft's where it was."""
+    from parity.extract.engines import engine as bind
+
+    e = bind(engine)
+    config = json.loads((DFLASH / "config.json").read_text())
+    config["eagle_aux_hidden_state_layer_ids"] = [5, 6, 7]
+    written = e.write_ids(config, [0, 8, 16, 24, 32], "dflash")
+    assert e.ids_key("dflash") == "dflash_config.target_layer_ids" and e.ids_key("eagle3") == eagle3_key
+    assert written["dflash_config"] == {"mask_token_id": 151669, "target_layer_ids": [0, 8, 16, 24, 32]}
+    assert ("eagle_aux_hidden_state_layer_ids" in written) is (engine == "sglang")  # vLLM would read it first
+    assert config["dflash_config"]["target_layer_ids"] == [1, 9, 17, 25, 33]  # the draft's own config untouched
+    eagle3 = e.write_ids({"eagle_config": {"use_aux_hidden_state": True}}, [1, 15, 28])
+    outer, _, inner = eagle3_key.rpartition(".")
+    assert (eagle3[outer] if outer else eagle3)[inner] == [1, 15, 28] and "dflash_config" not in eagle3
+
 # -- slow: each engine's own capture ---------------------------------------------------------------
 
 @pytest.mark.slow
@@ -119,6 +141,9 @@ def test_the_engines_id_less_defaults_differ_and_the_check_catches_it(tmp_path):
     assert [d["where"] for d in result["differences"]] == ["slot 2"]
     assert "its EAGLE-3 default, also for this DFlash draft" in " ".join(
         f["message"] for f in result["serving"]["findings"] if f["kind"] == "default_layers_fallback")
+    fix = result["suggestion"]  # in the DFlash key, which SGLang reads too: the ids written below
+    assert (fix["config_key"], fix["eagle_aux_hidden_state_layer_ids"], fix["verified"]) == (
+        "dflash_config.target_layer_ids", [1, 17, 33], True)
     fixed = tmp_path / "draft"
     shutil.copytree(NO_IDS, fixed)
     config = json.loads((fixed / "config.json").read_text())
@@ -145,6 +170,32 @@ def test_a_dflash_draft_trained_with_another_block_size_is_a_built_draft_drift(t
     assert result["training"]["draft"]["block_size"] == 8 and result["serving"]["draft"]["block_size"] == 16
     assert "DFlashConverter._build_config" in result["training"]["draft"]["built_by"]
     assert result["draft_fix"]["edit"] == {"block_size": 8} and result["draft_fix"]["verified"] is True
+
+
+OFF_BY_ONE = "h1,h9,h17,h25,h33,h36"  # one layer below what the draft's ids [1, 9, 17, 25, 33] feed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine,release", [("sglang", "0.5.23"), ("vllm", "0.34.0")])
+def test_a_dflash_draft_off_by_one_gets_a_verified_fix_in_its_own_key(engine, release):
+    """Issue 48 item 5: trained one layer below what its ids feed on every slot, the DFlash draft's
+    fix is written where each engine reads a DFlash draft's ids, `dflash_config.target_layer_ids`
+    (SGLang reads no other; vLLM reads it after a top-level `eagle_aux_hidden_state_layer_ids`,
+    which the fix leaves out), and a full extraction with it verifies it. Before: SGLang's fix
+    was written in eagle_config, which its DFlash start-up never reads ("NO FIX"), and vLLM's in
+    its EAGLE-3 key, which SGLang never reads."""
+    if engine == "vllm" and not built("vllm", release):
+        pytest.skip(f"vllm {release} environment not built")
+    proc = run_parity("check", "--target-config", str(QWEN3), "--draft", str(DFLASH), "--dump-layout", OFF_BY_ONE,
+                      "--engine", engine)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    at = next((i for i, line in enumerate(lines) if line.startswith("  FIX")), None)
+    assert at is not None, proc.stdout
+    assert lines[at:at + 2] == [
+        f'  FIX: write {{"dflash_config": {{"target_layer_ids": [0, 8, 16, 24, 32]}}}} in {DFLASH}/config.json',
+        f"       (verified: a full extraction with this config makes {engine} {release} feed [h1, h9, h17, h25, h33], "
+        "the training contract)"], proc.stdout
 
 
 # -- slow: the engines' capture edited in a shadow copy of their environment ----------------------

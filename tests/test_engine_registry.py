@@ -39,7 +39,7 @@ class FakeEngine:
     RELEASE_NOUN = "a fake release"
     FORWARD_MODULE = "parity.extract.engines.fake.forward_side"  # none: python() refuses first
     FORWARD_REPLY = ServedForwardReply
-    IDS_KEY = "eagle_config.eagle_aux_hidden_state_layer_ids"
+    IDS_KEYS = {"eagle3": "eagle_config.eagle_aux_hidden_state_layer_ids"}
     RELEASES = ("1.0", "2.0")
     FORWARD_LONG_POSITIONS = False
     SWEEP_FROM = "1.0"
@@ -86,7 +86,7 @@ class FakeEngine:
     def extract_serving(self, target, draft, version=None, *, serve_args=None):
         return self.probe_serving(target, draft, version, serve_args=serve_args)[0]
 
-    def write_ids(self, config, ids):
+    def write_ids(self, config, ids, kind="eagle3"):
         self.calls.append(("write_ids", tuple(ids)))
         return {**config, "eagle_config": {**(config.get("eagle_config") or {}),
                                            "eagle_aux_hidden_state_layer_ids": list(ids)}}

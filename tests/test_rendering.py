@@ -134,8 +134,8 @@ CHECKS = {
         suggestion=fix(verified=False)),
     "drift_dropped_slot": lambda: check_result(
         training(), serving(("h2", "h30", None), ids=(-1, 2, 30), version="0.5.14", findings=(DROPPED,)),
-        unfixable="ids [0, 3, 31] capture ['h0', 'h3', 'h31'] on the engine's model, but written in the "
-                  "draft config the engine feeds ['h1', 'h4', 'h32']"),
+        unfixable="ids [0, 3, 31] capture ['h0', 'h3', 'h31'] on the engine's model, but written in "
+                  "eagle_config.eagle_aux_hidden_state_layer_ids, the engine feeds ['h1', 'h4', 'h32']"),
     "drift_default_ids": lambda: check_result(training(), serving(("h2", "h30", "h58"), ids=None, capture=(2, 30, 58),
                                                                   model_class=None), suggestion=fix()),
     "unservable_export_helps": lambda: check_result(

@@ -105,6 +105,7 @@ def pair_verdict(result, training: TrainingContract, against: str, moved: list |
     return PairVerdict(against=against, verdict=verdict,
                        differences=[unservable] if unservable else [x.message for x in diffs],
                        fix=list(s.eagle_aux_hidden_state_layer_ids) if s and bad else None,
+                       fix_key=s.config_key if s and bad else None,
                        fix_verified=bool(s and s.verified),
                        launch_only=bad and not unservable and launch_only,
                        unfixable=(unservable or result.unfixable) if bad else None)

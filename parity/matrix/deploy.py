@@ -71,7 +71,7 @@ def answer(m: Matrix, serving: str, speculators: str) -> Answer:
         fix = f"; fix: {launch.fix()}" if launch.fix() else ""
         return Answer(**asked, deploy=False, reason=f"no: {pair}: the serve command is not run as asked: "
                       f"{'; '.join(v.differences)}{fix}")
-    fix = (f"; fix: write {bind_engine(m.engine).IDS_KEY} = {v.fix}"
+    fix = (f"; fix: write {v.fix_key or bind_engine(m.engine).ids_key()} = {v.fix}"
            + (" (verified on this release)" if v.fix_verified else "") if v.fix is not None else
            f"; no fix on this release: {v.unfixable}" if v.unfixable else "")
     return Answer(**asked, deploy=False, reason=f"no: {pair}: trained on {fc_text(t.fc_input)}, served "

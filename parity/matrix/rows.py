@@ -58,6 +58,8 @@ class PairVerdict(_Row):
     launch_only: bool = Field(default=False, description="Every difference is the serve command's: the engine "
                               "resolves it otherwise than asked or than the lock recorded (docs/launch.md).")
     fix: list[int] | None = Field(default=None, description="The ids the gate found on this release, if any.")
+    fix_key: str | None = Field(default=None, exclude_if=lambda v: v is None, description="Where in the draft's "
+                                "config.json the fix's ids are written (the engine's key for the draft's kind).")
     fix_verified: bool = Field(default=False, description="A full extraction with the fix written matched.")
     unfixable: str | None = Field(default=None, description="Why no id list makes this release feed the "
                                   "training contract (or why it cannot serve the draft).")

@@ -133,11 +133,13 @@ def built_lines(result) -> list[str]:
         table.row(name, _value(getattr(t, name)), _value(getattr(s, name)), "shown, not judged")
     lines += [""] + table.lines()
     fix = result.draft_fix
-    if fix is not None:
-        release = f"{result.serving.engine} {result.serving.provenance.version}"
-        how = ("verified: " + release + " then builds the draft as training did" if fix.verified else
-               "not verified (--no-verify)" if not fix.still_differ else
-               f"NOT enough: {release} still builds {', '.join(fix.still_differ)} otherwise")
+    release = f"{result.serving.engine} {result.serving.provenance.version}"
+    if fix is not None and (fix.still_differ or fix.left):  # built again with the edit, it mends not all: no fix
+        left = [f"{release} still builds {', '.join(fix.still_differ)} otherwise"] if fix.still_differ else []
+        lines += ["", f"  NO FIX (draft config): writing {json.dumps(fix.edit)} in the served config.json, "
+                      + "; ".join(left + [fix.left] if fix.left else left)]
+    elif fix is not None:
+        how = "verified: " + release + " then builds the draft as training did" if fix.verified else "not verified (--no-verify)"
         lines += ["", f"  FIX (draft config): write {json.dumps(fix.edit)} in the served config.json",
                   f"       ({how})"]
     if "later_layer_input_norms" in judged:

@@ -65,9 +65,11 @@ class Engine(Protocol):
     """Whether its forward side serves the draft's rows past the positions the draft declares
     (parity.forward.positions); without, `parity forward` runs them at 0..seq-len-1."""
 
-    IDS_KEY: str
-    """Where in a draft's config.json the engine reads the aux ids, dotted (e.g.
-    'eagle_config.eagle_aux_hidden_state_layer_ids'): the key a fix is written under."""
+    IDS_KEYS: "dict[str, str]"
+    """Per draft kind ('eagle3', 'dflash': the contract's `draft_kind`), where in a draft's config.json
+    the engine reads that kind's layer ids, dotted (e.g. 'eagle_config.eagle_aux_hidden_state_layer_ids',
+    'dflash_config.target_layer_ids'): the key an ids fix is written under. A kind without one gets
+    no ids fix."""
 
     # Optional: SEED_LAUNCH (BoundEngine.seed_launch); CONVENTION (a parity.conventions.Convention): its
     # layer-id numbering as a typed rule, listed by parity.extract.numbering.conventions().
@@ -97,9 +99,9 @@ class Engine(Protocol):
         `serve_args`: the user's serve command's arguments, resolved by the engine into the
         contract's `launch` (an engine that cannot resolve them refuses: InputError)."""
 
-    def write_ids(self, config: dict, ids: list[int], /) -> dict:
-        """A copy of the draft config `config` with `ids` written where the engine reads them
-        (and nowhere it would read other ids first)."""
+    def write_ids(self, config: dict, ids: list[int], kind: str = "eagle3", /) -> dict:
+        """A copy of the draft config `config` with `ids` written where the engine reads a `kind`
+        draft's ids (IDS_KEYS[kind]), and nowhere it would read other ids first."""
 
     def served_config(self, spec: dict, ids: list[int], release: str | None = None, /) -> dict:
         """The draft config in the served format of the engine's `release` (None: the installed
@@ -128,9 +130,10 @@ class BoundEngine(Bound):
     """An engine (`impl`, implementing `Engine`) and the release it runs under (None: the
     installed one, or the engine's default)."""
 
-    @property
-    def IDS_KEY(self) -> str:  # noqa: N802 - the engine's own name for it
-        return self.impl.IDS_KEY
+    def ids_key(self, kind: str = "eagle3") -> str | None:
+        """Where the engine reads a `kind` draft's layer ids in its config.json, dotted (None: it
+        reads none parity knows of)."""
+        return self.impl.IDS_KEYS.get(kind)
 
     @property
     def FORWARD_LONG_POSITIONS(self) -> bool:  # noqa: N802 - the engine's own name for it
@@ -175,8 +178,8 @@ class BoundEngine(Bound):
             raise TypeError(f"engine {self.name!r} makes no training data (it has no extract_dump)")
         return self.impl.extract_dump(target, datagen_ids, self.release)
 
-    def write_ids(self, config: dict, ids: list[int]) -> dict:
-        return self.impl.write_ids(config, ids)
+    def write_ids(self, config: dict, ids: list[int], kind: str = "eagle3") -> dict:
+        return self.impl.write_ids(config, ids, kind)
 
     def served_config(self, spec: dict, ids: list[int]) -> dict:
         return self.impl.served_config(spec, ids, self.release)

@@ -27,7 +27,10 @@ NAME = "sglang"
 PROBE = "parity.extract.engines.sglang.probe"
 FORWARD_MODULE = "parity.extract.engines.sglang.forward_side"
 FORWARD_REPLY = SGLangForwardReply
-IDS_KEY = "eagle_config.eagle_aux_hidden_state_layer_ids"
+# Where SGLang reads each draft kind's ids: an EAGLE-3 draft's in eagle_config (the draft's
+# resolve_spec_aux_hidden_state_config), a DFlash draft's in dflash_config (parse_dflash_draft_config
+# reads it there before a top-level target_layer_ids, and never reads eagle_config's).
+IDS_KEYS = {"eagle3": "eagle_config.eagle_aux_hidden_state_layer_ids", "dflash": "dflash_config.target_layer_ids"}
 FLAG = "--sglang"
 RELEASE_NOUN = "an SGLang release"
 FORWARD_LONG_POSITIONS = True  # its forward side serves the rows past the draft's declared positions
@@ -68,10 +71,12 @@ def forward_refusal(steps: int) -> str | None:
     return None  # its draft steps run on the CPU, every one
 
 
-def write_ids(config: dict, ids: list[int]) -> dict:
-    """The draft config with `ids` in eagle_config, where SGLang reads them."""
-    eagle = config.get("eagle_config") if isinstance(config.get("eagle_config"), dict) else {}
-    return {**config, "eagle_config": {**eagle, "eagle_aux_hidden_state_layer_ids": list(ids)}}
+def write_ids(config: dict, ids: list[int], kind: str = "eagle3") -> dict:
+    """The draft config with `ids` where SGLang reads a `kind` draft's ids (IDS_KEYS): in
+    eagle_config for an EAGLE-3 draft, in dflash_config for a DFlash one, the rest of it kept."""
+    outer, key = IDS_KEYS[kind].split(".")
+    inner = config.get(outer) if isinstance(config.get(outer), dict) else {}
+    return {**config, outer: {**inner, key: list(ids)}}
 
 
 def python(version: str | None) -> str:
@@ -195,7 +200,7 @@ def probe_serving(target: Target, draft: Draft, sglang_version: str | None = Non
     return to_contract(r, target), list(r.candidates)
 
 
-__all__ = ["FLAG", "FORWARD_LONG_POSITIONS", "FORWARD_MODULE", "IDS_KEY", "NAME", "OPTIONS", "RELEASE_NOUN",
+__all__ = ["FLAG", "FORWARD_LONG_POSITIONS", "FORWARD_MODULE", "IDS_KEYS", "NAME", "OPTIONS", "RELEASE_NOUN",
            "SEED_LAUNCH", "SWEEP_FROM", "ServingExtractionError", "add_options", "extract_serving", "forward_refusal", "preflight",
            "release_from",
            "probe_serving", "python", "run_probe", "served_config", "to_contract", "write_ids"]

@@ -30,7 +30,11 @@ NAME = "vllm"
 PROBE = "parity.extract.engines.vllm.probe"
 FORWARD_MODULE = "parity.extract.engines.vllm.forward_side"
 FORWARD_REPLY = VLLMForwardReply
-IDS_KEY = "eagle_aux_hidden_state_layer_ids"  # top level: read first by both model runners
+TOP_LEVEL_IDS = "eagle_aux_hidden_state_layer_ids"  # read first by both model runners, whatever the draft's kind
+# Where vLLM's id reader (get_eagle3_aux_layers_from_config, V1's _get_eagle3_aux_layers_from_config)
+# reads each draft kind's ids: an EAGLE-3 draft's at the top level; a DFlash draft's in its own
+# dflash_config (+1), which SGLang reads too, read when no top-level ids come first.
+IDS_KEYS = {"eagle3": TOP_LEVEL_IDS, "dflash": "dflash_config.target_layer_ids"}
 FLAG = "--vllm"
 RELEASE_NOUN = "a vLLM release"
 # Its forward side serves the rows past the draft's declared positions: with positions, its config
@@ -185,11 +189,18 @@ def preflight(target: Target, vllm_version: str | None = None) -> None:
     refusal is exit 2)."""
 
 
-def write_ids(config: dict, ids: list[int]) -> dict:
-    """The draft config with `ids` at the top level, the key both model runners read first, and
-    without nested `eagle_config` ids, which the V1 runner would let override them."""
+def write_ids(config: dict, ids: list[int], kind: str = "eagle3") -> dict:
+    """The draft config with `ids` where vLLM reads a `kind` draft's ids (IDS_KEYS): an EAGLE-3
+    draft's at the top level, the key both model runners read first; a DFlash draft's in its
+    dflash_config, without top-level ids, which both would read first. Either way without nested
+    `eagle_config` ids, which the V1 runner would let override them."""
     cfg = json.loads(json.dumps(config))
-    cfg[IDS_KEY] = list(ids)
+    if kind == "dflash":
+        cfg.pop(TOP_LEVEL_IDS, None)
+        dflash = cfg.get("dflash_config") if isinstance(cfg.get("dflash_config"), dict) else {}
+        cfg["dflash_config"] = {**dflash, "target_layer_ids": list(ids)}
+    else:
+        cfg[TOP_LEVEL_IDS] = list(ids)
     eagle = cfg.get("eagle_config")
     if isinstance(eagle, dict):
         eagle.pop("eagle_aux_hidden_state_layer_ids", None)
@@ -330,7 +341,7 @@ def extract_serving(target: Target, draft: Draft, vllm_version: str | None = Non
     return probe_serving(target, draft, vllm_version, serve_args=serve_args)[0]
 
 
-__all__ = ["FLAG", "FORWARD_LONG_POSITIONS", "FORWARD_MODULE", "IDS_KEY", "NAME", "OPTIONS", "RELEASE_NOUN",
-           "SEED_LAUNCH", "SWEEP_FROM", "DatagenError", "ServingExtractionError", "add_options", "forward_refusal", "release_from",
+__all__ = ["FLAG", "FORWARD_LONG_POSITIONS", "FORWARD_MODULE", "IDS_KEYS", "NAME", "OPTIONS", "RELEASE_NOUN",
+           "SEED_LAUNCH", "SWEEP_FROM", "TOP_LEVEL_IDS", "DatagenError", "ServingExtractionError", "add_options", "forward_refusal", "release_from",
            "extract_dump", "extract_serving", "installed_versions", "launch_ids", "preflight", "probe_serving",
            "python", "served_config", "to_contract", "write_ids"]

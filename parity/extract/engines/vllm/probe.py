@@ -13,7 +13,8 @@ global state). Two requests:
 - {"mode": "serving", "target_config": {...}, "draft_dir": "...", "candidates": [[...], ...]}:
   what the `eagle3` method feeds the draft: the draft directory read by vLLM's own config
   loader, each runner's resolution (the family's RUNNERS), the capture of each, and what each candidate id list
-  would capture (the fix search).
+  would capture (the fix search; a DFlash draft's candidates written in its dflash_config and
+  resolved by the GPU-default runner's own reader, `ids_written`).
 
 The reply (last stdout line) lists, per runner, the ids it resolved, where it took them from,
 and each captured slot's identification. A slot that matches no state of the transformers
@@ -137,6 +138,38 @@ def capture(adapter, model, vllm_config, input_ids, refs) -> dict:
     entry["slots"] = name_slots(aux, refs)
     entry["aux"] = aux
     return entry
+
+
+# The draft config's attributes vLLM's id readers look in for ids (write_ids rewrites them).
+IDS_HOLDERS = ("eagle_aux_hidden_state_layer_ids", "eagle_config", "dflash_config")
+
+
+@contextlib.contextmanager
+def ids_written(vllm_config, ids: list[int], kind: str):
+    """The draft's config as vLLM's config loader read it, with `ids` written in it as
+    `write_ids` writes them in a `kind` draft's config.json (for a DFlash draft: its
+    dflash_config's target_layer_ids, no top-level ids), so that the runner's own reader, run
+    inside, resolves them as it would from the file; restored after. A fix found so is still
+    verified by a full extraction from the written file (parity.verdict)."""
+    from . import write_ids
+
+    hf_config = vllm_config.speculative_config.draft_model_config.hf_config
+    absent = object()
+    before = {k: getattr(hf_config, k, absent) for k in IDS_HOLDERS}
+    written = write_ids({k: v for k, v in before.items() if v is not absent}, ids, kind)
+    try:
+        for k in IDS_HOLDERS:
+            if k in written:
+                setattr(hf_config, k, written[k])
+            elif before[k] is not absent:
+                delattr(hf_config, k)
+        yield
+    finally:
+        for k, v in before.items():
+            if v is not absent:
+                setattr(hf_config, k, v)
+            elif hasattr(hf_config, k):
+                delattr(hf_config, k)
 
 
 def served_method(request: dict, reply: dict) -> str:
@@ -311,7 +344,11 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
     candidates = []
     for ids in request.get("candidates", []):
         try:
-            adapter.set_ids(model, ids)
+            if reply.get("draft_kind") == "dflash":  # its own key, read by the GPU-default runner's start-up
+                with ids_written(vllm_config, ids, "dflash"):
+                    adapter.set_capture(model, vllm_config, reply["gpu_default_runner"])
+            else:
+                adapter.set_ids(model, ids)
         except Exception as exc:  # noqa: BLE001
             candidates.append({"ids": ids, "fc_input": None, "error": one_line(exc)})
             continue
