@@ -14,14 +14,14 @@ from __future__ import annotations
 import signal
 import sys
 
-from .errors import ExitCode, Terminated, forget_interrupt
-
 _received: list[int] = []  # the signals taken over here that arrived (SIGINT, SIGTERM)
 
 
 def _on_signal(signum, frame):
     _received.append(signum)
     if signum == signal.SIGTERM:
+        from .errors import Terminated
+
         raise Terminated()
     raise KeyboardInterrupt()
 
@@ -44,10 +44,17 @@ def _settle(taken: list[int]) -> None:
         signal.signal(signum, signal.SIG_IGN)
 
 
+# Taken over as this module is imported, before anything else of parity's (even parity.errors):
+# on a loaded machine the interpreter reaches this line a second or more after it started.
+_TAKEN = _take_over()
+
+from .errors import ExitCode, Terminated, forget_interrupt  # noqa: E402 - after the take-over, on purpose
+
+
 def main() -> int:
     """The exit code of `parity` with sys.argv's arguments (parity.cli.main), every signal that
-    arrives after this is called ending in its own code and one line."""
-    taken = _take_over()
+    arrives after this module was imported ending in its own code and one line."""
+    taken = _TAKEN
     try:
         from .cli import main as run_command
 

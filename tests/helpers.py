@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -61,9 +62,31 @@ def sglang_draft(tmp: Path, *, ids=None, top_level_ids=None, hidden_size=4096, v
         cfg["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": ids}
     if top_level_ids is not None:
         cfg["eagle_aux_hidden_state_layer_ids"] = top_level_ids
-    tmp.mkdir(parents=True, exist_ok=True)
-    (tmp / "config.json").write_text(json.dumps(cfg))
-    return tmp
+    return shared_folder(tmp, {"config.json": json.dumps(cfg)})
+
+
+def shared_folder(tmp: Path, files: dict[str, str]) -> Path:
+    """A folder holding `files` (name -> text), at a path named by its contents in this test
+    run's temp root (the parent of `tmp`'s pytest-N folder, shared by the xdist workers): the
+    same draft is the same folder, under the same name, in every test. Engines read path names,
+    so the reply cache keys on them (docs/reply-cache.md): a draft written into each test's own
+    tmp_path would be a new request, computed again, every time. Never written after it is made
+    (made aside, then renamed into place)."""
+    base = next((p for p in [tmp, *tmp.parents] if p.name.startswith("pytest-") and p.name[7:].isdigit()),
+                tmp.parent) / "shared-drafts"
+    digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:16]
+    folder = base / digest
+    if not folder.is_dir():
+        base.mkdir(parents=True, exist_ok=True)
+        aside = base / f".{digest}.{os.getpid()}"
+        aside.mkdir()
+        for name, text in files.items():
+            (aside / name).write_text(text)
+        try:
+            aside.rename(folder)
+        except OSError:  # another worker made it first: the same contents
+            shutil.rmtree(aside, ignore_errors=True)
+    return folder
 
 
 def built(package: str, version: str) -> bool:
