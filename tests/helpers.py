@@ -71,7 +71,8 @@ def shared_folder(tmp: Path, files: dict[str, str]) -> Path:
     same draft is the same folder, under the same name, in every test. Engines read path names,
     so the reply cache keys on them (docs/reply-cache.md): a draft written into each test's own
     tmp_path would be a new request, computed again, every time. Never written after it is made
-    (made aside, then renamed into place)."""
+    (made aside, then renamed into place); a test that edits one fails here, in the next test
+    that asks for it, rather than as another test's wrong answer."""
     base = next((p for p in [tmp, *tmp.parents] if p.name.startswith("pytest-") and p.name[7:].isdigit()),
                 tmp.parent) / "shared-drafts"
     digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:16]
@@ -86,6 +87,8 @@ def shared_folder(tmp: Path, files: dict[str, str]) -> Path:
             aside.rename(folder)
         except OSError:  # another worker made it first: the same contents
             shutil.rmtree(aside, ignore_errors=True)
+    edited = [name for name, text in files.items() if (folder / name).read_text() != text]
+    assert not edited, f"{folder}: {edited} edited by a test; write into a folder of the test's own"
     return folder
 
 

@@ -59,7 +59,9 @@ def test_bad_input_is_one_line_exit_2(tmp_path, capsys, case):
         target = str(no_layers)
     elif case == "missing draft":
         draft = tmp_path / "nodraft"
-    elif case == "malformed draft":
+    elif case == "malformed draft":  # its own folder: sglang_draft's is shared by every test of the run
+        draft = tmp_path / "malformed"
+        draft.mkdir()
         (draft / "config.json").write_text("[1, 2")
     elif case == "out-of-range ids":
         draft = sglang_draft(tmp_path / "d2", ids=[1, 15, 40])
