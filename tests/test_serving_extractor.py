@@ -93,6 +93,18 @@ def test_draft_side_facts(tmp_path):
     assert c.embedding == "target"  # the engine swaps in the target's token embedding
 
 
+def test_a_draft_built_as_another_architecture_does_not_start_under_eagle3():
+    """SafeAILab's EAGLE-3 training config (fixtures/published) names LlamaForCausalLM: SGLang builds
+    that class as the draft, and its EAGLE-3 worker's start-up reads the draft's hot_token_id,
+    which only EAGLE-3 draft classes have (AttributeError): the server does not start, whatever
+    the checkpoint holds, so the draft is unservable, not at parity."""
+    draft = ROOT / "fixtures" / "published" / "drafts" / "safeailab-llama-3.1-8b-instruct-eagle3-train-config"
+    c = extract_serving(*read_inputs(LLAMA, draft))
+    refused = [f.message for f in c.findings if f.kind == "draft_unloadable" and f.severity == "error"]
+    assert len(refused) == 1, c.findings
+    assert "hot_token_id" in refused[0] and "built as LlamaForCausalLM" in refused[0], refused
+
+
 def test_speculators_format_config_is_a_finding_not_a_crash(tmp_path):
     d = tmp_path / "spec"
     d.mkdir()

@@ -228,13 +228,30 @@ def positions(adapter, draft_dir: str, context: int | None, version: str) -> dic
                     "runs past the positions its config declares, computed as for any position", "warning")
 
 
+def no_hot_token_id(draft, version: str) -> dict | None:
+    """An error finding when the EAGLE worker cannot start with this draft class whatever its
+    checkpoint holds: its start-up (`init_lm_head`, the EAGLE-3 branch) reads the draft model's
+    `hot_token_id` (0.5.3 on; 0.4.x calls `get_hot_token_id()`), which every EAGLE-3 draft class
+    has and a class built from another architecture (a plain `LlamaForCausalLM`) has not: the
+    server stops with an AttributeError. None when the class has it."""
+    if hasattr(draft, "hot_token_id") or hasattr(draft, "get_hot_token_id"):
+        return None
+    return _finding("draft_unloadable", f"sglang {version}'s EAGLE-3 worker reads the draft's hot_token_id when it "
+                    f"starts (init_lm_head): the draft is built as {type(draft).__name__}, which has none "
+                    f"(AttributeError), so the server does not start; it is not an EAGLE-3 draft class", "error")
+
+
 def draft_facts(adapter, draft_dir: str, target_model, findings: list[dict], version: str = "?",
-                context: int | None = None) -> dict[str, Any]:
+                context: int | None = None, eagle3: bool = True) -> dict[str, Any]:
+    """`eagle3`: the draft is served under an EAGLE-3 algorithm (the worker's EAGLE-3 start-up)."""
     tiny_dir, config = shrunk_draft_dir(draft_dir)
     with recording(set()) as reads:  # every config key its reader and draft class read (BuiltDraft)
         draft = adapter.build_draft(str(tiny_dir))
     inner = draft.model
     facts: dict[str, Any] = {"model_class": f"{type(draft).__module__}.{type(draft).__name__}"}
+    no_start = no_hot_token_id(draft, version) if eagle3 else None
+    if no_start is not None:
+        findings.append(no_start)
     try:
         facts["built"] = built_draft(adapter, draft_dir, draft, version, reads)
         short = positions(adapter, draft_dir, context, version)
@@ -317,8 +334,9 @@ def draft_facts(adapter, draft_dir: str, target_model, findings: list[dict], ver
             findings.append(_finding("params_unfilled", f"SGLang's draft class has parameter(s) "
                                      f"{form['unfilled']} that no checkpoint tensor fills: served, they keep "
                                      f"their random initial values{fix}", "error"))
-        try:  # what the EAGLE worker calls once the draft is loaded
-            draft.get_hot_token_id()
+        try:  # what the EAGLE worker calls once the draft is loaded (a class without it: said above)
+            if no_start is None:
+                draft.get_hot_token_id()
         except Exception as exc:  # 0.4.x: hot_token_id exists only once a d2t tensor was loaded
             findings.append(_finding("draft_unloadable", f"the EAGLE worker's start-up call get_hot_token_id() "
                                      f"raises {one_line(exc)}", "error"))

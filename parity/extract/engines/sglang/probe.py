@@ -597,7 +597,8 @@ def extract(request: dict) -> dict[str, Any]:
     elif draft_dir:
         try:
             reply["draft"] = draft_facts(adapter, draft_dir, model, findings, version,
-                                         getattr(target_cfg, "context_len", None))
+                                         getattr(target_cfg, "context_len", None),
+                                         eagle3=_is_eagle3(algorithm) is not False)
         except Exception as exc:
             findings.append(finding("draft_unloadable", f"SGLang's draft class could not be built "
                                     f"from {draft_dir}: {one_line(exc)}", "error"))
