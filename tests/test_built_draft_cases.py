@@ -125,6 +125,28 @@ def test_a_served_rope_theta_other_than_the_trained_is_a_drift(served_from_train
     assert "MISMATCH" in rows["rope_frequencies"] and "500000.0" in rows["rope_theta"], proc.stdout
 
 
+def test_a_trained_rope_theta_the_served_draft_does_not_build_with_is_a_drift(served_from_trained, tmp_path):
+    """--trained with rope_theta 500000 in its transformer_layer_config's rope_parameters, served from
+    the export of the 10000 checkpoint: a DRIFT on the frequencies, exit 1. Training read the key, and
+    the draft it builds computes otherwise without it: run, and not a key read for training only
+    (issue 48), whatever the engine reads."""
+    trained = tmp_path / "trained"
+    shutil.copytree(REPLAY / "draft", trained)
+    config = json.loads((trained / "config.json").read_text())
+    layer = config["transformer_layer_config"]
+    layer["rope_parameters"] = {**layer["rope_parameters"], "rope_theta": 500000.0}
+    (trained / "config.json").write_text(json.dumps(config))
+    proc = parity("check", "--target-config", str(REPLAY / "target" / "config.json"), *REPLAY_DUMP,
+                  "--trained", str(trained), "--draft", str(served_from_trained), "--no-verify", "--json")
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
+    result = json.loads(proc.stdout)
+    assert "draft.rope_frequencies" in [d["where"] for d in result["differences"]], result["differences"]
+    built = result["training"]["draft"]
+    assert "rope_parameters" in built["config_keys_read"] and "rope_parameters" not in built["config_keys_default"]
+    assert built["config_keys_training_only"] is not None
+    assert "rope_parameters" not in built["config_keys_training_only"]
+
+
 # An edit of each side's installed draft code, in a copy of the environment: the contract follows.
 EDITS = {
     "sglang": (f"{SITE}/sglang/srt/models/llama_eagle3.py",

@@ -96,6 +96,16 @@ def test_specforge_builds_its_llama3_draft_as_sglang_serves_it():
     assert (trained["rope_theta"], trained["max_position_embeddings"], trained["dtype"]) == (500000.0, 2048,
                                                                                              "bfloat16")
     assert trained["rope_frequencies"] == pytest.approx(served["rope_frequencies"], rel=1e-5)
+    # issue 48: its published pad_token_id 0, which SpecForge reads for its embedding's padding row and
+    # SGLang never reads: the draft SpecForge builds computes the same without it (decided by running
+    # it), a note, not a drift (exit 1 before: "MISMATCH: training built the draft with it")
+    assert "pad_token_id" in trained["config_keys_read"] and "pad_token_id" in served["config_keys_unread"]
+    assert trained["config_keys_training_only"] == ["pad_token_id"] and not result["differences"]
+    text = parity("check", "--trainer", "specforge", "--target-config", str(LLAMA), "--draft", str(SPECFORGE_DRAFT))
+    assert text.returncode == 0, text.stdout + text.stderr[-2000:]  # the same extractions: the reply cache's
+    row = next(line for line in text.stdout.splitlines() if line.strip().startswith("pad_token_id"))
+    assert row.split()[1:4] == ["read", "never", "read"], text.stdout
+    assert "note: read by training only: the draft served computes the same without it" in row, text.stdout
 
 
 def test_specforge_never_ties_the_head_so_sglang_s_tied_build_is_a_drift(tmp_path):

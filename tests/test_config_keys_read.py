@@ -9,6 +9,7 @@ import json
 import os
 
 import pytest
+import torch
 
 from parity.contract import BuiltDraft
 from parity.extract.config_reads import ReadingDict, read_fields, recording
@@ -110,6 +111,107 @@ def test_the_recorder_leaves_the_config_class_as_it_was():
     with pytest.raises(RuntimeError), recording(set()):
         raise RuntimeError
     assert PretrainedConfig.__dict__["__getattribute__"] is before
+
+
+# -- read for training only, decided by running (issue 48, item 1) ---------------------------------
+
+TINY_LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+              "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 1, "vocab_size": 256,
+              "rms_norm_eps": 1e-5, "tie_word_embeddings": False}
+
+
+def _llama(config: dict):
+    """transformers' own Llama at tiny widths, from a config dict (the side's build)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    return LlamaForCausalLM(LlamaConfig.from_dict(dict(config), attn_implementation="sdpa"))
+
+
+def _llama_forward(model, gen, positions):
+    from parity.extract.built import every_token
+
+    return model(input_ids=every_token(256, positions, gen)).logits
+
+
+def test_a_key_that_changes_nothing_the_built_model_computes_is_read_for_training_only():
+    """pad_token_id sets the embedding's padding row (zeroed at initialisation, no gradient): with
+    the same weights the model computes exactly the same without it; so does attention dropout
+    in eval and the initialiser's range. rope_theta changes the rotary frequencies, hidden_act the
+    MLP, hidden_size every shape (the weights do not load): they build the draft."""
+    from parity.extract.built import training_only_keys
+
+    config = {**TINY_LLAMA, "pad_token_id": 0, "attention_dropout": 0.1, "initializer_range": 0.5,
+              "rope_theta": 500000.0, "hidden_act": "gelu", "rms_norm_eps": 1e-3}
+    keys = ["attention_dropout", "hidden_act", "hidden_size", "initializer_range", "pad_token_id", "rms_norm_eps",
+            "rope_theta"]
+    got = training_only_keys(_llama, _llama_forward, config, config, keys, 256)
+    assert got == ("attention_dropout", "initializer_range", "pad_token_id")
+
+
+def test_a_key_the_forward_cannot_show_is_never_read_for_training_only():
+    """A window or context length past the positions run, a width the shrink changed (the real
+    value was never built), a key the shrink dropped, and a key without which the side's build
+    refuses: each is left as read (a mismatch where the engine never reads it)."""
+    from parity.extract.built import training_only_keys
+
+    real = {**TINY_LLAMA, "max_position_embeddings": 131072, "head_dim": 128, "pad_token_id": 128004,
+            "quantization_config": {"quant_method": "fp8"}, "attention_dropout": 0.1}
+    tiny = {**TINY_LLAMA, "max_position_embeddings": 131072, "head_dim": 16, "pad_token_id": 254,
+            "attention_dropout": 0.1}
+
+    def refusing(config: dict):
+        if "attention_dropout" not in config:
+            raise ValueError("attention_dropout is required")
+        return _llama(config)
+
+    keys = ["attention_dropout", "head_dim", "max_position_embeddings", "pad_token_id", "quantization_config"]
+    # the token id the shrink moved into the tiny vocabulary is decided at its tiny value
+    assert training_only_keys(_llama, _llama_forward, real, tiny, keys, 256) == ("attention_dropout", "pad_token_id")
+    assert training_only_keys(refusing, _llama_forward, real, tiny, keys, 256) == ("pad_token_id",)
+    # a draft that does not build as written: nothing decided
+    assert training_only_keys(lambda c: refusing({}), _llama_forward, real, tiny, keys, 256) is None
+
+
+def test_a_key_that_turns_on_a_window_past_the_vocabulary_matters():
+    """Qwen2's use_sliding_window turns on a window of 300 positions: over the 256 tokens of the
+    tiny vocabulary nothing differs, past 300 positions the attention does. The second forward
+    runs one position past the largest integer the config holds, so the key builds the draft."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from parity.extract.built import training_only_keys
+
+    config = {**TINY_LLAMA, "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "use_sliding_window": True,
+              "sliding_window": 300, "max_window_layers": 0, "attention_dropout": 0.1}
+
+    def build(c: dict):
+        return Qwen2ForCausalLM(Qwen2Config.from_dict(dict(c), attn_implementation="sdpa"))
+
+    keys = ["attention_dropout", "max_window_layers", "use_sliding_window"]
+    assert training_only_keys(build, _llama_forward, config, config, keys, 256) == ("attention_dropout",)
+
+
+def test_a_nested_key_is_removed_where_it_sits():
+    """speculators' transformer_layer_config: its keys are spelled bare and removed inside it."""
+    from parity.extract.built import training_only_keys
+
+    config = {"transformer_layer_config": {**TINY_LLAMA, "pad_token_id": 3, "rope_theta": 500000.0}, "fc_norm": False}
+    got = training_only_keys(lambda c: _llama(c["transformer_layer_config"]), _llama_forward, config, config,
+                             ["pad_token_id", "rope_theta"], 256, nested=("transformer_layer_config",))
+    assert got == ("pad_token_id",)
+
+
+def test_the_shrink_keeps_a_token_id_inside_the_tiny_vocabulary():
+    """So the tiny build with pad_token_id can run at all (nn.Embedding refuses a padding row past
+    its rows): kept where it already is inside, moved inside where it is not, at every level."""
+    from parity.extract.shrink import shrink_draft_config
+
+    real = json.loads((ROOT / "fixtures" / "drafts" / "specforge-llama3-8b-eagle3" / "config.json").read_text())
+    assert shrink_draft_config({**real, "pad_token_id": 0})["pad_token_id"] == 0
+    tiny = shrink_draft_config({**real, "pad_token_id": 128004})
+    assert 0 <= tiny["pad_token_id"] < tiny["vocab_size"] and tiny["bos_token_id"] < tiny["vocab_size"]
+    nested = shrink_draft_config({"transformer_layer_config": {**TINY_LLAMA, "vocab_size": 128256,
+                                                               "pad_token_id": 128004}})
+    assert nested["transformer_layer_config"]["pad_token_id"] < nested["transformer_layer_config"]["vocab_size"]
 
 
 # -- the decision and the report ---------------------------------------------------------------

@@ -122,6 +122,17 @@ RAISED = Finding(kind="engine_error", severity="error", message=(
 DROPPED = Finding(kind="not_captured", severity="error", slot=2, message=(
     "sglang 0.5.14 captured only 2 of 3 requested states: id -1 was dropped without an error"))
 
+def _training_only_key(key: str) -> tuple[TrainingContract, ServingContract]:
+    """The bundled draft's contracts with `key` set too: read by training, for training only; never
+    read by the engine."""
+    read = tuple(sorted((*BUILT["config_keys_read"], key)))
+    t = training()
+    t = t.model_copy(update={"draft": t.draft.model_copy(update={"config_keys_read": read,
+                                                                  "config_keys_training_only": (key,)})})
+    s = serving(("h0", "h3", "h31"), ids=(0, 3, 31))
+    return t, s.model_copy(update={"draft": s.draft.model_copy(update={"config_keys_unread": (key,)})})
+
+
 CHECKS = {
     # the README's example: the draft config's ids mean h2/h30/h58 from 0.5.14 on
     "drift_born_from": lambda: check_result(training(), serving(("h2", "h30", "h58")), suggestion=fix()),
@@ -147,6 +158,9 @@ CHECKS = {
         export=ExportAdvice(exportable=False, reason="the draft's fc expects 3 states of width 7168 but its "
                                                      "weights are 2 x 7168 wide")),
     "unservable_no_verify": lambda: check_result(training(), serving((None, None, None), findings=(UNLOADABLE,))),
+    # issue 48: a key the served config sets that training read and the engine never reads, which the
+    # draft training built computes the same without (SpecForge's pad_token_id): a note, not a drift
+    "parity_key_read_by_training_only": lambda: check_result(*_training_only_key("pad_token_id")),
     "unservable_engine_raised_on_ids": lambda: check_result(
         training(), serving((None, None, None), ids=(-1, 2, 30), findings=(RAISED,)), suggestion=fix()),
 }
@@ -157,7 +171,8 @@ def test_check_report(case, snapshot):
     result = CHECKS[case]()
     assert render_check(result, TARGET_PATH, DRAFT_PATH) == snapshot
     assert render_check(result) == snapshot(name="without paths")
-    if case in ("drift_born_from", "parity_fixed_draft", "unservable_export_helps"):  # `check --json`
+    if case in ("drift_born_from", "parity_fixed_draft", "unservable_export_helps",
+                "parity_key_read_by_training_only"):  # `check --json`
         assert json.dumps(result.to_json_dict(), indent=2) == snapshot(name="json")
 
 

@@ -135,16 +135,19 @@ def _built_fields(a: Contract, b: Contract) -> list[FieldDiff]:
 def unread_keys(trained: BuiltDraft | None, served: BuiltDraft | None) -> tuple[list[str], list[str]]:
     """Of the keys the served config sets and the engine never read while building the draft:
     (those the training side read, set to other than either side's config class takes without
-    them: training built the draft with them, the engine without; those to show: the rest that
-    either side read or that are off the engine's default). A key at the trainer's default
-    (speculators' `norm_before_fc: false`) built the trained draft as its absence does: what
-    the engine builds without it is the built-draft comparison's and the forward pass's to
-    judge, not this one's. Empty where either side did not record its reads."""
+    them, and not read for training only: training built the draft with them, the engine
+    without; those to show: the rest that either side read or that are off the engine's default).
+    A key at the trainer's default (speculators' `norm_before_fc: false`) built the trained draft
+    as its absence does, and a key read for training only (`config_keys_training_only`: SpecForge's
+    `pad_token_id`, the padding row of an embedding the checkpoint holds) changes nothing the
+    draft it built computes: what the engine builds without it is the built-draft comparison's
+    and the forward pass's to judge, not this one's. Empty where either side did not record its reads."""
     if trained is None or served is None or trained.config_keys_read is None or served.config_keys_unread is None:
         return [], []
     used = set(trained.config_keys_read)
     default = set(served.config_keys_default or ()) | set(trained.config_keys_default or ())
-    unread = [k for k in served.config_keys_unread if k in used and k not in default]
+    only = set(trained.config_keys_training_only or ())
+    unread = [k for k in served.config_keys_unread if k in used and k not in default and k not in only]
     return unread, [k for k in served.config_keys_unread
                     if k not in unread and (k in used or k not in (served.config_keys_default or ()))]
 

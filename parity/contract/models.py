@@ -218,7 +218,15 @@ class BuiltDraft(_Frozen):
         "without the key, holds the same values (an engine that never reads such a key builds as if it were "
         "absent, as the class takes it), sorted. None: not recorded.")
 
-    @field_validator("config_keys_read", "config_keys_unread", "config_keys_default")
+    config_keys_training_only: tuple[str, ...] | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="Of the keys this side read, off their default, those read for training only: the draft its own "
+        "code builds without the key, given the same weights, computes exactly the same on the same inputs (its own "
+        "forward, every module's output; docs/built-draft.md, 'Config keys read'): initialisation, the padding row "
+        "of an embedding the checkpoint holds, dropout. Decided by running, on the training side, sorted. None: not "
+        "decided (every key read counts as building the draft).")
+
+    @field_validator("config_keys_read", "config_keys_unread", "config_keys_default", "config_keys_training_only")
     @classmethod
     def _sorted_keys(cls, v: tuple[str, ...] | None) -> tuple[str, ...] | None:
         if v is not None and list(v) != sorted(set(v)):
@@ -238,6 +246,9 @@ class BuiltDraft(_Frozen):
         both = set(self.config_keys_read or ()) & set(self.config_keys_unread or ())
         if both:
             raise ValueError(f"config keys both read and unread: {sorted(both)}")
+        unread = set(self.config_keys_training_only or ()) - set(self.config_keys_read or ())
+        if unread:
+            raise ValueError(f"config keys read for training only but not read: {sorted(unread)}")
         return self
 
     # What the draft's math depends on: compared trained-as-built vs served-as-built. The rest

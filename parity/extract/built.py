@@ -8,12 +8,15 @@ text, so a key the side never reads cannot show up as a value it uses.
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import math
-from typing import Any
+from typing import Any, Callable, Iterable
 
 import torch
 
 from .child import jsonable
+from .shrink import TOKEN_ID_KEYS
 
 
 def sig6(x: float) -> float:
@@ -246,3 +249,180 @@ def hf_sizes(hf: Any) -> dict[str, Any]:
 
 def dtype_name(dtype: Any) -> str | None:
     return str(dtype).removeprefix("torch.") if dtype is not None else None
+
+
+# -- config keys read for training only (docs/built-draft.md, "Config keys read") --------------
+
+# The forwards that decide: the first runs every token of the tiny vocabulary once (at most this
+# many positions); the second, for the keys the first finds the same, runs past every length the
+# tiny config holds (a window), up to LONG_POSITIONS.
+MAX_POSITIONS = 512
+LONG_POSITIONS = 4096
+
+
+def _without(config: dict, key: str, nested: tuple[str, ...]) -> dict:
+    """A copy of `config` without `key`, removed where it sits: at the top level and in each
+    nested config named in `nested` (speculators' transformer_layer_config, whose keys are spelled
+    bare)."""
+    out = copy.deepcopy(config)
+    out.pop(key, None)
+    for name in nested:
+        if isinstance(out.get(name), dict):
+            out[name].pop(key, None)
+    return out
+
+
+def _places(config: dict, key: str, nested: tuple[str, ...]) -> list[tuple[str | None, Any]]:
+    """Where `key` sits in `config`: (None for the top level, else the nested config's name; its value)."""
+    found = [(None, config[key])] if key in config else []
+    found += [(name, config[name][key]) for name in nested
+              if isinstance(config.get(name), dict) and key in config[name]]
+    return found
+
+
+def _integers(value: Any) -> list[int]:
+    """Every integer `value` holds (a list's, a dict's values', at any depth), booleans left out."""
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [n for v in value for n in _integers(v)]
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in _integers(v)]
+    return []
+
+
+def _decidable(key: str, real: dict, tiny: dict, nested: tuple[str, ...], positions: int) -> bool:
+    """Whether forwards of the tiny build over up to `positions` positions can show all that `key`
+    changes: the tiny copy holds it at every place the real config does, with the real value (a
+    width the shrink changed is tried at another value than the one written: a real `head_dim`
+    other than hidden / heads is, shrunk, hidden / heads), or, for a token id the shrink keeps
+    inside the tiny vocabulary (`shrink.TOKEN_ID_KEYS`), a value inside it; and no integer it holds
+    reaches past the positions run (a window, a context length or a token id past them could act
+    only where no forward looks). Such a key can still be found to matter; it is never found to be
+    read for training only."""
+    where_real, where_tiny = _places(real, key, nested), dict(_places(tiny, key, nested))
+    if not where_real:
+        return False
+    for place, value in where_real:
+        if place not in where_tiny:
+            return False  # dropped by the shrink (a quantisation config)
+        held = where_tiny[place]
+        if held != value and key not in TOKEN_ID_KEYS:
+            return False
+        if any(n < 0 or n >= positions for n in _integers(held)):
+            return False
+    return True
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    """Every tensor in a forward's result (tuples, lists, dicts and model outputs, in order)."""
+    if torch.is_tensor(value):
+        return [value.detach().clone()]
+    if isinstance(value, dict) or hasattr(value, "to_tuple"):
+        values = value.values() if isinstance(value, dict) else value.to_tuple()
+        return [t for v in values for t in _tensors(v)]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+Run = Callable[[torch.nn.Module, torch.Generator, int], Any]
+
+
+def _eager():
+    """Compiled functions run eagerly (SpecForge 0.2.0's RMSNorm is `torch.compile`d: compiling it
+    on a CPU took 30 s here, the whole decision otherwise 1 s). Both builds of a key run so, so
+    what they compute compares like for like."""
+    stance = getattr(torch.compiler, "set_stance", None)  # torch 2.6 on
+    return stance("force_eager") if stance is not None else contextlib.nullcontext()
+
+
+@torch.no_grad()
+def _computed(model: torch.nn.Module, run: Run, positions: int, seed: int) -> list[torch.Tensor]:
+    """What one `run` of `model` over `positions` positions, on inputs drawn from `seed`, computes:
+    the output of every module on every call, in call order (a TTT loop's steps each), then the
+    run's own result."""
+    seen: list[torch.Tensor] = []
+    hooks = [m.register_forward_hook(lambda mod, args, out: seen.extend(_tensors(out))) for m in model.modules()]
+    try:
+        with _eager():
+            result = run(model, torch.Generator().manual_seed(seed), positions)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return seen + _tensors(result)
+
+
+def _same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
+    """Bit for bit: the same code on the same weights and inputs, on one CPU, computes exactly the
+    same (no tolerance: a key that changes anything, however little, changes the draft)."""
+    return len(a) == len(b) and all(x.dtype == y.dtype and x.shape == y.shape and torch.equal(x, y)
+                                    for x, y in zip(a, b))
+
+
+def _buffers(model: torch.nn.Module) -> list[tuple[str, torch.Tensor]]:
+    return [(name, b.detach().clone()) for name, b in model.named_buffers()]
+
+
+def _same_buffers(a: list[tuple[str, torch.Tensor]], b: list[tuple[str, torch.Tensor]]) -> bool:
+    return [n for n, _ in a] == [n for n, _ in b] and _same([t for _, t in a], [t for _, t in b])
+
+
+def every_token(vocab: int, positions: int, gen: torch.Generator) -> torch.Tensor:
+    """[1, positions] token ids: the tiny vocabulary's `vocab` tokens in seeded orders, one after
+    another (each token once in the first `vocab` positions)."""
+    orders = [torch.randperm(vocab, generator=gen) for _ in range(-(-positions // vocab))]
+    return torch.cat(orders)[:positions][None]
+
+
+def training_only_keys(build: Callable[[dict], torch.nn.Module], run: Run, real: dict, tiny: dict,
+                       keys: Iterable[str], vocab: int, nested: tuple[str, ...] = (), seed: int = 7
+                       ) -> tuple[str, ...] | None:
+    """Of `keys` (config keys a side read while building the draft, off their default), those read
+    for training only (initialisation, the padding row of an embedding the checkpoint holds,
+    dropout): the draft the side builds from `tiny` (the shrunk copy of `real`, the config.json as
+    written) and the one it builds from `tiny` without the key (removed where it sits, `nested`)
+    compute exactly the same, given the same weights. `build`: the side's own config reading and
+    draft class, config dict -> draft module; `run(model, generator, positions)`: its own forward
+    of that module on one sequence of that many positions, inputs drawn from the generator
+    (`every_token` of the `vocab` rows of its token embedding).
+
+    The first build's parameters are seeded (`seeded`) and are its checkpoint (`state_dict`: the
+    parameters and the persistent buffers, a d2t table; a rotary table is computed from the
+    config, never loaded); the second must take them strictly (a tensor more, less or of another
+    shape: the key matters), its buffers before loading must be the first's (a rotary table of
+    another length or base), and every module's output must be the same, bit for bit
+    (`_computed`), first over every token of the vocabulary, then, for the keys still the same,
+    over one position more than the largest integer the tiny config holds below LONG_POSITIONS (a
+    sliding window of 2048 acts only past 2048 positions, whichever key turns it on). A key whose
+    build or forward fails, or that no forward can show (`_decidable`), is not one: kept as read.
+    None: the draft as written did not build or run here, nothing is decided."""
+    short = min(vocab, MAX_POSITIONS)
+    lengths = [n for n in _integers(tiny) if short <= n < LONG_POSITIONS]
+    long = max(lengths) + 1 if lengths else None
+    try:
+        base = build(copy.deepcopy(tiny)).eval()
+        seeded(base)
+        checkpoint = {k: v.detach().clone() for k, v in base.state_dict().items()}
+        buffers = _buffers(base)
+        reference = _computed(base, run, short, seed)
+        long_reference = _computed(base, run, long, seed) if long else None
+    except Exception:  # noqa: BLE001 - the side's own code refuses its own draft here: nothing decided
+        return None
+    found = []
+    for key in keys:
+        if not _decidable(key, real, tiny, nested, long or short):
+            continue
+        try:
+            other = build(_without(tiny, key, nested)).eval()
+            if not _same_buffers(_buffers(other), buffers):
+                continue
+            other.load_state_dict(checkpoint, strict=True)
+            if _same(_computed(other, run, short, seed), reference) and (
+                    long_reference is None or _same(_computed(other, run, long, seed), long_reference)):
+                found.append(key)
+        except Exception:  # noqa: BLE001 - it does not build or run without the key: it matters, or cannot tell
+            continue
+    return tuple(sorted(found))

@@ -83,9 +83,13 @@ def shrink_config(config: dict[str, Any]) -> dict[str, Any]:
     return tiny
 
 
+# Token ids the shrink keeps inside the tiny vocabulary (their role, not their value, is the config's).
+TOKEN_ID_KEYS = ("pad_token_id", "bos_token_id", "eos_token_id")
+
+
 def _special_ids_inside(tiny: dict[str, Any], vocab: int) -> None:
     """Keep the special token ids inside the shrunk vocabulary."""
-    for key in ("pad_token_id", "bos_token_id", "eos_token_id"):
+    for key in TOKEN_ID_KEYS:
         value = tiny.get(key)
         if isinstance(value, int) and value >= vocab:
             tiny[key] = vocab - 1 - ("pad" in key)

@@ -149,11 +149,15 @@ def built_lines(result) -> list[str]:
     return lines + key_lines(result)
 
 
+TRAINING_ONLY = "read by training only: the draft served computes the same without it"
+
+
 def key_lines(result) -> list[str]:
     """The served config's keys the engine never reads while building the draft (key, trained,
     served, verdict): a MISMATCH where training built the draft with the key, a note where
-    neither side reads it; one line when the engine reads every key; nothing where a side did
-    not record its reads."""
+    neither side reads it, where it is at a default, or where training read it for training
+    only (BuiltDraft.config_keys_training_only); one line when the engine reads every key;
+    nothing where a side did not record its reads."""
     t, s = result.training.draft, result.serving.draft
     if t is None or s is None or t.config_keys_read is None or s.config_keys_read is None:
         return []
@@ -169,8 +173,10 @@ def key_lines(result) -> list[str]:
         table.row(key, "read", "never read", "MISMATCH: training built the draft with it")
     for key in unused:
         trained = "read" if key in (t.config_keys_read or ()) else "never read"
-        table.row(key, trained, "never read",  # read by training: at the engine's or the trainer's default
-                  "note: at its default" if trained == "read" else "note: neither side reads it")
+        default = set(s.config_keys_default or ()) | set(t.config_keys_default or ())
+        table.row(key, trained, "never read",  # read by training: at a default, or for training only
+                  "note: neither side reads it" if trained != "read" else "note: at its default" if key in default
+                  else f"note: {TRAINING_ONLY}")
     return ["", f"  config keys the served config sets and {release} never reads while building the draft:", ""
             ] + table.lines()
 

@@ -201,7 +201,7 @@ def built_draft(family, draft_config_path: str, target: dict, work: Path, versio
     eps, activation and the head's tie off the draft class it builds from a shrunk copy of that
     config (the same shrink the other sides' builds use), against the target given; the config
     keys its `resolve_draft_config` and draft class read while building it (parity.extract.config_reads)."""
-    from ...built import dtype_name, hf_sizes, module_facts
+    from ...built import dtype_name, every_token, hf_sizes, module_facts, training_only_keys
 
     real_target = work / "built-target"
     real_target.mkdir()
@@ -217,6 +217,23 @@ def built_draft(family, draft_config_path: str, target: dict, work: Path, versio
     # a key its resolution sets itself (tie_word_embeddings) never reached the draft as written
     built.update(read_fields(tiny_config, json.loads(Path(draft_config_path).read_text()), reads,
                              overridden=replaced(tiny_config, json.loads(tiny_path.read_text()))))
+    # of the keys it read off their default, those the draft it builds computes the same without
+    written = json.loads(Path(draft_config_path).read_text())
+    tiny = json.loads(tiny_path.read_text())
+    keys_path = work / "built-draft-keys.json"
+
+    def build(config: dict):
+        keys_path.write_text(json.dumps(config))
+        return family.build_draft(*family.draft_config(str(keys_path), str(real_target)), family.FORWARD_BACKEND)
+
+    def run(draft, gen, positions: int):
+        ids = every_token(draft.embed_tokens.num_embeddings, positions, gen)
+        return family.draft_forward(draft, torch.randn(1, positions, draft.fc.in_features, generator=gen), ids)
+
+    off_default = [k for k in built["config_keys_read"] if k not in (built["config_keys_default"] or ())]
+    vocab = getattr(getattr(model, "embed_tokens", None), "num_embeddings", None)
+    if vocab:  # an EAGLE-3 draft: its own token embedding and fc (else nothing is decided)
+        built["config_keys_training_only"] = training_only_keys(build, run, written, tiny, off_default, vocab)
     built.update(module_facts(model, getattr(model, "embed_tokens", None), getattr(model, "lm_head", None)))
     # its decoder layers, counted on the built class (0.2.0's Llama EAGLE-3 draft builds one, `midlayer`,
     # whatever num_hidden_layers says); how later ones are fed is read only where there are none

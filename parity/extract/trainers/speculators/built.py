@@ -18,7 +18,8 @@ from typing import Any
 
 import torch
 
-from ...built import later_layer_input_norms, module_facts, plain_rope_scaling, seeded
+from ...built import (MAX_POSITIONS, every_token, later_layer_input_norms, module_facts, plain_rope_scaling, seeded,
+                      training_only_keys)
 from ...config_reads import ReadingDict, defaults_by_rebuild, read_fields, recording
 from ...shrink import shrink_config, shrink_draft_config
 
@@ -63,6 +64,18 @@ def _config(run, draft: dict, target: dict, work: Path, reads: set[str] | None =
     return config, "mapped as its Eagle3Converter maps an EAGLE-3 config"
 
 
+def _forward(model, hidden_states: torch.Tensor, input_ids: torch.Tensor, ttt_steps: int):
+    """The release's own Eagle3DraftModel forward on one sequence, called with the arguments it names."""
+    t = input_ids.shape[-1]
+    takes = inspect.signature(model.forward).parameters
+    given: dict[str, Any] = {"hidden_states": hidden_states, "input_ids": input_ids, "ttt_steps": ttt_steps}
+    if "document_ids" in takes:  # 0.8 on: one document
+        given["document_ids"] = torch.zeros(1, t, dtype=torch.long)
+    if "lengths" in takes:  # before: one sequence of t tokens
+        given["lengths"] = torch.tensor([t])
+    return model(**given)
+
+
 def later_layer_wiring(model) -> tuple[str, ...]:
     """Which norm each decoder layer after the first applies to its input, found on one forward
     (one TTT step) of the release's own Eagle3DraftModel, called with the arguments its forward
@@ -70,17 +83,22 @@ def later_layer_wiring(model) -> tuple[str, ...]:
     def forward():
         gen = seeded(model)
         t = 6
-        takes = inspect.signature(model.forward).parameters
-        given: dict[str, Any] = {
-            "hidden_states": torch.randn(1, t, model.fc.in_features, generator=gen),
-            "input_ids": torch.randint(0, model.embed_tokens.num_embeddings, (1, t), generator=gen), "ttt_steps": 1}
-        if "document_ids" in takes:  # 0.8 on: one document
-            given["document_ids"] = torch.zeros(1, t, dtype=torch.long)
-        if "lengths" in takes:  # before: one sequence of t tokens
-            given["lengths"] = torch.tensor([t])
-        model(**given)
+        _forward(model, torch.randn(1, t, model.fc.in_features, generator=gen),
+                 torch.randint(0, model.embed_tokens.num_embeddings, (1, t), generator=gen), 1)
 
     return later_layer_input_norms(model.layers, forward)
+
+
+TTT_STEPS = 3  # the forward that decides a key read for training only: three draft steps, as trained by default
+
+
+def every_token_forward(model, gen: torch.Generator, positions: int):
+    """Its own forward on `positions` positions of seeded target states and every token of the tiny
+    vocabulary (parity.extract.built.training_only_keys): TTT_STEPS steps, one past MAX_POSITIONS
+    (a long sequence is there for a window, which the first step shows)."""
+    ids = every_token(model.embed_tokens.num_embeddings, positions, gen)
+    return _forward(model, torch.randn(1, positions, model.fc.in_features, generator=gen), ids,
+                    TTT_STEPS if positions <= MAX_POSITIONS else 1)
 
 
 def built_draft(run, request: dict, version: str) -> dict[str, Any]:
@@ -117,15 +135,25 @@ def built_draft(run, request: dict, version: str) -> dict[str, Any]:
         if built["draft_vocab_size"]:
             built["max_token_id"] = None  # the d2t table is the checkpoint's; the served side reads it
 
-        tiny_config, _ = _config(run, shrink_draft_config(draft), shrink_config(target), Path(tmp) / "tiny")
-        tiny_config.transformer_layer_config._attn_implementation = "sdpa"  # noqa: SLF001
-        verifier = getattr(getattr(tiny_config, "speculators_config", None), "verifier", None)
-        if verifier is not None:
-            verifier.name_or_path = None  # built from its config alone: no verifier is loaded
+        tiny_draft, tiny_target = shrink_draft_config(draft), shrink_config(target)
         model_cls = run.look_up(run.family.DRAFT_MODEL)
         build = getattr(run.family, "draft_model", None)
+
+        def tiny_config(served: dict):
+            """The release's config for `served` (a tiny draft config), as training reads it."""
+            config, _ = _config(run, served, tiny_target, Path(tmp) / "tiny")
+            config.transformer_layer_config._attn_implementation = "sdpa"  # noqa: SLF001
+            verifier = getattr(getattr(config, "speculators_config", None), "verifier", None)
+            if verifier is not None:
+                verifier.name_or_path = None  # built from its config alone: no verifier is loaded
+            return config
+
+        def draft_model(config):
+            return (build(model_cls, config) if build else model_cls(config)).eval()
+
+        first = tiny_config(tiny_draft)
         with recording(attributes):
-            model = (build(model_cls, tiny_config) if build else model_cls(tiny_config)).eval()
+            model = draft_model(first)
         built.update(module_facts(model, getattr(model, "embed_tokens", None), getattr(model, "lm_head", None)))
         built["layers_built"] = len(model.layers)
         built["later_layer_input_norms"] = later_layer_wiring(model)
@@ -135,6 +163,11 @@ def built_draft(run, request: dict, version: str) -> dict[str, Any]:
             default = defaults_by_rebuild(  # one work dir: the target's path is part of the config
                 lambda served: _config(run, served, target, Path(tmp) / "rebuilt")[0], draft)
             built.update(read_fields(None, draft, converted, default))
+        # of the keys it read off their default, those the draft it builds computes the same without
+        off_default = [k for k in built["config_keys_read"] if k not in (built["config_keys_default"] or ())]
+        built["config_keys_training_only"] = training_only_keys(
+            lambda served: draft_model(tiny_config(served)), every_token_forward, draft, tiny_draft, off_default,
+            model.embed_tokens.num_embeddings, nested=("transformer_layer_config",))
     built["built_by"] = f"speculators {version} {type(model).__name__}"
     built["config_from"] = f"{request.get('from', 'the served config.json')} ({how})"
     return built

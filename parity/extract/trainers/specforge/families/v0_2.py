@@ -153,15 +153,31 @@ def draft_config(draft_config_path: str, target_dir: str):
     return cfg, resolve_draft_config(cfg, provider=provider.draft_config)
 
 
-def build_draft(cfg, config):
+def build_draft(cfg, config, attention_backend: str | None = None):
     """The draft module `build_eagle3_draft` constructs: `AutoDraftModel.from_config` with the
-    run's attention backend (the class from the draft registry by `architectures`). Its
-    `torch_dtype` cast is left out, so the rotary tables read exactly (the dtype is reported
-    from the run's config); the warm start, vocabulary mapping and target embedding it loads
-    next are weights, not the module's math."""
+    run's attention backend (the class from the draft registry by `architectures`), or the one
+    named. Its `torch_dtype` cast is left out, so the rotary tables read exactly (the dtype is
+    reported from the run's config); the warm start, vocabulary mapping and target embedding it
+    loads next are weights, not the module's math."""
     from specforge.modeling.auto import AutoDraftModel
 
-    return AutoDraftModel.from_config(config, attention_backend=cfg.training.attention_backend).eval()
+    backend = attention_backend or cfg.training.attention_backend
+    return AutoDraftModel.from_config(config, attention_backend=backend).eval()
+
+
+# The backend the draft's own forward runs under on a CPU (`draft_forward`): the run's default,
+# flex attention, takes the training loop's KV cache and compiles its kernels past 128 positions;
+# its `sdpa` backend computes the same attention with torch's own kernel.
+FORWARD_BACKEND = "sdpa"
+
+
+def draft_forward(model, hidden_states, input_ids) -> tuple:
+    """What the draft it builds (under FORWARD_BACKEND) computes on target states and tokens, by
+    its own forward: `model(hidden_states=..., inputs_embeds=model.embed_input_ids(ids))`, the
+    draft's hidden states (one step, what its EAGLE-3 training step's backbone computes), then
+    `compute_logits` on them. (hidden states, logits)."""
+    hidden = model(hidden_states=hidden_states, inputs_embeds=model.embed_input_ids(input_ids))
+    return hidden, model.compute_logits(hidden)
 
 
 def train_dtype(cfg) -> str:
