@@ -28,6 +28,7 @@ from .families import place
 from .reply import SGLangReply
 from ...child import (HARNESS_LIMIT_KEY, LIMIT_RULES, finding, harness_limit, note, one_line, parity_fault, with_limits,
                       words)
+from ... import layout
 from ...identify import identify_slots
 from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model, seeded_tokens
 from ...shrink import shrink_config
@@ -439,6 +440,12 @@ def extract(request: dict) -> dict[str, Any]:
     target_dir = work / "target"
     target_dir.mkdir()
     (target_dir / "config.json").write_text(json.dumps(shrink_config(real)))
+    # A wrapper's checkpoint keeps the text model under a prefix its load_weights strips.
+    prefix = WRAPPER_TEXT_PREFIX if is_wrapper(real) else ""
+
+    # The serve command's parallel layout: one rank runs here; any other is parity's limit, said.
+    if reply.get("launch") is not None and layout_plan(adapter, reply, version) is False:
+        return reply
 
     setup_on_a_free_port(adapter, draft_dir)
     arch = (real.get("architectures") or ["?"])[0]
@@ -457,8 +464,6 @@ def extract(request: dict) -> dict[str, Any]:
             reply[HARNESS_LIMIT_KEY] = lacking
         return reply
     n = adapter.text_layers(target_cfg)
-    # A wrapper's checkpoint keeps the text model under a prefix its load_weights strips.
-    prefix = WRAPPER_TEXT_PREFIX if is_wrapper(real) else ""
 
     # 1. The ids, read by the engine's own start-up code.
     try:
@@ -597,6 +602,31 @@ def extract(request: dict) -> dict[str, Any]:
             findings.append(finding("draft_unloadable", f"SGLang's draft class could not be built "
                                     f"from {draft_dir}: {one_line(exc)}", "error"))
     return reply
+
+
+def layout_plan(adapter, reply: dict, version: str):
+    """The ranks to run the capture on for the serve command's parallel layout (layout.plan), None
+    for one rank; False (the reply then carries the limit: exit 2, naming what is not run) for a
+    layout of more than one rank: parity runs the capture in one process. The layout's record
+    says what was not run."""
+    said = reply["launch"]["layout"]
+    words = ", ".join(f"{f} {v}" for f, v in said["fields"].items()
+                      if isinstance(v, (int, bool)) and (v is True or (v is not False and v > 1)))
+    try:
+        names = {**launch.LAYOUT_WORDS, **({} if "attn_dp_size" in said["fields"] else
+                                          {"attention_dp": "dp_size with enable_dp_attention"})}
+        plan = layout.plan(said, names, launch.unrun_degrees(said["fields"]))
+    except layout.NotRunnable as exc:
+        reply["error"] = reply[HARNESS_LIMIT_KEY] = f"under the serve command's parallel layout ({words}), {exc}"
+        return False
+    if plan is not None and plan.ranks > 1:
+        reply["error"] = reply[HARNESS_LIMIT_KEY] = (
+            f"under the serve command's parallel layout ({words}), parity runs the capture in one process only, "
+            "so the states the draft is fed under it are not known")
+        return False
+    if plan is not None:
+        said["not_run"] = list(plan.not_run)
+    return plan
 
 
 def expected_slots(ids) -> int | None:

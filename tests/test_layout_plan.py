@@ -1,0 +1,76 @@
+"""The parallel layout, without an engine: which ranks parity runs for a resolved layout
+(parity.extract.layout.plan: tensor parallel over 2 ranks, every pipeline stage, at most 4
+processes; what it does not run is its limit, never a pass), and how the report says it (the
+layout line, each stage's layers and capture, and 'Not checked'). The engines' own resolution
+and the multi-process capture are in tests/test_parallel_layout.py (slow)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from parity.contract import LaunchContract, ParallelLayout
+from parity.extract import layout
+from parity.report.check import layout_lines
+
+NAMES = {"tp": "tp_size", "pp": "pp_size", "dp": "dp_size", "attention_dp": "attn_dp_size", "ep": "ep_size"}
+
+
+@pytest.mark.parametrize("degrees, ranks, stands_for, not_run", [
+    ({"tp": 2}, (2, 1), (), ()),
+    ({"pp": 2}, (1, 2), (), ()),
+    ({"pp": 4}, (1, 4), (), ()),
+    ({"tp": 8, "pp": 2}, (2, 2), ("tp_size 8 run as 2 ranks",), ("tp_size 8 itself",)),
+    ({"tp": 4}, (2, 1), ("tp_size 4 run as 2 ranks",), ("tp_size 4 itself",)),
+    ({"dp": 2}, (1, 1), (), ("dp_size 2: 2 data-parallel replicas",)),
+])
+def test_the_ranks_run_for_a_layout(degrees, ranks, stands_for, not_run):
+    plan = layout.plan(degrees, NAMES)
+    assert (plan.tp, plan.pp) == ranks
+    assert len(plan.stands_for) == len(stands_for) and all(
+        said.startswith(start) for said, start in zip(plan.stands_for, stands_for))
+    assert len(plan.not_run) == len(not_run) and all(
+        said.startswith(start) for said, start in zip(plan.not_run, not_run))
+
+
+def test_one_rank_runs_in_the_probes_own_process():
+    assert layout.plan({"tp": 1, "pp": 1, "dp": 1, "attention_dp": 1, "ep": 1}, NAMES) is None
+
+
+@pytest.mark.parametrize("degrees, unrun, words", [
+    ({"tp": 2, "attention_dp": 2}, None, "does not run data-parallel attention (attn_dp_size 2)"),
+    ({"tp": 2, "ep": 2}, None, "does not run expert parallelism (ep_size 2)"),
+    ({"tp": 2}, {"attn_cp_size": 2}, "does not run attn_cp_size 2"),
+    ({"tp": 3}, None, "runs tp_size 3 over 2 ranks only for an even degree"),
+    ({"tp": 2, "pp": 4}, None, "runs at most 4 processes, and pp_size 4 with tp_size 2 (run as 2) needs 8"),
+    ({"pp": 8}, None, "runs at most 4 processes, and pp_size 8 with tp_size 1 (run as 1) needs 8"),
+])
+def test_a_layout_parity_does_not_run_is_its_limit(degrees, unrun, words):
+    with pytest.raises(layout.NotRunnable) as refused:
+        layout.plan(degrees, NAMES, unrun)
+    assert words in str(refused.value)
+
+
+def _serving(said: ParallelLayout) -> SimpleNamespace:
+    launch = LaunchContract(argv=("--pp-size", "2"), requested={}, effective={}, layout=said)
+    return SimpleNamespace(engine="sglang", provenance=SimpleNamespace(version="0.5.23"), launch=launch)
+
+
+def test_the_report_says_the_layout_and_each_stage():
+    said = ParallelLayout(fields={"tp_size": 1, "pp_size": 2, "enable_dp_attention": False}, pp=2, run={
+        "ranks": 2, "tp": 1, "pp": 2, "stages": [{"stage": 0, "layers": (0, 16), "capture": ()},
+                                                  {"stage": 1, "layers": (16, 32), "capture": (2, 16, 29)}]})
+    assert layout_lines(_serving(said)) == [
+        "", "  parallel layout, as sglang 0.5.23 resolves it: pp 2 (pp_size 2); the capture ran under it on 2 CPU "
+            "processes, one per rank (tp 1 x pp 2, torch.distributed over gloo)",
+        "", "    stage  layers  captures at (after the start-up set it)",
+        "    0      0-15    nothing",
+        "    1      16-31   2, 16, 29"]
+
+
+def test_the_report_says_a_one_rank_layout_ran_in_one_process():
+    said = ParallelLayout(fields={"tp_size": 1, "pp_size": 1}, not_run=("dp_size 2: replicas",))
+    [_, line] = layout_lines(_serving(said))
+    assert line == ("  parallel layout, as sglang 0.5.23 resolves it: one rank: the capture ran in one process, the "
+                    "layout's one rank (a replica of it: see Not checked)")
