@@ -278,13 +278,23 @@ def _lock_differences(locked: TrainingContract, fresh: TrainingContract) -> list
     return out
 
 
-def _verify(target: Target, draft: Draft, ids: list[int], engine: BoundEngine) -> ServingContract:
-    """Extract again with `ids` written where the engine reads them, in a copy of the draft."""
+def under_layout(serving: ServingContract) -> str:
+    """` under the serve command's parallel layout (pp 2)` where the capture ran on several ranks, else ''."""
+    layout = serving.launch.layout if serving.launch is not None else None
+    return f" under the serve command's parallel layout ({layout.said()})" if layout and layout.run else ""
+
+
+def _verify(target: Target, draft: Draft, ids: list[int], engine: BoundEngine,
+            serving: ServingContract | None = None) -> ServingContract:
+    """Extract again with `ids` written where the engine reads them, in a copy of the draft; under
+    the serve command's arguments where the capture ran under a layout of several ranks (the ids
+    are verified where they were found)."""
     tmp = Path(tempfile.mkdtemp(prefix="parity-fix-"))
+    layout = {"serve_args": tuple(serving.launch.argv)} if serving is not None and under_layout(serving) else {}
     try:
         fixed = Draft(path=tmp, config=engine.write_ids(draft.config, ids))
         fixed.config_file.write_text(json.dumps(fixed.config))
-        return engine.probe_serving(target, fixed)[0]
+        return engine.probe_serving(target, fixed, **layout)[0]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -375,12 +385,12 @@ def _solve(training: TrainingContract, serving: ServingContract, tried: list[dic
     match = next((c for c in tried if c.get("fc_input") == want and not c.get("error")), None)
     if match is None:
         got = "; ".join(f"{c['ids']} -> {c.get('fc_input') or c.get('error')}" for c in tried)
-        return None, (f"no id list makes {serving.engine} {serving.provenance.version} feed {want} "
-                      f"(tried {got})")
+        return None, (f"no id list makes {serving.engine} {serving.provenance.version} feed {want}"
+                      f"{under_layout(serving)} (tried {got})")
     ids = list(match["ids"])
     verified = False
     if verify:
-        fixed = _verify(target, draft, ids, engine)
+        fixed = _verify(target, draft, ids, engine, serving)
         verified = [t.name if t else None for t in fixed.fc_input] == want and not fixed.has_errors
         if not verified:
             errors = "; ".join(f.message for f in fixed.findings if f.severity == "error")

@@ -74,3 +74,46 @@ def test_the_report_says_a_one_rank_layout_ran_in_one_process():
     [_, line] = layout_lines(_serving(said))
     assert line == ("  parallel layout, as sglang 0.5.23 resolves it: one rank: the capture ran in one process, the "
                     "layout's one rank (a replica of it: see Not checked)")
+
+
+# -- one forked process per rank (layout.run_ranks): no engine, plain functions --------------------
+
+def test_each_rank_runs_its_job_and_hands_back_its_result():
+    assert layout.run_ranks(3, lambda rank: rank * 10) == [{"result": 0}, {"result": 10}, {"result": 20}]
+
+
+def test_a_rank_gone_without_a_result_stops_its_peers_and_nothing_is_left(tmp_path, monkeypatch):
+    import os
+    import tempfile
+    import time
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+    def job(rank):
+        layout.keep({"rank": rank, "kept": True})
+        if rank == 1:
+            os._exit(5)  # dies with no result: the others would wait on it forever
+        time.sleep(300)
+
+    started = time.monotonic()
+    out = layout.run_ranks(3, job)
+    assert time.monotonic() - started < 60
+    assert out[1] == {"lost": "rank 1 ended without a result (exit status 5)", "partial": {"rank": 1, "kept": True}}
+    assert out[0]["lost"] == "rank 0 was stopped: rank 1 ended without a result (exit status 5)"
+    assert out[2]["partial"] == {"rank": 2, "kept": True}
+    assert list(tmp_path.iterdir()) == []  # the results' directory is removed
+
+
+def test_a_result_its_peers_cannot_go_on_from_stops_them_and_the_time_limit_holds():
+    import time
+
+    def stops_early(rank):
+        if rank == 0:
+            return {"stopped": True}
+        time.sleep(300)
+
+    out = layout.run_ranks(2, stops_early, stops=lambda record: bool(record and record.get("stopped")))
+    assert out == [{"result": {"stopped": True}},
+                   {"lost": "rank 1 was stopped: rank 0 stopped (its own record says why)"}]
+    assert layout.run_ranks(2, lambda rank: time.sleep(300), timeout=1) == [
+        {"lost": "rank 0 was stopped: no result after 1 s"}, {"lost": "rank 1 was stopped: no result after 1 s"}]
