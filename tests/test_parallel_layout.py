@@ -109,3 +109,64 @@ def test_a_layout_parity_does_not_run_is_its_limit():
         "(tp_size 2, attn_dp_size 2), parity's multi-process capture does not run data-parallel attention "
         "(attn_dp_size 2), so the states the draft is fed under this layout are not known. This is a limit of "
         "parity's CPU run, not sglang refusing the draft: no verdict is given")
+
+
+# -- vLLM 0.34: V2 carries aux states over pipeline stages for a model that declares it --------------
+
+DEEPSEEK_61 = ROOT / "fixtures" / "targets" / "deepseek-v3-61l" / "config.json"
+SPECFORGE_DEEPSEEK = ROOT / "fixtures" / "drafts" / "specforge-deepseek-v3-eagle3"
+VLLM_SPEC = "--speculative-config.method eagle3 --speculative-config.num_speculative_tokens 3"
+
+
+def test_vllm_carries_llamas_aux_states_over_pipeline_stages():
+    """Llama declares supports_aux_hidden_states_over_pp: stage 0 captures h2 and h16 and passes them
+    on in its intermediate tensors, the last stage hands the draft all three."""
+    proc = parity("check", "--engine", "vllm", "--vllm", "0.34.0", "--target-config", str(LLAMA), "--draft",
+                  str(LLAMA_DRAFT), "--dump-layout", "h2,h16,h29,h32", "--serve-args",
+                  f"{VLLM_SPEC} --pipeline-parallel-size 2", "--json")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    result = json.loads(proc.stdout)
+    serving = result["serving"]
+    assert result["verdict"] == "parity" and serving["fc_input"] == ["h2", "h16", "h29"]
+    layout = serving["launch"]["layout"]
+    assert layout["fields"]["parallel_config.pipeline_parallel_size"] == 2
+    assert layout["run"]["stages"] == [{"stage": 0, "layers": [0, 16], "capture": [2, 16, 29]},
+                                       {"stage": 1, "layers": [16, 32], "capture": [2, 16, 29]}]
+
+
+def test_vllm_refuses_deepseek_v3_under_pipeline_parallelism_in_its_own_words():
+    """DeepSeek-V3 does not declare it: V2's start-up (set_eagle3_aux_hidden_state_layers with
+    use_pp, run on each rank) refuses, verify_supports_aux_hidden_states_over_pp's ValueError."""
+    proc = parity("contract", "serving", "--engine", "vllm", "--vllm", "0.34.0", "--target-config", str(DEEPSEEK_61),
+                  "--draft", str(SPECFORGE_DEEPSEEK), "--serve-args", f"{VLLM_SPEC} --pipeline-parallel-size 2",
+                  "--json")
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    contract = json.loads(proc.stdout)
+    [error] = [f for f in contract["findings"] if f["kind"] == "engine_error"]
+    assert "raised ValueError: DeepseekV3ForCausalLM does not support eagle3 with pipeline parallelism" \
+        in error["message"] and "the V2 runner's start-up, so no server starts" in error["message"]
+    assert contract["fc_input"] == [None]
+
+
+def test_vllms_answer_follows_the_installed_models_declaration(tmp_path):
+    """The answer is vLLM's, read off the installed model class: with Llama's
+    `supports_aux_hidden_states_over_pp` edited to False (in a linked copy of the vLLM 0.34
+    environment), V2's start-up refuses Llama under pipeline parallelism as it refuses DeepSeek-V3."""
+    from parity.envs import find_env
+
+    file = "lib/python3.11/site-packages/vllm/model_executor/models/llama.py"
+    declared = "    supports_aux_hidden_states_over_pp = True\n"
+    home = tmp_path / "home"
+    home.mkdir()
+    original = find_env("vllm", "0.34.0").path
+    shadow = shadow_env(original, home / original.name, {file: (declared, declared)})
+    edit_in_shadow(shadow, file, declared, declared.replace("True", "False"))
+    env = {k: v for k, v in os.environ.items() if k not in ("PARITY_NO_CACHE", "PYTHONDONTWRITEBYTECODE")}
+    env.update(PARITY_HOME=str(home), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    proc = parity("contract", "serving", "--engine", "vllm", "--vllm", "0.34.0", "--target-config", str(LLAMA),
+                  "--draft", str(LLAMA_DRAFT), "--serve-args", f"{VLLM_SPEC} --pipeline-parallel-size 2", "--json",
+                  env=env)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    [error] = [f for f in json.loads(proc.stdout)["findings"] if f["kind"] == "engine_error"]
+    assert "raised ValueError: LlamaForCausalLM does not support eagle3 with pipeline parallelism" in error["message"]
+    assert declared in (original / file).read_text()  # the original environment is untouched
