@@ -117,3 +117,55 @@ def test_a_result_its_peers_cannot_go_on_from_stops_them_and_the_time_limit_hold
                    {"lost": "rank 1 was stopped: rank 0 stopped (its own record says why)"}]
     assert layout.run_ranks(2, lambda rank: time.sleep(300), timeout=1) == [
         {"lost": "rank 0 was stopped: no result after 1 s"}, {"lost": "rank 1 was stopped: no result after 1 s"}]
+
+
+def test_a_ranks_runs_go_on_past_an_engine_error_until_its_peers_would_wait_forever():
+    """lockstep: an error setting a capture is recorded and the forward still runs (every rank runs
+    every forward); a forward error on a stage before the last ends the rank (`stopped`), one on the
+    last does not; with start_refuses, an error at the start-up's own capture ends it (`refused`);
+    one building the rank's part is `fatal`."""
+    def configure(built, n):
+        if n == 1:
+            raise ValueError("ids refused")
+
+    def forward_on(last):
+        def forward(built):
+            if built["n"] == 2:
+                raise RuntimeError("stage raised")
+            built["n"] += 1
+            return "aux" if last else None
+        return forward
+
+    on_last = layout.lockstep(4, lambda: {"n": 0}, configure, lambda built: {"is_last": True}, forward_on(True))
+    assert [sorted(run) for run in on_last["runs"]] == [["aux", "stage"], ["aux", "configure_error", "stage"],
+                                                       ["forward_error", "stage"], ["forward_error", "stage"]]
+    assert on_last["runs"][1]["configure_error"]["line"] == "ValueError: ids refused"
+    earlier = layout.lockstep(4, lambda: {"n": 0}, configure, lambda built: {"is_last": False}, forward_on(False))
+    assert len(earlier["runs"]) == 3 and earlier["stopped"] is True and layout.stops(earlier)
+
+    def refusing(built, n):
+        raise ValueError("does not support eagle3 with pipeline parallelism")
+
+    refused = layout.lockstep(3, lambda: None, refusing, lambda built: {"is_last": True}, lambda built: None,
+                              start_refuses=True)
+    assert len(refused["runs"]) == 1 and refused["refused"] is True and layout.stops(refused)
+    fatal = layout.lockstep(3, lambda: 1 / 0, configure, lambda built: {}, lambda built: None)
+    assert fatal["fatal"]["type"] == "ZeroDivisionError" and fatal["runs"] == [] and layout.stops(fatal)
+
+
+def test_not_checked_names_each_part_of_the_layout_not_run_and_the_layout_without_serve_args():
+    from parity.report.check import unchecked_lines
+
+    def result(launch):
+        serving = SimpleNamespace(engine="sglang", provenance=SimpleNamespace(version="0.5.23"), launch=launch,
+                                  draft_kind="eagle3", target_model=SimpleNamespace(quantization=None))
+        return SimpleNamespace(serving=serving, training=SimpleNamespace(target_model=SimpleNamespace(quantization=None)))
+
+    said = ParallelLayout(fields={"tp_size": 8, "pp_size": 2}, tp=8, pp=2,
+                          not_run=("tp_size 8 itself: the capture ran tensor parallel over 2 ranks, not 8",))
+    launch = LaunchContract(argv=("--tp-size", "8"), requested={}, effective={}, layout=said)
+    assert unchecked_lines(result(launch)) == [
+        "", "  Not checked:", "  - the parallel layout: tp_size 8 itself: the capture ran tensor parallel over 2 ranks, "
+                              "not 8"]
+    assert unchecked_lines(result(None))[2] == ("  - the launch: no --serve-args, so sglang 0.5.23's steps, draft "
+                                                "tokens and parallel layout are unchecked")

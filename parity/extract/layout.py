@@ -192,6 +192,103 @@ def _collect(ranks: list[int], running: dict[int, int], where: str, timeout: flo
     return [out[rank] for rank in ranks]
 
 
+def judged(exc: BaseException) -> dict[str, Any]:
+    """An error a rank met, with what the probe needs to judge it in its own process: its one line,
+    and whether it is a limit of parity's CPU harness or a failure of parity's own code."""
+    from .child import harness_limit, one_line, parity_fault
+
+    return {"line": one_line(exc), "limit": harness_limit(exc), "fault": parity_fault(exc),
+            "type": type(exc).__name__}
+
+
+def lockstep(count: int, setup: Callable[[], Any], configure: Callable[[Any, int], None],
+             stage: Callable[[Any], dict], forward: Callable[[Any], Any], start_refuses: bool = False) -> dict:
+    """A rank's record: `setup()` (its place in the groups, its part of the target: what the rest
+    is handed; an error there is `fatal`), then its runs, in the same order on every rank (each
+    stage's forward waits on the previous stage's): per run n of `count` (0: the start-up's own
+    capture, then each candidate id list), `configure(built, n)`, this rank's `stage(built)` and
+    `forward(built)` (what the last stage hands the draft, None on an earlier stage), appended to
+    `record["runs"]` and kept (`keep`). An engine error setting a capture is recorded and the
+    forward still runs, so that no peer waits forever; with `start_refuses`, one at run 0 ends
+    the rank (`refused`: the start-up refuses, no server starts). A forward error on a stage
+    before the last ends it (`stopped`: the later stages would wait for what it never sends)."""
+    record: dict[str, Any] = {"runs": []}
+    try:
+        built = setup()
+    except Exception as exc:  # noqa: BLE001 - judged by the probe (the engine's, parity's limit or its bug)
+        record["fatal"] = judged(exc)
+        return record
+    for n in range(count):
+        run: dict[str, Any] = {}
+        try:
+            configure(built, n)
+        except Exception as exc:  # noqa: BLE001 - the engine's, judged by the probe
+            run["configure_error"] = judged(exc)
+            if n == 0 and start_refuses:
+                run["stage"] = stage(built)
+                record["runs"].append(run)
+                record["refused"] = True
+                return record
+        run["stage"] = stage(built)
+        try:
+            run["aux"] = forward(built)
+        except Exception as exc:  # noqa: BLE001
+            run["forward_error"] = judged(exc)
+            if not run["stage"]["is_last"]:
+                record["runs"].append(run)
+                record["stopped"] = True
+                return record
+        record["runs"].append(run)
+        keep(record)  # what the probe reads of this rank if a peer's failure stops it later
+    return record  # the groups end with the process (os._exit: gloo's teardown can hang)
+
+
+def stops(record: Any) -> bool:
+    """Whether a rank's record ends the capture for its peers (run_ranks' `stops`)."""
+    return bool(record.get("fatal") or record.get("stopped") or record.get("refused"))
+
+
+def records(ranked: list[dict]) -> list[dict]:
+    """Each rank's record: its result, or what it kept when a peer's failure stopped it ({} for none)."""
+    return [e.get("result") or e.get("partial") or {} for e in ranked]
+
+
+def parity_stop(records_: list[dict], ranked: list[dict], package: str, version: str) -> dict | None:
+    """What stopped the capture under the layout when it is parity's, as reply fields (None when
+    nothing did, or the engine did): a limit of its CPU harness (HARNESS_LIMIT_KEY: exit 2) or a
+    fault of its own code (noted for the reply: exit 3) that a rank met, or a rank lost for no
+    reason of the engine's (no peer stopped on its own account: parity's limit)."""
+    from .child import HARNESS_LIMIT_KEY, faults, limits
+
+    for record in records_:
+        for error in [record.get("fatal")] + [run.get(k) for run in record.get("runs", [])
+                                              for k in ("configure_error", "forward_error")]:
+            if error and error.get("fault"):
+                faults.append(error["fault"])
+                return {"error": f"{package} {version}: a rank of the layout's capture stopped: {error['line']}"}
+            if error and error.get("limit"):
+                limits.append(error["limit"])
+                return {"error": error["limit"], HARNESS_LIMIT_KEY: error["limit"]}
+    if not any(stops(r) for r in records_) and any("result" not in e for e in ranked):
+        rank, entry = next((i, e) for i, e in enumerate(ranked) if "result" not in e)
+        why = (f"parity's multi-process capture lost rank {rank} of {len(ranked)}: "
+               f"{entry.get('lost') or entry.get('error')}")
+        return {"error": why, HARNESS_LIMIT_KEY: why}
+    return None
+
+
+def candidate_runs(ranked: list[dict], count: int) -> list[tuple[dict | None, list[str]]]:
+    """For each of `count` candidate runs (runs 1..count): the last stage's first tensor rank's run
+    (None where it did not run it) and the errors any rank met in it."""
+    out = []
+    for i in range(1, count + 1):
+        runs = [r["runs"][i] for r in records(ranked) if len(r.get("runs", ())) > i]
+        last = next((run for run in runs if run["stage"]["is_last"] and run["stage"]["tp_rank"] == 0), None)
+        out.append((last, [run[k]["line"] for run in runs for k in ("configure_error", "forward_error")
+                           if run.get(k)]))
+    return out
+
+
 def _partial_of(where: str, rank: int) -> dict:
     """{"partial": what the rank kept} when it kept anything (`keep`), else {}."""
     path = os.path.join(where, f"rank{rank}.partial")
@@ -218,4 +315,5 @@ def _kill(pid: int) -> None:
         pass
 
 
-__all__ = ["MAX_RANKS", "NotRunnable", "Plan", "keep", "plan", "run_ranks"]
+__all__ = ["MAX_RANKS", "NotRunnable", "Plan", "candidate_runs", "judged", "keep", "lockstep", "parity_stop", "plan", "records",
+           "run_ranks", "stops"]

@@ -26,8 +26,8 @@ from . import cpu_path, launch, ranks, rope_base
 from .draft_facts import dflash_facts, draft_facts
 from .families import place
 from .reply import SGLangReply
-from ...child import (HARNESS_LIMIT_KEY, LIMIT_RULES, faults, finding, harness_limit, limits, note, one_line,
-                      parity_fault, with_limits, words)
+from ...child import (HARNESS_LIMIT_KEY, LIMIT_RULES, finding, harness_limit, note, one_line, parity_fault, with_limits,
+                      words)
 from ... import layout
 from ...identify import identify_slots
 from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model, seeded_tokens
@@ -656,23 +656,6 @@ def layout_plan(adapter, reply: dict, version: str):
     return plan
 
 
-def _rank_stop(record: dict, reply: dict, version: str) -> bool:
-    """Whether what stopped a rank stops the capture (parity's limit or its own fault, set on the
-    reply as the probe's own would be): True then, the reply says why."""
-    judged = [record.get("fatal")] + [r.get(k) for r in record.get("runs", []) for k in ("configure_error",
-                                                                                         "forward_error")]
-    for error in filter(None, judged):
-        if error.get("fault"):
-            faults.append(error["fault"])
-            reply["error"] = f"sglang {version}: a rank of the layout's capture stopped: {error['line']}"
-            return True
-        if error.get("limit"):
-            limits.append(error["limit"])
-            reply["error"] = reply[HARNESS_LIMIT_KEY] = error["limit"]
-            return True
-    return False
-
-
 def under_layout(ranked: list[dict], plan, refs, n: int, capture, expected: int, one_process: list[dict], model,
                  version: str, reply: dict) -> dict | None:
     """The served run under the layout: the slots the last stage hands the draft, named
@@ -681,18 +664,20 @@ def under_layout(ranked: list[dict], plan, refs, n: int, capture, expected: int,
     slot it loses. None when the capture under the layout could not be run (a rank lost, parity's
     limit or its own fault: the reply says why)."""
     # each rank's record: its result, or, for a rank stopped because a peer stopped, what it kept
-    records = [e.get("result") or e.get("partial") for e in ranked]
-    if any(_rank_stop(record, reply, version) for record in records if record):
-        return None  # parity's limit or its own fault, met on a rank
+    records = layout.records(ranked)
+    stop = layout.parity_stop(records, ranked, "sglang", version)
+    if stop is not None:  # parity's limit or its own fault, met on a rank, or a rank lost
+        reply.update(stop)
+        return None
     findings: list[dict] = []
-    fatal = next((r["fatal"] for r in records if r and r.get("fatal")), None)
+    fatal = next((r["fatal"] for r in records if r.get("fatal")), None)
     if fatal is not None:  # the engine's own code refused this rank's part (its set-up or build)
         findings.append(finding("engine_error", f"under the parallel layout, sglang {version} stopped building a rank: "
                                 f"{fatal['line']}", "error"))
         return {"slots": [{"tap": None}] * expected, "findings": findings, "capture": None}
-    stopped = next((r for r in records if r and r.get("stopped")), None)  # a stage's forward raised: the rest waited
+    stopped = next((r for r in records if r.get("stopped")), None)  # a stage's forward raised: the rest waited
     stages = {}
-    for record in filter(None, records):  # one entry per stage, from its first tensor rank, as served
+    for record in records:  # one entry per stage, from its first tensor rank, as served
         if record.get("runs"):
             stages.setdefault(record["runs"][0]["stage"]["pp_rank"], record["runs"][0]["stage"])
     reply["launch"]["layout"]["run"]["stages"] = [
@@ -704,16 +689,16 @@ def under_layout(ranked: list[dict], plan, refs, n: int, capture, expected: int,
                                 f"{stage['tp_rank']}): sglang {version}'s forward raised "
                                 f"{stopped['runs'][0]['forward_error']['line']}, so no later stage runs", "error"))
         return {"slots": [{"tap": None}] * expected, "findings": findings, "capture": None}
-    if any(not r or not r.get("runs") for r in records) or (stopped is None and any("lost" in e for e in ranked)):
-        rank, entry = next((i, e) for i, e in enumerate(ranked) if "result" not in e)
+    if any(not r.get("runs") for r in records):  # a rank never ran the served capture: nothing to read
+        rank = next(i for i, r in enumerate(records) if not r.get("runs"))
         reply["error"] = reply[HARNESS_LIMIT_KEY] = (f"parity's multi-process capture lost rank {rank} of {plan.ranks}: "
-                                                     f"{entry.get('lost') or entry.get('error')}")
+                                                     f"{ranked[rank].get('lost') or ranked[rank].get('error')}")
         return None
     served = [r["runs"][0] for r in records]
     hook = f"{type(model).__module__}.{type(model).__qualname__}.{CAPTURE_HOOK}"
-    for run, record in zip(served, records):
+    for rank, run in enumerate(served):
         if run.get("configure_error"):
-            findings.append(finding("engine_error", f"under the parallel layout, on rank {record['rank']}, {hook} "
+            findings.append(finding("engine_error", f"under the parallel layout, on rank {rank}, {hook} "
                                     f"raised {run['configure_error']['line']}", "error"))
     last = next(run for run in served if run["stage"]["is_last"] and run["stage"]["tp_rank"] == 0)
     raised = next((run for run in served if run.get("forward_error")), None)  # on the last stage
@@ -760,12 +745,8 @@ def stage_losses(stages: dict, plan, capture, one_process: list[dict], slots: li
 def candidates_under_layout(ranked: list[dict], one_process: list[dict], refs, n: int) -> list[dict]:
     """Each candidate id list as the layout's last stage hands it (the fix search's, under the
     serve command's layout)."""
-    records = [e.get("result") or e.get("partial") or {} for e in ranked]
     out = []
-    for i, before in enumerate(one_process, start=1):
-        runs = [r["runs"][i] for r in records if len(r.get("runs", ())) > i]
-        last = next((run for run in runs if run["stage"]["is_last"] and run["stage"]["tp_rank"] == 0), None)
-        errors = [run[k]["line"] for run in runs for k in ("configure_error", "forward_error") if run.get(k)]
+    for before, (last, errors) in zip(one_process, layout.candidate_runs(ranked, len(one_process))):
         if last is None or errors:
             out.append({"ids": before["ids"], "fc_input": None, "error": "; ".join(errors) or
                         "not run: a stage's forward raised on an earlier id list, and the stages after it stopped"})

@@ -39,7 +39,7 @@ from .reply import VLLMReply
 from ...config_reads import reading_dicts, recording
 from ...run_until import CodePathMoved
 from ... import layout
-from ...child import HARNESS_LIMIT_KEY, LIMIT_RULES, faults, harness_limit, limits, one_line, parity_fault, with_limits
+from ...child import HARNESS_LIMIT_KEY, LIMIT_RULES, harness_limit, one_line, parity_fault, with_limits
 from ....contract.hf import draft_kind
 from ....contract.reply import reply_header
 from ....envs import reply_over_stdio
@@ -391,38 +391,15 @@ def layout_plan(adapter, reply: dict, version: str):
     return plan
 
 
-def _records(ranked: list[dict], plan, reply: dict, version: str) -> list[dict] | None:
-    """Each rank's record (its result, or what it kept when a peer's failure stopped it); None, the
-    reply saying why, when a rank met parity's limit or its own fault, or was lost for no reason
-    of the engine's."""
-    records = [e.get("result") or e.get("partial") for e in ranked]
-    for record in filter(None, records):
-        for error in [record.get("fatal")] + [r.get(k) for r in record.get("runs", [])
-                                              for k in ("configure_error", "forward_error")]:
-            if error and error.get("fault"):
-                faults.append(error["fault"])
-                reply["error"] = f"vllm {version}: a rank of the layout's capture stopped: {error['line']}"
-                return None
-            if error and error.get("limit"):
-                limits.append(error["limit"])
-                reply["error"] = reply[HARNESS_LIMIT_KEY] = error["limit"]
-                return None
-    engine_stop = any(r and (r.get("fatal") or r.get("stopped") or r.get("refused")) for r in records)
-    if not engine_stop and any("result" not in e for e in ranked):
-        rank, entry = next((i, e) for i, e in enumerate(ranked) if "result" not in e)
-        reply["error"] = reply[HARNESS_LIMIT_KEY] = (f"parity's multi-process capture lost rank {rank} of "
-                                                     f"{plan.ranks}: {entry.get('lost') or entry.get('error')}")
-        return None
-    return [r or {} for r in records]
-
-
 def under_layout(ranked: list[dict], plan, refs, one_process: dict, reply: dict, version: str) -> dict | None:
     """The GPU-default runner's entry under the layout: its ids (the one-process run's reading of
     the config), the capture the last stage holds, each slot it hands the draft named numerically;
     or the engine's own error (its start-up refusing the layout, a stage's forward raising). None
     when the capture under the layout could not be run (the reply says why)."""
-    records = _records(ranked, plan, reply, version)
-    if records is None:
+    records = layout.records(ranked)
+    stop = layout.parity_stop(records, ranked, "vllm", version)
+    if stop is not None:  # parity's limit or its own fault, met on a rank, or a rank lost
+        reply.update(stop)
         return None
     entry: dict[str, Any] = {"config_ids": one_process.get("config_ids")}
     fatal = next((r["fatal"] for r in records if r.get("fatal")), None)
@@ -457,13 +434,9 @@ def under_layout(ranked: list[dict], plan, refs, one_process: dict, reply: dict,
 def candidates_under_layout(ranked: list[dict], one_process: list[dict], refs) -> list[dict]:
     """Each candidate id list as the layout's last stage hands it (the fix search's, under the
     serve command's layout)."""
-    records = [e.get("result") or e.get("partial") or {} for e in ranked]
-    refused = any(r.get("refused") for r in records)
+    refused = any(r.get("refused") for r in layout.records(ranked))
     out = []
-    for i, before in enumerate(one_process, start=1):
-        runs = [r["runs"][i] for r in records if len(r.get("runs", ())) > i]
-        last = next((run for run in runs if run["stage"]["is_last"] and run["stage"]["tp_rank"] == 0), None)
-        errors = [run[k]["line"] for run in runs for k in ("configure_error", "forward_error") if run.get(k)]
+    for before, (last, errors) in zip(one_process, layout.candidate_runs(ranked, len(one_process))):
         if last is None or errors:
             out.append({"ids": before["ids"], "fc_input": None, "error": "; ".join(errors) or (
                 "the start-up refuses this layout" if refused else
