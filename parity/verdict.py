@@ -283,13 +283,23 @@ def _lock_differences(locked: TrainingContract, fresh: TrainingContract) -> list
     return out
 
 
-def _verify(target: Target, draft: Draft, ids: list[int], engine: BoundEngine, kind: str) -> ServingContract:
-    """Extract again with `ids` written where the engine reads a `kind` draft's ids, in a copy of the draft."""
+def under_layout(serving: ServingContract) -> str:
+    """` under the serve command's parallel layout (pp 2)` where the capture ran on several ranks, else ''."""
+    layout = serving.launch.layout if serving.launch is not None else None
+    return f" under the serve command's parallel layout ({layout.said()})" if layout and layout.run else ""
+
+
+def _verify(target: Target, draft: Draft, ids: list[int], engine: BoundEngine, kind: str,
+            serving: ServingContract | None = None) -> ServingContract:
+    """Extract again with `ids` written where the engine reads a `kind` draft's ids, in a copy of
+    the draft; under the serve command's arguments where the capture ran under a layout of several
+    ranks (the ids are verified where they were found)."""
     tmp = Path(tempfile.mkdtemp(prefix="parity-fix-"))
+    layout = {"serve_args": tuple(serving.launch.argv)} if serving is not None and under_layout(serving) else {}
     try:
         fixed = Draft(path=tmp, config=engine.write_ids(draft.config, ids, kind), given=draft.name)
         fixed.config_file.write_text(json.dumps(fixed.config))
-        return engine.probe_serving(target, fixed)[0]
+        return engine.probe_serving(target, fixed, **layout)[0]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -417,7 +427,7 @@ def _solve(training: TrainingContract, serving: ServingContract, tried: list[dic
     fits = [c for c in tried if c.get("fc_input") == want and not c.get("error")]
     if not fits:
         got = "; ".join(f"{c['ids']} -> {c.get('fc_input') or c.get('error')}" for c in tried)
-        return None, f"no id list makes {release} feed {want} (tried {got})"
+        return None, f"no id list makes {release} feed {want}{under_layout(serving)} (tried {got})"
     match = next((c for c in fits if engine.write_ids(draft.config, list(c["ids"]), kind) != draft.config), None)
     if match is None:  # the engine already reads them where the fix would write them: writing them changes nothing
         return None, (f"{IDS_MEND_NOTHING}: {key} already holds {list(fits[0]['ids'])}, which feed {want} on the "
@@ -425,7 +435,7 @@ def _solve(training: TrainingContract, serving: ServingContract, tried: list[dic
     ids = list(match["ids"])
     verified = False
     if verify:
-        left = fix_leaves(training, _verify(target, draft, ids, engine, kind))
+        left = fix_leaves(training, _verify(target, draft, ids, engine, kind, serving))
         if left is not None:
             return None, f"ids {ids} capture {want} on the engine's model, but written in {key}, {left}"
         verified = True

@@ -130,22 +130,26 @@ def vllm_check(serve_args: str, *extra: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("version, answer", [("0.34.0", "SpeculativeConfig.uses_aux_hidden_states"),
-                                             ("0.33.0", "eagle3_utils.requires_aux_hidden_states")])
-def test_vllm_resolves_the_serve_command_with_its_own_code(version, answer):
+@pytest.mark.parametrize("version, answer, tp", [("0.34.0", "SpeculativeConfig.uses_aux_hidden_states", 2),
+                                                 ("0.33.0", "eagle3_utils.requires_aux_hidden_states", 1)])
+def test_vllm_resolves_the_serve_command_with_its_own_code(version, answer, tp):
     """vllm serve's own parser, EngineArgs and SpeculativeConfig: the draft's max model len is
     the target's --max-model-len (vLLM caps the draft's 131072 to it), its tensor parallel
-    size the target's; the EAGLE-3 answer is the release's own."""
-    proc = vllm_serving(VLLM_EAGLE3 + " --max-model-len 4096 --tensor-parallel-size 2", version)
+    size the target's; the EAGLE-3 answer is the release's own. 0.34 with --tensor-parallel-size 2
+    runs the capture on 2 ranks (tests/test_parallel_layout.py); 0.33's family runs one process,
+    where a layout of 2 ranks is parity's limit, so it is asked for one."""
+    proc = vllm_serving(VLLM_EAGLE3 + f" --max-model-len 4096 --tensor-parallel-size {tp}", version)
     assert proc.returncode in (0, 1), proc.stderr  # 0.33's runners differ on this draft (an error finding)
     contract = json.loads(proc.stdout)
     assert contract["provenance"]["version"] == version
     launch = contract["launch"]
     assert launch["requested"] == {"method": "eagle3", "num_speculative_tokens": 3,
-                                   "model_config.max_model_len": 4096, "parallel_config.tensor_parallel_size": 2}
+                                   "model_config.max_model_len": 4096, "parallel_config.tensor_parallel_size": tp}
     effective = launch["effective"]
     assert (effective["method"], effective["num_speculative_tokens"], effective["max_model_len"],
-            effective["draft_tensor_parallel_size"]) == ("eagle3", 3, 4096, 2)
+            effective["draft_tensor_parallel_size"]) == ("eagle3", 3, 4096, tp)
+    assert launch["layout"]["tp"] == launch["layout"]["draft_tp"] == tp
+    assert (launch["layout"].get("run") or {}).get("ranks", 1) == tp
     assert effective["draft_model_config.hf_config.max_position_embeddings"] == 131072
     assert launch["overrides"] == [] and launch["algorithm_is_eagle3"] is True
     assert (launch["algorithm_field"], launch["algorithm_answer"]) == ("method", answer)

@@ -313,6 +313,7 @@ class FindingKind(StrEnum):
     runners_differ = "runners_differ"  # two model runners of one release feed different states
     dump_slots_differ = "dump_slots_differ"  # the data-generation dump holds other states than asked
     not_captured = "not_captured"  # a requested slot the engine never fills
+    stage_not_captured = "stage_not_captured"  # under pipeline parallelism, a stage holding a requested layer never captures it for the draft
     unidentified_state = "unidentified_state"  # a captured tensor matches no canonical state
     draft_facts_unread = "draft_facts_unread"  # the engine's draft class could not be read
     draft_sizes_unread = "draft_sizes_unread"  # the engine's config reader refused the draft's sizes
@@ -497,6 +498,67 @@ class NameDecided(_Frozen):
                                         description="The engine's refusal under the neutral name, if it refused.")
 
 
+class LayoutStage(_Frozen):
+    """One pipeline stage of the capture's run: the decoder layers its model holds (the engine's own
+    partition) and the layer indices its model captures at after the engine's start-up set them."""
+
+    stage: int = Field(ge=0, description="The pipeline rank (0 first).")
+    layers: tuple[int, int] = Field(description="The decoder layers this stage holds, [start, end) (the engine's "
+                                    "own partition, e.g. SGLang's make_pp_layers).")
+    capture: tuple[int, ...] | None = Field(default=None, description="The layer indices this stage's model "
+                                            "captures at, as the engine's start-up left them (None: the model holds "
+                                            "no such list).")
+
+
+class LayoutRun(_Frozen):
+    """How the capture was run under the parallel layout: as many CPU processes as ranks
+    (torch.distributed over gloo), each building its part of the tiny target with the engine's own
+    partition and parallel state; the states that reach the draft are the last stage's."""
+
+    ranks: int = Field(ge=1, description="The CPU processes the capture ran on (tp x pp).")
+    tp: int = Field(ge=1, description="The tensor-parallel degree run.")
+    pp: int = Field(ge=1, description="The pipeline stages run.")
+    stages: tuple[LayoutStage, ...] = Field(default=(), description="Each stage's layers and capture.")
+    stands_for: tuple[str, ...] = Field(default=(), description="Where the run's layout is smaller than the one "
+                                        "resolved, what stood for what (e.g. 'tp_size 8 run as 2 ranks').")
+
+
+class ParallelLayout(_Frozen):
+    """The parallel layout the serve command resolves to, by the engine's own parser and resolution
+    (docs/launch.md, "The parallel layout"): its own fields, their values read as degrees, and how
+    the capture was run under it."""
+
+    fields: dict[str, LaunchValue] = Field(description="The engine's own layout fields at their effective values "
+                                           "(SGLang: tp_size, pp_size, dp_size, attn_dp_size, ep_size...; vLLM: "
+                                           "parallel_config.tensor_parallel_size, ...).")
+    tp: int = Field(default=1, ge=1, description="Tensor-parallel degree of the target.")
+    pp: int = Field(default=1, ge=1, description="Pipeline stages of the target.")
+    dp: int = Field(default=1, ge=1, description="Data-parallel replicas of the whole layout (not attention DP).")
+    attention_dp: int = Field(default=1, ge=1, description="Data-parallel attention degree (SGLang's "
+                              "attn_dp_size, vLLM's data parallel size of an MoE target).")
+    ep: int = Field(default=1, ge=1, description="Expert-parallel degree.")
+    draft_tp: int | None = Field(default=None, description="The draft's own tensor-parallel size where the engine "
+                                 "resolves one (vLLM's draft_tensor_parallel_size); None where it has no such "
+                                 "field (SGLang runs the draft in the target's attention TP group).")
+    run: LayoutRun | None = Field(default=None, description="How the capture was run under it (None: one process, "
+                                  "the layout being one rank).")
+    not_run: tuple[str, ...] = Field(default=(), description="Parts of the layout the capture did not run, each "
+                                     "said (the report's 'Not checked').")
+
+    @property
+    def ranks(self) -> int:
+        return self.tp * self.pp
+
+    def said(self) -> str:
+        """The layout in words: `tp 2, pp 2` (the degrees above 1), or `one rank`."""
+        parts = [f"{name} {value}" for name, value in (("tp", self.tp), ("pp", self.pp), ("dp", self.dp),
+                                                        ("attention dp", self.attention_dp), ("ep", self.ep))
+                 if value > 1]
+        if self.draft_tp is not None and self.draft_tp != 1:
+            parts.append(f"draft tp {self.draft_tp}")
+        return ", ".join(parts) or "one rank"
+
+
 class LaunchContract(_Frozen):
     """The serve command as the installed engine parses and resolves it (its own parser and
     resolution code, run on CPU: device-bound choices are not part of it; docs/launch.md)."""
@@ -540,6 +602,10 @@ class LaunchContract(_Frozen):
         description="The engine's own answer for a DFlash draft: is the resolved algorithm of its DFlash family "
         "(SGLang's SpeculativeAlgorithm.is_dflash_family(), or is_dflash() on a release without the family; "
         "algorithm_answer names the method asked)? None: not asked (an EAGLE-3 draft) or unknown.")
+    layout: ParallelLayout | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="The parallel layout the arguments resolve to, and how the capture was run under it (None: a "
+        "contract written before the field).")
 
     @property
     def serves_the_draft(self) -> bool | None:

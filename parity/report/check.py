@@ -91,6 +91,34 @@ def launch_lines(s: ServingContract) -> list[str]:
                  f"{json.dumps(fix.effective.get(launch.algorithm_field))}, which captures the aux hidden states")
         lines += ["", f"  FIX (launch): serve with {shlex.join(fix.argv)}",
                   f"       (verified: {release} resolves these to {gives})"]
+    return lines + layout_lines(s)
+
+
+def layout_lines(s: ServingContract) -> list[str]:
+    """The parallel layout the serve command resolves to (docs/launch.md, "The parallel layout"):
+    its degrees and the engine's fields that give them, and how the capture ran under it: one
+    process for one rank, else one CPU process per rank with each pipeline stage's layers (the
+    engine's own partition) and the layer indices its model captures at."""
+    layout = s.launch.layout if s.launch is not None else None
+    if layout is None:
+        return []
+    release = f"{s.engine} {s.provenance.version}"
+    given = ", ".join(f"{field} {json.dumps(value)}" for field, value in layout.fields.items()
+                      if value is True or (type(value) is int and value > 1))
+    head = f"  parallel layout, as {release} resolves it: {layout.said()}" + (f" ({given})" if given else "")
+    run = layout.run
+    if run is None:
+        return ["", head + ": the capture ran in one process, the layout's one rank"
+                + (" (a replica of it: see Not checked)" if layout.not_run else "")]
+    lines = ["", head + f"; the capture ran under it on {run.ranks} CPU processes, one per rank "
+             f"(tp {run.tp} x pp {run.pp}, torch.distributed over gloo)"
+             + (f": {'; '.join(run.stands_for)}" if run.stands_for else "")]
+    if run.stages:
+        table = Table([Column("stage"), Column("layers"), Column("captures at (after the start-up set it)")])
+        for stage in run.stages:
+            table.row(str(stage.stage), f"{stage.layers[0]}-{stage.layers[1] - 1}",
+                      ", ".join(map(str, stage.capture)) if stage.capture else "nothing")
+        lines += [""] + ["  " + line for line in table.lines()]
     return lines
 
 
@@ -309,7 +337,10 @@ def unchecked_lines(result) -> list[str]:
     release = f"{s.engine} {s.provenance.version}"
     items = []
     if s.launch is None:
-        items.append(f"the launch: no --serve-args, so {release}'s steps and draft tokens are unchecked")
+        items.append(f"the launch: no --serve-args, so {release}'s steps, draft tokens and parallel layout are "
+                     "unchecked")
+    elif s.launch.layout is not None:
+        items += [f"the parallel layout: {item}" for item in s.launch.layout.not_run]
     if s.draft_kind == "dflash":
         items.append(f"the DFlash block {release} serves: its launch's draft tokens set it (SGLang's "
                      "--speculative-num-draft-tokens, vLLM's num_speculative_tokens + 1), not the draft's block_size, "

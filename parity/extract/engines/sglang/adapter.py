@@ -50,6 +50,13 @@ class Launch(Protocol):
     def setup(self, port: int, draft_dir: str | None, device: str = "cpu") -> None:
         """Publish the server args naming `draft_dir` and start single-process groups on `port`."""
 
+    def setup_rank(self, port: int, draft_dir: str | None, rank: int, tp: int, pp: int, timeout: int) -> None:
+        """`setup` as rank `rank` of a layout of `tp` x `pp` ranks (only a family that `runs_ranks`)."""
+
+    def runs_ranks(self) -> bool:
+        """Whether this family's adapter runs the capture on several ranks (a parallel layout);
+        where not, a layout of more than one rank is parity's limit."""
+
     def publish(self, draft_dir: str | None, backend: str = "torch_native") -> None:
         """(Re-)publish the process-wide server args naming this draft and attention backend."""
 
@@ -121,6 +128,13 @@ class Batches(Protocol):
 
     def forward(self, model, input_ids: torch.Tensor, spec_hidden: torch.Tensor | None = None) -> Any:
         """One EXTEND forward with full hidden capture over parity's prefill SDPA backend."""
+
+    def stage_forward(self, model, input_ids: torch.Tensor) -> torch.Tensor | None:
+        """One EXTEND forward of this rank's pipeline stage, the stages' tensors passed on as the
+        engine's scheduler passes them; the aux states the last stage hands the draft (else None)."""
+
+    def stage(self, model) -> dict:
+        """This rank's place (pp_rank, tp_rank, is_last) and its model's part (layers, capture)."""
 
     def kv_pools(self, *, size: int, requests: int, context: int, kv_heads: int, head_dim: int,
                  layers: int, dtype: torch.dtype, device: str) -> tuple[Any, Any]:

@@ -42,6 +42,15 @@ from . import cpu_path, gpu_memory
 LAUNCH_FIELDS = ("speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
                  "speculative_num_draft_tokens", "speculative_draft_model_revision", "max_running_requests",
                  "context_length", "dtype", "speculative_draft_model_quantization", "tp_size", "page_size")
+# The parallel layout's fields (the engine's own names; those a release lacks are left out): the
+# launch contract's `layout`, read as degrees by `layout_of`. Not judged field by field (0.5.23's
+# resolution rewrites the deprecated `--dp-size N --enable-dp-attention` as `attn_dp_size N`): the
+# capture runs under the layout they give (probe.py, ranks.py).
+LAYOUT_FIELDS = ("tp_size", "pp_size", "dp_size", "attn_dp_size", "enable_dp_attention", "ep_size", "attn_cp_size",
+                 "moe_dp_size", "dcp_size", "nnodes")
+# Each degree of ParallelLayout by the field that sets it (for the words of a limit or a note).
+LAYOUT_WORDS = {"tp": "tp_size", "pp": "pp_size", "dp": "dp_size", "attention_dp": "attn_dp_size", "ep": "ep_size"}
+_REPORTED = LAUNCH_FIELDS + tuple(f for f in LAYOUT_FIELDS if f not in LAUNCH_FIELDS)
 # Replaced by parity's own files (field -> what stands there).
 PATH_FIELDS = {"model_path": "the target's config.json, as given", "tokenizer_path": "the target's folder",
                "speculative_draft_model_path": "the draft parity checks"}
@@ -104,7 +113,7 @@ def declared(ServerArgs, ns) -> tuple[dict, dict[str, str]]:
     for source, fields in getattr(args, "_resolved_overrides", None) or ():
         for field in fields:
             by[field] = source
-    return {f: jsonable(getattr(view, f, None)) for f in LAUNCH_FIELDS if hasattr(view, f)}, by
+    return {f: jsonable(getattr(view, f, None)) for f in _REPORTED if hasattr(view, f)}, by
 
 
 def traced(ServerArgs, ns) -> tuple[dict, dict[str, str]]:
@@ -115,7 +124,7 @@ def traced(ServerArgs, ns) -> tuple[dict, dict[str, str]]:
 
     def recording(self, name, value):
         caller = sys._getframe(1).f_code  # noqa: SLF001
-        if caller.co_name != "__init__" and name in LAUNCH_FIELDS:
+        if caller.co_name != "__init__" and name in _REPORTED:
             by[name] = caller.co_name
         original(self, name, value)
 
@@ -124,7 +133,31 @@ def traced(ServerArgs, ns) -> tuple[dict, dict[str, str]]:
         args = ServerArgs.from_cli_args(ns)
     finally:
         ServerArgs.__setattr__ = original
-    return {f: jsonable(getattr(args, f, None)) for f in LAUNCH_FIELDS if hasattr(args, f)}, by
+    return {f: jsonable(getattr(args, f, None)) for f in _REPORTED if hasattr(args, f)}, by
+
+
+def layout_of(values: dict) -> dict:
+    """The parallel layout (parity.contract.ParallelLayout) of the resolved layout fields: tp and pp
+    as resolved; data-parallel attention as `attn_dp_size` (0.5.23), else `dp_size` where
+    `enable_dp_attention` is on (the releases before, where it is the attention DP degree);
+    data-parallel replicas as `dp_size` otherwise; ep as `ep_size`. SGLang has no draft tensor
+    parallel field (the draft runs in the target's attention TP group): None."""
+    def degree(name: str) -> int:
+        value = values.get(name)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
+
+    dp_attention = bool(values.get("enable_dp_attention"))
+    attention_dp = degree("attn_dp_size") if "attn_dp_size" in values else (degree("dp_size") if dp_attention else 1)
+    return {"fields": dict(values), "tp": degree("tp_size"), "pp": degree("pp_size"),
+            "dp": 1 if dp_attention else degree("dp_size"), "attention_dp": attention_dp, "ep": degree("ep_size"),
+            "draft_tp": None}
+
+
+def unrun_degrees(values: dict) -> dict[str, int]:
+    """The resolved layout's degrees above 1 that parity's multi-process capture does not run beside
+    those ParallelLayout names: context parallelism (attn_cp_size, dcp_size) and MoE data parallelism."""
+    return {f: values[f] for f in ("attn_cp_size", "dcp_size", "moe_dp_size")
+            if isinstance(values.get(f), int) and values[f] > 1}
 
 
 def resolve(resolver: Callable, argv: list[str], model_dir: str, draft_dir: str | None, neutral: bool = False) -> dict:
@@ -179,10 +212,12 @@ def resolve(resolver: Callable, argv: list[str], model_dir: str, draft_dir: str 
     finally:
         os.environ.clear()
         os.environ.update(saved)
+    layout = {f: effective[f] for f in LAYOUT_FIELDS if f in effective}
+    effective = {f: v for f, v in effective.items() if f in LAUNCH_FIELDS}
     overrides = [{"field": f, "requested": v, "effective": effective.get(f), "by": by.get(f, "?")}
                  for f, v in requested.items() if f in effective and effective[f] != v]
     return {"argv": list(argv), "replaced": replaced, "requested": requested, "effective": effective,
-            "overrides": overrides, "names": names}
+            "overrides": overrides, "names": names, "layout": layout_of(layout)}
 
 
 def fixes(resolver: Callable, argv: list[str], launch: dict, model_dir: str, draft_dir: str | None) -> list[dict]:
@@ -227,4 +262,5 @@ def write_model_dir(work: Path, target_config: dict) -> str:
     return str(where)
 
 
-__all__ = ["LAUNCH_FIELDS", "Refused", "declared", "fixes", "resolve", "traced", "write_model_dir"]
+__all__ = ["LAUNCH_FIELDS", "LAYOUT_FIELDS", "LAYOUT_WORDS", "Refused", "declared", "fixes", "layout_of", "resolve",
+           "traced", "unrun_degrees", "write_model_dir"]

@@ -22,12 +22,13 @@ import torch
 
 from ... import standins
 from ...families import UnsupportedRelease
-from . import cpu_path, launch, rope_base
+from . import cpu_path, launch, ranks, rope_base
 from .draft_facts import dflash_facts, draft_facts
 from .families import place
 from .reply import SGLangReply
 from ...child import (HARNESS_LIMIT_KEY, LIMIT_RULES, finding, harness_limit, note, one_line, parity_fault, with_limits,
                       words)
+from ... import layout
 from ...identify import identify_slots
 from ...named import named_path, shown_names
 from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model, seeded_tokens
@@ -444,6 +445,22 @@ def extract(request: dict) -> dict[str, Any]:
     target_dir = work / "target"
     target_dir.mkdir()
     (target_dir / "config.json").write_text(json.dumps(shrink_config(real)))
+    # A wrapper's checkpoint keeps the text model under a prefix its load_weights strips.
+    prefix = WRAPPER_TEXT_PREFIX if is_wrapper(real) else ""
+
+    # The capture under the serve command's parallel layout, one process per rank, forked before
+    # this process starts its own groups (ranks.py); the one-process run below reads the rest.
+    plan, ranked, hf = None, None, None
+    if reply.get("launch") is not None:
+        plan = layout_plan(adapter, reply, version)
+        if plan is False:
+            return reply
+    if plan is not None and plan.ranks > 1:
+        hf = seeded_hf_model(str(target_dir), request.get("seed", 0))
+        tensors = checkpoint_tensors(hf, str(work / "weights"), prefix)
+        captures = algorithm == "EAGLE3" or algorithm in DFLASH_FAMILY
+        ranked = ranks.run(adapter, plan, free_port(), str(target_dir), draft_dir, tensors,
+                           seeded_tokens(request, hf), list(request.get("candidates", [])) if captures else [])
 
     setup_on_a_free_port(adapter, draft_dir)
     arch = (real.get("architectures") or ["?"])[0]
@@ -462,8 +479,6 @@ def extract(request: dict) -> dict[str, Any]:
             reply[HARNESS_LIMIT_KEY] = lacking
         return reply
     n = adapter.text_layers(target_cfg)
-    # A wrapper's checkpoint keeps the text model under a prefix its load_weights strips.
-    prefix = WRAPPER_TEXT_PREFIX if is_wrapper(real) else ""
 
     # 1. The ids, read by the engine's own start-up code.
     try:
@@ -529,7 +544,7 @@ def extract(request: dict) -> dict[str, Any]:
     except RefusedAtStartUp as exc:
         reply.update(error=str(exc), expected_slots=expected_slots(ids))
         return reply
-    hf = seeded_hf_model(str(target_dir), request.get("seed", 0))
+    hf = hf or seeded_hf_model(str(target_dir), request.get("seed", 0))
     reply["model_class"] = f"{type(model).__module__}.{type(model).__name__}"
     adapter.load_weights(model, checkpoint_tensors(hf, str(work / "weights"), prefix))
     input_ids = seeded_tokens(request, hf)
@@ -565,6 +580,13 @@ def extract(request: dict) -> dict[str, Any]:
     refs = candidate_states(hf, input_ids)
     aux: list = []
     slots = capture_and_identify(adapter, model, input_ids, refs, n, capture, expected, findings, aux)
+    if ranked is not None:  # what the draft is fed is what the layout's last stage hands it
+        under = under_layout(ranked, plan, refs, n, capture, expected, slots, model, version, reply)
+        if under is None:  # parity's limit or its own fault under the layout: said in the reply
+            return reply
+        slots, findings[:] = under["slots"], [f for f in findings if f["kind"] not in LAYOUT_REPLACES] + \
+            under["findings"]
+        reply["capture_ids"] = under["capture"]
     misread = None
     if any(f["kind"] == "unidentified_state" for f in findings):
         misread = rope_base.misread(model, hf.config, arch, version)
@@ -587,6 +609,8 @@ def extract(request: dict) -> dict[str, Any]:
     captures = use_aux or algorithm == "EAGLE3"  # under another algorithm no ids written change the capture
     reply["candidates"] = [try_candidate(adapter, model, input_ids, refs, n, ids)
                            for ids in request.get("candidates", []) if captures]
+    if ranked is not None:  # each candidate as the layout's last stage hands it
+        reply["candidates"] = candidates_under_layout(ranked, reply["candidates"], refs, n)
     if draft_dir and dflash:
         try:
             reply["dflash_draft"] = dflash_facts(adapter, draft_dir, aux[0] if aux else None, findings, version)
@@ -603,6 +627,142 @@ def extract(request: dict) -> dict[str, Any]:
             findings.append(finding("draft_unloadable", f"SGLang's draft class could not be built "
                                     f"from {draft_dir}: {one_line(exc)}", "error"))
     return reply
+
+
+# The findings of the one-process capture that the capture under a layout replaces.
+LAYOUT_REPLACES = ("engine_error", "not_captured", "unidentified_state")
+
+
+def layout_plan(adapter, reply: dict, version: str):
+    """The ranks to run the capture on for the serve command's parallel layout (layout.plan), None
+    for one rank; False (the reply then carries the limit: exit 2, naming what is not run) where
+    parity does not run it: a degree its multi-process capture does not run, or a family whose
+    adapter runs one process only. The layout's record says what stood for what, and what was
+    not run."""
+    said = reply["launch"]["layout"]
+    words = ", ".join(f"{f} {v}" for f, v in said["fields"].items()
+                      if isinstance(v, (int, bool)) and (v is True or (v is not False and v > 1)))
+    try:
+        names = {**launch.LAYOUT_WORDS, **({} if "attn_dp_size" in said["fields"] else
+                                          {"attention_dp": "dp_size with enable_dp_attention"})}
+        plan = layout.plan(said, names, launch.unrun_degrees(said["fields"]))
+    except layout.NotRunnable as exc:
+        reply["error"] = reply[HARNESS_LIMIT_KEY] = f"under the serve command's parallel layout ({words}), {exc}"
+        return False
+    if plan is not None and plan.ranks > 1 and not adapter.runs_ranks():
+        reply["error"] = reply[HARNESS_LIMIT_KEY] = (
+            f"under the serve command's parallel layout ({words}), parity's sglang {adapter.family}-family adapter "
+            f"runs the capture in one process only (its multi-process capture runs with the "
+            f"{', '.join(adapter.RANK_FAMILIES)} family), so the states the draft is fed under it are not known")
+        return False
+    if plan is not None:
+        said["not_run"] = list(plan.not_run)
+        if plan.ranks > 1:
+            said["run"] = {"ranks": plan.ranks, "tp": plan.tp, "pp": plan.pp, "stands_for": list(plan.stands_for)}
+    return plan
+
+
+def under_layout(ranked: list[dict], plan, refs, n: int, capture, expected: int, one_process: list[dict], model,
+                 version: str, reply: dict) -> dict | None:
+    """The served run under the layout: the slots the last stage hands the draft, named
+    numerically; each stage's layers and capture; and, for each slot the draft asks for whose
+    layer sits on an earlier stage and does not reach it, a finding naming that stage and the
+    slot it loses. None when the capture under the layout could not be run (a rank lost, parity's
+    limit or its own fault: the reply says why)."""
+    # each rank's record: its result, or, for a rank stopped because a peer stopped, what it kept
+    records = layout.records(ranked)
+    stop = layout.parity_stop(records, ranked, "sglang", version)
+    if stop is not None:  # parity's limit or its own fault, met on a rank, or a rank lost
+        reply.update(stop)
+        return None
+    findings: list[dict] = []
+    fatal = next((r["fatal"] for r in records if r.get("fatal")), None)
+    if fatal is not None:  # the engine's own code refused this rank's part (its set-up or build)
+        findings.append(finding("engine_error", f"under the parallel layout, sglang {version} stopped building a rank: "
+                                f"{fatal['line']}", "error"))
+        return {"slots": [{"tap": None}] * expected, "findings": findings, "capture": None}
+    stopped = next((r for r in records if r.get("stopped")), None)  # a stage's forward raised: the rest waited
+    stages = {}
+    for record in records:  # one entry per stage, from its first tensor rank, as served
+        if record.get("runs"):
+            stages.setdefault(record["runs"][0]["stage"]["pp_rank"], record["runs"][0]["stage"])
+    reply["launch"]["layout"]["run"]["stages"] = [
+        {"stage": s, "layers": stages[s]["layers"], "capture": stages[s]["capture"]} for s in sorted(stages)]
+    if stopped is not None and len(stopped["runs"]) == 1:  # the served run itself: no later stage ran it
+        stage = stopped["runs"][0]["stage"]
+        findings.append(finding("engine_error", f"under the parallel layout, pipeline stage {stage['pp_rank']} of "
+                                f"{plan.pp} (layers {stage['layers'][0]}-{stage['layers'][1] - 1}, tensor rank "
+                                f"{stage['tp_rank']}): sglang {version}'s forward raised "
+                                f"{stopped['runs'][0]['forward_error']['line']}, so no later stage runs", "error"))
+        return {"slots": [{"tap": None}] * expected, "findings": findings, "capture": None}
+    if any(not r.get("runs") for r in records):  # a rank never ran the served capture: nothing to read
+        rank = next(i for i, r in enumerate(records) if not r.get("runs"))
+        reply["error"] = reply[HARNESS_LIMIT_KEY] = (f"parity's multi-process capture lost rank {rank} of {plan.ranks}: "
+                                                     f"{ranked[rank].get('lost') or ranked[rank].get('error')}")
+        return None
+    served = [r["runs"][0] for r in records]
+    hook = f"{type(model).__module__}.{type(model).__qualname__}.{CAPTURE_HOOK}"
+    for rank, run in enumerate(served):
+        if run.get("configure_error"):
+            findings.append(finding("engine_error", f"under the parallel layout, on rank {rank}, {hook} "
+                                    f"raised {run['configure_error']['line']}", "error"))
+    last = next(run for run in served if run["stage"]["is_last"] and run["stage"]["tp_rank"] == 0)
+    raised = next((run for run in served if run.get("forward_error")), None)  # on the last stage
+    if raised is not None:
+        stage = raised["stage"]
+        findings.append(finding("engine_error", f"under the parallel layout, pipeline stage {stage['pp_rank']} of "
+                                f"{plan.pp} (layers {stage['layers'][0]}-{stage['layers'][1] - 1}, tensor rank "
+                                f"{stage['tp_rank']}): sglang {version}'s forward raised "
+                                f"{raised['forward_error']['line']}", "error"))
+        return {"slots": [{"tap": None}] * expected, "findings": findings, "capture": last["stage"]["capture"]}
+    slots = identify_slots(last.get("aux"), refs, n, last["stage"]["capture"], expected, findings)
+    findings += stage_losses(stages, plan, capture, one_process, slots, hook, version)
+    return {"slots": slots, "findings": findings, "capture": last["stage"]["capture"]}
+
+
+def stage_losses(stages: dict, plan, capture, one_process: list[dict], slots: list[dict], hook: str,
+                 version: str) -> list[dict]:
+    """For each slot the draft asks for (the one-process capture's index and the state it names)
+    that the layout's last stage does not hand the draft: the stage holding that layer (the
+    engine's partition), and whether that stage's model captures it at all."""
+    out = []
+    handed = {s.get("tap") for s in slots if s.get("tap")}
+    last = max(stages)
+    for slot, index in enumerate(capture or []):
+        state = one_process[slot].get("tap") if slot < len(one_process) else None
+        if state is None or state in handed:
+            continue
+        holder = next((s for s, st in stages.items() if st["layers"][0] <= index < st["layers"][1]), None)
+        if holder is None or holder == last:
+            continue
+        st = stages[holder]
+        captured = index in (st["capture"] or [])
+        how = ("its model captures it, but only the last stage's states are handed to the draft (none is carried "
+               "over from an earlier stage)" if captured else
+               f"its model captures nothing there (its capture list is {st['capture'] or []} after {hook} ran on "
+               "that rank)")
+        out.append(finding("stage_not_captured", f"slot {slot} ({state}, captured at layer index {index}) is on "
+                           f"pipeline stage {holder} of {plan.pp} (layers {st['layers'][0]}-{st['layers'][1] - 1}) under "
+                           f"sglang {version}'s partition: {how}; slot {slot} is lost, and the draft is handed "
+                           f"{len(handed)} states where its fc reads {len(capture)}", "error", slot=slot))
+    return out
+
+
+def candidates_under_layout(ranked: list[dict], one_process: list[dict], refs, n: int) -> list[dict]:
+    """Each candidate id list as the layout's last stage hands it (the fix search's, under the
+    serve command's layout)."""
+    out = []
+    for before, (last, errors) in zip(one_process, layout.candidate_runs(ranked, len(one_process))):
+        if last is None or errors:
+            out.append({"ids": before["ids"], "fc_input": None, "error": "; ".join(errors) or
+                        "not run: a stage's forward raised on an earlier id list, and the stages after it stopped"})
+            continue
+        found: list[dict] = []
+        slots = identify_slots(last.get("aux"), refs, n, last["stage"]["capture"], len(before["ids"]), found)
+        out.append({"ids": before["ids"], "fc_input": [s.get("tap") for s in slots],
+                    "capture_ids": last["stage"]["capture"],
+                    "error": "; ".join(f["message"] for f in found if f["severity"] == "error") or None})
+    return out
 
 
 def expected_slots(ids) -> int | None:

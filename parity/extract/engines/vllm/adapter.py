@@ -20,6 +20,10 @@ class Launch(Protocol):
 
     LAUNCH: Any  # the launch contract's resolver (parity.extract.engines.vllm.launch); None before 0.11
     RUNS_DFLASH: bool  # whether this family's adapter runs DFlash capture (else a DFlash draft is parity's limit)
+    RUNS_RANKS: bool  # whether it runs the capture under a layout of several ranks (else that is parity's limit)
+
+    def setup_rank(self, rank: int, tp: int, pp: int) -> None:
+        """The next `config` builds its process group as rank `rank` of `tp` x `pp` ranks."""
 
 
 class Platform(Protocol):
@@ -75,6 +79,13 @@ class Capture(Protocol):
 
     def forward(self, model, vllm_config, input_ids) -> tuple[Any, list]:
         """One prefill: (final hidden states, [aux states in capture order])."""
+
+    def stage_forward(self, model, vllm_config, input_ids) -> Any:
+        """One prefill of this rank's pipeline stage, the stages' tensors passed on as vLLM's worker
+        and V2 runner pass them; the aux states the last stage hands the draft (else None)."""
+
+    def stage(self, model) -> dict:
+        """This rank's place (pp_rank, tp_rank, is_last) and its model's part (layers, capture)."""
 
     def dump_config(self, launch_ids: list[int]) -> dict | None:
         """The data-generation dump's speculative config; None when the family sets the ids on

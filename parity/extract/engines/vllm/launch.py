@@ -56,6 +56,13 @@ DRAFT_POSITIONS = "draft_model_config.hf_config.max_position_embeddings"
 ENGINE_FIELDS = {"max_model_len": "model_config.max_model_len",
                  "tensor_parallel_size": "parallel_config.tensor_parallel_size"}
 SPEC_FLAGS = ("--speculative-config", "-sc", "--spec-method", "--spec-model", "--spec-tokens")
+# The parallel layout's fields (vLLM's own names: the target's ParallelConfig as built from the
+# engine arguments, the engine arguments data parallelism and expert parallelism are read from,
+# and the draft's resolved tensor-parallel size): the launch contract's `layout` (layout_of).
+LAYOUT_FIELDS = ("parallel_config.tensor_parallel_size", "parallel_config.pipeline_parallel_size",
+                 "data_parallel_size", "enable_expert_parallel", "draft_tensor_parallel_size")
+# Each degree of ParallelLayout by the field that sets it (for the words of a limit or a note).
+LAYOUT_WORDS = {"tp": "tensor_parallel_size", "pp": "pipeline_parallel_size", "dp": "data_parallel_size"}
 
 
 class Refused(Exception):
@@ -304,9 +311,42 @@ def resolve(how: Callable | Launch, argv: list[str], model_dir: str, draft_dir: 
     effective = {k: jsonable(v) for k, v in effective.items()}
     overrides = [{"field": f, "requested": v, "effective": effective.get(f), "by": by.get(f, "?")}
                  for f, v in requested.items() if f in effective and effective[f] != v]
+    fields = {"parallel_config.tensor_parallel_size": parallel.tensor_parallel_size,
+              "parallel_config.pipeline_parallel_size": parallel.pipeline_parallel_size,
+              "data_parallel_size": getattr(engine_args, "data_parallel_size", 1),
+              "enable_expert_parallel": getattr(engine_args, "enable_expert_parallel", False),
+              "draft_tensor_parallel_size": effective.get("draft_tensor_parallel_size")}
     return {"argv": list(argv), "replaced": replaced, "requested": requested, "effective": effective,
             "overrides": overrides, "names": names, "algorithm_is_eagle3": is_eagle3, "algorithm_field": "method",
-            "algorithm_answer": answered, "_spec": spec_given, "_merged": merged}
+            "algorithm_answer": answered, "layout": layout_of({k: jsonable(v) for k, v in fields.items()}),
+            "_spec": spec_given, "_merged": merged}
+
+
+def layout_of(values: dict) -> dict:
+    """The parallel layout (parity.contract.ParallelLayout) of the resolved fields: tp and pp as
+    the target's ParallelConfig holds them, the draft's tensor-parallel size as its resolved
+    SpeculativeConfig does. Data parallelism (replicas of a dense target, attention DP with the
+    experts spread for an MoE one) and expert parallelism are kept as given (`unrun_degrees`)."""
+    def degree(name: str) -> int:
+        value = values.get(name)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
+
+    draft_tp = values.get("draft_tensor_parallel_size")
+    return {"fields": dict(values), "tp": degree("parallel_config.tensor_parallel_size"),
+            "pp": degree("parallel_config.pipeline_parallel_size"), "dp": 1, "attention_dp": 1, "ep": 1,
+            "draft_tp": draft_tp if isinstance(draft_tp, int) else None}
+
+
+def unrun_degrees(values: dict) -> dict:
+    """The layout's parts parity's multi-process capture does not run: data parallelism (whose
+    meaning for the target, replicas or attention DP with the experts spread, vLLM decides per
+    model) and expert parallelism."""
+    out = {}
+    if isinstance(values.get("data_parallel_size"), int) and values["data_parallel_size"] > 1:
+        out["data_parallel_size"] = values["data_parallel_size"]
+    if values.get("enable_expert_parallel") is True:
+        out["enable_expert_parallel"] = True
+    return out
 
 
 def uses_aux_hidden_states(spec) -> tuple[bool | None, str]:
@@ -453,6 +493,7 @@ def write_model_dir(work: Path, target_config: dict) -> str:
     return str(where)
 
 
-__all__ = ["Launch", "Refused", "eagle_proposer_answer", "fix_for_refused", "fixes", "requires_aux_hidden_states",
-           "resolve", "runner_0_11_answer", "spec_shape_note", "speculative_config", "speculative_config_0_11",
-           "uses_aux_hidden_states", "write_model_dir"]
+__all__ = ["LAYOUT_FIELDS", "LAYOUT_WORDS", "Launch", "Refused", "eagle_proposer_answer", "fix_for_refused", "fixes",
+           "layout_of", "requires_aux_hidden_states", "resolve", "runner_0_11_answer", "spec_shape_note",
+           "speculative_config", "speculative_config_0_11", "unrun_degrees", "uses_aux_hidden_states",
+           "write_model_dir"]

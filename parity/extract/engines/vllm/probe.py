@@ -33,12 +33,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from . import cpu_limits, launch
+from . import cpu_limits, launch, ranks
 from ...child import innermost, owner
 from .families import place
 from .reply import VLLMReply
 from ...config_reads import reading_dicts, recording
 from ...run_until import CodePathMoved
+from ... import layout
 from ...child import HARNESS_LIMIT_KEY, LIMIT_RULES, harness_limit, one_line, parity_fault, with_limits
 from ....contract.hf import draft_kind
 from ....contract.reply import reply_header
@@ -281,6 +282,19 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
         name = next((v for k, v in launched.items() if k != "model" and v), (request.get("names") or {}).get("draft"))
         speculative = {"method": method, "model": named_path(served, name, "draft"), "num_speculative_tokens": 1}
     torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed + 1)
+    input_ids = torch.randint(0, hf.config.vocab_size, (request.get("seq_len", 8),), generator=gen)
+    # The capture under the serve command's parallel layout, one process per rank, forked before
+    # this process starts its own group (ranks.py); the one-process run below reads the rest.
+    plan, ranked = None, None
+    if reply.get("launch") is not None and request["mode"] == "serving":
+        plan = layout_plan(adapter, reply, version)
+        if plan is False:
+            return reply
+    if plan is not None and plan.ranks > 1:
+        runner = getattr(family, "GPU_DEFAULT_RUNNER", "v2")
+        ranked = ranks.run(adapter, plan, free_port(), str(target_dir), speculative, input_ids,
+                           list(request.get("candidates", [])), runner)
     # the draft config's attributes vLLM's config classes read (BuiltDraft's config keys), the target's left out
     reads = set() if request["mode"] == "serving" and getattr(adapter, "BUILDS_DRAFT", False) else None
     skip: list = []
@@ -306,8 +320,6 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
     reply["num_hidden_layers"] = n
     reply["default_ids"] = adapter.default_ids(model)
 
-    gen = torch.Generator().manual_seed(seed + 1)
-    input_ids = torch.randint(0, hf.config.vocab_size, (request.get("seq_len", 8),), generator=gen)
     refs = candidate_states(hf, input_ids)
 
     runners = {}
@@ -339,6 +351,11 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
         if request["mode"] == "dump" and aux is not None:
             entry["dump_shape"] = list(adapter.dump_stack(aux).shape)
         runners[runner] = entry
+    if ranked is not None:  # what the draft is fed is what the layout's last stage hands it
+        served = under_layout(ranked, plan, refs, runners.get(reply["gpu_default_runner"], {}), reply, version)
+        if served is None:  # parity's limit or its own fault under the layout: said in the reply
+            return reply
+        runners[reply["gpu_default_runner"]] = served
     reply["runners"] = runners
 
     candidates = []
@@ -356,6 +373,8 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
         got.pop("aux", None)
         candidates.append({"ids": ids, "capture_ids": got["capture_ids"], "error": got.get("error"),
                            "fc_input": [s["tap"] for s in got.get("slots", [])] or None})
+    if ranked is not None:
+        candidates = candidates_under_layout(ranked, candidates, refs)
     reply["candidates"] = candidates
     if request["mode"] == "serving" and reply.get("draft_kind") == "dflash":
         try:
@@ -383,6 +402,91 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
         except Exception as exc:  # noqa: BLE001 - a finding: this side's built draft is not compared
             reply["built_error"] = f"vllm {version} did not build the draft: {one_line(exc)}"
     return reply
+
+
+def layout_plan(adapter, reply: dict, version: str):
+    """The ranks to run the capture on for the serve command's parallel layout (layout.plan), None
+    for one rank; False (the reply then carries the limit: exit 2, naming what is not run) where
+    parity does not run it. The layout's record says what stood for what, and what was not run."""
+    said = reply["launch"]["layout"]
+    words = ", ".join(f"{f.rsplit('.', 1)[-1]} {v}" for f, v in said["fields"].items()
+                      if v is True or (type(v) is int and v > 1))
+    try:
+        plan = layout.plan(said, launch.LAYOUT_WORDS, launch.unrun_degrees(said["fields"]))
+    except layout.NotRunnable as exc:
+        reply["error"] = reply[HARNESS_LIMIT_KEY] = f"under the serve command's parallel layout ({words}), {exc}"
+        return False
+    if plan is not None and plan.ranks > 1 and not adapter.RUNS_RANKS:
+        reply["error"] = reply[HARNESS_LIMIT_KEY] = (
+            f"under the serve command's parallel layout ({words}), parity's adapter for vllm {version} "
+            f"({reply.get('family')} family) runs the capture in one process only, so the states the draft is fed "
+            "under it are not known")
+        return False
+    not_run = list(plan.not_run) if plan is not None else []
+    if said.get("draft_tp") not in (None, 1):
+        not_run.append(f"draft_tensor_parallel_size {said['draft_tp']}: the draft's own tensor parallelism is not "
+                       "run (its class was built in one process)")
+    said["not_run"] = not_run
+    if plan is not None and plan.ranks > 1:
+        said["run"] = {"ranks": plan.ranks, "tp": plan.tp, "pp": plan.pp, "stands_for": list(plan.stands_for)}
+    return plan
+
+
+def under_layout(ranked: list[dict], plan, refs, one_process: dict, reply: dict, version: str) -> dict | None:
+    """The GPU-default runner's entry under the layout: its ids (the one-process run's reading of
+    the config), the capture the last stage holds, each slot it hands the draft named numerically;
+    or the engine's own error (its start-up refusing the layout, a stage's forward raising). None
+    when the capture under the layout could not be run (the reply says why)."""
+    records = layout.records(ranked)
+    stop = layout.parity_stop(records, ranked, "vllm", version)
+    if stop is not None:  # parity's limit or its own fault, met on a rank, or a rank lost
+        reply.update(stop)
+        return None
+    entry: dict[str, Any] = {"config_ids": one_process.get("config_ids")}
+    fatal = next((r["fatal"] for r in records if r.get("fatal")), None)
+    if fatal is not None:  # vLLM's own code refused this rank's part (its config or build)
+        entry["error"] = f"under the parallel layout, vllm {version} stopped building a rank: {fatal['line']}"
+        return entry
+    stages = {}
+    for record in records:
+        if record.get("runs"):
+            stages.setdefault(record["runs"][0]["stage"]["pp_rank"], record["runs"][0]["stage"])
+    reply["launch"]["layout"]["run"]["stages"] = [
+        {"stage": s, "layers": stages[s]["layers"], "capture": stages[s]["capture"]} for s in sorted(stages)]
+    served = [r["runs"][0] for r in records if r.get("runs")]
+    refused = next((run for run in served if run.get("configure_error")), None)
+    if refused is not None:  # V2's start-up refuses (e.g. no aux states over pipeline stages): no server starts
+        entry["error"] = (f"setting the capture under the parallel layout raised {refused['configure_error']['line']} "
+                          f"(on rank {served.index(refused)}: the V2 runner's start-up, so no server starts)")
+        return entry
+    raised = next((run for run in served if run.get("forward_error")), None)
+    if raised is not None or len(served) < len(records):
+        stage = (raised or served[0])["stage"]
+        why = raised["forward_error"]["line"] if raised else "a peer stopped"
+        entry["error"] = (f"under the parallel layout, pipeline stage {stage['pp_rank']} of {plan.pp} (layers "
+                          f"{stage['layers'][0]}-{stage['layers'][1] - 1}): the forward raised {why}")
+        return entry
+    last = next(run for run in served if run["stage"]["is_last"] and run["stage"]["tp_rank"] == 0)
+    entry["capture_ids"] = last["stage"]["capture"]
+    entry["slots"] = name_slots(last.get("aux") or [], refs)
+    return entry
+
+
+def candidates_under_layout(ranked: list[dict], one_process: list[dict], refs) -> list[dict]:
+    """Each candidate id list as the layout's last stage hands it (the fix search's, under the
+    serve command's layout)."""
+    refused = any(r.get("refused") for r in layout.records(ranked))
+    out = []
+    for before, (last, errors) in zip(one_process, layout.candidate_runs(ranked, len(one_process))):
+        if last is None or errors:
+            out.append({"ids": before["ids"], "fc_input": None, "error": "; ".join(errors) or (
+                "the start-up refuses this layout" if refused else
+                "not run under the layout (a stage stopped on an earlier run)")})
+            continue
+        slots = name_slots(last.get("aux") or [], refs)
+        out.append({"ids": before["ids"], "capture_ids": last["stage"]["capture"], "error": None,
+                    "fc_input": [s["tap"] for s in slots] or None})
+    return out
 
 
 def loader_refusal(exc: BaseException) -> str | None:

@@ -207,9 +207,27 @@ class Launch:
         parity's CPU stand-ins are installed."""
         require(*self.REQUIRES)
 
+    # The families whose adapter runs the capture on several ranks (the parallel layout: parity's
+    # multi-process capture, ranks.py); under any other, a layout of more than one rank is
+    # parity's limit, said (docs/launch.md, "The parallel layout").
+    RANK_FAMILIES: tuple[str, ...] = ("0.5.23",)
+    rank, tp, pp = 0, 1, 1  # this process's place in the layout (setup_rank)
+    dist_timeout: int | None = None  # seconds a collective waits for a peer (setup_rank), else the engine's
+
+    def runs_ranks(self) -> bool:
+        return getattr(self, "family", None) in self.RANK_FAMILIES
+
+    def setup_rank(self, port: int, draft_dir: str | None, rank: int, tp: int, pp: int, timeout: int) -> None:
+        """`setup` as rank `rank` of a layout of `tp` x `pp` ranks (a family that `runs_ranks`)."""
+        self.rank, self.tp, self.pp, self.dist_timeout = rank, tp, pp, timeout
+        self.setup(port, draft_dir)
+
     def setup(self, port: int, draft_dir: str | None, device: str = "cpu") -> None:
-        """Publish the server args for `draft_dir` and start single-process gloo groups on
-        `port`. On the CPU the rotary-embedding device lookup answers "cpu"."""
+        """Publish the server args for `draft_dir` and start the gloo groups on `port`: one process,
+        or (`setup_rank`) one rank of a layout of tp x pp ranks, numbered as SGLang's launcher
+        numbers them (`distributed.bootstrap._init_parallel_groups`: world tp*pp, rank
+        tp*pp_rank + tp_rank), the widths published in the server args and the groups made by its
+        own `initialize_model_parallel`. On the CPU the rotary-embedding device lookup answers "cpu"."""
         from sglang.srt import runtime_context as rc
         from sglang.srt.distributed import parallel_state as ps
 
@@ -222,8 +240,8 @@ class Launch:
             shared_gate_standin.install()  # the shared expert's sigmoid gate (Qwen2-MoE's block)
         rc.reset_context()
         self.publish(draft_dir)
-        ps.init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
-                                        distributed_init_method=f"tcp://127.0.0.1:{port}")
+        ps.init_distributed_environment(world_size=self.tp * self.pp, rank=self.rank, local_rank=0, backend="gloo",
+                                        distributed_init_method=f"tcp://127.0.0.1:{port}", timeout=self.dist_timeout)
         ps.initialize_model_parallel(backend="gloo")
 
     def _server_args(self, draft_dir: str | None, backend: str, device: str | None = None):
@@ -233,14 +251,16 @@ class Launch:
         spec = {}
         if draft_dir is not None:
             spec = dict(speculative_algorithm=self.algorithm, speculative_draft_model_path=draft_dir)
-        return ServerArgs(model_path="dummy", tp_size=1, device=device, attention_backend=backend, **spec)
+        layout = {"pp_size": self.pp} if self.pp != 1 else {}
+        return ServerArgs(model_path="dummy", tp_size=self.tp, device=device, attention_backend=backend, **layout,
+                          **spec)
 
     def publish(self, draft_dir: str | None, backend: str = "torch_native") -> None:
         """(Re-)publish the process-wide server args naming this draft (last publish wins)."""
         from sglang.srt import runtime_context as rc
 
         self.server_args = self._server_args(draft_dir, backend)
-        rc.publish(self.server_args, role="test", ranks=rc.SpawnRanks(world_rank=0))
+        rc.publish(self.server_args, role="test", ranks=rc.SpawnRanks(world_rank=self.rank))
 
     def ids_never_read(self, version: str) -> str | None:
         """Why this release never reads aux ids from any draft config (its reports say so where
@@ -423,6 +443,46 @@ class Batches:
         backend.init_forward_metadata(batch)
         with self.attention_context(batch, backend):
             return model.forward(batch.input_ids, batch.positions, batch)
+
+    @torch.no_grad()
+    def stage_forward(self, model, input_ids: torch.Tensor) -> torch.Tensor | None:
+        """One EXTEND forward of this rank's pipeline stage, as SGLang's scheduler runs a stage: a
+        stage after the first takes the previous stage's proxy tensors
+        (`pp_group.recv_tensor_dict(all_gather_group=attn_tp_group)` into `PPProxyTensors`, as
+        `SchedulerPPMixin._pp_recv_proxy_tensors`), runs `model.forward(..., pp_proxy_tensors=)`,
+        and a stage before the last sends its output's tensors on (`send_tensor_dict`, typed
+        "proxy", as `_pp_send_dict_to_next_stage`). Returns what the last stage hands the draft
+        (its output's `hidden_states`, the aux states' concatenation), None on an earlier stage."""
+        from sglang.srt.model_executor.forward_batch_info import PPProxyTensors
+        from sglang.srt.runtime_context import get_parallel
+
+        parallel = get_parallel()
+        pp_group = parallel.pp_group
+        proxy = None
+        if not pp_group.is_first_rank:
+            proxy = PPProxyTensors(pp_group.recv_tensor_dict(all_gather_group=parallel.attn_tp_group))
+        batch, backend = self.extend_batch(input_ids), self.prefill_backend()
+        batch.attn_backend = backend
+        backend.init_forward_metadata(batch)
+        with self.attention_context(batch, backend):
+            out = model.forward(batch.input_ids, batch.positions, batch, pp_proxy_tensors=proxy)
+        if not pp_group.is_last_rank:
+            pp_group.send_tensor_dict({**out.tensors, "__msg_type__": "proxy"},
+                                      all_gather_group=parallel.attn_tp_group)
+            return None
+        return out.hidden_states
+
+    def stage(self, model) -> dict:
+        """This rank's place and its model's part: pipeline and tensor ranks, the decoder layers
+        its stage holds ([start, end): the engine's own partition) and the layer indices it captures at."""
+        from sglang.srt.runtime_context import get_parallel
+
+        parallel, decoder = get_parallel(), self.decoder(model)
+        return {"pp_rank": parallel.pp_rank, "tp_rank": parallel.tp_rank,
+                "is_last": bool(parallel.pp_group.is_last_rank),
+                "layers": [int(getattr(decoder, "start_layer", 0)),
+                           int(getattr(decoder, "end_layer", len(decoder.layers)))],
+                "capture": self.capture_indices(model)}
 
     def forward(self, model, input_ids: torch.Tensor, spec_hidden: torch.Tensor | None = None):
         """One EXTEND forward with full hidden capture over parity's prefill SDPA backend;

@@ -156,6 +156,16 @@ class Launch:
     # (0.30-0.32, run with this family, have none: V1's EagleProposer answers there, as for 0.28).
     LAUNCH = staticmethod(launch.requires_or_proposer_answer)
 
+    # Whether this family's adapter runs the capture on several ranks (a parallel layout: parity's
+    # multi-process capture, vllm/ranks.py); where not, a layout of more than one rank is parity's
+    # limit, said (docs/launch.md, "The parallel layout"). 0.33 runs two runners: not yet.
+    RUNS_RANKS = False
+    rank, tp, pp = 0, 1, 1  # this process's place in the layout (setup_rank)
+
+    def setup_rank(self, rank: int, tp: int, pp: int) -> None:
+        """The next `config` builds its process group as rank `rank` of `tp` x `pp` ranks."""
+        self.rank, self.tp, self.pp = rank, tp, pp
+
 
 class Platform:
     """The CPU platform and parity's kernel stand-ins, before any vLLM model code runs."""
@@ -217,7 +227,10 @@ class Config:
         model_config = ModelConfig(model=target_dir, skip_tokenizer_init=True, dtype="float32",
                                    enforce_eager=True, max_model_len=max_model_len,
                                    **self.model_config_args(target_dir))
-        parallel = ParallelConfig()
+        # one process, or (setup_rank) one rank of a layout: the ParallelConfig vLLM's engine
+        # arguments build for it, the groups numbered as its launcher numbers them (rank
+        # tp * pp_rank + tp_rank of a world of tp * pp)
+        parallel = ParallelConfig(tensor_parallel_size=self.tp, pipeline_parallel_size=self.pp)
         spec = None
         if speculative is not None:
             spec = SpeculativeConfig(**speculative, target_model_config=model_config,
@@ -228,9 +241,9 @@ class Config:
 
         if not model_parallel_is_initialized():  # once per process (the forward builds one config per draft)
             with set_current_vllm_config(vllm_config):
-                init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
-                                             distributed_init_method=f"tcp://127.0.0.1:{port}")
-                initialize_model_parallel(1, 1, backend="gloo")
+                init_distributed_environment(world_size=self.tp * self.pp, rank=self.rank, local_rank=0,
+                                             backend="gloo", distributed_init_method=f"tcp://127.0.0.1:{port}")
+                initialize_model_parallel(self.tp, self.pp, backend="gloo")
         return vllm_config
 
     def model_config_args(self, target_dir: str) -> dict:
@@ -326,6 +339,52 @@ class Capture:
         if isinstance(out, tuple):
             return out[0], list(out[1])
         return out, []
+
+    relay: tuple[str, ...] = ()  # the aux states a middle pipeline stage passes on (a family's set_capture)
+
+    def stage_forward(self, model, vllm_config, input_ids):
+        """One prefill of this rank's pipeline stage as V2 runs a stage: a stage after the first takes
+        the previous stage's intermediate tensors (`pp_group.recv_tensor_dict(all_gather_group=tp
+        group)`, as `Worker.execute_model`'s irecv, blocking here), copied into the model's own
+        `make_empty_intermediate_tensors` buffers (as `GPUModelRunner.execute_model` does, aux slots
+        included), and no input ids unless the model needs raw tokens; a stage before the last
+        passes on its output with the relayed aux states (`PPHandler.relay_aux_hidden_states`) by
+        `send_tensor_dict` (`Worker.execute_model`'s isend). Returns the aux states the last stage
+        hands the draft (a list, in capture order), None on an earlier stage."""
+        import torch
+        from vllm.config import set_current_vllm_config
+        from vllm.distributed.parallel_state import get_pp_group, get_tp_group
+        from vllm.forward_context import set_forward_context
+        from vllm.sequence import IntermediateTensors
+        from vllm.model_executor.models.interfaces import requires_raw_input_tokens
+
+        pp, n = get_pp_group(), input_ids.shape[0]
+        intermediate = None
+        with set_current_vllm_config(vllm_config):
+            if not pp.is_first_rank:
+                received = pp.recv_tensor_dict(all_gather_group=get_tp_group())
+                buffers = model.make_empty_intermediate_tensors(n, torch.float32, input_ids.device)
+                intermediate = IntermediateTensors({k: v[:n].copy_(received[k][:n])
+                                                    for k, v in buffers.tensors.items()})
+            tokens = input_ids if pp.is_first_rank or requires_raw_input_tokens(model) else None
+            with torch.no_grad(), set_forward_context(None, vllm_config, num_tokens=n):
+                out = model(input_ids=tokens, positions=torch.arange(n), intermediate_tensors=intermediate)
+            if not pp.is_last_rank:
+                relayed = {k: intermediate[k] for k in self.relay} if self.relay else {}
+                pp.send_tensor_dict(out.tensors | relayed, all_gather_group=get_tp_group())
+                return None
+        return list(out[1]) if isinstance(out, tuple) else []
+
+    def stage(self, model) -> dict:
+        """This rank's place and its model's part: pipeline and tensor ranks, the decoder layers its
+        stage holds ([start, end): vLLM's own partition) and the layer indices it captures at."""
+        from vllm.distributed.parallel_state import get_pp_group, get_tp_group
+
+        inner = model.get_language_model().model if hasattr(model, "get_language_model") else model.model
+        return {"pp_rank": get_pp_group().rank_in_group, "tp_rank": get_tp_group().rank_in_group,
+                "is_last": bool(get_pp_group().is_last_rank),
+                "layers": [int(getattr(inner, "start_layer", 0)), int(getattr(inner, "end_layer", 0))],
+                "capture": self.capture_ids(model)}
 
     def dump_config(self, launch_ids: list[int]) -> dict | None:
         """The speculative config of speculators' data generation (scripts/launch_vllm.py): the

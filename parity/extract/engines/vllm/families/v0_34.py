@@ -80,6 +80,7 @@ class Launch:
     # config's own `SpeculativeConfig.uses_aux_hidden_states` (what V2's runner reads in 0.34).
     LAUNCH = staticmethod(launch.uses_aux_hidden_states)
     RUNS_DFLASH = True  # a DFlash draft is extracted (probe.dflash_refusal)
+    RUNS_RANKS = True  # the capture runs under a parallel layout (vllm/ranks.py): V2, the one runner
 
 
 class Config:
@@ -99,7 +100,34 @@ class Capture:
         return super().config_ids(vllm_config, _only_v2(runner))
 
     def set_capture(self, model, vllm_config, runner: str) -> None:
-        super().set_capture(model, vllm_config, _only_v2(runner))
+        """V2's start-up, as `GPUModelRunner.load_model` runs it: `set_eagle3_aux_hidden_state_layers(model,
+        spec, use_pp)`, which under pipeline parallelism also asks `verify_supports_aux_hidden_states_over_pp`
+        (the model's `supports_aux_hidden_states_over_pp`), then the PP handler's
+        `configure_aux_hidden_state_relay` (the keys a middle stage passes on)."""
+        from vllm.config import set_current_vllm_config
+        from vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils import (aux_hidden_state_relay_keys,
+                                                                       set_eagle3_aux_hidden_state_layers)
+
+        _only_v2(runner)
+        # as loaded, before V2's start-up reserves the aux slots in it (set_ids starts again from it)
+        self.unreserved = model.make_empty_intermediate_tensors
+        with set_current_vllm_config(vllm_config):
+            set_eagle3_aux_hidden_state_layers(model, vllm_config.speculative_config,
+                                               vllm_config.parallel_config.pipeline_parallel_size > 1)
+            self.relay = aux_hidden_state_relay_keys(model)
+
+    def set_ids(self, model, ids: list[int]) -> None:
+        """The model's own setter with an id list (the fix search's), then what V2's start-up does
+        after it under pipeline parallelism: the aux slots reserved in the stage's intermediate
+        tensors as loaded (not on top of the served ids' reservation) and the relay keys, for these ids."""
+        from vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils import (aux_hidden_state_relay_keys,
+                                                                       reserve_aux_intermediate_tensor_slots)
+
+        super().set_ids(model, ids)
+        if getattr(self, "unreserved", None) is not None:  # the buffers as loaded, the slots reserved for these ids
+            model.make_empty_intermediate_tensors = self.unreserved
+        reserve_aux_intermediate_tensor_slots(model)
+        self.relay = aux_hidden_state_relay_keys(model)
 
 
 class Draft:
