@@ -186,10 +186,11 @@ def probe_serving(target: Target, draft: Draft, sglang_version: str | None = Non
     return to_contract(r, target), list(r.candidates)
 
 
-def serving_reply(target: Target, draft: Draft, sglang_version: str | None, serve_args: tuple[str, ...] | None,
+def serving_reply(target: Target, draft: Draft, sglang_version: str | None, argv: tuple[str, ...] | None,
                   **request) -> SGLangReply:
-    """The serving probe's reply; what stopped it raised: parity's limit or failure, the release
-    refusing the serve arguments (LaunchRefused, its words), or the target it cannot build."""
+    """The serving probe's reply to `request`; what stopped it raised: parity's limit or failure,
+    the release refusing the serve arguments `argv` (LaunchRefused, its words), or the target it
+    cannot build."""
     try:
         reply = run_probe(target.config, draft.path.resolve(), sglang_version,
                           names={"draft": draft.name, "target": target.name}, **request)
@@ -200,7 +201,7 @@ def serving_reply(target: Target, draft: Draft, sglang_version: str | None, serv
         raise unsupported
     r = SGLangReply.read(reply)
     if r.launch_refused:  # the engine's own words: bad input, one line
-        raise LaunchRefused(f"--serve-args: sglang {r.shown_release}'s {r.launch_refused}", argv=serve_args)
+        raise LaunchRefused(f"--serve-args: sglang {r.shown_release}'s {r.launch_refused}", argv=argv)
     if r.error is not None and (r.release is None or r.unsupported):
         raise ServingExtractionError(f"target config {target.path}: {r.error}" if r.unsupported else r.error)
     return r
