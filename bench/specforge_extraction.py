@@ -42,9 +42,10 @@ def main() -> None:
     p.add_argument("target", nargs="?", type=Path, default=TARGET)
     p.add_argument("--draft", type=Path, default=DRAFT)
     p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--specforge", default="0.2.0", help="the SpecForge release (its environment)")
     args = p.parse_args()
     config = json.loads(args.target.read_text())
-    training, t_reply = best(lambda: run_module(specforge.python(None), specforge.PROBE_MODULE, {
+    training, t_reply = best(lambda: run_module(specforge.python(args.specforge), specforge.PROBE_MODULE, {
         "target_config": config, "draft_config": str((args.draft / "config.json").resolve()),
         "run_ids": None, "seq_len": 8, "seed": 0}), args.repeat)
     serving, s_reply = best(lambda: run_module(sys.executable, "parity.extract.engines.sglang.probe", {

@@ -1,7 +1,7 @@
 """Benchmark: vLLM's serving extraction of the 61-layer DeepSeek-V3 example against a bare import
 of vLLM's model modules, in one run.
 
-    .venv/bin/python bench/vllm_extraction.py
+    .venv/bin/python bench/vllm_extraction.py [VERSION]     # default 0.34.0 (its environment)
 
 Each figure is a fresh process of the vLLM environment (PARITY_NO_FORKSERVER=1, uncached):
   - the bare import: `import vllm` plus the modules the extraction's family adapter imports
@@ -47,7 +47,8 @@ def child_peak_gib() -> float:
 
 
 def main() -> None:
-    python = vllm.python(None)
+    release = sys.argv[1] if len(sys.argv) > 1 else "0.34.0"
+    python = vllm.python(release)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PARITY_NO_CACHE": "1", "PARITY_NO_FORKSERVER": "1",
            "OMP_NUM_THREADS": "1"}
     t0 = time.perf_counter()
@@ -55,7 +56,7 @@ def main() -> None:
     bare = time.perf_counter() - t0
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "parity", "contract", "serving", "--engine", "vllm",
-                          "--target-config", str(TARGET), "--draft", str(DRAFT), "--json"],
+                          "--vllm", release, "--target-config", str(TARGET), "--draft", str(DRAFT), "--json"],
                          env=env, capture_output=True, text=True)
     extraction = time.perf_counter() - t0
     peak = child_peak_gib()

@@ -37,7 +37,7 @@ from . import reads, runlog
 from .home import CHECKOUT, PACKAGE, home, setup_command, shipped, user_envs, cache_dir
 from .children import run_child
 from .workspace import workspace, private_caches
-from .errors import TRANSIENT_KEY, UserError, transient
+from .errors import TRANSIENT_KEY, UserError, no_addresses, transient
 from .reply_cache import NAMES_KEY, SOURCE_KEY, cached_reply, enabled, request_digest
 
 # Template keys about deriving a release's line, not what its environment holds (kept out of
@@ -438,7 +438,7 @@ def reply_over_stdio(handler, hard_exit: bool = True) -> None:
             reply[TRANSIENT_KEY] = True
     if os.environ.get(reads.ENV) == "1":
         reply[reads.REPLY_KEY] = reads.collect()  # what the reply depends on (parity.reply_cache)
-    sys.stdout.write("\n" + json.dumps(reply) + "\n")
+    sys.stdout.write("\n" + no_addresses(json.dumps(reply)) + "\n")  # an engine's words may quote a repr
     sys.stdout.flush()
     if hard_exit:
         os._exit(0)

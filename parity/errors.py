@@ -7,6 +7,7 @@ pytest plugin and the matrix sort errors by this type, never by their message.
 
 from __future__ import annotations
 
+import re
 from enum import IntEnum
 
 
@@ -80,6 +81,17 @@ class UserError(Exception):
     """Bad input or an unsupported case: its first line is shown to the user, exit 2."""
 
 
+_ADDRESS = re.compile(r"<([^<>]*?) at 0x[0-9a-fA-F]+>")
+
+
+def no_addresses(text: str) -> str:
+    """`text` with each object's memory address dropped from its repr (`<function loads at
+    0x7f...>` -> `<function loads>`), as an engine's own message may quote it (vLLM's parser:
+    "cannot be converted to <function loads at 0x...>"): an address is never the same twice, so
+    it would make the same refusal read differently on every run and key nothing."""
+    return _ADDRESS.sub(r"<\1>", text)
+
+
 class CannotExtract(UserError):
     """The installed release of an engine or trainer cannot be run by parity at all: no
     release family fits it, or its own family's code path moved, or (`engine_lacks`) the
@@ -88,9 +100,10 @@ class CannotExtract(UserError):
     (`cannot_extract`: package, version, reason, engine_lacks); reads 'cannot extract under
     PACKAGE VERSION: REASON', which is what a matrix cell shows for it."""
 
-    def __init__(self, package: str, version: str, reason: str, *, engine_lacks: bool = False):
+    def __init__(self, package: str, version: str, reason: str, *, engine_lacks: bool = False,
+                 unimportable: bool = False):
         self.package, self.version, self.reason = package, version, reason
-        self.engine_lacks = engine_lacks
+        self.engine_lacks, self.unimportable = engine_lacks, unimportable
         super().__init__(f"cannot extract under {package} {version}: {reason}")
 
     @classmethod
@@ -99,14 +112,20 @@ class CannotExtract(UserError):
         info = reply.get("cannot_extract")
         if not isinstance(info, dict):
             return None
-        return cls(info["package"], info["version"], info["reason"], engine_lacks=bool(info.get("engine_lacks")))
+        return cls(info["package"], info["version"], info["reason"], engine_lacks=bool(info.get("engine_lacks")),
+                   unimportable=bool(info.get("unimportable")))
 
     @staticmethod
-    def entry(package: str, version: str, reason: str, *, engine_lacks: bool = False) -> dict:
+    def entry(package: str, version: str, reason: str, *, engine_lacks: bool = False,
+              unimportable: bool = False) -> dict:
         """What a probe puts in its reply (`reply.update(CannotExtract.entry(...))`): the typed
-        entry, and the same sentence as the reply's `error`."""
+        entry, and the same sentence as the reply's `error`. `unimportable`: the release's code
+        cannot be imported in this interpreter (a dependency missing or too new here), which says
+        nothing about the release: parity.extract.installed then runs it in parity's environment
+        of that release."""
         return {"cannot_extract": {"package": package, "version": version, "reason": reason,
-                                   **({"engine_lacks": True} if engine_lacks else {})},
+                                   **({"engine_lacks": True} if engine_lacks else {}),
+                                   **({"unimportable": True} if unimportable else {})},
                 "error": f"cannot extract under {package} {version}: {reason}"}
 
 

@@ -49,6 +49,10 @@ class Lock(BaseModel):
                          "(a trainer folder of parity.extract.trainers, e.g. 'speculators', 'specforge').")
     trainer_release: str | None = Field(None, description="The trainer's release the lock was written "
                                         "under (as its training contract's provenance records it).")
+    engine_release: str | None = Field(None, exclude_if=lambda v: v is None, description="The serving engine's "
+                                       "release the lock was written under (the installed one, or the one its flag "
+                                       "named); a check under another release says so. Absent in a lock written "
+                                       "before the field.")
     trainer_ids: list[int] | None = Field(None, description="SpecForge: the run's own id override "
                                           "(model.aux_hidden_state_layer_ids); None: the draft's or its default.")
     trained: str | None = Field(None, exclude_if=lambda v: v is None, description="The draft as the trainer "
@@ -141,21 +145,34 @@ def write_lock(path: Path, name: str, target: Target, draft: Draft, layout: Sequ
     path = lock_destination(path, target.path, draft.path)
     base = path.parent.resolve()
     trainer, engine = trainer or bind_trainer(), engine or bind_engine()
-    training = extract_for_lock(target, draft, layout, trainer, trainer_ids=trainer_ids, trained=trained)
-    # how this run got its reply is no part of what the lock pins (a re-lock gives the same file)
-    training = training.model_copy(update={"provenance": training.provenance.model_copy(update={"reply_cache": None})})
+    engine_release = engine.checked_release()  # none installed and none named: refused before anything runs
     launch = None
-    if serve_args is not None:  # the serve command as the installed engine resolves it today
-        launch = engine.extract_serving(target, draft, serve_args=serve_args).launch
+    if serve_args is not None:  # the serve command as the installed engine resolves it today (first: a
+        launch = engine.extract_serving(target, draft, serve_args=serve_args).launch  # refusal builds no model)
         if launch is not None:  # the names shown are this machine's paths: a lock is portable
             launch = launch.model_copy(update={"names": {}})
-    lock = Lock(name=name, engine=engine.name, target_config=_rel(target.path, base), draft=_rel(draft.path, base),
+    training = portable(extract_for_lock(target, draft, layout, trainer, trainer_ids=trainer_ids, trained=trained))
+    lock = Lock(name=name, engine=engine.name, engine_release=engine_release, target_config=_rel(target.path, base),
+                draft=_rel(draft.path, base),
                 dump_layout=tuple(layout or training.dump_layout), training=training,
                 trainer=trainer.name, trainer_release=training.provenance.version, trainer_ids=trainer_ids,
                 serve_args=list(serve_args) if serve_args is not None else None, launch=launch,
                 trained=_rel(trained, base) if trained is not None else None)
     write_atomically(path, lock.model_dump_json(indent=2) + "\n")
     return lock
+
+
+# What a training contract's provenance says of this machine or this run, never written into a lock:
+# the interpreter and environment it ran in, how the reply was got (a re-lock elsewhere gives the same file).
+MACHINE_FIELDS = {"python": None, "source": None, "environment": None, "reply_cache": None}
+MACHINE_DETAILS = ("dump_python",)
+
+
+def portable(training: TrainingContract) -> TrainingContract:
+    """`training` as a lock holds it: no interpreter or environment path, nothing of how it ran."""
+    p = training.provenance
+    details = {k: v for k, v in p.details.items() if k not in MACHINE_DETAILS}
+    return training.model_copy(update={"provenance": p.model_copy(update={**MACHINE_FIELDS, "details": details})})
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -188,16 +205,34 @@ def check_lock(path: Path, engine: BoundEngine | None = None, trainer_release: s
     target, draft = lock.inputs(path)
     engine = engine or bind_engine(lock.engine)
     engine.preflight(target)  # an architecture the engine lacks: refused first
-    fresh = extract_for_lock(target, draft, lock.dump_layout, bind_trainer(lock.trainer, trainer_release),
-                             trainer_ids=lock.trainer_ids, trained=lock.trained_path(path))
     if serve_args is None and lock.serve_args is not None:
         serve_args = tuple(lock.serve_args)
+    engine.refuse_launch(target, draft, serve_args)  # serve arguments it refuses: before any model is built
+    fresh = extract_for_lock(target, draft, lock.dump_layout, bind_trainer(lock.trainer, trainer_release),
+                             trainer_ids=lock.trainer_ids, trained=lock.trained_path(path))
     result = check(lock.training, target, draft, engine, verify=verify, retrained=fresh, serve_args=serve_args)
+    # the locked training contract, checked today where the trainer ran (its report says where)
+    ran = {k: getattr(fresh.provenance, k) for k in ("source", "environment")}
+    shown = lock.training.model_copy(update={"provenance": lock.training.provenance.model_copy(update=ran)})
+    changed = releases_changed(lock, result.serving.provenance.version, fresh.provenance.version)
+    result = result.model_copy(update={"training": shown, "releases": changed})
     moved = launch_moved(lock.launch, result.serving.launch)
     if not moved:
         return result
     verdict = result.verdict if result.verdict == "unservable" else "drift"
     return result.model_copy(update={"differences": [*result.differences, *moved], "verdict": verdict})
+
+
+def releases_changed(lock: Lock, engine_release: str, trainer_release: str) -> str | None:
+    """'locked under vllm 0.34.0, checked under vllm 0.33.0' when a side was checked under another
+    release than the lock was written under (a side the lock does not record is not compared)."""
+    was, now = [], []
+    for name, locked, checked in ((lock.engine, lock.engine_release, engine_release),
+                                  (lock.trainer, lock.trainer_release, trainer_release)):
+        if locked is not None and locked != checked:
+            was.append(f"{name} {locked}")
+            now.append(f"{name} {checked}")
+    return f"locked under {' and '.join(was)}, checked under {' and '.join(now)}" if was else None
 
 
 def launch_moved(locked: LaunchContract | None, fresh: LaunchContract | None) -> list[Difference]:

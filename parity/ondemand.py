@@ -276,13 +276,15 @@ def missing_imports(python: Path, family: str) -> list[str]:
     return json.loads(lines[-1]) if lines else []
 
 
-def ensure_release(family: str, version: str, *, derive: bool = False) -> LineSource:
+def ensure_release(family: str, version: str, *, derive: bool = False, beside_this: bool = False) -> LineSource:
     """Make `family==version` runnable: nothing when an environment pins it and is built; build
     it when it is declared; otherwise add its line to the user's envs.toml (the published sweep's,
     or with `derive` or for a release no sweep has seen, derived now) and build it. Returns where
-    the line came from."""
+    the line came from. `beside_this`: an environment of parity's own, never the one parity runs
+    in (whose installed copy of the release cannot run there: parity.extract.installed)."""
 
-    env = next((e for e in environments() if e.packages.get(family) == version), None)
+    env = next((e for e in environments() if e.packages.get(family) == version and not (beside_this and e.current)),
+               None)
     if env is not None and env.built:
         return LineSource.DECLARED
     source = LineSource.DECLARED

@@ -9,6 +9,7 @@ subprocesses with their own ports, so `pytest -n auto` is safe.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,8 @@ from .extract.engines import engine
 from .extract.trainers import trainer
 from .gate import check
 from .inputs import InputError, check_fit, parse_serve_args, read_inputs
-from .lock import check_lock
+from .extract.installed import build_on_demand
+from .lock import check_lock, read_lock
 from .report import render_check
 from .forkserver import run_servers
 from .workspace import workspace
@@ -37,6 +39,12 @@ def pytest_addoption(parser):
                     help="for an ad-hoc check: the serving engine, installed (default: parity's default engine)")
     group.addoption("--parity-trainer", metavar="NAME", default=None,
                     help="for an ad-hoc check: the training stack, installed (default: parity's default trainer)")
+    group.addoption("--parity-engine-release", metavar="VERSION", default=None,
+                    help="for an ad-hoc check: another release of the engine, in parity's environment of it "
+                         "(default: the one installed)")
+    group.addoption("--parity-trainer-release", metavar="VERSION", default=None,
+                    help="for an ad-hoc check: another release of the trainer, in parity's environment of it "
+                         "(default: the one installed)")
     group.addoption("--parity-no-verify", action="store_true",
                     help="skip the confirming extraction of suggested fixes")
     group.addoption("--parity-serve-args", metavar="'ARGS' | @FILE", default=None,
@@ -45,6 +53,7 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    build_on_demand(False)  # a test run installs nothing: `parity setup --installed` builds first
     config.addinivalue_line("markers", "parity: train/serve parity checks (select with -m parity)")
     config.addinivalue_line("markers", "gpu: needs CUDA; skipped without it")
     if not hasattr(config, "workerinput"):  # the run's controller: its xdist workers inherit the servers
@@ -70,9 +79,10 @@ class ParityFailure(Exception):
 
 
 class ParityItem(pytest.Item):
-    def __init__(self, *, run, **kwargs):
+    def __init__(self, *, run, paths=("", ""), **kwargs):
         super().__init__(**kwargs)
         self._run = run
+        self._paths = paths  # the target config and draft as the report names them (its FIX: the file to edit)
         self.add_marker(pytest.mark.parity)
 
     def runtest(self):
@@ -80,7 +90,7 @@ class ParityItem(pytest.Item):
         with workspace():  # the item's temp files and its probes' go with it, pass or fail
             result = self._run()
         if result.verdict != "parity":
-            raise ParityFailure(render_check(result))
+            raise ParityFailure(render_check(result, *self._paths))
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, ParityFailure):
@@ -100,9 +110,25 @@ class LockFile(pytest.File):
 
         verify = not self.config.getoption("parity_no_verify")
         serve_args = self.config.getoption("parity_serve_args")
-        yield ParityItem.from_parent(self, name=self.path.stem,
+        yield ParityItem.from_parent(self, name=self.path.stem, paths=_lock_paths(self.path),
                                      run=lambda: check_lock(self.path, verify=verify,
                                                             serve_args=parse_serve_args(serve_args)))
+
+
+def _lock_paths(lock: Path) -> tuple[str, str]:
+    """The target config and the draft a lock names, relative to the working directory where
+    they are under it (as the CLI shows them); ('', '') when the lock cannot be read (its item
+    says why when it runs)."""
+    try:
+        read = read_lock(lock)
+    except UserError:
+        return "", ""
+    return tuple(_shown(lock.parent / p) for p in (read.target_config, read.draft))
+
+
+def _shown(path: Path) -> str:
+    rel = os.path.relpath(path.resolve())
+    return str(path.resolve()) if rel.startswith(os.pardir) else rel
 
 
 def _contracts_dir(config) -> Path:
@@ -126,8 +152,9 @@ def pytest_collection_modifyitems(session, config, items):
 
 
     try:  # an unknown name is a usage error, before anything runs
-        served_by = engine(config.getoption("parity_engine") or engine().name)
-        trained_by = trainer(config.getoption("parity_trainer") or trainer().name)
+        served_by = engine(config.getoption("parity_engine") or engine().name, config.getoption("parity_engine_release"))
+        trained_by = trainer(config.getoption("parity_trainer") or trainer().name,
+                             config.getoption("parity_trainer_release"))
     except InputError as exc:
         raise pytest.UsageError(str(exc)) from None
 
@@ -140,4 +167,5 @@ def pytest_collection_modifyitems(session, config, items):
         return check(training, *given, served_by, verify=not config.getoption("parity_no_verify"),
                      serve_args=parse_serve_args(config.getoption("parity_serve_args")))
 
-    items.append(ParityItem.from_parent(session, name=f"parity[{Path(draft).name}]", run=run))
+    items.append(ParityItem.from_parent(session, name=f"parity[{Path(draft).name}]", run=run,
+                                        paths=(str(target), str(draft))))

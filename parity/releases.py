@@ -29,6 +29,13 @@ class Release:
     version: str
     env: str | None  # the envs.toml section
     problem: str | None = None  # why it cannot be run (not built, not declared)
+    installed: bool = False  # the release installed where parity runs: run as installed (parity.extract.installed)
+
+    @property
+    def bound(self) -> str | None:
+        """The release a side is bound to for this row: None for the installed one (it runs as
+        installed, where parity runs), else the version (its environment)."""
+        return None if self.installed else self.version
 
 
 def releases(package: str, wanted: list[str] | None = None) -> list[Release]:

@@ -140,6 +140,9 @@ class CheckResult(BaseModel):
     draft_fix: DraftFix | None = Field(default=None, exclude_if=lambda v: v is None, description="For a built-draft drift: the served config edit "
                                        "that makes the engine build the draft as training did.")
     candidates_tried: list[dict] = Field(default_factory=list)
+    releases: str | None = Field(default=None, exclude_if=lambda v: v is None, description="Checking a lock "
+                                 "under other releases than it was written under: which ('locked under vllm 0.34.0, "
+                                 "checked under vllm 0.33.0').")
 
     def to_json_dict(self) -> dict[str, Any]:
         return json.loads(self.model_dump_json())

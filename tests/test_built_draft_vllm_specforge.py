@@ -81,7 +81,7 @@ def test_the_issues_cases_under_vllm(name, tmp_path):
 
 
 def test_specforge_builds_its_llama3_draft_as_sglang_serves_it():
-    proc = parity("check", "--trainer", "specforge", "--target-config", str(LLAMA), "--draft", str(SPECFORGE_DRAFT),
+    proc = parity("check", "--trainer", "specforge", "--specforge", "0.2.0", "--target-config", str(LLAMA), "--draft", str(SPECFORGE_DRAFT),
                   "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout)
@@ -115,7 +115,7 @@ def test_specforge_never_ties_the_head_so_sglang_s_tied_build_is_a_drift(tmp_pat
     draft.mkdir()
     config = json.loads((SPECFORGE_DRAFT / "config.json").read_text())
     (draft / "config.json").write_text(json.dumps({**config, "tie_word_embeddings": True}))
-    proc = parity("check", "--trainer", "specforge", "--target-config", str(LLAMA), "--draft", str(draft),
+    proc = parity("check", "--trainer", "specforge", "--specforge", "0.2.0", "--target-config", str(LLAMA), "--draft", str(draft),
                   "--json", "--no-verify")
     assert proc.returncode == 1, proc.stderr[-2000:]
     result = json.loads(proc.stdout)

@@ -385,7 +385,7 @@ def test_an_engine_that_stops_reading_a_key_specforge_read_is_a_drift_naming_it(
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env.update(PARITY_HOME=str(home), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
     python = str(shadow / "bin" / "python")
-    args = ("check", "--trainer", "specforge", "--target-config", str(LLAMA), "--draft", str(LLAMA_DRAFT), "--json",
+    args = ("check", "--trainer", "specforge", "--specforge", "0.2.0", "--target-config", str(LLAMA), "--draft", str(LLAMA_DRAFT), "--json",
             "--no-verify")  # SpecForge captures the states itself: no dump layout
     before = parity(*args, python=python, env=env)
     assert before.returncode == 0, before.stdout[-3000:] + before.stderr[-2000:]

@@ -154,7 +154,7 @@ def test_a_key_specforge_sets_itself_and_vllm_never_reads_is_no_drift(tmp_path):
     draft.mkdir()
     config = json.loads((LLAMA_DRAFT / "config.json").read_text())
     (draft / "config.json").write_text(json.dumps({**config, "tie_word_embeddings": True}))
-    proc = parity("check", "--trainer", "specforge", "--engine", "vllm", "--vllm", "0.34.0", "--target-config",
+    proc = parity("check", "--trainer", "specforge", "--specforge", "0.2.0", "--engine", "vllm", "--vllm", "0.34.0", "--target-config",
                   str(LLAMA), "--draft", str(draft), "--no-verify", "--json")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     result = json.loads(proc.stdout)

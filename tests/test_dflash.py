@@ -136,7 +136,7 @@ def test_the_engines_id_less_defaults_differ_and_the_check_catches_it(tmp_path):
     assert rc == 0 and result["serving"]["fc_input"] == ["h2", "h18", "h34"]
     fallback = [f["message"] for f in result["serving"]["findings"] if f["kind"] == "default_layers_fallback"]
     assert fallback and "build_target_layer_ids(36, 3) = [1, 17, 33]" in fallback[0]
-    rc, result = check(NO_IDS, TRAINED_NO_IDS, "--engine", "vllm")
+    rc, result = check(NO_IDS, TRAINED_NO_IDS, "--engine", "vllm", "--vllm", "0.34.0")
     assert rc == 1 and result["verdict"] == "drift" and result["serving"]["fc_input"] == ["h2", "h18", "h33"]
     assert [d["where"] for d in result["differences"]] == ["slot 2"]
     assert "its EAGLE-3 default, also for this DFlash draft" in " ".join(
@@ -227,7 +227,7 @@ def test_vllm_dflash_contract_follows_an_edit_of_its_id_reader(tmp_path):
     if not built("vllm", "0.34.0"):
         pytest.skip("vllm 0.34.0 environment not built")
     _, _, env = shadow_release(tmp_path, "vllm", "0.34.0", {VLLM_IDS: (VLLM_PLUS_ONE, VLLM_PLUS_ONE.replace("i + 1", "i"))})
-    rc, result = check(DFLASH, TRAINED, "--engine", "vllm", env=env)
+    rc, result = check(DFLASH, TRAINED, "--engine", "vllm", "--vllm", "0.34.0", env=env)
     assert rc == 1 and result["verdict"] == "drift"
     assert result["serving"]["fc_input"] == ["h1", "h9", "h17", "h25", "h33"]
 

@@ -426,7 +426,7 @@ VLLM_DRIFT = {"born-from", "norm_before_fc", "no-d2t", "rope-theta", "rope-scali
 
 
 def test_vllm_forward_gives_the_first_steps_logits_of_training(capsys):
-    rc = cli.main(["forward", "--engine", "vllm", "--fixture", "llama-8l", "--drift", "all", "--flags-on", "--rope",
+    rc = cli.main(["forward", "--engine", "vllm", "--vllm", "0.34.0", "--fixture", "llama-8l", "--drift", "all", "--flags-on", "--rope",
                    "--steps", "1", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 2 and out["vllm"] == "0.34.0"  # fc_norm: vLLM cannot load it, so that case could not run
@@ -460,7 +460,7 @@ def test_vllm_forward_gives_the_first_steps_logits_of_training(capsys):
 
 
 def test_vllm_forward_runs_an_mla_moe_target(capsys):
-    rc = cli.main(["forward", "--engine", "vllm", "--fixture", "deepseek-v3-8l", "--steps", "1", "--json"])
+    rc = cli.main(["forward", "--engine", "vllm", "--vllm", "0.34.0", "--fixture", "deepseek-v3-8l", "--steps", "1", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["results"][0]["verdict"] == "parity", out["results"][0]["error"]
 
@@ -470,6 +470,6 @@ def test_vllm_forward_runs_an_mla_moe_target(capsys):
     (["--steps", "1", "--sglang", "0.5.14"], "--sglang names an SGLang release, but the engine is vllm"),
 ])
 def test_vllm_forward_bad_input_is_one_line(argv, says, capsys):
-    rc = cli.main(["forward", "--engine", "vllm", "--fixture", "llama-8l", *argv])
+    rc = cli.main(["forward", "--engine", "vllm", "--vllm", "0.34.0", "--fixture", "llama-8l", *argv])
     err = capsys.readouterr().err
     assert rc == 2 and says in err and err.count("\n") == 1, err

@@ -34,7 +34,7 @@ def test_sglang_a_cuda_only_draft_build_is_exit_2_not_unservable():
 
 @pytest.mark.slow
 def test_vllm_a_cuda_only_forward_is_exit_2_not_an_engine_error():
-    proc = parity("contract", "serving", "--engine", "vllm", "--target-config", str(LLAMA), "--draft",
+    proc = parity("contract", "serving", "--engine", "vllm", "--vllm", "0.34.0", "--target-config", str(LLAMA), "--draft",
                   str(LLAMA_DRAFT), overrides=drift_overrides("tests.drift.vllm_cuda_only_forward"))
     one_limit_line(proc, "vllm")
 

@@ -81,6 +81,25 @@ def test_a_misspelled_flag_is_refused_in_the_engines_words():
 
 
 @pytest.mark.slow
+def test_a_misspelled_flag_stops_check_and_lock_before_any_model_is_built(tmp_path):
+    """The release's own parser refuses the serve arguments first: the only child that ran is
+    the engine's probe resolving them alone (`launch_only`), no training probe, no extraction."""
+    serve = "--speculative-algorithm EAGLE3 --speculative-num-stepz 3"
+    for argv in (["check", "--target-config", str(LLAMA), "--draft", str(LLAMA_DRAFT), "--dump-layout",
+                  "h2,h16,h29,h32", "--serve-args", serve],
+                 ["lock", str(tmp_path / "x.json"), "--target-config", str(LLAMA), "--draft", str(LLAMA_DRAFT),
+                  "--dump-layout", "h2,h16,h29,h32", "--serve-args", serve]):
+        log = tmp_path / f"{argv[0]}.log"
+        proc = parity(*argv, env={**os.environ, "PARITY_RUN_LOG": str(log)})
+        assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
+        assert proc.stderr.strip() == ("parity: --serve-args: sglang 0.5.23's argument parser refused them: "
+                                       "unrecognized arguments: --speculative-num-stepz 3")
+        ran = [json.loads(line)["module"] for line in log.read_text().splitlines()]
+        assert ran == ["parity.extract.engines.sglang.probe"], ran
+    assert not (tmp_path / "x.json").exists()
+
+
+@pytest.mark.slow
 def test_sglang_0_5_14_resolves_with_its_own_code():
     """0.5.14 has no resolve_once: its __post_init__ assigns the fields, recorded with the function."""
     proc = llama_serving("--speculative-algorithm EAGLE3 --speculative-num-steps 1 --speculative-eagle-topk 1 "

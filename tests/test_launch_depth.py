@@ -86,7 +86,7 @@ def test_a_trained_checkpoint_records_its_depth():
 
 @pytest.mark.slow
 def test_specforge_reads_its_run_default_ttt_length():
-    proc = parity("contract", "training", "--trainer", "specforge", "--target-config", str(LLAMA), "--draft",
+    proc = parity("contract", "training", "--trainer", "specforge", "--specforge", "0.2.0", "--target-config", str(LLAMA), "--draft",
                   str(SPECFORGE_DRAFT), "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
     depth = json.loads(proc.stdout)["trained_depth"]

@@ -101,7 +101,7 @@ def test_no_temp_dirs_left_by_command(tmpdir_, command):
 
 @pytest.mark.parametrize("command", [
     pytest.param(["serving", "--engine", "sglang", "--target-config", str(DEEPSEEK), "--draft", str(KIMI)], id="sglang"),
-    pytest.param(["serving", "--engine", "vllm", "--target-config", str(DEEPSEEK), "--draft", str(KIMI)], id="vllm"),
+    pytest.param(["serving", "--engine", "vllm", "--vllm", "0.34.0", "--target-config", str(DEEPSEEK), "--draft", str(KIMI)], id="vllm"),
 ])
 def test_nothing_left_in_the_users_caches(tmpdir_, tmp_path, command):
     """Each engine caches under the user's home by default (SGLang's ~/.cache/sglang, vLLM's

@@ -131,7 +131,7 @@ def test_specforge_trains_one_layer_of_a_two_layer_draft():
     """SpecForge 0.2.0's Llama EAGLE-3 draft class builds one decoder layer (`midlayer`) whatever
     the config's num_hidden_layers (its config reader holds 2): served by SGLang with two, a DRIFT
     on the layers built, which the config's num_hidden_layers alone never showed."""
-    proc, result = _check(TWO_LAYER, "--trainer", "specforge")
+    proc, result = _check(TWO_LAYER, "--trainer", "specforge", "--specforge", "0.2.0")
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert _wiring(result, "training") == (2, 1, ())
     assert _wiring(result, "serving") == (2, 2, ("hidden_norm",))

@@ -55,11 +55,15 @@ def test_ad_hoc_check_on_another_engine(tmp_path):
     args = ("--parity-target", str(ROOT / "fixtures/targets/llama-3.1-8b/config.json"),
             "--parity-draft", str(ROOT / "fixtures/drafts/llama-3.1-8b-eagle3"),
             "--parity-dump-layout", "h2,h16,h29,h32")
-    proc = run_pytest(tmp_path, *args, "--parity-engine", "vllm", "--parity-dump-layout", "h0,h16,h29,h32", "-rA")
+    proc = run_pytest(tmp_path, *args, "--parity-engine", "vllm", "--parity-engine-release", "0.34.0",
+                      "--parity-dump-layout", "h0,h16,h29,h32", "-rA")
     assert proc.returncode == 1, proc.stdout[-3000:]  # the embedding where vLLM feeds h2: a drift, served by vLLM
     assert "serving   vllm " in proc.stdout and "1 failed" in proc.stdout, proc.stdout[-3000:]
-    proc = run_pytest(tmp_path, *args, "--parity-engine", "vllm")
+    proc = run_pytest(tmp_path, *args, "--parity-engine", "vllm", "--parity-engine-release", "0.34.0")
     assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout[-3000:]
+    proc = run_pytest(tmp_path, *args, "--parity-engine", "vllm")  # none installed here, none named
+    assert proc.returncode == 1 and "parity could not check this pair: --engine vllm: vllm is not installed in " \
+        in proc.stdout, proc.stdout[-3000:]
     proc = run_pytest(tmp_path, *args, "--parity-engine", "trtllm")
     assert proc.returncode == 4 and "unknown engine 'trtllm'" in proc.stderr, proc.stderr[-2000:]
 

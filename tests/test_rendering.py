@@ -71,7 +71,7 @@ NOT_FINAL = Finding(kind="target_not_final_layer", slot=3, message=(
 def training(version: str = "0.9.0", fc=("h0", "h3", "h31"), findings=(NOT_FINAL,)) -> TrainingContract:
     return TrainingContract(
         target_model=KIMI, fc_input=fc, graph=FLAGS, vocab=VOCAB, embedding="target", draft=TRAINED_BUILT,
-        provenance=Provenance(package="speculators", version=version,
+        provenance=Provenance(package="speculators", version=version, source="installed",
                               code_path="speculators.train.data.ArrowDataset._get_raw_data"),
         findings=findings, dump_layout=LAYOUT, dump_layout_source="manifest",
         fc_slots=tuple(LAYOUT.index(t) for t in fc), target="h59", target_slot=3, target_normed_by_trainer=True,
@@ -86,7 +86,9 @@ def serving(fc, ids=(2, 30, 58), version: str = "0.5.23", findings=(), graph=FLA
     return ServingContract(
         target_model=KIMI, fc_input=fc, graph=graph, vocab=VOCAB, embedding="target", engine="sglang",
         draft=SERVED_BUILT,
-        provenance=Provenance(package="sglang", version=version,
+        provenance=Provenance(package="sglang", version=version,  # the main environment's, else another named
+                              source="installed" if version == "0.5.23" else "flag",
+                              environment=None if version == "0.5.23" else f"sglang-{version}",
                               code_path="sglang.srt.models.deepseek_v2.DeepseekV2Model.forward",
                               details={"model_class": model_class} if model_class else {}),
         findings=findings, requested_ids=ids, ids_source=IDS_SOURCE if ids is not None else "engine default",

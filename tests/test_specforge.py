@@ -30,7 +30,7 @@ def names(taps) -> list[str | None]:
 
 def training(target, draft, run_ids=None):
     t, d = read_inputs(target, draft)
-    return trainer("specforge").training_contract(t, None, datagen_ids=run_ids, draft=d)
+    return trainer("specforge", "0.2.0").training_contract(t, None, datagen_ids=run_ids, draft=d)
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +88,7 @@ def test_a_patched_default_changes_the_training_contract(inject_drift, llama_def
 
 
 def test_cli_check_with_the_trainer_and_its_ids(capsys):
-    code = cli.main(["check", "--trainer", "specforge", "--target-config", str(LLAMA), "--draft",
+    code = cli.main(["check", "--trainer", "specforge", "--specforge", "0.2.0", "--target-config", str(LLAMA), "--draft",
                      str(LLAMA_DRAFT), "--specforge-ids", "1,15,28", "--no-verify"])
     out = capsys.readouterr().out
     assert code == 0 and "training  specforge 0.2.0: ids [1, 15, 28] captured by sglang 0.5.14" in out
@@ -97,9 +97,9 @@ def test_cli_check_with_the_trainer_and_its_ids(capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--datagen-ids", "1,15,28", "--datagen-convention", "specforge"], "--trainer specforge"),
     (["--datagen-ids", "1,15,28", "--datagen-convention", "trtllm"], "typed rule, not run"),
-    (["--trainer", "specforge", "--dump-layout", "h2,h16,h29,final"], "captures the states itself"),
+    (["--trainer", "specforge", "--specforge", "0.2.0", "--dump-layout", "h2,h16,h29,final"], "captures the states itself"),
     (["--specforge-ids", "1,15,28"], "need --trainer specforge"),
-    (["--trainer", "specforge", "--specforge-ids", "1,x"], "--specforge-ids 1,x"),
+    (["--trainer", "specforge", "--specforge", "0.2.0", "--specforge-ids", "1,x"], "--specforge-ids 1,x"),
 ])
 def test_typed_rules_and_misused_flags_give_no_verdict(capsys, argv, message):
     """The published-style case read through a typed rule was a false DRIFT with a 'verified'
@@ -115,11 +115,11 @@ def test_a_lock_records_the_trainer_and_is_checked_with_it(tmp_path, llama_defau
     from parity.lock import check_lock, write_lock
 
     path = tmp_path / "specforge.json"
-    lock = write_lock(path, "sf", *read_inputs(LLAMA, LLAMA_DRAFT), None, trainer=trainer("specforge"))
+    lock = write_lock(path, "sf", *read_inputs(LLAMA, LLAMA_DRAFT), None, trainer=trainer("specforge", "0.2.0"))
     data = json.loads(path.read_text())
     assert (data["trainer"], data["trainer_release"], data["trainer_ids"]) == ("specforge", "0.2.0", None)
     assert data["dump_layout"] == ["h2", "h16", "h29", "final"] == [t.name for t in lock.training.dump_layout]
-    assert check_lock(path, verify=False).verdict == "parity"
+    assert check_lock(path, verify=False, trainer_release="0.2.0").verdict == "parity"
 
 
 def test_can_i_deploy_takes_the_trainer(capsys, llama_default):

@@ -47,14 +47,14 @@ def sglang_steps(steps: int) -> str:
 
 
 def check(run: Path, steps: int) -> dict:
-    proc = parity("check", "--trainer", "specforge", "--target-config", str(LLAMA), "--draft", str(SPECFORGE_DRAFT),
+    proc = parity("check", "--trainer", "specforge", "--specforge", "0.2.0", "--target-config", str(LLAMA), "--draft", str(SPECFORGE_DRAFT),
                   "--trained", str(run), "--serve-args", sglang_steps(steps), "--no-verify", "--json")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     return json.loads(proc.stdout)
 
 
 def training(run: Path, **kw) -> subprocess.CompletedProcess:
-    return parity("contract", "training", "--trainer", "specforge", "--target-config", str(LLAMA), "--draft",
+    return parity("contract", "training", "--trainer", "specforge", "--specforge", "0.2.0", "--target-config", str(LLAMA), "--draft",
                   str(SPECFORGE_DRAFT), "--trained", str(run), "--json", **kw)
 
 
@@ -137,13 +137,13 @@ def test_a_lock_names_the_training_output_and_reads_its_depth_again(run_output, 
     """`parity lock --trainer specforge --trained RUN`: the lock names the run (relative to itself)
     and holds its recorded depth; checking the lock reads the checkpoint again (the note)."""
     lock = tmp_path / "contracts" / "sf.json"
-    proc = parity("lock", str(lock), "--trainer", "specforge", "--target-config", str(LLAMA), "--draft",
+    proc = parity("lock", str(lock), "--trainer", "specforge", "--specforge", "0.2.0", "--target-config", str(LLAMA), "--draft",
                   str(SPECFORGE_DRAFT), "--trained", str(run_output), "--serve-args", sglang_steps(5))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     written = json.loads(lock.read_text())
     assert (lock.parent / written["trained"]).resolve() == run_output.resolve()
     assert written["training"]["trained_depth"]["steps"] == 3
-    proc = parity("check", "--lock", str(lock), "--no-verify", "--json")
+    proc = parity("check", "--lock", str(lock), "--specforge", "0.2.0", "--no-verify", "--json")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     result = json.loads(proc.stdout)
     [note] = deeper(result)

@@ -30,7 +30,7 @@ def run(capsys, *argv) -> tuple[int, str, str]:
 
 @pytest.fixture(scope="module")
 def dump():
-    return extract_dump(Target.read(LLAMA_32), [2, 16, 29])
+    return extract_dump(Target.read(LLAMA_32), [2, 16, 29], "0.34.0")
 
 
 def test_launch_ids_are_the_launch_scripts():
@@ -57,7 +57,7 @@ def test_0_33_dumps_the_same_states_with_both_runners():
 
 def test_contract_training_feeds_the_run_dump_to_speculators(dump, capsys):
     rc, out, err = run(capsys, "contract", "training", "--target-config", LLAMA_32,
-                       "--datagen-ids", "2,16,29", "--json")
+                       "--datagen-ids", "2,16,29", "--vllm", "0.34.0", "--json")
     assert rc == 0, err
     c = json.loads(out)
     assert c["fc_input"] == ["h2", "h16", "h29"] and c["target"] == "h32"
@@ -68,7 +68,7 @@ def test_contract_training_feeds_the_run_dump_to_speculators(dump, capsys):
 
 def test_no_ids_is_the_launch_default(dump, capsys):
     rc, out, err = run(capsys, "contract", "training", "--target-config", LLAMA_32,
-                       "--datagen-ids", "default", "--json")
+                       "--datagen-ids", "default", "--vllm", "0.34.0", "--json")
     assert rc == 0, err
     c = json.loads(out)
     assert c["dump_layout"] == ["h2", "h16", "h29", "h32"]
@@ -87,11 +87,11 @@ def test_a_typed_convention_is_labelled_not_run(capsys):
 
 def test_the_contract_follows_a_patch_of_vllms_capture(dump, inject_drift, capsys):
     inject_drift("tests.drift.vllm_capture_without_residual")
-    drifted = extract_dump(Target.read(LLAMA_32), [2, 16, 29])
+    drifted = extract_dump(Target.read(LLAMA_32), [2, 16, 29], "0.34.0")
     assert drifted.layout != dump.layout
     assert drifted.layout == tuple(Tap.parse(f"h{k}.delta") for k in (2, 16, 29, 32))
     rc, out, err = run(capsys, "contract", "training", "--target-config", LLAMA_32,
-                       "--datagen-ids", "2,16,29", "--json")
+                       "--datagen-ids", "2,16,29", "--vllm", "0.34.0", "--json")
     assert rc == 0, err
     assert json.loads(out)["fc_input"] == ["h2.delta", "h16.delta", "h29.delta"]
 
@@ -101,8 +101,8 @@ def test_without_the_kernel_stand_ins_the_run_is_a_loud_error(inject_drift, caps
     Identification must refuse every such slot; the CLI says so in one line, exit 2."""
     inject_drift("tests.drift.vllm_no_kernel_standins")
     with pytest.raises(DatagenError, match="matches no state|non-finite"):
-        extract_dump(Target.read(LLAMA_32), [2, 16, 29])
-    rc, out, err = run(capsys, "contract", "training", "--target-config", LLAMA_32, "--datagen-ids", "2,16,29")
+        extract_dump(Target.read(LLAMA_32), [2, 16, 29], "0.34.0")
+    rc, out, err = run(capsys, "contract", "training", "--target-config", LLAMA_32, "--datagen-ids", "2,16,29", "--vllm", "0.34.0")
     assert rc == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and "vllm 0.34.0" in err
 
@@ -144,7 +144,7 @@ def test_nested_ids_are_read_by_the_v1_runner_and_ignored_by_v2(nested, capsys):
 def test_0_34_has_one_runner_which_ignores_nested_ids(nested, capsys):
     """0.34 dropped the V1 runner: the nested ids have no reader left, the draft gets the model's
     default layers (a warning, not a runners_differ error) and no v1 entry is reported."""
-    rc, out, err = run(capsys, "contract", "serving", "--engine", "vllm", "--target-config", LLAMA_32,
+    rc, out, err = run(capsys, "contract", "serving", "--engine", "vllm", "--vllm", "0.34.0", "--target-config", LLAMA_32,
                        "--draft", nested, "--json")
     c = json.loads(out)
     details = c["provenance"]["details"]
@@ -168,7 +168,7 @@ def test_check_finds_the_v1_drift_and_a_verified_fix_in_vllms_form(nested, capsy
 
 def test_the_fix_written_at_the_top_level_serves_the_training_contract(tmp_path, capsys):
     draft = _llama_draft(tmp_path / "fixed", eagle_aux_hidden_state_layer_ids=[2, 16, 29])
-    rc, out, err = run(capsys, "check", "--engine", "vllm", "--target-config", LLAMA_32, "--draft", draft,
+    rc, out, err = run(capsys, "check", "--engine", "vllm", "--vllm", "0.34.0", "--target-config", LLAMA_32, "--draft", draft,
                        "--dump-layout", "h2,h16,h29,h32", "--no-verify")
     assert rc == 0, out + err
     assert "served by vllm" in out and "PARITY" in out
@@ -182,8 +182,8 @@ def test_deepseek_id_0_raises_in_vllms_capture(tmp_path):
     target = tmp_path / "config.json"
     target.write_text(json.dumps({**config, "num_hidden_layers": 8}))
     with pytest.raises(DatagenError, match="TypeError"):
-        extract_dump(Target.read(target), [0, 3, 5])
-    assert [t.name for t in extract_dump(Target.read(target), [1, 3, 5]).layout] == ["h1", "h3", "h5", "h8"]
+        extract_dump(Target.read(target), [0, 3, 5], "0.34.0")
+    assert [t.name for t in extract_dump(Target.read(target), [1, 3, 5], "0.34.0").layout] == ["h1", "h3", "h5", "h8"]
 
 
 @pytest.mark.parametrize("argv, says", [
@@ -211,7 +211,7 @@ def test_the_draft_side_is_read_from_vllms_draft_class(tmp_path, capsys):
     compute_logits applies it (run with a known d2t) and its load_weights drops a t2d."""
     draft = _llama_draft(tmp_path / "d", eagle_aux_hidden_state_layer_ids=[2, 16, 29], draft_vocab_size=128,
                          norm_before_fc=True, norm_output=True)
-    rc, out, err = run(capsys, "contract", "serving", "--engine", "vllm", "--target-config", LLAMA_32,
+    rc, out, err = run(capsys, "contract", "serving", "--engine", "vllm", "--vllm", "0.34.0", "--target-config", LLAMA_32,
                        "--draft", draft, "--json")
     c = json.loads(out)
     assert rc == 0, c["findings"]
@@ -229,7 +229,7 @@ def test_a_draft_with_its_own_embedding_keeps_it_under_vllm(capsys):
 
     draft = speculators_draft(DraftRecipe(seed=1))
     capsys.readouterr()
-    rc, out, err = run(capsys, "contract", "serving", "--engine", "vllm", "--target-config", LLAMA_32,
+    rc, out, err = run(capsys, "contract", "serving", "--engine", "vllm", "--vllm", "0.34.0", "--target-config", LLAMA_32,
                        "--draft", draft, "--json")
     assert rc == 0 and json.loads(out)["embedding"] == "draft", err
 
@@ -238,7 +238,7 @@ def test_a_specforge_draft_with_nested_ids_served_by_vllm_drifts_with_a_fix_vllm
     """The cross pair: SpecForge trains this draft (nested ids [1, 15, 28]) on [h2, h16, h29] (its
     own capture by SGLang 0.5.14); vLLM's V1 runner feeds it [h1, h15, h28], the V2 runner its
     defaults. The fix is vLLM's top-level key, verified by a second vLLM extraction."""
-    rc, out, err = run(capsys, "check", "--trainer", "specforge", "--engine", "vllm", "--vllm", "0.33.0",
+    rc, out, err = run(capsys, "check", "--trainer", "specforge", "--specforge", "0.2.0", "--engine", "vllm", "--vllm", "0.33.0",
                        "--target-config", LLAMA_32, "--draft", nested, "--json")
     r = json.loads(out)
     assert rc == 1 and r["verdict"] == "drift", err
@@ -285,13 +285,13 @@ def test_export_for_vllm_writes_the_top_level_ids_vllm_serves_as_trained(tmp_pat
     draft = speculators_draft(DraftRecipe())
     capsys.readouterr()
     out = tmp_path / "served"
-    rc, said, err = run(capsys, "export", "--engine", "vllm", draft, out, "--target-config", LLAMA_32,
+    rc, said, err = run(capsys, "export", "--engine", "vllm", "--vllm", "0.34.0", draft, out, "--target-config", LLAMA_32,
                         "--dump-layout", "h2,h16,h29,h32")
     assert rc == 0 and "for vllm 0.34.0: eagle_aux_hidden_state_layer_ids [2, 16, 29] feed [h2, h16, h29]" in said, err
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["eagle_aux_hidden_state_layer_ids"] == [2, 16, 29]
     assert "eagle_aux_hidden_state_layer_ids" not in (cfg.get("eagle_config") or {})
-    rc, said, err = run(capsys, "check", "--engine", "vllm", "--target-config", LLAMA_32, "--draft", out,
+    rc, said, err = run(capsys, "check", "--engine", "vllm", "--vllm", "0.34.0", "--target-config", LLAMA_32, "--draft", out,
                         "--dump-layout", "h2,h16,h29,h32")
     assert rc == 0, said + err  # the runner(s) feed what it was trained on
 
@@ -368,7 +368,7 @@ def test_the_born_from_case_with_a_vllm_made_dump(capsys):
     [h3, h31, h59]; SGLang 0.5.23 serves the draft's ids [2, 30, 58] as [h2, h30, h58]: DRIFT,
     fix [3, 31, 59] verified on SGLang."""
     rc, out, err = run(capsys, "check", "--target-config", ROOT / "fixtures" / "targets" / "kimi-k2.5" / "config.json",
-                       "--draft", ROOT / "fixtures" / "drafts" / "kimi-k2.5-eagle3", "--datagen-ids", "3,31,59",
+                       "--draft", ROOT / "fixtures" / "drafts" / "kimi-k2.5-eagle3", "--datagen-ids", "3,31,59", "--vllm", "0.34.0",
                        "--json")
     r = json.loads(out)
     assert rc == 1 and r["training"]["fc_input"] == ["h3", "h31", "h59"] and r["training"]["target"] == "h61", err

@@ -16,8 +16,9 @@ import sys
 from importlib import metadata
 
 from .. import __version__
-from ..errors import ExitCode, Terminated, UserError, forget_interrupt, on_sigterm
+from ..errors import ExitCode, Terminated, UserError, forget_interrupt, no_addresses, on_sigterm
 from ..extract import engines, trainers
+from ..extract.installed import where
 from .check import add_check_parser, run_check
 from .common import UsageError, add_dump_args
 from .contract import add_contract_parser
@@ -40,8 +41,13 @@ def _installed(name: str) -> str:
 
 
 def version_text() -> str:
-    deps = ", ".join(f"{p} {_installed(p)}" for p in (engines.DEFAULT, trainers.DEFAULT, "torch", "transformers"))
-    return f"parity {__version__} ({deps})"
+    """parity's version, torch's and transformers', then every registered engine and trainer: its
+    installed release (or none) and where it runs (parity.extract.installed)."""
+    deps = ", ".join(f"{p} {_installed(p)}" for p in ("torch", "transformers"))
+    sides = [(kind, bound) for kind, group in (("engine", engines.engines()), ("trainer", trainers.trainers()))
+             for bound in group]
+    return "\n".join([f"parity {__version__} ({deps})",
+                      *(f"  {kind:8s}{where(bound.impl)}" for kind, bound in sides)])
 
 
 class _Parser(argparse.ArgumentParser):
@@ -130,7 +136,7 @@ def _main(argv: list[str] | None) -> int:
         return ExitCode.BAD_INPUT
     except Exception as exc:  # noqa: BLE001 - sorted below: bad input (2) or a bug (3)
         if isinstance(exc, UserError):
-            lines = str(exc).strip().splitlines() or [type(exc).__name__]
+            lines = no_addresses(str(exc)).strip().splitlines() or [type(exc).__name__]
             if getattr(args, "json", False):
                 print(json.dumps({"verdict": "error", "error": lines[0]}))
             print(f"parity: {lines[0]}", file=sys.stderr)
@@ -139,7 +145,7 @@ def _main(argv: list[str] | None) -> int:
             return ExitCode.BAD_INPUT
         if os.environ.get("PARITY_DEBUG"):
             raise
-        first = (str(exc).strip().splitlines() or [""])[0]
+        first = (no_addresses(str(exc)).strip().splitlines() or [""])[0]
         print(f"parity: internal error: {type(exc).__name__}: {first} (PARITY_DEBUG=1 shows the "
               "traceback; please report it)", file=sys.stderr)
         return ExitCode.INTERNAL

@@ -62,6 +62,7 @@ def run_check(args) -> int:
         check_ids(target, draft)
         engine = common.engine_from(args)
         engine.preflight(target)
+        engine.refuse_launch(target, draft, serve_args)  # a flag the engine refuses: before any model is built
         training = common.training(args, target, draft)
         check_fit(target, draft, training)
         result = check(training, target, draft, engine, verify=not args.no_verify, serve_args=serve_args)

@@ -81,14 +81,18 @@ def engine_from(args, name: str | None = None) -> BoundEngine:
     why = engines.foreign_release(args, chosen)
     if why:
         raise usage(why)
-    return chosen.at(chosen.impl.release_from(args))
+    bound = chosen.at(chosen.impl.release_from(args))
+    bound.checked_release()  # none named and none installed: one line now, before anything runs
+    return bound
 
 
 def trainer_from(args, name: str | None = None) -> BoundTrainer:
     """The trainer the command is about (`name`, else --trainer, else the default), bound to the
     release its flag names."""
     chosen = trainers.trainer(name or getattr(args, "trainer", None) or trainers.DEFAULT)
-    return chosen.at(chosen.impl.release_from(args))
+    bound = chosen.at(chosen.impl.release_from(args))
+    bound.checked_release()  # none named and none installed: one line now, before anything runs
+    return bound
 
 
 def refuse_other_trainers(args, chosen: BoundTrainer, ids_only: bool = False) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ExitCode
+from ..extract import engines, trainers
 from . import common
 from .common import usage
 from ..inputs import parse_serve_args
@@ -22,6 +23,8 @@ def add_lock_parser(sub):
     common.add_trainer_args(lk)
     lk.add_argument("--name", help="a name for the pair (default: the file name)")
     common.add_engine_arg(lk)
+    engines.add_options(lk, "lock")
+    trainers.add_options(lk, "lock")
     common.add_serve_args(lk)
     lk.add_argument("--update", action="store_true", help="overwrite an existing lock")
     return lk

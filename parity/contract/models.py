@@ -285,7 +285,16 @@ class Provenance(_Frozen):
     package: str = Field(description="The package whose code was run, e.g. 'speculators' or 'sglang'.")
     version: str = Field(description="Its installed version.")
     code_path: str = Field(description="The function(s) or code path that were run to derive the contract.")
-    python: str | None = Field(default=None, description="The interpreter it ran under (an isolated environment for other releases).")
+    python: str | None = Field(default=None, description="The interpreter it ran under (an isolated environment for other releases). "
+                               "Never written into a lock (a lock is portable).")
+    source: Literal["installed", "environment", "flag"] | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="Where the release came from and ran: 'installed' (the release installed where parity runs, run "
+        "in that interpreter), 'environment' (the installed release, run in parity's environment of it: its code "
+        "cannot be imported there), 'flag' (the release a flag such as --vllm named, in parity's environment of it).")
+    environment: str | None = Field(default=None, exclude_if=lambda v: v is None,
+                                    description="The parity environment it ran in (e.g. 'vllm-0.34.0'); absent: "
+                                    "the interpreter parity runs in.")
     details: dict[str, str] = Field(default_factory=dict, description="Other facts: model class, config keys read, etc.")
     family: str | None = Field(default=None, exclude_if=lambda v: v is None,
                                description="The release family whose adapter ran (e.g. '0.5.23'), where the "

@@ -44,6 +44,9 @@ class CannotExtractEntry(BaseModel):
     reason: str = Field(description="Why it cannot be extracted, on one line.")
     engine_lacks: bool = Field(default=False, description="The release itself lacks what was asked (its own "
                                "answer), rather than parity lacking a family to run it.")
+    unimportable: bool = Field(default=False, description="The release's code cannot be imported in the "
+                               "interpreter the probe ran in (a dependency missing or too new there): "
+                               "parity.extract.installed runs it in parity's environment of that release.")
 
 
 class ProbeReply(BaseModel):

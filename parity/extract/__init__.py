@@ -101,15 +101,59 @@ class Bound:
         """The same side under `release`."""
         return replace(self, release=release)
 
+    @property
+    def distribution(self) -> str | None:
+        """The distribution whose installed release it runs (its DIST; None: it declares none)."""
+        from .installed import distribution
+
+        return distribution(self.impl)
+
+    def checked_release(self) -> str | None:
+        """The release it runs: its bound one, else the one installed where parity runs (read
+        from its metadata; a one-line refusal naming what to install when none is; None for a
+        side that declares no distribution)."""
+        from .installed import release
+
+        return release(self.impl, self.release)
+
+    def recorded(self, call):
+        """`call()`, with the contract(s) it returns saying where this side ran (their
+        provenance's `source` and `environment`; parity.extract.installed)."""
+        from .installed import recording
+
+        with recording() as runs:
+            out = call()
+        ran = runs.get(self.distribution)
+        if ran is None:
+            return out
+        return tuple(_stamped(o, ran) for o in out) if isinstance(out, tuple) else _stamped(out, ran)
+
     def releases(self, wanted: list[str] | None = None) -> "list[Release]":
         """Its releases the environments pin (or the `wanted` ones), oldest first (the matrix's
         rows); a side may answer for itself (a `releases(wanted)` of its own)."""
         own = getattr(self.impl, "releases", None)
         if own is not None:
             return own(wanted)
-        from ..releases import releases
+        from ..releases import Release, releases, version_key
+        from .installed import installed_release
 
-        return releases(self.name, wanted)
+        rows = releases(self.name, wanted)
+        here = installed_release(self.distribution) if self.distribution else None
+        if here is None or (wanted and here not in wanted):
+            return rows
+        # the release installed where parity runs is its default row, run as installed (its own code)
+        mine = Release(self.name, here, None, None, installed=True)
+        return sorted([r for r in rows if r.version != here] + [mine], key=lambda r: version_key(r.version))
+
+
+def _stamped(value: Any, ran: Any) -> Any:
+    """A contract with its provenance saying where its side ran (`ran`, an installed.Ran); any
+    other value as it is."""
+    provenance = getattr(value, "provenance", None)
+    if provenance is None or not hasattr(provenance, "source"):
+        return value
+    where = {"source": ran.source, "environment": ran.environment}
+    return value.model_copy(update={"provenance": provenance.model_copy(update=where)})
 
 
 def release_option(parser: Any, command: str, flag: str, options: dict[str, tuple[str, str]]) -> None:

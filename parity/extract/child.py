@@ -205,6 +205,39 @@ def requirement_not_installed(exc: BaseException, package: str, version: str, re
     return None
 
 
+def missing_dependency(exc: BaseException | None, own: "tuple[str, ...]") -> ImportError | None:
+    """The ImportError behind `exc` (itself, or what it was raised from or while handling, as
+    `require` wraps it) that is not about a module of the `own` packages: a dependency the
+    interpreter lacks, or has in another release (`cannot import name X from transformers`),
+    or an import the release's own code refused (an ImportError naming no module). None when
+    there is none, or when the module missing is the release's own (a code path that moved:
+    its placement says so)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, ImportError):
+            top = (exc.name or "").split(".")[0]
+            return None if top in own else exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def imports_failing(check: Callable[[], object], *own: str) -> str | None:
+    """Why the installed release's code cannot be imported in this interpreter, or None: runs
+    `check` (the release family's imports), and when it fails for want of a dependency
+    (`missing_dependency`), says so in the words the probes use, 'its code cannot be imported
+    here: ...' (its reply's `cannot_extract` marks it `unimportable`: parity.extract.installed
+    then runs the release in parity's environment of it). Any other failure is left for the
+    extraction itself to meet and report."""
+    try:
+        check()
+    except Exception as exc:  # noqa: BLE001 - sorted below
+        missing = missing_dependency(exc, own)
+        if missing is not None:
+            return f"its code cannot be imported here: {words(missing)}"
+    return None
+
+
 def _short(path: str) -> str:
     path = path.replace("\\", "/")
     return path.split("site-packages/", 1)[1] if "site-packages/" in path else path

@@ -128,7 +128,7 @@ def _extract_training(release: Release, inputs: Inputs) -> TrainingContract | st
         return f"{CANNOT} {release.package} {release.version}: {release.problem}"
     try:
         with _training_lock(release.version), _SLOTS:  # the lock first: a waiter holds no CPU slot
-            return extract_for_lock(inputs.target, inputs.draft, inputs.dump_layout, inputs.trainer.at(release.version),
+            return extract_for_lock(inputs.target, inputs.draft, inputs.dump_layout, inputs.trainer.at(release.bound),
                                     trainer_ids=inputs.trainer_ids)
     except CannotExtract as exc:
         return message_line(exc)
@@ -146,7 +146,7 @@ def _check(release: Release, inputs: Inputs, training: TrainingContract, verify:
     if release.problem:
         return None, None
     try:
-        return check(training, inputs.target, inputs.draft, inputs.engine.at(release.version), verify=verify,
+        return check(training, inputs.target, inputs.draft, inputs.engine.at(release.bound), verify=verify,
                      serve_args=inputs.serve_args), None
     except (UserError, InternalError) as exc:
         return None, exc

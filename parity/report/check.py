@@ -209,8 +209,25 @@ def key_lines(result) -> list[str]:
             ] + table.lines()
 
 
+def ran(p) -> str:
+    """Where a side's release came from and ran, as reports say it (its provenance's `source`):
+    'installed, run here' (in the interpreter parity runs in), or '' when the contract does not say."""
+    if p.source is None:
+        return ""
+    where = f"in parity's environment {p.environment}" if p.environment else "here"
+    said = {"installed": "installed", "environment": "installed", "flag": "the release named"}[p.source]
+    return f"{said}, run {where}"
+
+
+def _release(p) -> str:
+    """'sglang 0.5.23 (installed, run here)': the release and where it ran."""
+    where = ran(p)
+    return f"{p.version}" + (f" ({where})" if where else "")
+
+
 def render_contract(c: Contract) -> str:
-    lines = [f"{c.side} contract  ({c.provenance.package} {c.provenance.version})",
+    where = ran(c.provenance)
+    lines = [f"{c.side} contract  ({c.provenance.package} {c.provenance.version}{'; ' + where if where else ''})",
              *(f"  NOTE         {note}" for note in [c.provenance.release_note] if note),
              f"  target       {_target(c.target_model)}, {c.target_model.num_hidden_layers} layers",
              f"  fc input     {_states(c.fc_input)}"]
@@ -245,7 +262,7 @@ def render_contract(c: Contract) -> str:
 def _unservable(result, target_path: str, draft_path: str) -> list[str]:
     """The reason first, what training expects, then advice that export itself has checked."""
     t, s = result.training, result.serving
-    lines = [f"  reason    {result.unservable}", "",
+    lines = [f"  reason    {result.unservable}", *([f"  lock      {result.releases}"] if result.releases else []), "",
              f"  training  {t.provenance.package} {t.provenance.version}: fc input "
              f"[{', '.join(x.name for x in t.fc_input)}], loss target {t.target.name}", *release_notes(t, s)]
     if result.notes:
@@ -295,11 +312,14 @@ def render_check(result, target_path: str = "", draft_path: str = "") -> str:
         return "\n".join(lines + _unservable(result, target_path, draft_path))
     lines.append(f"  target    {_target(t.target_model)}, {n} decoder layers"
                  + (f"  ({target_path})" if target_path else ""))
-    lines.append(f"  training  {t.provenance.package} {t.provenance.version}: {t.provenance.code_path}")
+    lines.append(f"  training  {t.provenance.package} {_release(t.provenance)}: {t.provenance.code_path}")
     ids = list(s.requested_ids) if s.requested_ids is not None else "none (engine default)"
     model_class = s.provenance.details.get("model_class")
-    lines.append(f"  serving   {s.engine} {s.provenance.version}: ids {ids} from {s.ids_source}"
+    lines.append(f"  serving   {s.engine} {_release(s.provenance)}: ids {ids} from {s.ids_source}"
                  + (f"; {model_class}" if model_class else ""))
+    if result.releases:
+        lines.append(f"  lock      {result.releases}"
+                     + (": what changed is below" if result.verdict != "parity" else ": the same contract"))
     lines += release_notes(t, s)
     lines += cached_lines(t, s)
     lines += ["", f"  The draft's fc layer reads {len(result.diff.slots)} hidden states of the target, "

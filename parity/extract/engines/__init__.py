@@ -28,7 +28,7 @@ DEFAULT = "sglang"
 # (`add_options(parser, command)`): "datagen" is the dump description's flag (the release that
 # makes a data-generation dump), "sweep" the release range `parity sweep` runs (RANGE, 'all' when
 # not given, for an engine that declares SWEEP_FROM), the others are the commands of that name.
-COMMANDS = ("contract", "datagen", "check", "export", "replay", "matrix", "can-i-deploy", "forward", "sweep")
+COMMANDS = ("contract", "datagen", "check", "lock", "export", "replay", "matrix", "can-i-deploy", "forward", "sweep")
 
 
 class ServingExtractionError(UserError, RuntimeError):
@@ -71,7 +71,8 @@ class Engine(Protocol):
     'dflash_config.target_layer_ids'): the key an ids fix is written under. A kind without one gets
     no ids fix."""
 
-    # Optional: SEED_LAUNCH (BoundEngine.seed_launch); CONVENTION (a parity.conventions.Convention): its
+    # Optional: refuse_launch(target, draft, release, *, serve_args) (BoundEngine.refuse_launch: the
+    # serve arguments refused before any model is built); SEED_LAUNCH (BoundEngine.seed_launch); CONVENTION (a parity.conventions.Convention): its
     # layer-id numbering as a typed rule, listed by parity.extract.numbering.conventions().
 
     def add_options(self, parser: Any, command: str, /) -> None:
@@ -167,11 +168,20 @@ class BoundEngine(Bound):
 
     def probe_serving(self, target: "Target", draft: "Draft", *, candidates: list[list[int]] | None = None,
                       serve_args: "tuple[str, ...] | None" = None) -> "tuple[ServingContract, list[dict]]":
-        return self.impl.probe_serving(target, draft, self.release, candidates=candidates, serve_args=serve_args)
+        return self.recorded(lambda: self.impl.probe_serving(target, draft, self.release, candidates=candidates,
+                                                             serve_args=serve_args))
+
+    def refuse_launch(self, target: "Target", draft: "Draft", serve_args: "tuple[str, ...] | None") -> None:
+        """Refuse serve arguments the release's own parser or resolution refuses (LaunchRefused),
+        before any model is built, where the engine can say so alone (its `refuse_launch`);
+        otherwise, and without serve arguments, nothing (the extraction refuses them)."""
+        own = getattr(self.impl, "refuse_launch", None)
+        if own is not None and serve_args is not None:
+            self.recorded(lambda: own(target, draft, self.release, serve_args=serve_args))
 
     def extract_serving(self, target: "Target", draft: "Draft", *,
                         serve_args: "tuple[str, ...] | None" = None) -> "ServingContract":
-        return self.impl.extract_serving(target, draft, self.release, serve_args=serve_args)
+        return self.recorded(lambda: self.impl.extract_serving(target, draft, self.release, serve_args=serve_args))
 
     def extract_dump(self, target: "Target", datagen_ids: list[int] | None) -> "DatagenDump":
         if not isinstance(self.impl, Datagen):

@@ -38,7 +38,7 @@ DEFAULT = "speculators"  # the trainer a command uses when none is named
 # mean something with --trainer NAME), "sweep" the release range `parity sweep` runs (RANGE, for a
 # trainer that declares SWEEP_FROM; when not given, its SWEEP_DEFAULT, else 'all'), the others are the
 # commands of that name.
-COMMANDS = ("contract", "trainer", "check", "replay", "matrix", "can-i-deploy", "sweep")
+COMMANDS = ("contract", "trainer", "check", "lock", "replay", "matrix", "can-i-deploy", "sweep")
 
 
 @runtime_checkable
@@ -147,7 +147,7 @@ class BoundTrainer(Bound):
     def training_contract(self, target: "Target", dump_layout: "list[Tap] | None" = None,
                           **kwargs: Any) -> "TrainingContract":
         """`Trainer.training_contract` under this release."""
-        return self.impl.training_contract(target, dump_layout, release=self.release, **kwargs)
+        return self.recorded(lambda: self.impl.training_contract(target, dump_layout, release=self.release, **kwargs))
 
     def read_draft(self, draft_dir: Path) -> Any:
         return self.impl.read_draft(draft_dir)

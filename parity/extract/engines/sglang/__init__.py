@@ -15,15 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from ....contract import BuiltDraft, Finding, FindingKind, GraphFlags, Provenance, ServingContract, Tap, sources
-from ....envs import EnvError, display_python, find_env, run_module
+from ....envs import EnvError, display_python, find_env
 from ....errors import stop_from_reply
 from ....inputs import Draft, InputError, LaunchRefused, Target
-from ... import release_option
+from ... import installed, release_option
 from .. import ServingExtractionError
 from .reply import SGLangForwardReply, SGLangReply
 from .served import served_config
 
 NAME = "sglang"
+DIST = "sglang"  # the distribution whose installed release runs (parity.extract.installed)
 PROBE = "parity.extract.engines.sglang.probe"
 FORWARD_MODULE = "parity.extract.engines.sglang.forward_side"
 FORWARD_REPLY = SGLangForwardReply
@@ -47,7 +48,8 @@ SEED_LAUNCH = ("--speculative-algorithm", "EAGLE3", "--speculative-num-steps", "
 # The commands that take an SGLang release, and what its flag means there (metavar, help).
 OPTIONS = {
     "contract": ("VERSION", "run another installed release"),
-    "check": ("VERSION", "check under another installed release"),
+    "check": ("VERSION", "check under another release, in parity's environment of it (default: the installed one)"),
+    "lock": ("VERSION", "the release the lock is made under (default: the installed one)"),
     "export": ("VERSION", "export for another installed SGLang release"),
     "replay": ("VERSION", "the serving contract under another installed release"),
     "matrix": ("V,V", "only these sglang releases (default: all in envs.toml)"),
@@ -80,15 +82,16 @@ def write_ids(config: dict, ids: list[int], kind: str = "eagle3") -> dict:
 
 
 def python(version: str | None) -> str:
-    """The interpreter of the environment that has sglang `version` (None: this one)."""
-    return sys.executable if version is None else str(find_env("sglang", version).python)
+    """The interpreter that runs sglang `version` (None: the installed release, in this
+    interpreter; parity.extract.installed)."""
+    return installed.interpreter(sys.modules[__name__], version).python
 
 
 def run_probe(target_config: dict, draft_dir: Path | None, sglang_version: str | None = None,
               seq_len: int = 8, seed: int = 0, **extra) -> dict[str, Any]:
     request = {"target_config": target_config, "draft_dir": str(draft_dir) if draft_dir else None,
                "seq_len": seq_len, "seed": seed, **extra}
-    return run_module(python(sglang_version), PROBE, request, cache=True)
+    return installed.run(sys.modules[__name__], sglang_version, PROBE, request)
 
 
 def to_contract(r: SGLangReply, target: Target) -> ServingContract:
@@ -184,9 +187,18 @@ def probe_serving(target: Target, draft: Draft, sglang_version: str | None = Non
     `serve_args`, the launch contract: those arguments as the release parses and resolves them."""
     preflight(target, sglang_version)
     launch = {} if serve_args is None else {"serve_args": list(serve_args)}
+    r = serving_reply(target, draft, sglang_version, serve_args, candidates=candidates or [], **launch)
+    return to_contract(r, target), list(r.candidates)
+
+
+def serving_reply(target: Target, draft: Draft, sglang_version: str | None, argv: tuple[str, ...] | None,
+                  **request) -> SGLangReply:
+    """The serving probe's reply to `request`; what stopped it raised: parity's limit or failure,
+    the release refusing the serve arguments `argv` (LaunchRefused, its words), or the target it
+    cannot build."""
     try:
-        reply = run_probe(target.config, draft.path.resolve(), sglang_version, candidates=candidates or [],
-                          names={"draft": draft.name, "target": target.name}, **launch)
+        reply = run_probe(target.config, draft.path.resolve(), sglang_version,
+                          names={"draft": draft.name, "target": target.name}, **request)
     except EnvError as exc:
         raise ServingExtractionError(str(exc)) from exc
     unsupported = stop_from_reply(reply, "sglang")
@@ -194,13 +206,21 @@ def probe_serving(target: Target, draft: Draft, sglang_version: str | None = Non
         raise unsupported
     r = SGLangReply.read(reply)
     if r.launch_refused:  # the engine's own words: bad input, one line
-        raise LaunchRefused(f"--serve-args: sglang {r.shown_release}'s {r.launch_refused}", argv=serve_args)
+        raise LaunchRefused(f"--serve-args: sglang {r.shown_release}'s {r.launch_refused}", argv=argv)
     if r.error is not None and (r.release is None or r.unsupported):
         raise ServingExtractionError(f"target config {target.path}: {r.error}" if r.unsupported else r.error)
-    return to_contract(r, target), list(r.candidates)
+    return r
+
+
+def refuse_launch(target: Target, draft: Draft, sglang_version: str | None = None, *,
+                  serve_args: tuple[str, ...]) -> None:
+    """Refuse (LaunchRefused) serve arguments the release's own parser or resolution refuses,
+    before any model is built: the probe stops after the launch contract."""
+    preflight(target, sglang_version)
+    serving_reply(target, draft, sglang_version, serve_args, serve_args=list(serve_args), launch_only=True)
 
 
 __all__ = ["FLAG", "FORWARD_LONG_POSITIONS", "FORWARD_MODULE", "IDS_KEYS", "NAME", "OPTIONS", "RELEASE_NOUN",
            "SEED_LAUNCH", "SWEEP_FROM", "ServingExtractionError", "add_options", "extract_serving", "forward_refusal", "preflight",
            "release_from",
-           "probe_serving", "python", "run_probe", "served_config", "to_contract", "write_ids"]
+           "probe_serving", "python", "refuse_launch", "run_probe", "served_config", "to_contract", "write_ids"]

@@ -26,7 +26,7 @@ from . import cpu_path, launch, ranks, rope_base
 from .draft_facts import dflash_facts, draft_facts
 from .families import place
 from .reply import SGLangReply
-from ...child import (HARNESS_LIMIT_KEY, LIMIT_RULES, finding, harness_limit, note, one_line, parity_fault, with_limits,
+from ...child import (HARNESS_LIMIT_KEY, LIMIT_RULES, finding, harness_limit, imports_failing, note, one_line, parity_fault, with_limits,
                       words)
 from ... import layout
 from ...identify import identify_slots
@@ -400,6 +400,10 @@ def extract(request: dict) -> dict[str, Any]:
     version = metadata.version("sglang")
     reply: dict[str, Any] = {**reply_header(version), "findings": []}
     findings = reply["findings"]
+    unimportable = imports_failing(lambda: adapter_for(version)[0].check_code_paths(), "sglang")
+    if unimportable is not None and no_eagle3(version) is None:  # parity.extract.installed runs it elsewhere
+        reply.update(CannotExtract.entry("sglang", version, unimportable, unimportable=True))
+        return reply
     try:
         adapter, code_paths, placement = adapter_for(version)
         adapter.check_code_paths()  # its own family's too: a moved code path is never run
@@ -412,7 +416,9 @@ def extract(request: dict) -> dict[str, Any]:
         lacks = no_eagle3(version)
         reply.update(CannotExtract.entry("sglang", version, lacks or (
             f"its code cannot be imported here: {one_line(exc)} (imported by {importer(exc)})"),
-            engine_lacks=bool(lacks)))
+            engine_lacks=bool(lacks), unimportable=not lacks))
+        return reply
+    if request.get("imports_only"):  # where it can run (parity.extract.installed): nothing is built
         return reply
     reply["code_paths"] = code_paths
     reply["family"] = placement.family
@@ -429,6 +435,8 @@ def extract(request: dict) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="parity-serving-"))
     if request.get("serve_args") is not None:  # the launch contract, before the runtime is set up
         if not resolve_launch(adapter, request["serve_args"], real, draft_dir, work, reply, names):
+            return reply
+        if request.get("launch_only"):  # the serve command alone, refused before any model is built
             return reply
     algorithm = served_algorithm(draft_config, reply.get("launch")) if draft_dir else "EAGLE3"
     if algorithm in DFLASH_FAMILY:

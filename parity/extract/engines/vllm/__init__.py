@@ -2,9 +2,10 @@
 
 This package implements `parity.extract.engines.Engine` with its module-level names, plus
 `extract_dump`: the layout of the hidden-state dump speculators' data generation makes with
-vLLM (`extract_hidden_states`). Both run `probe.py` in a fresh process of the environment
-that has the vLLM release (vLLM cannot share the main environment: it pins its own
-transformers range and its model code needs the CPU platform set before import). Nothing here
+vLLM (`extract_hidden_states`). Both run `probe.py` in a fresh process: of this interpreter,
+with the vLLM installed here, or of parity's environment of the release a `--vllm` flag names,
+or of the installed release when its code cannot be imported here (parity.extract.installed;
+its model code needs the CPU platform set before import, which the probe does). Nothing here
 knows a numbering rule: the ids are read by vLLM's own config classes and model runners, and
 every captured state is named by numerical identity against transformers (docs/vllm.md).
 """
@@ -12,21 +13,22 @@ every captured state is named by numerical identity against transformers (docs/v
 from __future__ import annotations
 
 import json
+import sys
+from importlib import metadata
 from typing import Any
 
-from packaging.version import Version
-
 from ....contract import BuiltDraft, DatagenDump, Finding, GraphFlags, Provenance, ServingContract, Tap, sources
-from ....envs import EnvError, display_python, environments, find_env, run_module
+from ....envs import EnvError, display_python, find_env
 from ....conventions import Convention, input_to
 from ....errors import UserError, stop_from_reply
 from ....inputs import Draft, LaunchRefused, Target
-from ... import release_option
+from ... import installed, release_option
 from ...eagle3_config import eagle3_config
 from .. import ServingExtractionError
 from .reply import VLLMForwardReply, VLLMReply
 
 NAME = "vllm"
+DIST = "vllm"  # the distribution whose installed release runs (parity.extract.installed)
 PROBE = "parity.extract.engines.vllm.probe"
 FORWARD_MODULE = "parity.extract.engines.vllm.forward_side"
 FORWARD_REPLY = VLLMForwardReply
@@ -56,11 +58,13 @@ SEED_LAUNCH = ("--speculative-config", '{"method": "eagle3", "num_speculative_to
 # The commands that take a vLLM release, and what its flag means there (metavar, help): the
 # dump description's flag ("datagen") names the release whose data generation makes the dump.
 OPTIONS = {
-    "datagen": ("VERSION", "the vLLM release that makes the dump from --datagen-ids (default: the newest installed)"),
-    "contract": ("VERSION", "with --engine vllm: the release (default: the newest installed)"),
+    "datagen": ("VERSION", "the vLLM release that makes the dump from --datagen-ids (default: the installed one)"),
+    "contract": ("VERSION", "with --engine vllm: another release, in parity's environment of it (default: the "
+                            "installed one)"),
+    "lock": ("VERSION", "with --engine vllm: the release the lock is made under (default: the installed one)"),
     "matrix": ("V,V", "only these vLLM releases (serving by vLLM)"),
     "can-i-deploy": ("VERSION", "served by this vLLM release"),
-    "forward": ("VERSION", "with --engine vllm: the release (default: the newest installed)"),
+    "forward": ("VERSION", "with --engine vllm: another release (default: the installed one)"),
     "sweep": ("RANGE", f"the vLLM releases: 'all' (from {SWEEP_FROM}, the oldest parity has a family for), "
                        "'none', or a version range (which may reach older releases)"),
 }
@@ -86,30 +90,14 @@ class DatagenError(UserError, RuntimeError):
     """vLLM's data-generation capture could not be run or named for this target (one line)."""
 
 
-def installed_versions() -> list[str]:
-    """The vLLM releases an environment in envs.toml pins and has built, oldest first."""
-    found = {env.packages["vllm"] for env in environments() if "vllm" in env.packages and env.built}
-    return sorted(found, key=Version)
-
-
-def resolve_version(version: str | None) -> str:
-    """`version`, or the newest installed release (vLLM is never in the main environment)."""
-    if version is not None:
-        return version
-    versions = installed_versions()
-    if not versions:
-        raise EnvError("no vLLM environment is built: run `./dev setup vllm-0.34.0` (or `parity setup "
-                       "vllm-0.34.0`)")
-    return versions[-1]
-
-
 def python(version: str | None) -> str:
-    """The interpreter of the environment that has vllm `version` (None: the newest installed)."""
-    return str(find_env("vllm", resolve_version(version)).python)
+    """The interpreter that runs vllm `version` (None: the installed release, in this interpreter;
+    parity.extract.installed)."""
+    return installed.interpreter(sys.modules[__name__], version).python
 
 
 def run_probe(request: dict, vllm_version: str | None) -> dict[str, Any]:
-    return run_module(python(vllm_version), PROBE, {"seq_len": 8, "seed": 0, **request}, cache=True)
+    return installed.run(sys.modules[__name__], vllm_version, PROBE, {"seq_len": 8, "seed": 0, **request})
 
 
 # -- the data-generation dump ------------------------------------------------------------------
@@ -213,16 +201,23 @@ def served_config(spec: dict, ids: list[int], release: str | None = None) -> dic
     speculators-format loader (vLLM copies its top-level ids into the draft's config), so it is
     `spec`; a release without one (0.8.5: transformers' AutoConfig refuses a config with no
     `model_type`) serves the EAGLE-3 format (parity.extract.eagle3_config)."""
-    if loads_speculators_format(resolve_version(release)):
+    if loads_speculators_format(release):
         return write_ids(spec, ids)
     return write_ids(eagle3_config(spec, ids), ids)
 
 
-def loads_speculators_format(version: str) -> bool:
-    """Whether vLLM `version`'s installed code has a speculators-format config loader (its
-    `transformers_utils/configs/speculators` package, from the release's files: nothing is imported)."""
+SPECULATORS_LOADER = "vllm/transformers_utils/configs/speculators/__init__.py"
+
+
+def loads_speculators_format(version: str | None) -> bool:
+    """Whether vLLM `version`'s code (None: the installed release's) has a speculators-format
+    config loader (its `transformers_utils/configs/speculators` package, from the release's files:
+    nothing is imported)."""
+    if version is None:
+        installed.release(sys.modules[__name__], None)  # none installed: the one-line refusal
+        return metadata.distribution(DIST).locate_file(SPECULATORS_LOADER).is_file()
     env = find_env("vllm", version)
-    return any(env.path.glob("lib/python*/site-packages/vllm/transformers_utils/configs/speculators/__init__.py"))
+    return any(env.path.glob(f"lib/python*/site-packages/{SPECULATORS_LOADER}"))
 
 
 def _names(run: dict) -> list[str | None]:
@@ -317,11 +312,18 @@ def probe_serving(target: Target, draft: Draft, vllm_version: str | None = None,
     """The serving contract, plus what vLLM would capture for each candidate id list; with
     `serve_args`, the launch contract: those arguments (after `vllm serve MODEL`) as the release
     parses and resolves them (parity.extract.engines.vllm.launch)."""
+    launch = {} if serve_args is None else {"serve_args": list(serve_args)}
+    r = serving_reply({"mode": "serving", "target_config": target.config, "draft_dir": str(draft.path.resolve()),
+                       "names": {"draft": draft.name, "target": target.name},
+                       "candidates": candidates or [], **launch}, vllm_version, serve_args)
+    return to_contract(r, target), list(r.candidates)
+
+
+def serving_reply(request: dict, vllm_version: str | None, serve_args: tuple[str, ...] | None) -> VLLMReply:
+    """The serving probe's reply to `request`; what stopped it raised: parity's limit or failure,
+    the release refusing the serve arguments (LaunchRefused, its words), or its error."""
     try:
-        launch = {} if serve_args is None else {"serve_args": list(serve_args)}
-        reply = run_probe({"mode": "serving", "target_config": target.config, "draft_dir": str(draft.path.resolve()),
-                           "names": {"draft": draft.name, "target": target.name},
-                           "candidates": candidates or [], **launch}, vllm_version)
+        reply = run_probe(request, vllm_version)
     except EnvError as exc:
         raise ServingExtractionError(str(exc)) from exc
     limit = stop_from_reply(reply, "vllm")
@@ -333,7 +335,16 @@ def probe_serving(target: Target, draft: Draft, vllm_version: str | None = None,
                             unresolved=r.launch_unresolved, argv=serve_args or ())
     if r.error is not None:
         raise ServingExtractionError(f"vllm {r.shown_release}: {r.error}")
-    return to_contract(r, target), list(r.candidates)
+    return r
+
+
+def refuse_launch(target: Target, draft: Draft, vllm_version: str | None = None, *,
+                  serve_args: tuple[str, ...]) -> None:
+    """Refuse (LaunchRefused) serve arguments the release's own parser or resolution refuses,
+    before any model is built: the probe stops after the launch contract."""
+    serving_reply({"mode": "serving", "target_config": target.config, "draft_dir": str(draft.path.resolve()),
+                   "names": {"draft": draft.name, "target": target.name},
+                   "serve_args": list(serve_args), "launch_only": True}, vllm_version, serve_args)
 
 
 def extract_serving(target: Target, draft: Draft, vllm_version: str | None = None, *,
@@ -343,5 +354,5 @@ def extract_serving(target: Target, draft: Draft, vllm_version: str | None = Non
 
 __all__ = ["FLAG", "FORWARD_LONG_POSITIONS", "FORWARD_MODULE", "IDS_KEYS", "NAME", "OPTIONS", "RELEASE_NOUN",
            "SEED_LAUNCH", "SWEEP_FROM", "TOP_LEVEL_IDS", "DatagenError", "ServingExtractionError", "add_options", "forward_refusal", "release_from",
-           "extract_dump", "extract_serving", "installed_versions", "launch_ids", "preflight", "probe_serving",
+           "extract_dump", "extract_serving", "launch_ids", "refuse_launch", "preflight", "probe_serving",
            "python", "served_config", "to_contract", "write_ids"]

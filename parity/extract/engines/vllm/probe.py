@@ -38,9 +38,9 @@ from ...child import innermost, owner
 from .families import place
 from .reply import VLLMReply
 from ...config_reads import reading_dicts, recording
-from ...run_until import CodePathMoved
+from ...run_until import CodePathMoved, require
 from ... import layout
-from ...child import HARNESS_LIMIT_KEY, LIMIT_RULES, harness_limit, one_line, parity_fault, with_limits
+from ...child import HARNESS_LIMIT_KEY, LIMIT_RULES, harness_limit, imports_failing, one_line, parity_fault, with_limits
 from ....contract.hf import draft_kind
 from ....contract.reply import reply_header
 from ....envs import reply_over_stdio
@@ -242,14 +242,22 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
         reply.update(CannotExtract.entry("vllm", version, str(exc)))
         return reply
     family = placement.module
+    adapter = family.Adapter()
+    unimportable = imports_failing(lambda: (adapter.platform(), require(*family.IMPORTS)), "vllm")
+    if unimportable is not None:  # this interpreter cannot run it: parity.extract.installed runs it elsewhere
+        reply.update(CannotExtract.entry("vllm", version, unimportable, unimportable=True))
+        return reply
+    if request.get("imports_only"):  # where it can run (parity.extract.installed): nothing is built
+        return reply
     reply["family"] = placement.family
     if placement.note:
         reply["release_note"] = placement.note
-    adapter = family.Adapter()
     reply["code_paths"] = family.CODE_PATHS
     adapter.platform()
     if request.get("serve_args") is not None:  # the launch contract, before anything is built
         if not resolve_launch(adapter, request, version, reply):
+            return reply
+        if request.get("launch_only"):  # the serve command alone, refused before any model is built
             return reply
     reply["kernel_standins"] = replace_kernels(adapter)
 

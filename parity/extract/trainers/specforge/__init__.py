@@ -17,21 +17,22 @@ The "dump layout" of the contract is that capture: the three fc states and the l
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 from ....contract import (BuiltDraft, DatagenDump, Finding, GraphFlags, Provenance, Tap, TargetModel, TrainedDepth, TrainingContract,
                          VocabMapping, sources)
-from ....envs import EnvError, display_python, environments, find_env, run_module
+from ....envs import EnvError, display_python
 from ....contract.reply import ForwardReply, ProbeReply
 from ....errors import UserError, stop_from_reply
 from ....conventions import Convention, output_of
 from ....inputs import Draft, Target, TrainingRun, parse_ids
+from ... import installed
 from ..draft import DraftError, read_draft
 from .reply import SpecForgeReply
 
 NAME = "specforge"
+DIST = "specforge"  # the distribution whose installed release runs (parity.extract.installed)
 FLAG = "--specforge"
 TITLE = "SpecForge"
 CAPTURES_STATES = True  # with its pinned SGLang: no dump to describe
@@ -70,7 +71,8 @@ def add_options(parser, command: str) -> None:
         parser.add_argument(IDS_FLAG, metavar="IDS",
                             help="--trainer specforge: the run's model.aux_hidden_state_layer_ids override, "
                                  "e.g. 1,15,28 (default: the draft's eagle_config, else SpecForge's own)")
-        parser.add_argument(FLAG, metavar="VERSION", help="--trainer specforge: another installed release")
+        parser.add_argument(FLAG, metavar="VERSION", help="--trainer specforge: another release, in parity's "
+                            "environment of it (default: the installed one)")
 
 
 def release_from(args) -> str | None:
@@ -82,20 +84,10 @@ def ids_from(args) -> list[int] | None:
 
 
 def python(release: str | None) -> str:
-    """The interpreter with SpecForge `release`: None is this one when it has SpecForge, else
-    the newest SpecForge environment envs.toml builds (SpecForge pins its own SGLang, so it
-    never shares the main environment)."""
-    if release is not None:
-        return str(find_env("specforge", release).python)
-    if importlib.util.find_spec("specforge") is not None:
-        return sys.executable
-    from packaging.version import Version
-
-    envs = sorted((e for e in environments() if "specforge" in e.packages),
-                  key=lambda e: Version(e.packages["specforge"]))
-    if not envs:
-        raise EnvError("no environment in envs.toml has specforge: add a [releases.specforge] line")
-    return str(find_env("specforge", envs[-1].packages["specforge"]).python)
+    """The interpreter with SpecForge `release`: None is the installed release, in this
+    interpreter (SpecForge pins its own SGLang: where that cannot be imported here, parity's
+    environment of the release; parity.extract.installed)."""
+    return installed.interpreter(sys.modules[__name__], release).python
 
 
 def run_probe(target_config: dict, draft_dir: Path | None, run_ids: list[int] | None,
@@ -110,7 +102,7 @@ def run_probe(target_config: dict, draft_dir: Path | None, run_ids: list[int] | 
                **({"built": {"from": built_from}} if built_from and draft_dir else {}),
                **({"trained_run": {"path": str(Path(trained_run).resolve()), "given": str(trained_run)}}
                   if trained_run is not None else {})}
-    return run_module(python(release), PROBE_MODULE, request, cache=True)
+    return installed.run(sys.modules[__name__], release, PROBE_MODULE, request)
 
 
 def _ids_source(run_ids, draft) -> str:

@@ -29,7 +29,7 @@ from .families import family_for
 from ...families import family_name
 from .reply import SpecForgeReply
 from ... import standins
-from ...child import finding, one_line, with_limits
+from ...child import finding, imports_failing, one_line, with_limits
 from ...config_reads import read_fields, recording, replaced
 from ...identify import identify, identify_slots
 from ...engines.sglang.probe import adapter_for, setup_on_a_free_port
@@ -59,15 +59,33 @@ def warm() -> None:
 
 
 def extract(request: dict) -> dict[str, Any]:
+    import importlib
+
     version = metadata.version("specforge")
-    sglang_version = metadata.version("sglang")
+    try:
+        sglang_version = metadata.version("sglang")
+    except metadata.PackageNotFoundError:  # SpecForge runs its own SGLang: not here
+        return {**reply_header(version), **CannotExtract.entry(
+            "specforge", version, "its code cannot be imported here: the SGLang it runs is not installed",
+            unimportable=True)}
     reply: dict[str, Any] = {**reply_header(version, engine_release=sglang_version), "findings": []}
+    def imports() -> None:
+        adapter_for(sglang_version)[0].check_code_paths()
+        for name in family_for(version).IMPORTS:
+            importlib.import_module(name)
+
+    unimportable = imports_failing(imports, "specforge", "sglang")
+    if unimportable is not None:  # this interpreter cannot run it (parity.extract.installed)
+        reply.update(CannotExtract.entry("specforge", version, unimportable, unimportable=True))
+        return reply
     try:
         family = family_for(version)
         adapter, sglang_paths, placement = adapter_for(sglang_version)
         adapter.check_code_paths()  # a moved code path of the capture is never run
     except LookupError as exc:
         reply.update(CannotExtract.entry("specforge", version, f"(sglang {sglang_version}) {exc}"))
+        return reply
+    if request.get("imports_only"):  # where it can run (parity.extract.installed): nothing is built
         return reply
     reply["family"] = family_name(family)
     reply["code_paths"] = {**family.CODE_PATHS, "sglang_capture": sglang_paths["capture"]}

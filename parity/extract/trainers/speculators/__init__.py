@@ -22,9 +22,9 @@ from ....contract import (BuiltDraft, DatagenDump, Finding, FindingKind, GraphFl
                          VocabMapping, sources)
 from ....conventions import CONVENTIONS, ConventionError, datagen_refusal, to_taps
 from ...numbering import conventions
-from ....envs import display_python, find_env, run_module
+from ....envs import display_python
 from ....inputs import Draft, Target
-from ... import release_option
+from ... import installed, release_option
 from ..draft import DraftConfig, DraftError, draft_ids, load_config, read_draft
 from .reply import SpeculatorsForwardReply, SpeculatorsReply
 from ....errors import UserError, stop_from_reply
@@ -57,6 +57,7 @@ __all__ = ["DraftConfig", "DraftError", "PROBE_MODULE", "TrainingExtractionError
            "contract_from_probe", "extract_training", "probe_training", "read_draft"]
 
 NAME = "speculators"
+DIST = "speculators"  # the distribution whose installed release runs (parity.extract.installed)
 FLAG = "--speculators"
 TITLE = "speculators"
 CAPTURES_STATES = False  # it trains on a dump (--dump-layout, or --datagen-ids run through vLLM)
@@ -68,7 +69,8 @@ SWEEP_FROM = "0.3.0"  # where the sweep's 'all' starts: its first release with a
 # The commands that take a speculators release, and what its flag means there (metavar, help).
 OPTIONS = {
     "contract": ("VERSION", "run another installed release (an environment in envs.toml)"),
-    "check": ("VERSION", "training under another installed release"),
+    "check": ("VERSION", "training under another release, in parity's environment of it (default: the installed one)"),
+    "lock": ("VERSION", "the release the lock is made under (default: the installed one)"),
     "replay": ("VERSION", "replay under another installed release"),
     "matrix": ("V,V", "only these speculators releases (--trainer specforge: --specforge V,V)"),
     "can-i-deploy": ("VERSION", "the speculators release (required unless --trainer specforge, which takes --specforge)"),
@@ -111,10 +113,9 @@ def _finding(kind: str, message: str, severity: str = "warning", slot: int | Non
 
 
 def probe_python(speculators_version: str | None) -> str:
-    """The interpreter whose speculators is probed: this one, or the env pinning that version."""
-    if speculators_version is None:
-        return sys.executable
-    return str(find_env("speculators", speculators_version).python)
+    """The interpreter whose speculators is probed: this one with the installed release (None),
+    or the environment pinning that version (parity.extract.installed)."""
+    return installed.interpreter(sys.modules[__name__], speculators_version).python
 
 
 def probe_training(num_slots: int, speculators_version: str | None = None, draft: dict | None = None,
@@ -125,7 +126,7 @@ def probe_training(num_slots: int, speculators_version: str | None = None, draft
     "dflash": the draft is a DFlash one, trained through the release's DFlash model."""
     request = {"num_slots": num_slots, **PROBE_SHAPE, **({"draft": draft} if draft else {}),
                **({"kind": kind} if kind != "eagle3" else {})}
-    return run_module(probe_python(speculators_version), PROBE_MODULE, request, cache=True)
+    return installed.run(sys.modules[__name__], speculators_version, PROBE_MODULE, request)
 
 
 def target_config_for_build(target: TargetModel) -> dict:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import tempfile
 import time
 import traceback
@@ -45,7 +46,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 import torch
-from ...child import note, with_limits
+from ...child import imports_failing, note, with_limits
 from ..config_class import config_schema
 from ....contract.reply import reply_header
 from ....envs import reply_over_stdio
@@ -517,19 +518,37 @@ def warm() -> None:
             pass  # a release without it: the run looks it up itself
 
 
+# The modules of the installed speculators its data path imports (where the release has them).
+DATA_PATH_MODULES = ("speculators.train.data", "speculators.config")
+
+
+def import_data_path() -> None:
+    """Import the installed speculators and the modules of its data path that the release has."""
+    import speculators  # noqa: F401
+
+    for name in DATA_PATH_MODULES:
+        if importlib.util.find_spec(name) is not None:
+            importlib.import_module(name)
+
+
 def probe(request: dict) -> dict[str, Any]:
     """The reply for one request (see the module docstring)."""
-    num_slots = int(request["num_slots"])
+    num_slots = int(request["num_slots"]) if not request.get("imports_only") else 1
     hidden = int(request.get("hidden_size", 8))
     seq_len = int(request.get("seq_len", 6))
     dflash = request.get("kind") == "dflash"
     started = time.perf_counter()
-    import speculators  # noqa: F401 - imports the whole package (most of a probe's time)
-
+    unimportable = imports_failing(import_data_path, "speculators")  # most of a probe's time
     imported = time.perf_counter()
+    if unimportable is not None:  # this interpreter cannot run it (parity.extract.installed)
+        version = metadata.version("speculators")
+        return {**reply_header(version), **CannotExtract.entry("speculators", version, unimportable,
+                                                               unimportable=True)}
     version, own_version = speculators_version()
     reply: dict[str, Any] = {**reply_header(version, release_declared=own_version),
                              "paths": [], "looked_for": [], "errors": [], "skipped": []}
+    if request.get("imports_only"):  # where it can run (parity.extract.installed): nothing is built
+        return reply
     if num_slots < 1 or seq_len < 2 or not marker_capacity_ok(num_slots, seq_len, hidden):
         reply["error"] = (f"request too small to mark: num_slots={num_slots} (>=1), seq_len={seq_len} "
                           f"(>=2), hidden_size={hidden} (needs 7^(H-1) >= slots*positions)")
