@@ -7,6 +7,8 @@ extraction in this process and in the CLI's children then runs the drifted engin
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from parity.envs import PROBE_OVERRIDES
@@ -32,10 +34,17 @@ def inject_drift(monkeypatch):
 
 def pytest_collection_modifyitems(config, items):
     """The plugin's items (one per locked contract under contracts/) run both sides' engines in
-    child processes: they are `slow`, outside the fast tier (`./dev test --fast`)."""
+    child processes: they are `slow`, outside the fast tier (`./dev test --fast`). Tests marked
+    `exhaustive` (docs/development.md, 'Test tiers') are deselected unless PARITY_EXHAUSTIVE=1
+    (`./dev test --all`): the suite, and so CI, runs one proof per family and per drift."""
     for item in items:
         if item.get_closest_marker("parity") is not None:
             item.add_marker(pytest.mark.slow)
+    if os.environ.get("PARITY_EXHAUSTIVE") != "1":
+        kept = [item for item in items if item.get_closest_marker("exhaustive") is None]
+        if len(kept) < len(items):
+            config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+            items[:] = kept
 
 
 @pytest.fixture(autouse=True)

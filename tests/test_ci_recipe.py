@@ -36,7 +36,7 @@ from parity.build_env import torch_source, uv, uv_env
 
 from .helpers import ROOT
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.exhaustive]  # a wheel, a venv, two releases: ./dev test --all
 
 SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "parity", "envs.toml", "locks", "fixtures",
            "contracts", "releases.json")
