@@ -11,6 +11,7 @@ its `site` import) is out of parity's reach. Imports here: stdlib and parity.err
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
@@ -51,6 +52,15 @@ _TAKEN = _take_over()
 from .errors import ExitCode, Terminated, forget_interrupt  # noqa: E402 - after the take-over, on purpose
 
 
+def _pipe_closed() -> ExitCode:
+    """The reader of stdout closed it (`parity schema | head`): nothing more is printed, and the
+    interpreter's own flush at exit, pointed at /dev/null, raises nothing either."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return ExitCode.PIPE_CLOSED
+
+
 def main() -> int:
     """The exit code of `parity` with sys.argv's arguments (parity.cli.main), every signal that
     arrives after this module was imported ending in its own code and one line."""
@@ -63,6 +73,9 @@ def main() -> int:
         code = run_command()
         if signal.SIGINT in _received and code not in (ExitCode.INTERRUPTED, ExitCode.TERMINATED):  # swallowed in it
             raise KeyboardInterrupt()
+        sys.stdout.flush()  # what is still buffered: its reader may have gone (BrokenPipeError)
+    except BrokenPipeError:
+        code = _pipe_closed()
     except KeyboardInterrupt:
         _settle(taken)
         print("parity: interrupted", file=sys.stderr)

@@ -19,6 +19,7 @@ class ExitCode(IntEnum):
     BAD_INPUT = 2    # bad input or an unsupported case: one actionable line on stderr
     INTERNAL = 3     # a bug in parity itself (PARITY_DEBUG=1 shows the traceback)
     INTERRUPTED = 130  # 128 + SIGINT: Ctrl-C
+    PIPE_CLOSED = 141  # 128 + SIGPIPE: the reader of stdout closed it (`parity schema | head`)
     TERMINATED = 143   # 128 + SIGTERM: e.g. a CI runner cancelling the job
 
 

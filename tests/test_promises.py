@@ -533,3 +533,16 @@ def test_conflicting_flags_with_a_lock_are_exit_2(capsys):
     rc, out, err = run(capsys, "check", "--contract", KIMI_LOCK, "--target-config", LLAMA)
     one_line_exit_2(rc, out, err)
     assert "--target-config" in err
+
+
+@pytest.mark.parametrize("command", [["schema"], ["conventions"], ["--version"]])
+def test_a_reader_that_closes_stdout_ends_the_command_in_141_and_no_traceback(command):
+    """`parity schema | head -1`: the reader goes after one line; parity stops printing and exits
+    141 (128 + SIGPIPE), with nothing on stderr (it was exit 3, 'internal error: BrokenPipeError')."""
+    read, write = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-m", "parity", *command], stdout=write, stderr=subprocess.PIPE,
+                            cwd=ROOT)
+    os.close(write)
+    os.close(read)  # the reader is gone before parity prints
+    err = proc.communicate(timeout=120)[1].decode()
+    assert (proc.returncode, err) == (141, ""), (proc.returncode, err)

@@ -134,6 +134,8 @@ def _main(argv: list[str] | None) -> int:
     except UsageError as exc:
         print(f"parity: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT
+    except BrokenPipeError:  # stdout's reader went away (`| head`): parity.entry ends the command
+        raise
     except Exception as exc:  # noqa: BLE001 - sorted below: bad input (2) or a bug (3)
         if isinstance(exc, UserError):
             lines = no_addresses(str(exc)).strip().splitlines() or [type(exc).__name__]
