@@ -422,11 +422,11 @@ def test_an_absurd_layer_count_is_refused_before_any_model_is_built(tmp_path, ca
     ["forward", "--fixture", "llama-8l", "--seq-len", "100000000"],
 ])
 def test_unbounded_work_is_refused_with_the_reason(capsys, argv):
-    t0 = time.perf_counter()
     rc, out, err = run(capsys, *argv)
     one_line_exit_2(rc, out, err)
     assert "1..16" in err or "at most 4096" in err  # refused by the bound, with its reason
-    assert time.perf_counter() - t0 < 10
+    # before any work: this fast-tier test fails if it asks for an engine, forward or replay
+    # child (tests/conftest.py); no wall-clock bound, which a loaded machine broke
 
 
 def test_an_unknown_architecture_is_refused_before_any_extraction(tmp_path, capsys):
