@@ -358,3 +358,21 @@ def test_vllm_0_22_refuses_a_dflash_draft_as_paritys_limit():
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "parity's adapter for vllm 0.22.0 does not run DFlash capture" in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_vllm_serves_a_dflash_draft_under_method_dflash_and_not_under_eagle3():
+    """vLLM 0.34's launch: a DFlash draft under method `dflash` is served as its kind (PARITY, with
+    the serve arguments; was a false DRIFT, 'dflash is not EAGLE-3'); under `eagle3` vLLM's own
+    resolution refuses the draft, in its words (exit 2)."""
+    if not built("vllm", "0.34.0"):
+        pytest.skip("vllm 0.34.0 environment not built")
+    spec = '{"method": "%s", "model": "org/Qwen3-8B-DFlash", "num_speculative_tokens": 3}'
+    rc, result = check(DFLASH, TRAINED, "--engine", "vllm", "--vllm", "0.34.0",
+                       "--serve-args", f"--speculative-config '{spec % 'dflash'}'")
+    assert (rc, result["verdict"]) == (0, "parity"), result["differences"]
+    assert result["serving"]["launch"]["algorithm_is_dflash"] is True
+    proc = run_parity("check", "--target-config", str(QWEN3), "--draft", str(DFLASH), "--dump-layout", TRAINED,
+                      "--engine", "vllm", "--vllm", "0.34.0", "--serve-args",
+                      f"--speculative-config '{spec % 'eagle3'}'")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr[-2000:]
+    assert "requested method='eagle3', but the draft model" in proc.stderr and "'dflash' checkpoint" in proc.stderr

@@ -167,6 +167,9 @@ class EngineReply(FamilyReply, TargetClassReply):
                                        "provenance names it.")
     launch: LaunchContract | None = Field(default=None, description="The serve arguments as the release's parser and "
                                           "resolution read them, with verified fixes (asked with serve_args).")
+    launch_only: bool = Field(default=False, description="The probe stopped after the launch contract, as asked "
+                              "(a request with launch_only: the release's parser and resolution accepted the serve "
+                              "arguments; nothing was built).")
     launch_refused: str | None = Field(default=None, description="The release's parser or resolution refused the "
                                        "serve arguments (or its family resolves none): its words (bad input, exit 2).")
     draft_kind: Literal["eagle3", "dflash"] = Field(default="eagle3", description="The kind of draft the engine "

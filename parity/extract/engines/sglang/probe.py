@@ -437,6 +437,7 @@ def extract(request: dict) -> dict[str, Any]:
         if not resolve_launch(adapter, request["serve_args"], real, draft_dir, work, reply, names):
             return reply
         if request.get("launch_only"):  # the serve command alone, refused before any model is built
+            reply["launch_only"] = True
             return reply
     algorithm = served_algorithm(draft_config, reply.get("launch")) if draft_dir else "EAGLE3"
     if algorithm in DFLASH_FAMILY:

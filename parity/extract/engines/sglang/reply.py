@@ -41,7 +41,7 @@ class SGLangReply(EngineReply, FindingsReply):
 
     @model_validator(mode="after")
     def _slots_unless_stopped(self) -> "SGLangReply":
-        if self.slots is None and self.error is None and self.launch_refused is None:
+        if self.slots is None and self.error is None and self.launch_refused is None and not self.launch_only:
             raise ValueError("a reply with no error and no refused launch names the captured slots")
         return self
 

@@ -237,6 +237,14 @@ def to_contract(r: VLLMReply, target: Target) -> ServingContract:
     """The contract of the GPU-default runner. Each runner's ids and fc input are kept in the
     provenance; runners feeding different states is an error finding (a drift for one of them)."""
     version = r.shown_release
+    if r.draft_refused is not None:  # nothing captured: the engine refuses the draft as written
+        return ServingContract(
+            target_model=target.model, fc_input=(None,), engine=NAME, draft_kind=r.draft_kind,
+            findings=(Finding(kind="draft_unloadable", severity="error", message=r.draft_refused),),
+            provenance=Provenance(package="vllm", version=version, code_path=next(iter(r.code_paths.values()), "?"),
+                                  python=display_python(r.python), details={}, family=r.family,
+                                  release_note=r.release_note, reply_cache=r.reply_cache),
+            requested_ids=None, ids_source="none: vLLM's config classes refuse the draft", launch=r.launch)
     runner = r.gpu_default_runner
     runs = r.runners
     chosen = runs[runner]

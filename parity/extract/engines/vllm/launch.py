@@ -404,8 +404,9 @@ class _Holder:
         raise AttributeError(f"parity's holder has no {name!r}: vLLM's code reads more than parity set up")
 
 
-def method_fix(argv: list[str], spec_given: dict | None, merged: dict | None) -> list[str] | None:
-    """`argv` with the speculative config's method set to eagle3 (every other key as the user
+def method_fix(argv: list[str], spec_given: dict | None, merged: dict | None,
+               method: str = "eagle3") -> list[str] | None:
+    """`argv` with the speculative config's method set to `method` (every other key as the user
     gave it, in one `--speculative-config`); None when the user gave no speculative config."""
     if not merged and not spec_given:
         return None
@@ -428,26 +429,47 @@ def method_fix(argv: list[str], spec_given: dict | None, merged: dict | None) ->
         out.append(arg)
     if "model" not in config and user_model is not None:
         config["model"] = user_model  # as the user wrote it (parity's draft stands there when resolved)
-    config["method"] = "eagle3"
+    config["method"] = method
     return out + ["--speculative-config", json.dumps(config)]
 
 
-def fixes(how: Callable | Launch, argv: list[str], launch: dict, model_dir: str, draft_dir: str | None) -> list[dict]:
-    """Argument lists that give an EAGLE-3 launch, each verified by resolving it again: for a
-    method under which the target's aux states are not captured, the method `eagle3`."""
-    if launch.get("algorithm_is_eagle3") is not False:
+DFLASH_ANSWER = "its SpeculativeConfig.method == 'dflash' (use_dflash())"
+
+
+def draft_kind_of(launch: dict, kind: str) -> dict:
+    """`launch` for a draft of `kind`: for a DFlash draft, the kind and vLLM's own answer whether
+    the resolved method serves it (SpeculativeConfig.use_dflash(): its method is 'dflash'), which
+    the verdict reads in place of the EAGLE-3 answer (LaunchContract.serves_the_draft)."""
+    if kind != "dflash":
+        return launch
+    method = (launch.get("effective") or {}).get("method")
+    out = {**launch, "draft_kind": "dflash", "algorithm_is_dflash": method == "dflash"}
+    if method is not None:  # else the answer already says why: no --speculative-config
+        out["algorithm_answer"] = DFLASH_ANSWER
+    return out
+
+
+def fixes(how: Callable | Launch, argv: list[str], launch: dict, model_dir: str, draft_dir: str | None,
+          kind: str = "eagle3") -> list[dict]:
+    """Argument lists that serve the draft's kind, each verified by resolving it again: for a
+    method under which the target's aux states are not captured for an EAGLE-3 draft, the method
+    `eagle3`; for a DFlash draft under another method, `dflash`."""
+    serves = launch.get("algorithm_is_dflash" if kind == "dflash" else "algorithm_is_eagle3")
+    if serves is not False:
         return []
-    return _verified(how, method_fix(argv, launch.get("_spec"), launch.get("_merged")), model_dir, draft_dir)
+    candidate = method_fix(argv, launch.get("_spec"), launch.get("_merged"), kind)
+    return _verified(how, candidate, model_dir, draft_dir, kind)
 
 
-def _verified(how: Callable | Launch, candidate: list[str] | None, model_dir: str, draft_dir: str | None) -> list[dict]:
+def _verified(how: Callable | Launch, candidate: list[str] | None, model_dir: str, draft_dir: str | None,
+              kind: str = "eagle3") -> list[dict]:
     if candidate is None:
         return []
     try:
-        again = resolve(how, candidate, model_dir, draft_dir)
+        again = draft_kind_of(resolve(how, candidate, model_dir, draft_dir), kind)
     except Exception:  # noqa: BLE001 - a candidate the engine refuses is no fix
         return []
-    if again["overrides"] or not again["algorithm_is_eagle3"]:
+    if again["overrides"] or not again["algorithm_is_dflash" if kind == "dflash" else "algorithm_is_eagle3"]:
         return []
     return [{"argv": candidate, "effective": again["effective"]}]
 
@@ -493,7 +515,7 @@ def write_model_dir(work: Path, target_config: dict) -> str:
     return str(where)
 
 
-__all__ = ["LAYOUT_FIELDS", "LAYOUT_WORDS", "Launch", "Refused", "eagle_proposer_answer", "fix_for_refused", "fixes",
+__all__ = ["DFLASH_ANSWER", "LAYOUT_FIELDS", "LAYOUT_WORDS", "Launch", "Refused", "draft_kind_of", "eagle_proposer_answer", "fix_for_refused", "fixes",
            "layout_of", "requires_aux_hidden_states", "resolve", "runner_0_11_answer", "spec_shape_note",
            "speculative_config", "speculative_config_0_11", "unrun_degrees", "uses_aux_hidden_states",
            "write_model_dir"]

@@ -258,6 +258,7 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
         if not resolve_launch(adapter, request, version, reply):
             return reply
         if request.get("launch_only"):  # the serve command alone, refused before any model is built
+            reply["launch_only"] = True
             return reply
     reply["kernel_standins"] = replace_kernels(adapter)
 
@@ -313,6 +314,11 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
             vllm_config = adapter.config(str(target_dir), speculative, free_port())
             skip.extend(adapter.target_configs(vllm_config))
     except Exception as exc:  # noqa: BLE001
+        if (request["mode"] == "serving" and not (harness_limit(exc) or parity_fault(exc))
+                and _target_alone_configures(adapter, str(target_dir))):  # the draft is what it refuses: unservable
+            reply["draft_refused"] = (f"vllm {version}'s config classes refuse the draft as written (the target "
+                                      f"alone configures): {_words(exc)}")
+            return reply
         reply["error"] = f"vllm {version}'s config classes refused the {request['mode']} set-up: {one_line(exc)}"
         reply["config_refused"] = True
         return reply
@@ -582,10 +588,23 @@ def resolve_launch(adapter, request: dict, version: str, reply: dict) -> bool:
                     f"{shlex.join(fix['argv'])})")
         reply["launch_refused"] = why
         return False
-    resolved["fixes"] = launch.fixes(resolver, argv, resolved, model_dir, draft_dir)
+    # the method must serve the draft's own kind (its config, as the verdict reads it)
+    kind = draft_kind(json.loads((Path(draft_dir) / "config.json").read_text())) if draft_dir else "eagle3"
+    resolved = launch.draft_kind_of(resolved, kind)
+    resolved["fixes"] = launch.fixes(resolver, argv, resolved, model_dir, draft_dir, kind)
     shown_names(resolved, lambda: launch.resolve(resolver, argv, model_dir, draft_dir, neutral=True))
     reply["launch"] = {k: v for k, v in resolved.items() if not k.startswith("_")}
     return True
+
+
+def _target_alone_configures(adapter, target_dir: str) -> bool:
+    """Whether vLLM's config classes accept the target with no speculative config (its process
+    group is made only after the configs are built, so nothing is left half set up)."""
+    try:
+        adapter.config(target_dir, None, free_port())
+        return True
+    except Exception:  # noqa: BLE001 - the target's own refusal, or parity's: not the draft's
+        return False
 
 
 def _words(exc: BaseException) -> str:

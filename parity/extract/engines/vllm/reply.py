@@ -48,9 +48,13 @@ class VLLMReply(EngineReply, BuiltReply):
     launch_unresolved: bool = Field(default=False, description="The serve arguments were not resolved because the "
                                     "family has no launch resolver: parity's limit, not the engine's refusal.")
 
+    draft_refused: str | None = Field(default=None, description="vLLM's config classes refused the set-up with "
+                                      "the draft as written while the target alone configures: the engine's "
+                                      "words (an unservable draft, nothing captured).")
+
     @model_validator(mode="after")
     def _runners_unless_stopped(self) -> "VLLMReply":
-        if self.error is None and self.launch_refused is None:
+        if self.error is None and self.launch_refused is None and not self.launch_only and self.draft_refused is None:
             if self.runners is None or self.gpu_default_runner not in self.runners:
                 raise ValueError("a reply with no error and no refused launch names the runners and, among them, "
                                  "the GPU default")
