@@ -32,6 +32,20 @@ def inject_drift(monkeypatch):
     return inject
 
 
+# Modules whose slow tests are `exhaustive` (docs/development.md, 'Test tiers'): each proves a
+# behaviour of more releases or cases than the suite's one proof per family and drift, which
+# these stay in the suite for: the families' extractions (test_field_sources, test_matrix), the
+# planted drifts (tests/drift, every module that injects one), the built draft and its config keys
+# on SGLang and speculators (test_built_draft_cases, test_config_keys_read), SpecForge under both
+# engines (test_published_corpus's sample, test_verdict_table), the launch (test_launch,
+# test_launch_depth, test_launch_algorithm), the forward (test_forward).
+EXHAUSTIVE_SLOW_MODULES = frozenset({
+    "tests.test_multi_layer_draft", "tests.test_dflash_training", "tests.test_specforge_trained_depth",
+    "tests.test_ondemand", "tests.test_sweep_outcome", "tests.test_built_draft_vllm_specforge",
+    "tests.test_config_keys_vllm", "tests.test_forward_positions_vllm", "tests.test_launch_matrix",
+})
+
+
 def pytest_collection_modifyitems(config, items):
     """The plugin's items (one per locked contract under contracts/) run both sides' engines in
     child processes: they are `slow`, outside the fast tier (`./dev test --fast`). Tests marked
@@ -40,6 +54,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("parity") is not None:
             item.add_marker(pytest.mark.slow)
+        module = getattr(getattr(item, "module", None), "__name__", "")
+        if module in EXHAUSTIVE_SLOW_MODULES and item.get_closest_marker("slow") is not None:
+            item.add_marker(pytest.mark.exhaustive)
     if os.environ.get("PARITY_EXHAUSTIVE") != "1":
         kept = [item for item in items if item.get_closest_marker("exhaustive") is None]
         if len(kept) < len(items):

@@ -101,7 +101,8 @@ def test_specforge_builds_its_llama3_draft_as_sglang_serves_it():
     # it), a note, not a drift (exit 1 before: "MISMATCH: training built the draft with it")
     assert "pad_token_id" in trained["config_keys_read"] and "pad_token_id" in served["config_keys_unread"]
     assert trained["config_keys_training_only"] == ["pad_token_id"] and not result["differences"]
-    text = parity("check", "--trainer", "specforge", "--target-config", str(LLAMA), "--draft", str(SPECFORGE_DRAFT))
+    text = parity("check", "--trainer", "specforge", "--specforge", "0.2.0", "--target-config", str(LLAMA),
+                  "--draft", str(SPECFORGE_DRAFT))
     assert text.returncode == 0, text.stdout + text.stderr[-2000:]  # the same extractions: the reply cache's
     row = next(line for line in text.stdout.splitlines() if line.strip().startswith("pad_token_id"))
     assert row.split()[1:4] == ["read", "never", "read"], text.stdout

@@ -104,7 +104,7 @@ def test_each_engine_writes_a_dflash_drafts_ids_in_the_key_it_reads_for_dflash(e
 def test_a_dflash_draft_gets_a_contract_read_from_the_engine(engine):
     if engine == "vllm" and not built("vllm", "0.34.0"):
         pytest.skip("vllm 0.34.0 environment not built")
-    rc, result = check(DFLASH, TRAINED, "--engine", engine)
+    rc, result = check(DFLASH, TRAINED, "--engine", engine, *(["--vllm", "0.34.0"] if engine == "vllm" else []))
     serving = result["serving"]
     assert rc == 0, result["differences"]
     assert serving["draft_kind"] == "dflash"
@@ -150,7 +150,7 @@ def test_the_engines_id_less_defaults_differ_and_the_check_catches_it(tmp_path):
     config["dflash_config"]["target_layer_ids"] = [1, 17, 33]
     (fixed / "config.json").write_text(json.dumps(config))
     for engine in ("sglang", "vllm"):
-        rc, result = check(fixed, TRAINED_NO_IDS, "--engine", engine)
+        rc, result = check(fixed, TRAINED_NO_IDS, "--engine", engine, *(["--vllm", "0.34.0"] if engine == "vllm" else []))
         assert rc == 0 and result["serving"]["fc_input"] == ["h2", "h18", "h34"], (engine, result["differences"])
 
 
@@ -187,7 +187,7 @@ def test_a_dflash_draft_off_by_one_gets_a_verified_fix_in_its_own_key(engine, re
     if engine == "vllm" and not built("vllm", release):
         pytest.skip(f"vllm {release} environment not built")
     proc = run_parity("check", "--target-config", str(QWEN3), "--draft", str(DFLASH), "--dump-layout", OFF_BY_ONE,
-                      "--engine", engine)
+                      "--engine", engine, *(["--vllm", release] if engine == "vllm" else []))
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
     at = next((i for i, line in enumerate(lines) if line.startswith("  FIX")), None)

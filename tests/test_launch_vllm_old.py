@@ -12,7 +12,7 @@ import pytest
 from .helpers import edit_in_shadow
 from .test_launch import VLLM_EAGLE3, vllm_serving, vllm_shadow
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.exhaustive]  # one release's cells: ./dev test --all (docs/development.md)
 
 PROPOSER = "EagleProposer._get_eagle3_use_aux_hidden_state_from_config"
 

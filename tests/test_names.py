@@ -86,7 +86,7 @@ def test_a_method_vllm_takes_from_the_serve_commands_draft_name_passes_and_is_sa
     On cca83e0 the first was DRIFT (parity showed vLLM its own path: no method detected)."""
     _vllm_033()
     common = ["--engine", "vllm", "--vllm", "0.33.0", "--target-config", str(LLAMA), "--draft", str(DRAFT),
-              "--trainer", "specforge", "--no-verify"]
+              "--trainer", "specforge", "--specforge", "0.2.0", "--no-verify"]
     ok = run_parity("check", *common, "--serve-args", _spec(model="org/Llama-3.1-8B-eagle3"))
     assert ok.returncode == 0, ok.stdout[-3000:] + ok.stderr[-2000:]
     assert "PARITY" in ok.stdout

@@ -18,7 +18,7 @@ import pytest
 
 from .helpers import LLAMA, ROOT, built, run_parity
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.exhaustive]  # one release's cells: ./dev test --all (docs/development.md)
 
 VERSION = "0.4.6.post4"
 SEED = "--speculative-algorithm EAGLE3 --speculative-num-steps 1 --speculative-eagle-topk 1 " \

@@ -31,7 +31,7 @@ from parity.sweep.cases import SERVING_CASES
 
 from .helpers import GPT_OSS, ROOT
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.exhaustive]  # one release's cells: ./dev test --all (docs/development.md)
 
 # The probe as parity runs it, after the statement given (a drift injected, or `pass`).
 PROBE = r"""

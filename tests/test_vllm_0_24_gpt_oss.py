@@ -26,7 +26,7 @@ from parity.sweep.run import serving_cell
 from .helpers import shadow_release
 from .test_vllm_cpu_attention import _env
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.exhaustive]  # one release's cells: ./dev test --all (docs/development.md)
 
 GPT_OSS = next(case for case in SERVING_CASES if case.target == "gpt-oss-20b")
 LOADER = "lib/python3.11/site-packages/vllm/model_executor/models/gpt_oss.py"

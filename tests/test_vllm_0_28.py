@@ -19,7 +19,7 @@ import pytest
 from .test_vllm_cpu_attention import (DEEPSEEK, LLAMA_DRAFT, PROBE, WITHOUT_MLA_ANSWER, _dump, _env, _named, _run,
                                       every_slot_named)
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.exhaustive]  # one release's cells: ./dev test --all (docs/development.md)
 
 GPT_OSS = DEEPSEEK.parent.parent / "gpt-oss-20b" / "config.json"
 MODULAR_EXPERTS = "kernels.experts_apply_routing = kernels.experts_apply"  # the 0.33 family's stand-in

@@ -12,7 +12,7 @@ import pytest
 
 from .helpers import LLAMA, ROOT, edit_in_shadow, run_parity, shadow_env
 
-pytestmark = pytest.mark.slow  # every test runs vLLM in a release environment's child
+pytestmark = [pytest.mark.slow, pytest.mark.exhaustive]  # release cells, each in its environment's child: ./dev test --all
 
 DRAFT = ROOT / "fixtures" / "drafts" / "llama-3.1-8b-eagle3"
 LAYOUT = ("--dump-layout", "h2,h16,h29,h32")

@@ -31,7 +31,7 @@ from parity.envs import EnvError, find_env
 
 from .helpers import ROOT, shadow_release
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.exhaustive]  # one release's cells: ./dev test --all (docs/development.md)
 
 DEEPSEEK = ROOT / "fixtures" / "targets" / "deepseek-v3-61l" / "config.json"
 LLAMA_DRAFT = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": 4096,

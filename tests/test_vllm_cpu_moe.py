@@ -24,7 +24,7 @@ from parity.envs import EnvError, find_env
 
 from .helpers import ROOT, shadow_release
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.exhaustive]  # one release's cells: ./dev test --all (docs/development.md)
 
 MOE_AGAINST_TRANSFORMERS = r"""
 import json, torch

@@ -598,8 +598,9 @@ def resolve_launch(adapter, request: dict, version: str, reply: dict) -> bool:
 
 
 def _target_alone_configures(adapter, target_dir: str) -> bool:
-    """Whether vLLM's config classes accept the target with no speculative config (its process
-    group is made only after the configs are built, so nothing is left half set up)."""
+    """Whether vLLM's config classes accept the target with no speculative config: then what they
+    refused is the draft (its process group is made only after the configs are built, so the
+    refused call left nothing half set up)."""
     try:
         adapter.config(target_dir, None, free_port())
         return True
