@@ -45,6 +45,15 @@ EXHAUSTIVE_SLOW_MODULES = frozenset({
     "tests.test_config_keys_vllm", "tests.test_forward_positions_vllm", "tests.test_launch_matrix",
     "tests.test_installed",  # the wheel outside the checkout; tests/test_ci_recipe.py too
 })
+# Single tests that prove one older release's own behaviour (the family's extraction stays in
+# the suite): DFlash on SGLang 0.5.12-0.5.18 and vLLM 0.22/0.33 (the suite: 0.5.23 and 0.34).
+EXHAUSTIVE_SLOW_TESTS = frozenset({
+    "test_an_older_sglang_refuses_a_dflash_draft_typed", "test_an_older_sglang_with_dflash_gives_the_contract_by_its_own_code",
+    "test_sglang_0_5_12_dflash_contract_follows_an_edit_of_its_model_runner",
+    "test_a_moved_dflash_code_path_is_paritys_limit_not_the_releases",
+    "test_vllm_0_33_dflash_contract_on_both_runners_and_follows_an_edit_of_v2s_reader",
+    "test_vllm_0_22_refuses_a_dflash_draft_as_paritys_limit",
+})
 # Modules whose slow tests stay in the suite only where they plant a drift (their source names
 # tests.drift, inject_drift or drift_overrides) or are named in KEPT: the release-by-release and
 # case-by-case rest is `exhaustive`.
@@ -85,7 +94,7 @@ def pytest_collection_modifyitems(config, items):
         module = getattr(getattr(item, "module", None), "__name__", "")
         if item.get_closest_marker("slow") is None:
             continue
-        if module in EXHAUSTIVE_SLOW_MODULES or (
+        if module in EXHAUSTIVE_SLOW_MODULES or getattr(item, "originalname", item.name) in EXHAUSTIVE_SLOW_TESTS or (
                 module in PLANTED_ONLY_SLOW_MODULES and getattr(item, "originalname", item.name) not in KEPT
                 and not _plants_a_drift(item)):
             item.add_marker(pytest.mark.exhaustive)
