@@ -40,6 +40,9 @@ def _env(tmpdir: Path) -> dict[str, str]:
     env = {**os.environ, "TMPDIR": str(tmpdir), "PARITY_NO_CACHE": "1"}
     env.pop("PARITY_DEBUG", None)
     env.pop("TORCHINDUCTOR_CACHE_DIR", None)
+    # run as a user runs it: no warmed servers of the test run (parity.forkserver.SHARED), which
+    # outlive a command by design and are not what the command leaves behind
+    env.pop("PARITY_FORKSERVERS", None)
     return env
 
 
