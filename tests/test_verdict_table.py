@@ -86,11 +86,12 @@ VERDICTS: dict[tuple[str, str], tuple[int, str]] = {
 ROWS = [(d, e, c) for d in PAIRS for e in ENGINES for c in COMMANDS
         if not (c == "pytest" and e != SGLANG)]
 # `check` runs on every pair; the other commands, which print the same verdict from the same
-# extractions, on the born-from drift and a parity draft in the suite, on the rest under
-# `./dev test --all` (`exhaustive`).
+# extractions, on the born-from drift under SGLang in the suite, on the rest under
+# `./dev test --all` (`exhaustive`); a parity verdict through each command is the README's
+# (tests/test_readme_commands.py) and the bundled locks' (contracts/).
 # Under vLLM 0.33 (two runners), `check` on the born-from draft and on the draft whose runners feed
 # different states; the others there are `exhaustive` too.
-EVERY_COMMAND = {"kimi-k2.5-eagle3", "llama-3.1-8b-eagle3"}
+EVERY_COMMAND = {"kimi-k2.5-eagle3"}  # the born-from drift: matrix, can-i-deploy and pytest -m parity on it
 TWO_RUNNERS_CHECKED = {"kimi-k2.5-eagle3", "specforge-deepseek-v3-eagle3"}
 
 
