@@ -84,8 +84,9 @@ from .workspace import (kill_group, run_local, private_caches, private_dir, regi
 OFF = "PARITY_NO_FORKSERVER"
 MAX_SERVERS = 6  # per parent process: each holds an engine's imports (about 0.5 GB resident)
 SHARED = "PARITY_FORKSERVERS"  # the directory of the run's shared servers (run_servers)
-MAX_SHARED = 12  # servers alive at once in one run's directory (least recently used stopped first)
-IDLE_SECONDS = 600  # a shared server that has had no run for this long ends
+MAX_SHARED = 20  # servers alive at once in one run's directory (least recently used stopped first; ~0.5 GB each)
+IDLE_SECONDS = 1800  # a shared server that has had no run for this long ends (a suite returns to a
+# release environment half an hour later: the matrix after the families' extractions)
 MAX_BASE = 70  # the longest temp dir a run's directory is made in (its sockets' paths must fit in 107 bytes)
 
 # Environment variables that differ from run to run and on which no import depends (a child's
