@@ -190,3 +190,29 @@ REPLIES = ROOT / "tests" / "replies"  # probe replies recorded from the real rel
 def recorded(name: str) -> dict:
     """A recorded probe reply (tests/replies/NAME), as the parent reads it."""
     return json.loads((REPLIES / name).read_text())
+
+
+# What parity's wheel is built from (setup.py ships the data among them).
+WHEEL_SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "parity", "envs.toml", "locks", "fixtures",
+                 "contracts", "releases.json")
+
+
+def build_wheel(tmp: Path) -> Path:
+    """parity's wheel, built by pip (no dependencies, no build isolation) from a copy of the
+    checkout's sources in `tmp/src`, written to `tmp/dist`."""
+    import subprocess
+    import sys
+
+    src = tmp / "src"
+    src.mkdir()
+    for name in WHEEL_SOURCES:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(ROOT / name, src / name)
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                           "--disable-pip-version-check", "-w", str(tmp / "dist"), str(src)],
+                          cwd=src, capture_output=True, text=True)
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    (wheel,) = (tmp / "dist").glob("eagle_parity-*.whl")
+    return wheel

@@ -34,12 +34,10 @@ import pytest
 
 from parity.build_env import torch_source, uv, uv_env
 
-from .helpers import ROOT
+from .helpers import ROOT, build_wheel
 
 pytestmark = [pytest.mark.slow, pytest.mark.exhaustive]  # a wheel, a venv, two releases: ./dev test --all
 
-SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "parity", "envs.toml", "locks", "fixtures",
-           "contracts", "releases.json")
 TARGET = ROOT / "fixtures" / "targets" / "llama-3.1-8b"
 DRAFT = ROOT / "fixtures" / "drafts" / "llama-3.1-8b-eagle3"
 LAYOUT = "h2,h16,h29,h32"
@@ -100,16 +98,7 @@ def test_the_readme_ci_recipe_passes_from_the_wheel_and_fails_on_a_vllm_bump(tmp
     assert any(ln.startswith("pytest -m parity") for ln in job), job
 
     # parity's wheel, from a copy of the checkout's sources
-    src = tmp_path / "src"
-    src.mkdir()
-    for name in SOURCES:
-        if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        else:
-            shutil.copy2(ROOT / name, src / name)
-    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-          "--disable-pip-version-check", "-w", tmp_path / "dist", src], cwd=src)
-    (wheel,) = (tmp_path / "dist").glob("eagle_parity-*.whl")
+    wheel = build_wheel(tmp_path)
 
     # the recipe's install step, from the package cache: the PR's pinned stack, vllm --no-deps, the wheel
     exe, env = str(uv()), uv_env()

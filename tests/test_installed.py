@@ -25,13 +25,11 @@ import pytest
 
 from parity.envs import find_env
 
-from .helpers import ROOT
+from .helpers import ROOT, build_wheel
 
 pytestmark = pytest.mark.slow
 
 # What a wheel is built from (setup.py copies the last four into parity/_shipped/).
-SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "parity", "envs.toml", "locks", "fixtures",
-           "contracts", "releases.json")
 
 
 @dataclass(frozen=True)
@@ -51,16 +49,7 @@ def _run(cmd: list, **kw) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Installed:
     tmp = tmp_path_factory.mktemp("installed")
-    src = tmp / "src"
-    src.mkdir()
-    for name in SOURCES:
-        if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        else:
-            shutil.copy2(ROOT / name, src / name)
-    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-          "--disable-pip-version-check", "-w", tmp / "dist", src], cwd=src)
-    (wheel,) = (tmp / "dist").glob("eagle_parity-*.whl")
+    wheel = build_wheel(tmp)
 
     venv = tmp / "venv"
     _run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip", venv])
