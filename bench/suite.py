@@ -17,6 +17,8 @@ The report:
   - per extraction kind (the module a child ran: the SGLang, vLLM, speculators or SpecForge
     probe, a forward side, replay): how many were asked, computed (a child ran), served by the
     reply cache, how many distinct keys were computed, and the seconds the computed ones took;
+  - how the computed ones ran: forked from a warm server, forked from a server they had to
+    start (paying the imports), or a fresh process (no server, or a stale one);
   - every key computed more than once in the run, with the tests that computed it: the run's
     duplicated work (a child whose reply the cache could not store counts each time it ran).
 A key is the reply cache's key (interpreter, parity's source, the module run, the request with
@@ -106,6 +108,13 @@ def report(out: Path, wall: float | None = None) -> str:
     ran = [r for r in runs if r["status"] in COMPUTED]
     lines.append(f"{'all':52} {len(runs):>5} {len(ran):>5} {sum(r['status'] == 'hit' for r in runs):>5} "
                  f"{len({r['key'] for r in ran}):>8} {sum(r['seconds'] for r in ran):>8.0f}")
+
+    lines += ["", f"{'how the computed ones ran (parity.forkserver)':52} {'runs':>5} {'seconds':>8} {'median':>8}"]
+    how: dict[str, list[float]] = defaultdict(list)
+    for run in ran:
+        how[f"{run['module'].rsplit('.', 2)[-2]}: {run.get('how') or '?'}"].append(run["seconds"])
+    for name, seconds in sorted(how.items(), key=lambda kv: -sum(kv[1])):
+        lines.append(f"{name:52} {len(seconds):>5} {sum(seconds):>8.0f} {sorted(seconds)[len(seconds) // 2]:>8.1f}")
 
     by_key: dict[str, list[dict]] = defaultdict(list)
     for run in ran:

@@ -29,11 +29,14 @@ def run_child(cmd: list[str], input_text: str, env: dict[str, str], timeout: flo
     # child that would be rebuilt (seconds of gcc) by every probe. Kernels compile without it.
     env.setdefault("TORCHINDUCTOR_CPP_CACHE_PRECOMPILE_HEADERS", "0")
     try:
+        forkserver.last.how = "fresh"
         if warm is not None and forkserver.enabled():
             try:
                 return forkserver.run(cmd[0], cmd[-1], warm, input_text, env, timeout, str(cwd or os.getcwd()), tmp)
+            except forkserver.Stale:
+                forkserver.last.how = "fresh, server stale"  # a fresh process gives the same reply
             except forkserver.Unavailable:
-                pass  # a fresh process gives the same reply
+                forkserver.last.how = "fresh, no server"
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
                                 start_new_session=True)

@@ -33,7 +33,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Iterator
 
-from . import reads, runlog
+from . import forkserver, reads, runlog
 from .home import CHECKOUT, PACKAGE, home, setup_command, shipped, user_envs, cache_dir
 from .children import run_child
 from .workspace import workspace, private_caches
@@ -336,7 +336,8 @@ def _log_run(python: Path | str, warm: str, module: str, request: dict, reply: d
     work = request_digest(str(python), module, {k: v for k, v in request.items() if k != NAMES_KEY})
     runlog.record({"module": warm, "ran": module, "env": Path(python).parent.parent.name, "status": status,
                    "key": key or "uncached:" + request_digest(str(python), module, request), "work": work,
-                   "why": source.get("why") if isinstance(source, dict) else None, "seconds": round(seconds, 3)})
+                   "why": source.get("why") if isinstance(source, dict) else None, "seconds": round(seconds, 3),
+                   "how": getattr(forkserver.last, "how", None) if status not in ("hit",) else None})
 
 
 def child_env(python: Path | str) -> dict[str, str]:

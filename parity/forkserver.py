@@ -112,6 +112,7 @@ class _Server:
 
 _servers: "OrderedDict[tuple, _Server]" = OrderedDict()
 _lock = threading.Lock()
+last = threading.local()  # how this thread's last child ran, for the run log (parity.runlog): `last.how`
 
 
 class Unavailable(RuntimeError):
@@ -155,6 +156,7 @@ def _server(python: str, warm: str, cwd: str, env: dict[str, str]) -> _Server:
     key = _key(python, warm, cwd, env)
     with _lock:
         server = _servers.get(key)
+        last.how = "forked"
         if server is not None and server.proc.poll() is None:
             _servers.move_to_end(key)
             return server
@@ -164,6 +166,7 @@ def _server(python: str, warm: str, cwd: str, env: dict[str, str]) -> _Server:
         while len(_servers) >= MAX_SERVERS:
             _stop(_servers.popitem(last=False)[1])
         server = _start(python, warm, cwd, env)
+        last.how = "forked, server started"
         _servers[key] = server
         return server
 
@@ -355,6 +358,7 @@ def _shared(root: Path, python: str, warm: str, cwd: str, env: dict[str, str]) -
     digest = hashlib.sha256(repr(_key(python, warm, cwd, env)).encode()).hexdigest()[:16]
     sock = root / f"{digest}.sock"
     conn = _connect(sock)
+    last.how = "forked"
     if conn is not None:
         return conn, f"forkserver {sock.name}"
     try:
@@ -382,6 +386,7 @@ def _shared(root: Path, python: str, warm: str, cwd: str, env: dict[str, str]) -
         except OSError as exc:
             raise Unavailable(f"forkserver for {warm} under {python} did not start: {exc}") from exc
         _started.append(proc)
+        last.how = "forked, server started"
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             conn = _connect(sock)

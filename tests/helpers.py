@@ -111,8 +111,8 @@ def shadow_env(env: Path, where: Path, edits: dict[str, tuple[str, str]]) -> Pat
     Every entry of `env` is a symbolic link to the original, except the folders on the way to
     each edited file (real folders whose other entries are links) and the edited files
     themselves (real copies, `old` replaced by `new`, which must occur in the file). Its
-    interpreter is `where/bin/python`; give its children a PYTHONPYCACHEPREFIX of their own,
-    or bytecode would be written through the links into `env`."""
+    interpreter is `where/bin/python`; its children keep bytecode under `where/.pycache`
+    (share_bytecode: the original's, for every file that is not an edited copy)."""
     where.mkdir(parents=True)
     for entry in env.iterdir():
         if entry.name in ("bin", "lib", "lib64", ".pycache"):
@@ -138,7 +138,48 @@ def shadow_env(env: Path, where: Path, edits: dict[str, tuple[str, str]]) -> Pat
                         (shadow / sibling.name).symlink_to(sibling)
                 (shadow / parts[depth + 1]).unlink(missing_ok=True)
             real_parent, shadow_parent = real, shadow
+    share_bytecode(env, where)
     return where
+
+
+def share_bytecode(env: Path, shadow: Path) -> None:
+    """Give the `shadow_env` `shadow` of `env` a bytecode tree (`shadow/.pycache`, what
+    PYTHONPYCACHEPREFIX names for a parity-built environment: parity.envs.keep_bytecode) that
+    reuses `env`'s compiled bytecode for every file the shadow only links to, so its children
+    compile only the edited copies (without it each import of torch and the engine compiled
+    from source: tens of seconds per test). The tree is links into `env/.pycache`, made the way
+    the shadow is made: a module's bytecode lives at PREFIX/<its source's absolute path>, and
+    the shadow's sources sit under the shadow's path. Python checks each file's bytecode against
+    its source's size and time, so a link never stands for a file that differs from it."""
+    original = env / ".pycache"
+    if not original.is_dir():
+        return
+    prefix = shadow / ".pycache"
+    chain = Path(os.path.abspath(shadow)).relative_to("/").parts
+    here, source = prefix, original
+    for depth, name in enumerate(chain):  # the rest of env's tree (the stdlib, parity) as links
+        here.mkdir(exist_ok=True)
+        for entry in source.iterdir() if source.is_dir() else ():
+            if entry.name != name and not (here / entry.name).exists():
+                (here / entry.name).symlink_to(entry)
+        here, source = here / name, source / name
+    _mirror(shadow, here, original / Path(os.path.abspath(env)).relative_to("/"))
+
+
+def _mirror(shadow_dir: Path, here: Path, compiled: Path) -> None:
+    """`here`: the bytecode folder of the shadow's folder `shadow_dir`, whose original's
+    bytecode is in `compiled`: links for linked entries, real folders for real ones."""
+    here.mkdir(parents=True, exist_ok=True)
+    for entry in shadow_dir.iterdir():
+        if entry.name in (".pycache", "bin"):
+            continue
+        if entry.is_symlink():
+            name = entry.name if entry.is_dir() else f"{entry.stem}.{sys.implementation.cache_tag}.pyc"
+            if entry.is_dir() or entry.suffix == ".py":
+                if (compiled / name).exists() and not (here / name).exists():
+                    (here / name).symlink_to(compiled / name)
+        elif entry.is_dir():
+            _mirror(entry, here / entry.name, compiled / entry.name)
 
 
 def shadow_release(tmp_path: Path, package: str, version: str, edits: dict[str, tuple[str, str]]
@@ -159,7 +200,7 @@ def shadow_release(tmp_path: Path, package: str, version: str, edits: dict[str, 
         elif (original.parent / declared).is_dir():
             shutil.copytree(original.parent / declared, home / declared)
     env = {k: v for k, v in os.environ.items() if k not in ("PARITY_NO_CACHE", "PYTHONDONTWRITEBYTECODE")}
-    env.update(PARITY_HOME=str(home), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    env.update(PARITY_HOME=str(home), PYTHONPYCACHEPREFIX=MAIN_BYTECODE)
     return shadow, original, env
 
 
@@ -183,6 +224,10 @@ def run_parity(*args: str, python: str = sys.executable, env: dict | None = None
     return subprocess.run([python, "-m", "parity", *args], cwd=ROOT, capture_output=True, text=True,
                           env=env, timeout=900)
 
+
+# The bytecode prefix of the interpreter running the tests (parity.envs.keep_bytecode gives its
+# children the same): a test's `parity` command run under it compiles nothing again.
+MAIN_BYTECODE = str(Path(sys.prefix) / ".pycache")
 
 REPLIES = ROOT / "tests" / "replies"  # probe replies recorded from the real releases
 

@@ -165,7 +165,7 @@ def test_an_edit_of_the_installed_draft_class_is_followed(name, tmp_path):
     file, old, new, side, field, value = EDITS[name]
     shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow", {file: (old, old)})
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(shadow / ".pycache"))
     args = ("check", "--target-config", str(LLAMA), "--draft", str(LLAMA_DRAFT), *LAYOUT, "--json", "--no-verify")
     before = parity(*args, python=str(shadow / "bin" / "python"), env=env)
     assert before.returncode == 0, before.stderr[-2000:]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import LLAMA, ROOT, edit_in_shadow, shadow_env
+from .helpers import MAIN_BYTECODE, LLAMA, ROOT, edit_in_shadow, shadow_env
 
 pytestmark = pytest.mark.slow
 
@@ -69,7 +69,7 @@ def test_an_edit_of_installed_code_is_followed_and_a_repeat_is_a_hit(name, tmp_p
     shadow = shadow_env(original, where, {case["file"]: (case["old"], case["old"])})  # a real copy, unedited
     python = str(shadow / "bin" / "python") if case["env"] is not None else sys.executable
     env = {k: v for k, v in os.environ.items() if k not in ("PARITY_NO_CACHE", "PYTHONDONTWRITEBYTECODE")}
-    env.update(PARITY_HOME=str(home), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    env.update(PARITY_HOME=str(home), PYTHONPYCACHEPREFIX=str(shadow / ".pycache") if case["env"] is not None else MAIN_BYTECODE)
 
     def contract() -> dict:
         proc = subprocess.run([python, "-m", "parity", *case["args"], "--json"], cwd=ROOT, env=env,
@@ -105,7 +105,7 @@ def test_the_fixture_cache_follows_an_edit_of_the_code_that_builds_it(tmp_path):
     file = f"{SITE}/speculators/models/eagle3/core.py"
     shadow = shadow_env(MAIN, tmp_path / "shadow", {file: ("import copy\n", "import copy\n")})
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(shadow / ".pycache"))
 
     def build() -> Path:
         proc = subprocess.run([str(shadow / "bin" / "python"), "-c", BUILD], cwd=ROOT, env=env,

@@ -344,7 +344,7 @@ READS_TARGET_WIDTH = 'if hasattr(config, "target_hidden_size"):'
 def test_an_engine_that_stops_reading_a_key_training_read_is_a_drift_naming_it(tmp_path):
     shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow", {SGLANG_EAGLE3: (READS_TARGET_WIDTH, READS_TARGET_WIDTH)})
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(shadow / ".pycache"))
     python = str(shadow / "bin" / "python")
     before = _check("--draft", str(LLAMA_DRAFT), python=python, env=env)
     assert before.returncode == 0, before.stdout + before.stderr[-2000:]
@@ -383,7 +383,7 @@ def test_an_engine_that_stops_reading_a_key_specforge_read_is_a_drift_naming_it(
     (home / specforge.name).symlink_to(specforge)  # the trainer's environment, as built
     shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow", {SGLANG_EAGLE3: (READS_TARGET_WIDTH, READS_TARGET_WIDTH)})
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PARITY_HOME=str(home), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    env.update(PARITY_HOME=str(home), PYTHONPYCACHEPREFIX=str(shadow / ".pycache"))
     python = str(shadow / "bin" / "python")
     args = ("check", "--trainer", "specforge", "--specforge", "0.2.0", "--target-config", str(LLAMA), "--draft", str(LLAMA_DRAFT), "--json",
             "--no-verify")  # SpecForge captures the states itself: no dump layout

@@ -213,7 +213,7 @@ def test_sglang_dflash_contract_follows_an_edit_of_its_capture(tmp_path):
     shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow",
                         {QWEN3_MODEL: (SGLANG_PLUS_ONE, SGLANG_PLUS_ONE.replace("val + 1", "val"))})
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(shadow / ".pycache"))
     rc, result = check(DFLASH, TRAINED, python=str(shadow / "bin" / "python"), env=env)
     assert rc == 1 and result["verdict"] == "drift"
     assert result["serving"]["fc_input"] == ["h1", "h9", "h17", "h25", "h33"]

@@ -93,7 +93,7 @@ def test_an_edit_of_sglangs_llama3_rope_shows_only_past_the_declared_positions(t
     shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow", {LLAMA3_ROPE: (EDIT[0], EDIT[0])})
     edit_in_shadow(shadow, LLAMA3_ROPE, *EDIT)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(shadow / ".pycache"))
     out = run_parity("forward", "--fixture", "qwen3-8l", "--rope", "--steps", "2", "--json",
                      python=str(shadow / "bin" / "python"), env=env)
     assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-2000:]

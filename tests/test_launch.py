@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from .helpers import run_parity as parity, LLAMA, ROOT, edit_in_shadow, shadow_env
+from .helpers import MAIN_BYTECODE, run_parity as parity, LLAMA, ROOT, edit_in_shadow, shadow_env
 
 KIMI = ROOT / "fixtures" / "targets" / "kimi-k2.5" / "config.json"
 KIMI_FIXED = ROOT / "fixtures" / "drafts" / "kimi-k2.5-eagle3-fixed"
@@ -119,7 +119,7 @@ def test_an_edit_of_the_installed_resolution_code_is_followed(tmp_path):
     old = "        cfg.speculative_eagle_topk == 1\n        and cfg.speculative_num_draft_tokens"
     shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow", {file: (old, old)})
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(shadow / ".pycache"))
     seed = "--speculative-algorithm EAGLE3 --speculative-num-steps 1 --speculative-eagle-topk 1 " \
            "--speculative-num-draft-tokens 16"
     python = str(shadow / "bin" / "python")
@@ -268,7 +268,7 @@ def vllm_shadow(version: str, file: str, old: str, tmp_path):
     home.mkdir()
     shadow = shadow_env(original, home / original.name, {file: (old, old)})
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PARITY_NO_CACHE")}
-    env.update(PARITY_HOME=str(home), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    env.update(PARITY_HOME=str(home), PYTHONPYCACHEPREFIX=MAIN_BYTECODE)
     return original, shadow, env
 
 
@@ -441,7 +441,7 @@ def test_a_lock_holds_the_launch_and_pytest_fails_naming_the_field_when_a_bump_c
     edit_in_shadow(shadow, file, "speculative_num_draft_tokens=cfg.speculative_num_steps + 1",
                    "speculative_num_draft_tokens=cfg.speculative_num_steps + 2")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(shadow / ".pycache"))
     run = subprocess.run([str(shadow / "bin" / "python"), "-m", "pytest", "-m", "parity", "-p", "no:cacheprovider",
                           "--parity-contracts", str(contracts), "--parity-no-verify",
                           "--rootdir", str(tmp_path), str(contracts)], capture_output=True, text=True, cwd=tmp_path,

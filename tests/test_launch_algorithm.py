@@ -108,7 +108,7 @@ def test_the_capture_under_eagle_follows_an_edit_of_the_installed_rule(tmp_path)
     old = "    if spec_algorithm.is_eagle3():\n        config.eagle_use_aux_hidden_state = True"
     shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow", {file: (old, old)})
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(shadow / ".pycache"))
     python = str(shadow / "bin" / "python")
     edit_in_shadow(shadow, file, old, old.replace("is_eagle3()", "is_eagle()"))
     _, got = serving(LLAMA, LLAMA_DRAFT, EAGLE, python=python, env=env)

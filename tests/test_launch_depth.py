@@ -104,7 +104,7 @@ def test_an_edit_of_the_installed_trainer_depth_is_followed(tmp_path):
     shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow", {file: (old, old)})
     edit_in_shadow(shadow, file, old, "            speculative_tokens=8,\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(shadow / ".pycache"))
     proc = check(sglang_steps(5), "--json", python=str(shadow / "bin" / "python"), env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     result = json.loads(proc.stdout)

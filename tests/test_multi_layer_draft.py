@@ -79,7 +79,7 @@ def test_an_edit_of_sglang_s_multi_layer_wiring_is_followed(tmp_path):
     original = ROOT / ".venv"  # SGLang 0.5.23 is the main environment's: parity runs under the copy's interpreter
     shadow = shadow_env(original, tmp_path / "shadow", {SGLANG_EAGLE3: (SGLANG_WIRING, SGLANG_WIRING)})
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(shadow / ".pycache"))
     edit_in_shadow(shadow, SGLANG_EAGLE3, SGLANG_WIRING,
                    "hidden_states, residual = self.input_layernorm(hidden_states, residual)  # the edit")
     proc, result = _check(TWO_LAYER, python=str(shadow / "bin" / "python"), env=env)

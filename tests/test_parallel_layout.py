@@ -23,7 +23,7 @@ import pytest
 from parity.report.check import render_check
 from parity.verdict import CheckResult
 
-from .helpers import LLAMA, ROOT, edit_in_shadow, shadow_env
+from .helpers import MAIN_BYTECODE, LLAMA, ROOT, edit_in_shadow, shadow_env
 from .helpers import run_parity as parity
 
 pytestmark = pytest.mark.slow
@@ -87,7 +87,7 @@ def test_an_edit_of_the_installed_rank_guard_changes_the_verdict(tmp_path):
     the code that runs: UNSERVABLE, naming the stage, where the guarded release drifts."""
     shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow", {GUARD: (GUARDED, GUARDED)})
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(shadow / ".pycache"))
     python = str(shadow / "bin" / "python")
     edit_in_shadow(shadow, GUARD, GUARDED, GUARDED.replace("        if not self.pp_group.is_last_rank:\n"
                                                            "            return\n", ""))
@@ -162,7 +162,7 @@ def test_vllms_answer_follows_the_installed_models_declaration(tmp_path):
     shadow = shadow_env(original, home / original.name, {file: (declared, declared)})
     edit_in_shadow(shadow, file, declared, declared.replace("True", "False"))
     env = {k: v for k, v in os.environ.items() if k not in ("PARITY_NO_CACHE", "PYTHONDONTWRITEBYTECODE")}
-    env.update(PARITY_HOME=str(home), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    env.update(PARITY_HOME=str(home), PYTHONPYCACHEPREFIX=MAIN_BYTECODE)
     proc = parity("contract", "serving", "--engine", "vllm", "--vllm", "0.34.0", "--target-config", str(LLAMA),
                   "--draft", str(LLAMA_DRAFT), "--serve-args", f"{VLLM_SPEC} --pipeline-parallel-size 2", "--json",
                   env=env)

@@ -109,7 +109,7 @@ def test_an_unseen_sglang_release_extracts_with_the_note(inject_drift, capsys):
     rc = cli.main(["check", "--contract", str(LOCK), "--no-verify"])
     text = capsys.readouterr().out
     assert rc == 0, text
-    assert f"  NOTE      {NEWER}" in text and "serving   sglang 0.5.99:" in text
+    assert f"  NOTE      {NEWER}" in text and "serving   sglang 0.5.99 (installed, run here):" in text
     rc = cli.main(["check", "--contract", str(LOCK), "--no-verify", "--json"])  # the reply cache: no re-run
     out = json.loads(capsys.readouterr().out)
     serving = out["serving"]

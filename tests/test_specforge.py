@@ -91,7 +91,9 @@ def test_cli_check_with_the_trainer_and_its_ids(capsys):
     code = cli.main(["check", "--trainer", "specforge", "--specforge", "0.2.0", "--target-config", str(LLAMA), "--draft",
                      str(LLAMA_DRAFT), "--specforge-ids", "1,15,28", "--no-verify"])
     out = capsys.readouterr().out
-    assert code == 0 and "training  specforge 0.2.0: ids [1, 15, 28] captured by sglang 0.5.14" in out
+    line = next(l for l in out.splitlines() if l.startswith("  training  "))
+    assert code == 0 and line.startswith("  training  specforge 0.2.0 (the release named, run in parity's environment")
+    assert line.endswith("ids [1, 15, 28] captured by sglang 0.5.14"), line
 
 
 @pytest.mark.parametrize("argv, message", [

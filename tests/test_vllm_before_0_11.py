@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from .helpers import LLAMA, ROOT, edit_in_shadow, run_parity, shadow_env
+from .helpers import MAIN_BYTECODE, LLAMA, ROOT, edit_in_shadow, run_parity, shadow_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.exhaustive]  # release cells, each in its environment's child: ./dev test --all
 
@@ -66,7 +66,7 @@ def test_an_edit_of_the_installed_default_layers_is_followed(version, tmp_path):
     home.mkdir()
     shadow = shadow_env(original, home / original.name, {LLAMA_PY: (DEFAULT, DEFAULT)})
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PARITY_NO_CACHE")}
-    env.update(PARITY_HOME=str(home), PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    env.update(PARITY_HOME=str(home), PYTHONPYCACHEPREFIX=MAIN_BYTECODE)
     edit_in_shadow(shadow, LLAMA_PY, DEFAULT, DEFAULT.replace("(2,", "(1,"))
     proc = _check(version, env=env)
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
