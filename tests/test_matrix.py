@@ -1,4 +1,5 @@
-"""The version matrix and can-i-deploy, on the bundled born-from example, under every installed release.
+"""The version matrix and can-i-deploy, on the bundled born-from example, under the releases on
+each side of its change (SUITE_RELEASES; every installed release with PARITY_EXHAUSTIVE=1).
 
 Every cell is computed by running each release's own code in its own environment; the
 expectations are the ones recorded by running those releases (docs/numbering.md,
@@ -11,6 +12,7 @@ once per file.
 from __future__ import annotations
 
 import json
+import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -36,6 +38,14 @@ FIX = {"0.5.7": None, "0.5.10": None, "0.5.12.post1": None, "0.5.14": [0, 3, 31]
        "0.5.22": [0, 3, 31], "0.5.23": [0, 3, 31]}
 
 
+# The releases the suite's matrices run: the last release that reads the ids as output-of-layer
+# (0.5.12.post1), the first that reads them as layer indices (0.5.14), the newest (0.5.23): one of
+# each family the born-from change spans. Every release of SERVED is `exhaustive`
+# (PARITY_EXHAUSTIVE=1, `./dev test --all`), as `parity sweep` computes every release's cell.
+SUITE_RELEASES = ["0.5.12.post1", "0.5.14", "0.5.23"]
+EXHAUSTIVE = os.environ.get("PARITY_EXHAUSTIVE") == "1"
+
+
 def _minus_one_draft(tmp: Path) -> Path:
     cfg = json.loads((DRAFT / "config.json").read_text())
     cfg["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = [-1, 2, 30]
@@ -53,8 +63,9 @@ def matrices(tmp_path_factory):
     moved code path."""
     minus_one = _minus_one_draft(tmp_path_factory.mktemp("minus-one"))
     jobs = {
-        "born": lambda: build_matrix(TARGET, DRAFT, LAYOUT),
-        "minus_one": lambda: build_matrix(TARGET, minus_one, LAYOUT, speculators=["0.9.0"], verify=False),
+        "born": lambda: build_matrix(TARGET, DRAFT, LAYOUT, serving=None if EXHAUSTIVE else SUITE_RELEASES),
+        "minus_one": lambda: build_matrix(TARGET, minus_one, LAYOUT, serving=SUITE_RELEASES, speculators=["0.9.0"],
+                                          verify=False),
     }
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
         futures = {k: pool.submit(fn) for k, fn in jobs.items()}
@@ -90,7 +101,8 @@ def test_training_rows_are_the_same_under_both_speculators_releases(matrices):
         assert not r.changed
 
 
-@pytest.mark.parametrize("version", sorted(SERVED))
+@pytest.mark.parametrize("version", [v if v in SUITE_RELEASES else pytest.param(v, marks=pytest.mark.exhaustive)
+                                     for v in sorted(SERVED)])
 def test_born_from_cell(matrices, version):
     m = matrices["born"]
     row = next((r for r in m.serving if r.version == version), None)
@@ -123,7 +135,7 @@ def test_the_plus_one_change_is_highlighted(matrices):
     md = render_markdown(m)
     assert "**[h2, h30, h58]**" in md and "| 0.5.12.post1 |" in md
     data = m.to_json_dict()
-    assert not data["ok"] and {r["version"] for r in data["serving"]} >= set(SERVED) & {
+    assert not data["ok"] and {r["version"] for r in data["serving"]} >= set(SERVED if EXHAUSTIVE else SUITE_RELEASES) & {
         r.version for r in releases("sglang")}
 
 

@@ -81,11 +81,45 @@ def adapter_for(version: str):
 def warm() -> None:
     """The import-only first steps of `extract`, before any request (parity.forkserver forks
     each run from a process that did this): the stand-ins, the family placement and the
-    imports of its code paths. Nothing is patched, set up or computed."""
+    imports of its code paths, then the model modules (warm_model_modules, which `extract` runs
+    at the same point, so a fresh run imports in the same order). Nothing is patched, set up
+    or computed."""
     try:
         adapter_for(metadata.version("sglang"))[0].check_code_paths()
     except (LookupError, ImportError):
-        pass  # the run itself reports it
+        return  # the run itself reports it
+    warm_model_modules()
+
+
+def warm_model_modules() -> None:
+    """Import, one by one, the modules SGLang's model registry imports when a run first asks it
+    for an architecture (`sglang.srt.models.registry.import_model_classes`: every non-package
+    module of `sglang.srt.models`), without importing the registry itself. That import is most
+    of a warmed run otherwise (7 of 11 s on the 32-layer Llama under 0.5.23: 250 Triton kernels'
+    decorators reading their own source, docs/children.md). The registry, imported in the run
+    after the runtime's set-up, as SGLang imports it, finds these modules imported and builds
+    its table from them. A module whose import needs that set-up (0.4.8's torch_native_llama
+    reads the tensor-parallel group) fails here, is left unimported (Python removes a module
+    whose import raised) and is imported again by the registry after the set-up, as in SGLang:
+    the registry holds the same classes. `extract` runs this at the same point, so a fresh run
+    and a forked one import in one order (the stand-ins installed at set-up see the same
+    classes: rope_standin patches Grok's own rotary subclass in both)."""
+    import importlib
+    import os
+    import pkgutil
+
+    if os.environ.get("SGLANG_DISABLED_MODEL_ARCHS") or os.environ.get("SGLANG_EXTERNAL_MODEL_PACKAGE"):
+        return  # the registry's own choice of modules: left to the run
+    try:
+        models = importlib.import_module("sglang.srt.models")
+    except Exception:  # noqa: BLE001 - the run reports it
+        return
+    for _, name, ispkg in pkgutil.iter_modules(models.__path__, "sglang.srt.models."):
+        if not ispkg:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - imported again by the registry in the run
+                continue
 
 
 def native_class_importable(cls: type, arch: str) -> None:
@@ -420,6 +454,7 @@ def extract(request: dict) -> dict[str, Any]:
         return reply
     if request.get("imports_only"):  # where it can run (parity.extract.installed): nothing is built
         return reply
+    warm_model_modules()  # what a warmed server did already (a no-op there): fresh and forked runs alike
     reply["code_paths"] = code_paths
     reply["family"] = placement.family
     if placement.note:
