@@ -392,7 +392,7 @@ class ReplyCache:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.stem[:16]}.", suffix=".tmp", dir=target.parent)
         try:
             with os.fdopen(fd, "w") as f:
-                json.dump(content, f)
+                f.write(json.dumps(content))  # one C-encoded string: json.dump's chunked encoding is pure Python
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, target)

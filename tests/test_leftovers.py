@@ -85,11 +85,13 @@ def draft(tmp_path) -> Path:
 # -- 12. no temporary directory survives a command ---------------------------------------------
 
 
+# `contract serving` and `contract training` run the children `check` runs (each side's probe,
+# through the same workspace): `exhaustive`, with `check` in the suite.
 @pytest.mark.parametrize("command", [
     pytest.param(["contract", "serving", "--target-config", str(DEEPSEEK), "--draft", str(KIMI)],
-                 id="contract-serving"),
+                 id="contract-serving", marks=pytest.mark.exhaustive),
     pytest.param(["contract", "training", "--target-config", str(DEEPSEEK), "--dump-layout",
-                  "h0,h3,h31,h59"], id="contract-training"),
+                  "h0,h3,h31,h59"], id="contract-training", marks=pytest.mark.exhaustive),
     pytest.param(README_CHECK, id="check-readme-example"),
     pytest.param(["forward", "--fixture", "llama-8l", "--steps", "1", "--seq-len", "3", "--brief"],
                  id="forward"),
