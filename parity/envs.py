@@ -309,6 +309,7 @@ def run_module(python: Path | str, module: str, request: dict, timeout: float = 
     whose reply depends only on the installed code and the request: the extractions).
     """
     warm, module = module, module_to_run(module)
+    forkserver.last.how = None  # set by the child's run (parity.children.run_child), if one starts
     env = child_env(python)
     started, reply = time.monotonic(), None
     try:

@@ -97,6 +97,9 @@ pytestmark = pytest.mark.slow
 def test_training_rows_are_the_same_under_both_speculators_releases(matrices):
     m = matrices["born"]
     rows = {r.version: r for r in m.training if r.error is None}
+    for version in SUITE_TRAINERS:
+        if version not in rows and not built("speculators", version):
+            pytest.skip(f"speculators {version}'s environment is not built (./dev setup speculators-{version})")
     assert set(SUITE_TRAINERS) <= set(rows), [r.error for r in m.training]
     for r in rows.values():
         assert r.fc_input == ["h0", "h3", "h31"] and r.target == "h59"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import json
 import socket
+import sys
 import tempfile
 from importlib import metadata
 from pathlib import Path
@@ -98,7 +99,8 @@ def warm_model_modules() -> None:
     of a warmed run otherwise (7 of 11 s on the 32-layer Llama under 0.5.23: 250 Triton kernels'
     decorators reading their own source, docs/children.md). The registry, imported in the run
     after the runtime's set-up, as SGLang imports it, finds these modules imported and builds
-    its table from them. A module whose import needs that set-up (0.4.8's torch_native_llama
+    its table from them (where a model module imports the registry, both are forgotten again:
+    _unimport_the_registry). A module whose import needs that set-up (0.4.8's torch_native_llama
     reads the tensor-parallel group) fails here, is left unimported (Python removes a module
     whose import raised) and is imported again by the registry after the set-up, as in SGLang:
     the registry holds the same classes. `extract` runs this at the same point, so a fresh run
@@ -120,6 +122,31 @@ def warm_model_modules() -> None:
                 importlib.import_module(name)
             except Exception:  # noqa: BLE001 - imported again by the registry in the run
                 continue
+    _unimport_the_registry(models)
+
+
+REGISTRY = "sglang.srt.models.registry"
+
+
+def _unimport_the_registry(models) -> None:
+    """From 0.5.7 on, a model module imports the registry (`mindspore`, `llava`), whose module
+    body builds its table at once: before the set-up, and while that module is half imported
+    (its class missing). Forget the registry and every model module holding a reference to
+    it, so the run imports them after the set-up, in SGLang's order, and the table is built
+    then from the modules already imported."""
+    registry = sys.modules.get(REGISTRY)
+    if registry is None:
+        return
+    held = {id(registry), *(id(v) for v in vars(registry).values() if getattr(v, "__module__", None) == REGISTRY)}
+    for name in [n for n in sys.modules if n.startswith("sglang.srt.models.") and n != REGISTRY]:
+        module = sys.modules[name]
+        if any(id(value) in held for value in vars(module).values()):
+            del sys.modules[name]
+            if getattr(models, name.rsplit(".", 1)[1], None) is module:
+                delattr(models, name.rsplit(".", 1)[1])
+    del sys.modules[REGISTRY]
+    if getattr(models, "registry", None) is registry:
+        delattr(models, "registry")
 
 
 def native_class_importable(cls: type, arch: str) -> None:
