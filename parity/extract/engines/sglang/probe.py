@@ -481,7 +481,7 @@ def extract(request: dict) -> dict[str, Any]:
         return reply
     if request.get("imports_only"):  # where it can run (parity.extract.installed): nothing is built
         return reply
-    warm_model_modules()  # what a warmed server did already (a no-op there): fresh and forked runs alike
+    warm_model_modules()  # fresh and forked runs alike (forked: only the modules the warm-up forgot again)
     reply["code_paths"] = code_paths
     reply["family"] = placement.family
     if placement.note:
