@@ -112,7 +112,8 @@ def report(out: Path, wall: float | None = None) -> str:
     lines += ["", f"{'how the computed ones ran (parity.forkserver)':52} {'runs':>5} {'seconds':>8} {'median':>8}"]
     how: dict[str, list[float]] = defaultdict(list)
     for run in ran:
-        how[f"{run['module'].rsplit('.', 2)[-2]}: {run.get('how') or '?'}"].append(run["seconds"])
+        how[f"{run['module'].removeprefix('parity.').removeprefix('extract.')}: {run.get('how') or '?'}"].append(
+            run["seconds"])
     for name, seconds in sorted(how.items(), key=lambda kv: -sum(kv[1])):
         lines.append(f"{name:52} {len(seconds):>5} {sum(seconds):>8.0f} {sorted(seconds)[len(seconds) // 2]:>8.1f}")
 

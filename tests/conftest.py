@@ -7,14 +7,12 @@ extraction in this process and in the CLI's children then runs the drifted engin
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from parity.envs import PROBE_OVERRIDES
 from parity.workspace import workspace
 
-from .helpers import drift_overrides
+from .helpers import EXHAUSTIVE, drift_overrides
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -103,7 +101,7 @@ def pytest_collection_modifyitems(config, items):
                 module in PLANTED_ONLY_SLOW_MODULES and getattr(item, "originalname", item.name) not in KEPT
                 and not _plants_a_drift(item)):
             item.add_marker(pytest.mark.exhaustive)
-    if os.environ.get("PARITY_EXHAUSTIVE") != "1":
+    if not EXHAUSTIVE:
         kept = [item for item in items if item.get_closest_marker("exhaustive") is None]
         if len(kept) < len(items):
             config.hook.pytest_deselected(items=[item for item in items if item not in kept])

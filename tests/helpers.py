@@ -12,6 +12,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# The bytecode prefix of the interpreter running the tests (parity.envs.keep_bytecode gives its
+# children the same): a test's `parity` command run under it compiles nothing again.
+MAIN_BYTECODE = str(Path(sys.prefix) / ".pycache")
+# `./dev test --all`: the `exhaustive` tests run too (tests/conftest.py), and the fixtures that
+# serve only them compute their part.
+EXHAUSTIVE = os.environ.get("PARITY_EXHAUSTIVE") == "1"
 TARGETS = ROOT / "fixtures" / "targets"
 LLAMA = TARGETS / "llama-3.1-8b" / "config.json"
 QWEN3 = TARGETS / "qwen3-8b" / "config.json"
@@ -225,10 +231,6 @@ def run_parity(*args: str, python: str = sys.executable, env: dict | None = None
                           env=env, timeout=900)
 
 
-# The bytecode prefix of the interpreter running the tests (parity.envs.keep_bytecode gives its
-# children the same): a test's `parity` command run under it compiles nothing again.
-MAIN_BYTECODE = str(Path(sys.prefix) / ".pycache")
-
 REPLIES = ROOT / "tests" / "replies"  # probe replies recorded from the real releases
 
 
@@ -245,9 +247,6 @@ WHEEL_SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "pari
 def build_wheel(tmp: Path) -> Path:
     """parity's wheel, built by pip (no dependencies, no build isolation) from a copy of the
     checkout's sources in `tmp/src`, written to `tmp/dist`."""
-    import subprocess
-    import sys
-
     src = tmp / "src"
     src.mkdir()
     for name in WHEEL_SOURCES:

@@ -29,9 +29,6 @@ from .helpers import ROOT, build_wheel
 
 pytestmark = pytest.mark.slow
 
-# What a wheel is built from (setup.py copies the last four into parity/_shipped/).
-
-
 @dataclass(frozen=True)
 class Installed:
     python: Path

@@ -12,7 +12,6 @@ once per file.
 from __future__ import annotations
 
 import json
-import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from parity.matrix import CANNOT, build_matrix
 from parity.releases import releases
 from parity.report.matrix import render_markdown, render_text
 
-from .helpers import ROOT, built, drift_overrides
+from .helpers import EXHAUSTIVE, ROOT, built, drift_overrides
 
 TARGET = ROOT / "fixtures" / "targets" / "deepseek-v3-61l" / "config.json"
 DRAFT = ROOT / "fixtures" / "drafts" / "kimi-k2.5-eagle3"
@@ -44,7 +43,6 @@ FIX = {"0.5.7": None, "0.5.10": None, "0.5.12.post1": None, "0.5.14": [0, 3, 31]
 # (PARITY_EXHAUSTIVE=1, `./dev test --all`), as `parity sweep` computes every release's cell.
 SUITE_RELEASES = ["0.5.12.post1", "0.5.14", "0.5.23"]
 SUITE_TRAINERS = ["0.3.0", "0.9.0"]  # speculators' oldest family and the installed one (every release: exhaustive)
-EXHAUSTIVE = os.environ.get("PARITY_EXHAUSTIVE") == "1"
 
 
 def _minus_one_draft(tmp: Path) -> Path:

@@ -8,7 +8,6 @@ front, so the file stays fast on two cores (each probe is ~6 s, almost all impor
 from __future__ import annotations
 
 import json
-import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -22,6 +21,8 @@ from parity.extract.trainers.speculators import (PROBE_MODULE, PROBE_SHAPE, Draf
                                                  contract_from_probe, extract_training, probe_python,
                                                  probe_training, read_draft)
 from parity.extract.trainers.draft import classify_d2t, installed_schema
+
+from .helpers import EXHAUSTIVE
 
 pytestmark = pytest.mark.slow  # a session fixture runs every speculators probe; most tests run one
 
@@ -53,7 +54,7 @@ def warm_probes():
     config class. The drifted probe is run by its own name: the key the override reaches."""
     # Outside `./dev test --all` only the suite's releases (tests/conftest.py deselects the rest:
     # 0.6 and 0.7 are each run by exhaustive tests only).
-    probes = PROBES if os.environ.get("PARITY_EXHAUSTIVE") == "1" else [
+    probes = PROBES if EXHAUSTIVE else [
         (n, v, m) for n, v, m in PROBES if v not in ("0.6.0.2", "0.7.0.2")]
     with ThreadPoolExecutor(max_workers=3) as pool:
         futures = [pool.submit(run_module, probe_python(v), m, {"num_slots": n, **PROBE_SHAPE}, cache=True)
