@@ -33,7 +33,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Iterator
 
-from . import forkserver, reads, runlog
+from . import bytecode, forkserver, reads, runlog
 from .home import CHECKOUT, PACKAGE, home, setup_command, shipped, user_envs, cache_dir
 from .children import run_child
 from .workspace import workspace, private_caches
@@ -222,12 +222,16 @@ def keep_bytecode(python: Path | str, env: dict[str, str]) -> None:
     and PYTHONDONTWRITEBYTECODE dropped. The environments are installed without bytecode, and
     with it unwritten (a machine that sets PYTHONDONTWRITEBYTECODE) every child compiles torch,
     transformers and the engine from source again: importing them took 7.7 s the first time
-    and 3.0 s with the bytecode kept (docs/development.md, 'Environments'). Another interpreter
-    (the user's own, running an installed parity) is left as the user set it up."""
+    and 3.0 s with the bytecode kept (docs/development.md, 'Environments'). In a release
+    environment, the folders of the packages it installed as another one did (torch, most of
+    transformers: the same files on disk) are shared with it (parity.bytecode). Another
+    interpreter (the user's own, running an installed parity) is left as the user set it up."""
     where = _built_env(python)
     if where is not None:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = str(where / PYCACHE)
+        if where.parent == home():  # a release environment: what it installed as the others did is shared
+            bytecode.share(where, where / PYCACHE)
 
 
 def _built_env(python: Path | str) -> Path | None:
