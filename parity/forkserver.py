@@ -92,8 +92,11 @@ MAX_BASE = 70  # the longest temp dir a run's directory is made in (its sockets'
 # Environment variables that differ from run to run and on which no import depends (a child's
 # private TMPDIR and cache roots, the test runner's bookkeeping: parity.workspace.run_local, and
 # parity's own switches for this run): a server started under one value serves children asking
-# with another (each child gets its own).
-VOLATILE = frozenset({"PARITY_PROBE_OVERRIDES", "PARITY_NO_CACHE", "PARITY_DEBUG", OFF, SHARED, reads.ENV, runlog.ENV})
+# with another (each child gets its own). PARITY_HOME is read when a child runs, never while a
+# module imports; where it moves what a child imports (an installed parity's import directory
+# lies in the home), that reaches the key as PYTHONPATH.
+VOLATILE = frozenset({"PARITY_PROBE_OVERRIDES", "PARITY_NO_CACHE", "PARITY_DEBUG", "PARITY_HOME", OFF, SHARED,
+                      reads.ENV, runlog.ENV})
 
 
 def enabled() -> bool:
