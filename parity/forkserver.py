@@ -44,7 +44,8 @@ other user can reach it), named by the digest of its key, started by the first p
 asks for it (under a lock, so never twice) and reached by all. A shared server belongs to the
 run, not to the process that started it: it ends when the run ends (its directory removed, its
 owner process gone: checked every 2 s), when it has waited IDLE_SECONDS for a run, when it is
-stale (as above), or when the run holds MAX_SHARED servers and it is the least recently used.
+stale (as above), or when it is the least recently used and the run holds MAX_SHARED servers or the
+machine has less than MIN_AVAILABLE memory available.
 
 Stdlib only on the server side (`python -m parity.forkserver CONTROL_FD MODULE`, or `--listen
 SOCKET MODULE OWNER_PID` for a run's server): it runs in every environment.
@@ -84,9 +85,13 @@ from .workspace import (kill_group, run_local, private_caches, private_dir, regi
 OFF = "PARITY_NO_FORKSERVER"
 MAX_SERVERS = 6  # per parent process: each holds an engine's imports (about 0.5 GB resident)
 SHARED = "PARITY_FORKSERVERS"  # the directory of the run's shared servers (run_servers)
-MAX_SHARED = 20  # servers alive at once in one run's directory (least recently used stopped first; ~0.5 GB each)
-IDLE_SECONDS = 1800  # a shared server that has had no run for this long ends (a suite returns to a
-# release environment half an hour later: the matrix after the families' extractions)
+MAX_SHARED = 40  # servers alive at once in one run's directory (least recently used stopped first; ~0.6 GB each)
+MIN_AVAILABLE = 8 << 30  # memory the machine keeps available (MemAvailable) when a server starts: least
+# recently used servers are stopped first while it has less (where it cannot be read: at most UNMEASURED)
+UNMEASURED = 20
+IDLE_SECONDS = 3600  # a shared server that has had no run for this long ends (a suite returns to a
+# release environment most of an hour later: its families' extractions first, the matrix and the
+# old releases' own tests at the end; the run's end stops them all anyway)
 MAX_BASE = 70  # the longest temp dir a run's directory is made in (its sockets' paths must fit in 107 bytes)
 
 # Environment variables that differ from run to run and on which no import depends (a child's
@@ -402,13 +407,44 @@ def _shared(root: Path, python: str, warm: str, cwd: str, env: dict[str, str]) -
 
 
 def _evict(root: Path) -> None:
-    """Keep fewer than MAX_SHARED servers alive in `root`: stop the least recently used (each
-    server touches its pid file at every run)."""
+    """Make room for one more server in `root`: stop the least recently used (each server
+    touches its pid file at every run) while MAX_SHARED are alive, and then while the machine
+    has less than MIN_AVAILABLE memory available. A server holds an engine's imports (about
+    0.6 GB); a suite that visits thirty environments restarted the ones it came back to when
+    twenty was the fixed limit."""
     live = _live(root)
     by_use = sorted(live, key=lambda f: f.stat().st_mtime if f.exists() else 0)
-    for pid_file in by_use[:max(0, len(live) - MAX_SHARED + 1)]:
-        with suppress(OSError):
-            os.kill(live[pid_file], signal.SIGTERM)
+    limit = MAX_SHARED if _available() is not None else UNMEASURED
+    while by_use and (len(by_use) >= limit or (_available() or MIN_AVAILABLE) < MIN_AVAILABLE):
+        _stop_pid(live[by_use.pop(0)])
+
+
+def _available() -> int | None:
+    """The memory this machine has available (Linux's MemAvailable), in bytes; None where unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _stop_pid(pid: int, wait: float = 2.0) -> None:
+    """SIGTERM to a server another process may have started, and a short wait for it to end
+    (its memory counts as available once it has)."""
+    with suppress(OSError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[-1].split()[0] == "Z":
+                    return  # ended; its parent has not reaped it yet
+        except (OSError, IndexError):
+            return
+        time.sleep(0.05)
 
 
 # -- the server ----------------------------------------------------------------------------------

@@ -187,6 +187,31 @@ def test_a_shared_server_is_only_this_user_s(tmp_path, monkeypatch):
     assert forkserver.shared_dir() is None
 
 
+def test_room_for_a_server_is_made_least_recently_used_first(tmp_path, monkeypatch):
+    """A run's directory keeps MAX_SHARED servers at most, and fewer while the machine has less
+    than MIN_AVAILABLE memory available: the least recently used is stopped first, the others
+    are left running."""
+    procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in range(3)]
+    try:
+        for age, proc in zip((30, 20, 10), procs):  # procs[0] is the least recently used
+            pid_file = tmp_path / f"{proc.pid}.pid"
+            pid_file.write_text(str(proc.pid))
+            os.utime(pid_file, (time.time() - age, time.time() - age))
+        monkeypatch.setattr(forkserver, "MAX_SHARED", 3)
+        monkeypatch.setattr(forkserver, "_available", lambda: forkserver.MIN_AVAILABLE)
+        forkserver._evict(tmp_path)  # 3 alive: room for a fourth means one stopped
+        assert [p.wait(5) is not None for p in procs[:1]] == [True] and all(p.poll() is None for p in procs[1:])
+        monkeypatch.setattr(forkserver, "MAX_SHARED", 10)
+        # short of memory until one more server has ended: the next least recently used goes
+        monkeypatch.setattr(forkserver, "_available", lambda: forkserver.MIN_AVAILABLE - (procs[1].poll() is None))
+        forkserver._evict(tmp_path)
+        assert procs[1].wait(5) is not None and procs[2].poll() is None
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
 def _without_volatile(reply: dict) -> dict:
     """A probe reply without what differs between any two runs (timings)."""
     return {k: v for k, v in reply.items() if k not in ("seconds",)}
