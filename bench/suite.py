@@ -12,7 +12,7 @@ ends with the figures.
 
 The report:
   - the run: tests, wall seconds, and the seconds of the tests summed (xdist runs them in
-    parallel, so the sum exceeds the wall);
+    parallel, so the sum exceeds the wall); with `run`, how busy the machine's cores were;
   - per test module: tests, seconds summed, the slowest test;
   - per extraction kind (the module a child ran: the SGLang, vLLM, speculators or SpecForge
     probe, a forward side, replay): how many were asked, computed (a child ran), served by the
@@ -74,7 +74,20 @@ def _module(test_id: str) -> str:
     return test_id.split("::", 1)[0]
 
 
-def report(out: Path, wall: float | None = None) -> str:
+def cpu_times() -> tuple[float, float] | None:
+    """(busy, all) seconds of every core of this machine since boot (Linux's /proc/stat); None
+    where unknown."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [float(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle and iowait
+    return (sum(fields) - idle) / tick, sum(fields) / tick
+
+
+def report(out: Path, wall: float | None = None, cpu: tuple[float, float] | None = None) -> str:
     runs = read_log(out / "runs.jsonl")
     tests = read_junit(out / "junit.xml")
     lines = []
@@ -83,7 +96,11 @@ def report(out: Path, wall: float | None = None) -> str:
     head = f"{len(tests)} tests ({', '.join(f'{n} {o}' for o, n in sorted(outcomes.items()))})"
     if wall is not None:
         head += f", {wall:.0f} s wall"
-    lines += [head + f", {summed:.0f} s of tests summed", ""]
+    lines += [head + f", {summed:.0f} s of tests summed"]
+    if cpu is not None and cpu[1] > 0:  # the whole machine's, whoever used it
+        lines.append(f"the cores were busy {100 * cpu[0] / cpu[1]:.0f}% of the run ({cpu[0]:.0f} of "
+                     f"{cpu[1]:.0f} core-seconds; {os.cpu_count()} cores)")
+    lines.append("")
 
     per_module: dict[str, list[tuple[str, float]]] = defaultdict(list)
     for test_id, seconds, _ in tests:
@@ -150,12 +167,13 @@ def run(pytest_args: list[str], out: Path) -> int:
     log = out / "runs.jsonl"
     log.unlink(missing_ok=True)
     env = {**os.environ, "PARITY_RUN_LOG": str(log)}
-    started = time.monotonic()
+    started, cpu_before = time.monotonic(), cpu_times()
     rc = subprocess.call([str(ROOT / "dev"), "test", *pytest_args, f"--junitxml={out / 'junit.xml'}",
                           "-o", "junit_duration_report=total"], env=env, cwd=ROOT)
-    wall = time.monotonic() - started
+    wall, cpu_after = time.monotonic() - started, cpu_times()
+    cpu = (cpu_after[0] - cpu_before[0], cpu_after[1] - cpu_before[1]) if cpu_before and cpu_after else None
     print(f"\n== where the time went (bench/suite.py, logs in {out}) ==")
-    print(report(out, wall))
+    print(report(out, wall, cpu))
     return rc
 
 
