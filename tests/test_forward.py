@@ -26,7 +26,9 @@ from parity.fixtures import DraftRecipe, speculators_draft
 
 from .helpers import ROOT, built, recorded
 
-pytestmark = [pytest.mark.parity, pytest.mark.slow]
+# one worker runs the module (./dev test: --dist loadgroup), so its module fixtures' forward
+# runs, which the reply cache does not keep, are computed once per run, not once per worker
+pytestmark = [pytest.mark.parity, pytest.mark.slow, pytest.mark.xdist_group("test_forward")]
 
 MATCHED = ("matched", "matched-fc_norm-norm_output", "matched-norm_before_fc", "matched-llama3-rope")
 STEPS = 3

@@ -27,6 +27,10 @@ from parity.replay.run import replay
 
 from .helpers import ROOT
 
+# one worker runs the module (./dev test: --dist loadgroup): `as_written`'s replay, which the
+# reply cache does not keep, once per run
+pytestmark = pytest.mark.xdist_group("test_replay")
+
 FIXTURE = ROOT / "fixtures" / "replay"
 DRAFT, DATA, TARGET = FIXTURE / "draft", FIXTURE / "data", FIXTURE / "target"
 LAYOUT = parse_taps("h0,h2,h5,h7")
