@@ -17,53 +17,87 @@ against its own source's size and modification time before using it, so a file t
 (an edited copy, another release) is compiled again, never run from another's bytecode.
 
 Left as they are: a top-level folder that several distributions install into (a namespace
-package), a single-file module, a folder whose bytecode already exists and cannot be moved
-into the store, and anything in an environment that is not parity's. Stdlib only.
+package), a single-file module, and anything in an environment that is not parity's. The
+store is never pruned: removing HOME/.bytecode is always safe (the next run makes it again).
+Stdlib only.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import os
+import shutil
+from contextlib import suppress
 from pathlib import Path
 
 STORE = ".bytecode"  # beside the environments, in parity's home
-MARKER = ".shared-1"  # in ENV/.pycache once share() has run (bump when the layout below changes)
+MARKER = ".shared"  # in ENV/.pycache: what share() last linked (the installed distributions), as one line
+LAYOUT = "1"  # bump when the layout below changes: every environment is linked again
 
 
 def share(env: Path, prefix: Path) -> None:
     """Link each installed package's bytecode folder under `prefix` (ENV/.pycache) to the
-    store's folder for that installed copy. Safe to run from several processes at once: a
-    link another one made first is left, and a failure leaves the folder to compile in place."""
-    marker = prefix / MARKER
-    if marker.exists():
-        return
+    store's folder for that installed copy. Runs again whenever the environment's distributions
+    have changed since it last ran (a rebuild in place, a package added) or the store is gone:
+    a link to another copy's folder is replaced, a missing store folder made again. Safe to run
+    from several processes at once; a failure leaves the folder to compile in place."""
     site = _site_packages(env)
     if site is None:
         return
     store = env.parent / STORE  # the home the environment was built in
+    marker = prefix / MARKER
+    stamp = _stamp(site)
+    with suppress(OSError):
+        if marker.read_text() == stamp and store.is_dir():
+            return
     here = prefix / str(Path(os.path.abspath(site))).lstrip("/")
     for top, key in _packages(site).items():
-        target = store / key / top
-        link = here / top
+        with suppress(OSError):  # another process got there first, or the store is not writable
+            _link(here / top, store / key / top)
+    with suppress(OSError):
+        prefix.mkdir(parents=True, exist_ok=True)
+        marker.write_text(stamp)
+
+
+def _link(link: Path, target: Path) -> None:
+    """`link` -> `target` (a folder in the store, made if missing). Bytecode already compiled
+    at `link` moves into the store when the store has none for it, and is dropped otherwise
+    (Python checks every file against its source, so either copy is only ever a cache)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if link.is_symlink():
+        if os.readlink(link) == str(target):
+            target.mkdir(exist_ok=True)  # the store may have been removed since
+            return
+        spare = link.with_name(f".{link.name}-{os.getpid()}")  # a link to another copy's folder: replaced
+        spare.unlink(missing_ok=True)
+        target.mkdir(exist_ok=True)
+        spare.symlink_to(target, target_is_directory=True)
+        os.replace(spare, link)
+        return
+    if link.is_dir():
+        if not target.exists():
+            os.rename(link, target)  # compiled here before: into the store
+        else:
+            old = link.with_name(f".{link.name}-{os.getpid()}-old")
+            os.rename(link, old)
+            shutil.rmtree(old, ignore_errors=True)
+    target.mkdir(exist_ok=True)
+    link.symlink_to(target, target_is_directory=True)
+
+
+def _stamp(site: Path) -> str:
+    """What share() links by: the installed distributions (each one's RECORD as installed:
+    a reinstall writes a new one), and this layout."""
+    parts = [LAYOUT]
+    for info in sorted(site.glob("*.dist-info")):
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            here.mkdir(parents=True, exist_ok=True)
-            if link.is_symlink():
-                continue
-            if link.is_dir():  # compiled here before: its bytecode moves into the store, once
-                if target.exists():
-                    continue
-                os.rename(link, target)
-            else:
-                target.mkdir(exist_ok=True)
-            link.symlink_to(target, target_is_directory=True)
+            st = os.stat(info / "RECORD")
         except OSError:
-            continue  # another process got there first, or the store is not writable: compile in place
-    try:
-        marker.write_text("")
-    except OSError:
-        pass
+            continue
+        parts.append(f"{info.name} {st.st_ino} {st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
 def _site_packages(env: Path) -> Path | None:
@@ -78,10 +112,10 @@ def _packages(site: Path) -> dict[str, str]:
     for info in site.glob("*.dist-info"):
         dist = info.name[:-len(".dist-info")]
         try:
-            with open(info / "RECORD", newline="") as f:
+            with open(info / "RECORD", newline="", encoding="utf-8") as f:
                 rows = [row[0] for row in csv.reader(f) if row]
-        except OSError:
-            continue
+        except (OSError, ValueError, csv.Error):
+            continue  # unreadable: its folders stay in the environment
         for path in rows:
             parts = Path(path).parts
             if len(parts) < 2 or parts[0] in ("..", "__pycache__") or parts[0].endswith((".dist-info", ".data")):

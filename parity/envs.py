@@ -230,8 +230,18 @@ def keep_bytecode(python: Path | str, env: dict[str, str]) -> None:
     if where is not None:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = str(where / PYCACHE)
-        if where.parent == home():  # a release environment: what it installed as the others did is shared
+        if _release_env_in_home(where):  # what it installed as the others did is shared
             bytecode.share(where, where / PYCACHE)
+
+
+def _release_env_in_home(where: Path) -> bool:
+    """Whether `where` is a release environment built in the home itself: not the main one
+    (in the checkout or the user's), not a link to an environment elsewhere (whose bytecode
+    would be linked into this home's store)."""
+    if where.is_symlink() or where.resolve().parent != home().resolve():
+        return False
+    return not any(spec.get("editable") and env_path(name, spec).resolve() == where.resolve()
+                   for name, spec in load_specs().items())
 
 
 def _built_env(python: Path | str) -> Path | None:

@@ -86,8 +86,11 @@ OFF = "PARITY_NO_FORKSERVER"
 MAX_SERVERS = 6  # per parent process: each holds an engine's imports (about 0.5 GB resident)
 SHARED = "PARITY_FORKSERVERS"  # the directory of the run's shared servers (run_servers)
 MAX_SHARED = 40  # servers alive at once in one run's directory (least recently used stopped first; ~0.6 GB each)
-MIN_AVAILABLE = 8 << 30  # memory the machine keeps available (MemAvailable) when a server starts: least
-# recently used servers are stopped first while it has less (where it cannot be read: at most UNMEASURED)
+MIN_AVAILABLE = 8 << 30  # memory kept available (MemAvailable, or the cgroup's room) when a server starts,
+# at most a third of the machine's: idle servers are stopped, least recently used first, while there
+# is less (at most MEMORY_STOPS per start; where memory cannot be read: at most UNMEASURED servers)
+MEMORY_STOPS = 2
+BUSY_SECONDS = 60  # a server that began a run this recently is never stopped for memory
 UNMEASURED = 20
 IDLE_SECONDS = 3600  # a shared server that has had no run for this long ends (a suite returns to a
 # release environment most of an hour later: its families' extractions first, the matrix and the
@@ -408,32 +411,66 @@ def _shared(root: Path, python: str, warm: str, cwd: str, env: dict[str, str]) -
 
 def _evict(root: Path) -> None:
     """Make room for one more server in `root`: stop the least recently used (each server
-    touches its pid file at every run) while MAX_SHARED are alive, and then while the machine
-    has less than MIN_AVAILABLE memory available. A server holds an engine's imports (about
-    0.6 GB); a suite that visits thirty environments restarted the ones it came back to when
-    twenty was the fixed limit."""
+    touches its pid file at every run) while MAX_SHARED are alive, and then, while the machine
+    has less memory available than it should keep (`_wanted`), up to MEMORY_STOPS more that
+    have not begun a run for BUSY_SECONDS. A server holds an engine's imports (about 0.6 GB); a
+    suite that visits thirty environments restarted the ones it came back to when twenty was
+    the fixed limit."""
     live = _live(root)
-    by_use = sorted(live, key=lambda f: f.stat().st_mtime if f.exists() else 0)
-    limit = MAX_SHARED if _available() is not None else UNMEASURED
-    while by_use and (len(by_use) >= limit or (_available() or MIN_AVAILABLE) < MIN_AVAILABLE):
+    by_use = sorted(live, key=lambda f: _touched(f) or 0)
+    available, wanted = _available(), _wanted()
+    limit = MAX_SHARED if available is not None else UNMEASURED
+    while len(by_use) >= limit:
         _stop_pid(live[by_use.pop(0)])
+    idle = [f for f in by_use if time.time() - (_touched(f) or 0) > BUSY_SECONDS]
+    for pid_file in idle[:MEMORY_STOPS]:
+        available = _available()
+        if available is None or available >= wanted:
+            break
+        _stop_pid(live[pid_file])
+
+
+def _touched(pid_file: Path) -> float | None:
+    try:
+        return pid_file.stat().st_mtime
+    except OSError:
+        return None  # ended (and removed) since it was listed
 
 
 def _available() -> int | None:
-    """The memory this machine has available (Linux's MemAvailable), in bytes; None where unknown."""
+    """The memory available to this run, in bytes: Linux's MemAvailable, or less where the
+    cgroup this process runs in has less room left (a container's limit); None where unknown."""
     try:
         with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+            meminfo = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in f if line.split()[1:]}
+        available = meminfo["MemAvailable"]
+    except (OSError, ValueError, IndexError, KeyError):
+        return None
+    with suppress(OSError, ValueError):
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit != "max":
+            used = int(Path("/sys/fs/cgroup/memory.current").read_text())
+            available = min(available, int(limit) - used)
+    return available
+
+
+def _wanted() -> int:
+    """The memory a server start keeps available: MIN_AVAILABLE, at most a third of the machine's."""
+    with suppress(OSError, ValueError, IndexError):
+        with open("/proc/meminfo") as f:
+            total = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemTotal:"))
+        return min(MIN_AVAILABLE, total // 3)
+    return MIN_AVAILABLE
 
 
 def _stop_pid(pid: int, wait: float = 2.0) -> None:
-    """SIGTERM to a server another process may have started, and a short wait for it to end
+    """SIGTERM to a server another process may have started (only if that pid is still a
+    parity.forkserver: a pid file can outlive its process), and a short wait for it to end
     (its memory counts as available once it has)."""
+    with suppress(OSError):
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            if b"parity.forkserver" not in f.read():
+                return
     with suppress(OSError):
         os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + wait

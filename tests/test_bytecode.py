@@ -2,6 +2,7 @@
 the same files, and never run bytecode compiled from another file."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -108,3 +109,38 @@ def test_a_folder_compiled_before_moves_into_the_store_once(tmp_path):
     assert after.read_bytes() == compiled
     assert _import(b, "pkg") == "one"
     assert len(list((home / bytecode.STORE).rglob("*.pyc"))) == 1
+
+
+def test_a_reinstall_in_place_is_linked_again(tmp_path):
+    """An environment rebuilt in place (another release of a package, parity.ondemand's step
+    back) gets a link to its new copy's folder; the other environment keeps the old one. A
+    store removed since is made again."""
+    home = tmp_path / "home"
+    a, b = _env(home, "a"), _env(home, "b")
+    _install(a, "pkg-1.0", {"pkg/__init__.py": "VALUE = 'one'\n"})
+    _install(b, "pkg-1.0", {"pkg/__init__.py": "VALUE = 'one'\n"}, like=a)
+    assert _import(a, "pkg") == "one" and _import(b, "pkg") == "one"
+    shutil.rmtree(b / SITE / "pkg")
+    shutil.rmtree(b / SITE / "pkg-1.0.dist-info")
+    _install(b, "pkg-2.0", {"pkg/__init__.py": "VALUE = 'two'\n"})
+    assert _import(b, "pkg") == "two"
+    site = lambda env: env / ".pycache" / str((env / SITE).absolute()).lstrip("/")  # noqa: E731
+    assert (site(a) / "pkg").resolve() != (site(b) / "pkg").resolve()
+    assert (site(b) / "pkg").resolve().parent.name.startswith("pkg-2.0-")
+    shutil.rmtree(home / bytecode.STORE)
+    assert _import(a, "pkg") == "one"
+    assert any((site(a) / "pkg").glob("__init__.*.pyc"))  # kept again, in a store made again
+
+
+def test_only_a_release_environment_built_in_the_home_is_shared(tmp_path, monkeypatch):
+    """Not the main environment, not a link in a home to an environment elsewhere (a test's
+    private home linking the real one: its links would point into that home's store)."""
+    from parity.envs import _release_env_in_home, environments
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("PARITY_HOME", str(home))
+    built = _env(home, "sglang-9.9.9")
+    (home / "linked").symlink_to(_env(tmp_path / "elsewhere", "real"))
+    assert _release_env_in_home(built)
+    assert not _release_env_in_home(home / "linked")
+    assert not _release_env_in_home(environments()[0].path)  # the main one

@@ -188,24 +188,37 @@ def test_a_shared_server_is_only_this_user_s(tmp_path, monkeypatch):
 
 
 def test_room_for_a_server_is_made_least_recently_used_first(tmp_path, monkeypatch):
-    """A run's directory keeps MAX_SHARED servers at most, and fewer while the machine has less
-    than MIN_AVAILABLE memory available: the least recently used is stopped first, the others
-    are left running."""
-    procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in range(3)]
+    """A run's directory keeps MAX_SHARED servers at most, and, while the machine has less
+    memory available than it keeps, stops idle ones (at most MEMORY_STOPS per start): the least
+    recently used first, the others left running. A server that began a run within BUSY_SECONDS
+    is never stopped for memory, and a pid file whose pid is no parity.forkserver any more
+    (reused after its server died) stops nothing."""
+    def server(*argv: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", *argv])
+
+    procs = [server("parity.forkserver") for _ in range(4)] + [server("not-a-server")]
     try:
-        for age, proc in zip((30, 20, 10), procs):  # procs[0] is the least recently used
+        for age, proc in zip((500, 400, 300, 5, 600), procs):  # procs[0]: the least recently used server
             pid_file = tmp_path / f"{proc.pid}.pid"
             pid_file.write_text(str(proc.pid))
             os.utime(pid_file, (time.time() - age, time.time() - age))
-        monkeypatch.setattr(forkserver, "MAX_SHARED", 3)
+        monkeypatch.setattr(forkserver, "_wanted", lambda: forkserver.MIN_AVAILABLE)
         monkeypatch.setattr(forkserver, "_available", lambda: forkserver.MIN_AVAILABLE)
-        forkserver._evict(tmp_path)  # 3 alive: room for a fourth means one stopped
-        assert [p.wait(5) is not None for p in procs[:1]] == [True] and all(p.poll() is None for p in procs[1:])
+        monkeypatch.setattr(forkserver, "MAX_SHARED", 5)
+        forkserver._evict(tmp_path)  # 5 alive: room for a sixth, and the oldest pid is no server
+        assert procs[4].poll() is None and all(p.poll() is None for p in procs[:4])
+        monkeypatch.setattr(forkserver, "MAX_SHARED", 4)
+        forkserver._evict(tmp_path)  # the next least recently used is a server: stopped
+        assert procs[0].wait(5) is not None and all(p.poll() is None for p in procs[1:])
         monkeypatch.setattr(forkserver, "MAX_SHARED", 10)
         # short of memory until one more server has ended: the next least recently used goes
         monkeypatch.setattr(forkserver, "_available", lambda: forkserver.MIN_AVAILABLE - (procs[1].poll() is None))
         forkserver._evict(tmp_path)
-        assert procs[1].wait(5) is not None and procs[2].poll() is None
+        assert procs[1].wait(5) is not None and all(p.poll() is None for p in procs[2:])
+        # short of memory for good: two more at most, never the one that began a run 5 s ago
+        monkeypatch.setattr(forkserver, "_available", lambda: 0)
+        forkserver._evict(tmp_path)
+        assert procs[2].wait(5) is not None and procs[3].poll() is None and procs[4].poll() is None
     finally:
         for proc in procs:
             proc.kill()
