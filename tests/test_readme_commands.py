@@ -33,7 +33,9 @@ def run_as_shown(cmd, tmp_path) -> subprocess.CompletedProcess:
     argv = list(cmd.argv)
     for arg in cmd.written_args():  # lock/export: write into tmp_path, never into the checkout
         argv[argv.index(arg)] = str(tmp_path / os.path.basename(arg.rstrip("/")))
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # as a user runs it from the checkout (cwd first on sys.path): no PYTHONPATH of its own, which
+    # would reach the children's environment and give them servers of their own (parity.forkserver)
+    env = dict(os.environ)
     env.pop("PARITY_DEBUG", None)
     return subprocess.run([sys.executable, "-m", "parity", *argv], capture_output=True, text=True,
                           cwd=ROOT, env=env)
