@@ -70,6 +70,8 @@ def _link(link: Path, target: Path) -> None:
         if os.readlink(link) == str(target):
             target.mkdir(exist_ok=True)  # the store may have been removed since
             return
+        if _same_copy(link, target):  # a folder of the same installed copy in another store (a test's
+            return                    # copy of an environment linking its original's bytecode)
         spare = link.with_name(f".{link.name}-{os.getpid()}")  # a link to another copy's folder: replaced
         spare.unlink(missing_ok=True)
         target.mkdir(exist_ok=True)
@@ -85,6 +87,12 @@ def _link(link: Path, target: Path) -> None:
             shutil.rmtree(old, ignore_errors=True)
     target.mkdir(exist_ok=True)
     link.symlink_to(target, target_is_directory=True)
+
+
+def _same_copy(link: Path, target: Path) -> bool:
+    """Whether `link` leads to an existing store folder of the same key (the same installed files)."""
+    real = Path(os.path.realpath(link))
+    return real.is_dir() and real.name == target.name and real.parent.name == target.parent.name
 
 
 def _stamp(site: Path) -> str:

@@ -456,7 +456,7 @@ def _available() -> int | None:
 
 def _wanted() -> int:
     """The memory a server start keeps available: MIN_AVAILABLE, at most a third of the machine's."""
-    with suppress(OSError, ValueError, IndexError):
+    with suppress(OSError, ValueError, IndexError, StopIteration):
         with open("/proc/meminfo") as f:
             total = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemTotal:"))
         return min(MIN_AVAILABLE, total // 3)

@@ -144,3 +144,20 @@ def test_only_a_release_environment_built_in_the_home_is_shared(tmp_path, monkey
     assert _release_env_in_home(built)
     assert not _release_env_in_home(home / "linked")
     assert not _release_env_in_home(environments()[0].path)  # the main one
+
+
+def test_a_link_to_the_same_copys_folder_in_another_store_is_kept(tmp_path):
+    """A copy of an environment in a test's private home links its original's compiled folders
+    (tests/helpers.share_bytecode): kept, not replaced by an empty folder of its own store."""
+    a = _env(tmp_path / "home", "a")
+    _install(a, "pkg-1.0", {"pkg/__init__.py": "VALUE = 'one'\n"})
+    assert _import(a, "pkg") == "one"
+    copy = _env(tmp_path / "private", "a")
+    _install(copy, "pkg-1.0", {"pkg/__init__.py": ""}, like=a)
+    site = lambda env: env / ".pycache" / str((env / SITE).absolute()).lstrip("/")  # noqa: E731
+    site(copy).mkdir(parents=True)
+    (site(copy) / "pkg").symlink_to(site(a) / "pkg")  # a link to a link into a's store
+    assert _import(copy, "pkg") == "one"
+    assert os.readlink(site(copy) / "pkg") == str(site(a) / "pkg")
+    assert not (tmp_path / "private" / bytecode.STORE).exists() or not any(
+        (tmp_path / "private" / bytecode.STORE).rglob("*.pyc"))
