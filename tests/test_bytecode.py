@@ -47,6 +47,16 @@ def _import(env: Path, module: str) -> str:
     return _run(env, f"import {module}; print({module}.VALUE)")
 
 
+def _twins(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(home, a, b): two environments in one home holding pkg 1.0 as the same files on disk."""
+    home = tmp_path / "home"
+    a, b = _env(home, "a"), _env(home, "b")
+    files = {"pkg/__init__.py": "VALUE = 'one'\n"}
+    _install(a, "pkg-1.0", files)
+    _install(b, "pkg-1.0", files, like=a)
+    return home, a, b
+
+
 def test_environments_with_the_same_files_share_one_bytecode_folder(tmp_path):
     home = tmp_path / "home"
     a, b, c = _env(home, "a"), _env(home, "b"), _env(home, "c")
@@ -69,11 +79,7 @@ def test_environments_with_the_same_files_share_one_bytecode_folder(tmp_path):
 
 
 def test_an_edited_file_is_compiled_again_never_run_from_the_shared_bytecode(tmp_path):
-    home = tmp_path / "home"
-    a, b = _env(home, "a"), _env(home, "b")
-    files = {"pkg/__init__.py": "VALUE = 'one'\n"}
-    _install(a, "pkg-1.0", files)
-    _install(b, "pkg-1.0", files, like=a)
+    home, a, b = _twins(tmp_path)
     assert _import(a, "pkg") == "one"
     edited = b / SITE / "pkg" / "__init__.py"
     edited.unlink()  # an edit that replaces the file (as editors and patch do)
@@ -96,11 +102,7 @@ def test_what_is_not_one_distributions_folder_stays_in_the_environment(tmp_path)
 
 
 def test_a_folder_compiled_before_moves_into_the_store_once(tmp_path):
-    home = tmp_path / "home"
-    a, b = _env(home, "a"), _env(home, "b")
-    files = {"pkg/__init__.py": "VALUE = 'one'\n"}
-    _install(a, "pkg-1.0", files)
-    _install(b, "pkg-1.0", files, like=a)
+    home, a, b = _twins(tmp_path)
     _run(a, "import pkg")  # compiled before parity shared anything
     (before,) = (a / ".pycache").rglob("pkg/__init__.*.pyc")
     compiled = before.read_bytes()
@@ -115,10 +117,7 @@ def test_a_reinstall_in_place_is_linked_again(tmp_path):
     """An environment rebuilt in place (another release of a package, parity.ondemand's step
     back) gets a link to its new copy's folder; the other environment keeps the old one. A
     store removed since is made again."""
-    home = tmp_path / "home"
-    a, b = _env(home, "a"), _env(home, "b")
-    _install(a, "pkg-1.0", {"pkg/__init__.py": "VALUE = 'one'\n"})
-    _install(b, "pkg-1.0", {"pkg/__init__.py": "VALUE = 'one'\n"}, like=a)
+    home, a, b = _twins(tmp_path)
     assert _import(a, "pkg") == "one" and _import(b, "pkg") == "one"
     shutil.rmtree(b / SITE / "pkg")
     shutil.rmtree(b / SITE / "pkg-1.0.dist-info")
