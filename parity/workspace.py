@@ -103,10 +103,16 @@ def private_dir(prefix: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=prefix))
 
 
-# Cache roots that default to the user's ~/.cache and that code a child imports writes into
-# (transformers 4.x writes HF_HOME/hub/version.txt at import; SGLang and vLLM cache compiled
-# kernels and model inspections): a child's point into its own private directory.
-CACHE_ROOTS = {"HF_HOME": "huggingface", "SGLANG_CACHE_DIR": "sglang-cache", "VLLM_CACHE_ROOT": "vllm-cache"}
+# Cache roots that default to the user's ~/.cache (or the temp dir) and that code a child imports
+# writes into (transformers 4.x writes HF_HOME/hub/version.txt at import; SGLang and vLLM cache
+# compiled kernels and model inspections; torch's inductor cache): a child's point into its own
+# private directory. TORCHINDUCTOR_CACHE_DIR is also one that the import sets: importing
+# speculators (torch._inductor) writes `<temp dir>/torchinductor_<user>` into os.environ, so a
+# parity command that imported it (the CLI does, to read a SpecForge draft's config schema) handed
+# its children a value of its own private temp dir: a key no later command matched (every
+# `check --trainer specforge` computed both sides again, and started their servers again).
+CACHE_ROOTS = {"HF_HOME": "huggingface", "SGLANG_CACHE_DIR": "sglang-cache", "VLLM_CACHE_ROOT": "vllm-cache",
+               "TORCHINDUCTOR_CACHE_DIR": "torchinductor"}
 
 
 # Environment variables that say only where a run's temporary files go, the terminal's size, or
