@@ -1,7 +1,10 @@
 """The installed speculators config class of a draft: its fields and their defaults, which the
-draft reader (parity.extract.trainers.draft) checks a draft's config.json against. Run in the
-parent (this interpreter's speculators) and by the speculators probe in each release's own
-environment (its reply's `config_schema`). Stdlib only until called; then the installed
+draft reader (parity.extract.trainers.draft) checks a draft's config.json against. Run by the
+speculators probe in each release's own environment (its reply's `config_schema`), and as a
+child of its own (`python -m parity.extract.trainers.config_class`, draft.installed_schema) for
+the interpreter parity runs in: importing speculators there took 15-18 s of a command's parent
+and set TORCHINDUCTOR_CACHE_DIR in its environment, where a child's reply is remembered by the
+installed code it read (parity.reply_cache). Stdlib only until called; then the installed
 speculators and transformers."""
 
 from __future__ import annotations
@@ -49,4 +52,22 @@ def config_schema(model_type: str = "eagle3") -> dict[str, Any]:
     }
 
 
+def _reply(request: dict) -> dict[str, Any]:
+    """The child's reply: {"schema": config_schema(...)}, or {"schema": None, "absent": why} when
+    this interpreter has no speculators."""
+    try:
+        return {"schema": config_schema(request.get("model_type", "eagle3"))}
+    except ImportError as exc:
+        return {"schema": None, "absent": f"{type(exc).__name__}: {exc}"}
+
+
+def main() -> None:
+    from parity.envs import reply_over_stdio
+
+    reply_over_stdio(_reply)
+
+
 __all__ = ["config_schema"]
+
+if __name__ == "__main__":
+    main()

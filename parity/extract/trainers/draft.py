@@ -26,6 +26,7 @@ one a table holds is decided from its values, cross-checked against t2d when pre
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -33,8 +34,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ...contract import Finding, GraphFlags, VocabMapping
 from ...errors import UserError
-from .config_class import config_schema
 from ...inputs import Draft
+
+CONFIG_CLASS = "parity.extract.trainers.config_class"  # the child that reads the installed class
 
 if TYPE_CHECKING:
     from ...inputs import Draft
@@ -157,11 +159,15 @@ def draft_ids(draft_dir: "Path | str | Draft") -> tuple[tuple[int, ...] | None, 
 
 @lru_cache(maxsize=1)
 def installed_schema() -> dict[str, Any] | None:
-    """The current interpreter's speculators Eagle3 config class (None if speculators is absent)."""
-    try:
-        return config_schema()
-    except ImportError:
-        return None
+    """The current interpreter's speculators Eagle3 config class (None if speculators is absent),
+    read in a child of this interpreter (config_class: its reply is remembered while the installed
+    code it read is unchanged; this process never imports speculators)."""
+    from ...envs import run_module
+
+    reply = run_module(sys.executable, CONFIG_CLASS, {"model_type": "eagle3"}, cache=True)
+    if reply.get("error"):
+        raise RuntimeError(f"reading the installed speculators config class failed: {reply['error']}")
+    return reply["schema"]
 
 
 def _finding(kind: str, message: str, severity: str = "warning") -> Finding:
