@@ -210,6 +210,19 @@ def shadow_release(tmp_path: Path, package: str, version: str, edits: dict[str, 
     return shadow, original, env
 
 
+def shadow_run_env(shadow: Path, home: Path, bytecode: str | None = None) -> dict[str, str]:
+    """The process environment of a parity run on the `shadow_env` `shadow` of the main
+    environment: a private PARITY_HOME `home`, the shadow's bytecode (or `bytecode`), and no
+    forkserver. A copy made for one test serves one or two runs, each after an edit that makes
+    any server of it stale: a fresh process costs less than starting a server no other test can
+    use, and leaves none holding half a gigabyte for the rest of the run (where it pushed the
+    servers of the real environments out, they were started again)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PARITY_HOME=str(home), PYTHONPYCACHEPREFIX=bytecode or str(shadow / ".pycache"),
+               PARITY_NO_FORKSERVER="1")
+    return env
+
+
 def edit_in_shadow(shadow: Path, relative: str, old: str, new: str) -> None:
     """Edit a file of a `shadow_env` (one of its real copies) in place, as a user patches site-packages."""
     path = shadow / relative

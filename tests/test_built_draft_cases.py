@@ -6,14 +6,13 @@ code, followed."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from .helpers import run_parity as parity, LLAMA, ROOT, edit_in_shadow, shadow_env
+from .helpers import run_parity as parity, LLAMA, ROOT, shadow_env, shadow_run_env
 
 pytestmark = pytest.mark.slow
 
@@ -163,14 +162,11 @@ EDITS = {
 @pytest.mark.parametrize("name", EDITS)
 def test_an_edit_of_the_installed_draft_class_is_followed(name, tmp_path):
     file, old, new, side, field, value = EDITS[name]
-    shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow", {file: (old, old)})
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(shadow / ".pycache"))
     args = ("check", "--target-config", str(LLAMA), "--draft", str(LLAMA_DRAFT), *LAYOUT, "--json", "--no-verify")
-    before = parity(*args, python=str(shadow / "bin" / "python"), env=env)
+    before = parity(*args)  # the environment the copy links to: the same files but the edited one
     assert before.returncode == 0, before.stderr[-2000:]
-    edit_in_shadow(shadow, file, old, new)
-    after = parity(*args, python=str(shadow / "bin" / "python"), env=env)
+    shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow", {file: (old, new)})
+    after = parity(*args, python=str(shadow / "bin" / "python"), env=shadow_run_env(shadow, tmp_path / "home"))
     assert after.returncode == 1, after.stdout[-3000:] + after.stderr[-2000:]
     result = json.loads(after.stdout)
     assert [d["field"] for d in result["diff"]["fields"]] == [f"draft.{field}"]

@@ -16,7 +16,7 @@ from parity.extract.config_reads import ReadingDict, read_fields, recording
 from parity.report import render_check
 from parity.verdict import decide
 
-from .helpers import LLAMA, ROOT, edit_in_shadow, run_parity as parity, shadow_env
+from .helpers import LLAMA, ROOT, run_parity as parity, shadow_env, shadow_run_env
 from .test_rendering import SERVED_BUILT, TRAINED_BUILT, check_result, serving, training
 
 LLAMA_DRAFT = ROOT / "fixtures" / "drafts" / "llama-3.1-8b-eagle3"
@@ -342,14 +342,13 @@ READS_TARGET_WIDTH = 'if hasattr(config, "target_hidden_size"):'
 
 @pytest.mark.slow
 def test_an_engine_that_stops_reading_a_key_training_read_is_a_drift_naming_it(tmp_path):
-    shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow", {SGLANG_EAGLE3: (READS_TARGET_WIDTH, READS_TARGET_WIDTH)})
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(shadow / ".pycache"))
-    python = str(shadow / "bin" / "python")
-    before = _check("--draft", str(LLAMA_DRAFT), python=python, env=env)
+    before = _check("--draft", str(LLAMA_DRAFT))  # the environment the copy below links to
     assert before.returncode == 0, before.stdout + before.stderr[-2000:]
     assert "config keys: sglang 0.5.23 reads 17 of the 17 keys" in before.stdout, before.stdout
-    edit_in_shadow(shadow, SGLANG_EAGLE3, READS_TARGET_WIDTH, "if False:  # the edit: target_hidden_size unread")
+    shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow",
+                        {SGLANG_EAGLE3: (READS_TARGET_WIDTH, "if False:  # the edit: target_hidden_size unread")})
+    env = shadow_run_env(shadow, tmp_path / "home")
+    python = str(shadow / "bin" / "python")
     after = _check("--draft", str(LLAMA_DRAFT), python=python, env=env)
     assert after.returncode == 1, after.stdout + after.stderr[-2000:]
     assert "DRIFT: sglang 0.5.23 builds the draft otherwise than training did." in after.stdout
@@ -374,27 +373,21 @@ SPECFORGE_READS = ["architectures", "draft_vocab_size", "hidden_act", "hidden_si
 def test_an_engine_that_stops_reading_a_key_specforge_read_is_a_drift_naming_it(tmp_path):
     """The same edit of SGLang as above, the draft trained by SpecForge: its reads are recorded,
     so the key it built the draft with and the edited engine never reads is a drift; unedited,
-    PARITY."""
-    from parity.envs import find_env
-
-    home = tmp_path / "home"
-    home.mkdir()
-    specforge = find_env("specforge", "0.2.0").path
-    (home / specforge.name).symlink_to(specforge)  # the trainer's environment, as built
-    shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow", {SGLANG_EAGLE3: (READS_TARGET_WIDTH, READS_TARGET_WIDTH)})
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PARITY_HOME=str(home), PYTHONPYCACHEPREFIX=str(shadow / ".pycache"))
-    python = str(shadow / "bin" / "python")
+    PARITY. Only SGLang is a copy: SpecForge runs in its environment as built, in this run's home
+    (its server and bytecode shared with every other SpecForge run)."""
     args = ("check", "--trainer", "specforge", "--specforge", "0.2.0", "--target-config", str(LLAMA), "--draft", str(LLAMA_DRAFT), "--json",
             "--no-verify")  # SpecForge captures the states itself: no dump layout
-    before = parity(*args, python=python, env=env)
+    before = parity(*args)  # the environment the copy below links to
     assert before.returncode == 0, before.stdout[-3000:] + before.stderr[-2000:]
     trained = json.loads(before.stdout)["training"]["draft"]
     assert trained["built_by"].startswith("specforge 0.2.0 ")
     assert trained["config_keys_read"] == SPECFORGE_READS
     assert {"num_hidden_layers", "torch_dtype"} <= set(trained["config_keys_unread"])
-    edit_in_shadow(shadow, SGLANG_EAGLE3, READS_TARGET_WIDTH, "if False:  # the edit: target_hidden_size unread")
-    after = parity(*args, python=python, env=env)
+    shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow",
+                        {SGLANG_EAGLE3: (READS_TARGET_WIDTH, "if False:  # the edit: target_hidden_size unread")})
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(shadow / ".pycache")
+    after = parity(*args, python=str(shadow / "bin" / "python"), env=env)
     assert after.returncode == 1, after.stdout[-3000:] + after.stderr[-2000:]
     result = json.loads(after.stdout)
     assert [d["where"] for d in result["differences"]] == ["config.target_hidden_size"]

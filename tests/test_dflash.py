@@ -10,15 +10,15 @@ and the mutation tests edit that code in a shadow copy of the environment and se
 from __future__ import annotations
 
 import json
-import os
 import shutil
 
 import pytest
 
 from parity.contract import ServingContract, TargetModel, Provenance
 from parity.contract.hf import draft_kind
+from parity.forkserver import OFF as NO_FORKSERVER
 
-from .helpers import QWEN3, ROOT, built, run_parity, shadow_env, shadow_release
+from .helpers import QWEN3, ROOT, built, run_parity, shadow_env, shadow_release, shadow_run_env
 
 DFLASH = ROOT / "fixtures" / "drafts" / "qwen3-8b-dflash"  # ids [1, 9, 17, 25, 33]: h2 ... h34
 NO_IDS = ROOT / "fixtures" / "drafts" / "qwen3-8b-dflash-no-ids"  # 3 draft layers, no ids
@@ -212,9 +212,7 @@ def test_sglang_dflash_contract_follows_an_edit_of_its_capture(tmp_path):
     and the check, PASS before, is a DRIFT."""
     shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow",
                         {QWEN3_MODEL: (SGLANG_PLUS_ONE, SGLANG_PLUS_ONE.replace("val + 1", "val"))})
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(shadow / ".pycache"))
-    rc, result = check(DFLASH, TRAINED, python=str(shadow / "bin" / "python"), env=env)
+    rc, result = check(DFLASH, TRAINED, python=str(shadow / "bin" / "python"), env=shadow_run_env(shadow, tmp_path / "home"))
     assert rc == 1 and result["verdict"] == "drift"
     assert result["serving"]["fc_input"] == ["h1", "h9", "h17", "h25", "h33"]
     assert result["serving"]["capture_ids"] == [1, 9, 17, 25, 33]
@@ -227,6 +225,7 @@ def test_vllm_dflash_contract_follows_an_edit_of_its_id_reader(tmp_path):
     if not built("vllm", "0.34.0"):
         pytest.skip("vllm 0.34.0 environment not built")
     _, _, env = shadow_release(tmp_path, "vllm", "0.34.0", {VLLM_IDS: (VLLM_PLUS_ONE, VLLM_PLUS_ONE.replace("i + 1", "i"))})
+    env[NO_FORKSERVER] = "1"  # one run in a copy made for this test: fresh, not a server of its own
     rc, result = check(DFLASH, TRAINED, "--engine", "vllm", "--vllm", "0.34.0", env=env)
     assert rc == 1 and result["verdict"] == "drift"
     assert result["serving"]["fc_input"] == ["h1", "h9", "h17", "h25", "h33"]

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from .helpers import MAIN_BYTECODE, run_parity as parity, LLAMA, ROOT, edit_in_shadow, shadow_env
+from .helpers import MAIN_BYTECODE, run_parity as parity, LLAMA, ROOT, edit_in_shadow, shadow_env, shadow_run_env
 
 KIMI = ROOT / "fixtures" / "targets" / "kimi-k2.5" / "config.json"
 KIMI_FIXED = ROOT / "fixtures" / "drafts" / "kimi-k2.5-eagle3-fixed"
@@ -114,19 +114,16 @@ def test_sglang_0_5_14_resolves_with_its_own_code():
 @pytest.mark.slow
 def test_an_edit_of_the_installed_resolution_code_is_followed(tmp_path):
     """The rule is read from the engine, not typed: with SGLang's adjustment edited out of the
-    installed speculative_hook.py (in a linked copy of the environment), 16 tokens stay 16."""
+    installed speculative_hook.py (in a linked copy of the environment), 16 tokens stay 16.
+    Before the edit: the environment the copy links to (the same files but the edited one)."""
     file = "lib/python3.11/site-packages/sglang/srt/arg_groups/speculative_hook.py"
     old = "        cfg.speculative_eagle_topk == 1\n        and cfg.speculative_num_draft_tokens"
-    shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow", {file: (old, old)})
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(shadow / ".pycache"))
     seed = "--speculative-algorithm EAGLE3 --speculative-num-steps 1 --speculative-eagle-topk 1 " \
            "--speculative-num-draft-tokens 16"
-    python = str(shadow / "bin" / "python")
-    before = llama_serving(seed, python=python, env=env)
+    before = llama_serving(seed)
     assert before.returncode == 1 and json.loads(before.stdout)["launch"]["effective"]["speculative_num_draft_tokens"] == 2
-    edit_in_shadow(shadow, file, old, "        False\n        and cfg.speculative_num_draft_tokens")
-    after = llama_serving(seed, python=python, env=env)
+    shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow", {file: (old, "        False\n        and cfg.speculative_num_draft_tokens")})
+    after = llama_serving(seed, python=str(shadow / "bin" / "python"), env=shadow_run_env(shadow, tmp_path / "home"))
     assert after.returncode == 0, after.stderr
     launch = json.loads(after.stdout)["launch"]
     assert launch["effective"]["speculative_num_draft_tokens"] == 16 and launch["overrides"] == []
@@ -267,8 +264,8 @@ def vllm_shadow(version: str, file: str, old: str, tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     shadow = shadow_env(original, home / original.name, {file: (old, old)})
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PARITY_NO_CACHE")}
-    env.update(PARITY_HOME=str(home), PYTHONPYCACHEPREFIX=MAIN_BYTECODE)
+    env = shadow_run_env(shadow, home, bytecode=MAIN_BYTECODE)
+    env.pop("PARITY_NO_CACHE", None)
     return original, shadow, env
 
 
@@ -279,9 +276,9 @@ def test_vllm_an_edit_of_the_installed_resolution_code_is_followed(tmp_path):
     an override naming the edited function, and the verdict drift."""
     file = "lib/python3.11/site-packages/vllm/v1/worker/gpu/spec_decode/speculator_config.py"
     old = "        config_cls.resolve_num_speculative_tokens(spec)\n"
-    original, shadow, env = vllm_shadow("0.34.0", file, old, tmp_path)
-    before = vllm_serving(VLLM_EAGLE3, env=env)
+    before = vllm_serving(VLLM_EAGLE3)  # the environment the copy links to
     assert before.returncode == 0, before.stderr
+    original, shadow, env = vllm_shadow("0.34.0", file, old, tmp_path)
     assert json.loads(before.stdout)["launch"]["effective"]["num_speculative_tokens"] == 3
     edit_in_shadow(shadow, file, old, old + "        spec.num_speculative_tokens = min(spec.num_speculative_tokens, 2)\n")
     after = vllm_serving(VLLM_EAGLE3, env=env)
@@ -440,8 +437,7 @@ def test_a_lock_holds_the_launch_and_pytest_fails_naming_the_field_when_a_bump_c
     edit_in_shadow(shadow, file, old, "speculative_num_draft_tokens != cfg.speculative_num_steps + 2")
     edit_in_shadow(shadow, file, "speculative_num_draft_tokens=cfg.speculative_num_steps + 1",
                    "speculative_num_draft_tokens=cfg.speculative_num_steps + 2")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(shadow / ".pycache"))
+    env = shadow_run_env(shadow, tmp_path / "home")
     run = subprocess.run([str(shadow / "bin" / "python"), "-m", "pytest", "-m", "parity", "-p", "no:cacheprovider",
                           "--parity-contracts", str(contracts), "--parity-no-verify",
                           "--rootdir", str(tmp_path), str(contracts)], capture_output=True, text=True, cwd=tmp_path,

@@ -16,14 +16,13 @@ under parity's default (EAGLE3), and the algorithm must serve the draft's kind.
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
 from parity.contract import LaunchContract, Provenance, ServingContract, TargetModel
 from parity.verdict import launch_differences
 
-from .helpers import LLAMA, QWEN3, ROOT, built, run_parity, shadow_env, edit_in_shadow
+from .helpers import LLAMA, QWEN3, ROOT, built, run_parity, shadow_env, shadow_run_env
 
 KIMI = ROOT / "fixtures" / "targets" / "kimi-k2.5" / "config.json"
 KIMI_FIXED = ROOT / "fixtures" / "drafts" / "kimi-k2.5-eagle3-fixed"
@@ -106,12 +105,9 @@ def test_the_capture_under_eagle_follows_an_edit_of_the_installed_rule(tmp_path)
     file = ("lib/python3.11/site-packages/sglang/srt/model_executor/model_runner_components/"
             "spec_aux_hidden_state.py")
     old = "    if spec_algorithm.is_eagle3():\n        config.eagle_use_aux_hidden_state = True"
-    shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow", {file: (old, old)})
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(shadow / ".pycache"))
-    python = str(shadow / "bin" / "python")
-    edit_in_shadow(shadow, file, old, old.replace("is_eagle3()", "is_eagle()"))
-    _, got = serving(LLAMA, LLAMA_DRAFT, EAGLE, python=python, env=env)
+    shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow", {file: (old, old.replace("is_eagle3()", "is_eagle()"))})
+    _, got = serving(LLAMA, LLAMA_DRAFT, EAGLE, python=str(shadow / "bin" / "python"),
+                     env=shadow_run_env(shadow, tmp_path / "home"))
     assert got["capture_ids"] == [2, 16, 29]  # the draft's ids [1, 15, 28], captured under EAGLE now
     assert got["fc_input"] == ["h2", "h16", "h29"]
 

@@ -7,12 +7,11 @@ main environment."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 
 import pytest
 
-from .helpers import LLAMA, ROOT, edit_in_shadow, run_parity as parity, shadow_env
+from .helpers import LLAMA, ROOT, run_parity as parity, shadow_env, shadow_run_env
 
 LLAMA_DRAFT = ROOT / "fixtures" / "drafts" / "llama-3.1-8b-eagle3"
 TRAINED = ROOT / "fixtures" / "replay" / "draft"  # a checkpoint speculators' trainer wrote (ttt_steps 3)
@@ -101,11 +100,8 @@ def test_an_edit_of_the_installed_trainer_depth_is_followed(tmp_path):
     deeper than trained."""
     file = "lib/python3.11/site-packages/speculators/convert/eagle/eagle3_converter.py"
     old = "            speculative_tokens=3,\n"
-    shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow", {file: (old, old)})
-    edit_in_shadow(shadow, file, old, "            speculative_tokens=8,\n")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(shadow / ".pycache"))
-    proc = check(sglang_steps(5), "--json", python=str(shadow / "bin" / "python"), env=env)
+    shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow", {file: (old, "            speculative_tokens=8,\n")})
+    proc = check(sglang_steps(5), "--json", python=str(shadow / "bin" / "python"), env=shadow_run_env(shadow, tmp_path / "home"))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     result = json.loads(proc.stdout)
     assert result["training"]["trained_depth"]["steps"] == 8

@@ -55,9 +55,7 @@ def _minus_one_draft(tmp: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def matrices(tmp_path_factory):
-    """Computed once per module. Under pytest-xdist each worker that runs tests of this file
-    builds them, from the reply cache (parity.reply_cache) where another worker ran the probe
-    already. Born-from (all releases) and [-1, 2, 30] (all sglang releases) concurrently; then,
+    """Computed once per module, on the one worker that runs the file (pytestmark). Born-from (all releases) and [-1, 2, 30] (all sglang releases) concurrently; then,
     one at a time (an injected drift holds for the whole process), an unknown release and a
     moved code path."""
     minus_one = _minus_one_draft(tmp_path_factory.mktemp("minus-one"))
@@ -87,7 +85,10 @@ def _need(version: str) -> None:
         pytest.skip(f"sglang {version}'s environment is not built (./dev setup sglang-{version})")
 
 
-pytestmark = pytest.mark.slow
+# One worker runs this file (`./dev test` distributes by --dist loadgroup): its matrices are a
+# module fixture, which each worker running a test of the file built again, the second waiting
+# on the first's children in the reply cache (65 s of a core idle in the clean-clone run).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_matrix")]
 
 
 # -- the born-from example -----------------------------------------------------------------------

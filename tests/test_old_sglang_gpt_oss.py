@@ -23,9 +23,10 @@ import pytest
 from parity.envs import PROBE_OVERRIDES, find_env
 from parity.errors import HarnessLimit
 from parity.extract.engines.sglang import extract_serving
+from parity.forkserver import OFF as NO_FORKSERVER
 from parity.inputs import read_inputs
 
-from .helpers import (GPT_OSS, ROOT, built, drift_overrides, edit_in_shadow, run_parity, sglang_draft,
+from .helpers import (GPT_OSS, ROOT, built, drift_overrides, run_parity, sglang_draft,
                       shadow_release)
 
 pytestmark = pytest.mark.slow
@@ -70,8 +71,8 @@ def test_the_moe_stand_in_follows_an_edit_of_the_releases_own_swiglu(tmp_path):
     identified (the test above)."""
     file = f"{SITE}/sglang/srt/layers/moe/fused_moe_triton/fused_moe.py"
     old = "    return gate * torch.sigmoid(gate * gemm1_alpha) * (up + 1)\n"
-    shadow, original, env = shadow_release(tmp_path, "sglang", "0.5.10", {file: (old, old)})
-    edit_in_shadow(shadow, file, old, old.replace("(up + 1)", "(up + 2)"))
+    shadow, original, env = shadow_release(tmp_path, "sglang", "0.5.10", {file: (old, old.replace("(up + 1)", "(up + 2)"))})
+    env[NO_FORKSERVER] = "1"  # one run in a copy made for this test: fresh, not a server of its own
     draft = sglang_draft(tmp_path / "draft", ids=[1, 11, 20])
     proc = run_parity("contract", "serving", "--sglang", "0.5.10", "--target-config", str(GPT_OSS), "--draft",
                       str(draft), "--json", env=env)

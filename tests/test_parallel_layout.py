@@ -14,7 +14,6 @@ Each case runs the real CLI on the bundled files."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
@@ -23,7 +22,7 @@ import pytest
 from parity.report.check import render_check
 from parity.verdict import CheckResult
 
-from .helpers import MAIN_BYTECODE, LLAMA, ROOT, edit_in_shadow, shadow_env
+from .helpers import MAIN_BYTECODE, LLAMA, ROOT, shadow_env, shadow_run_env
 from .helpers import run_parity as parity
 
 pytestmark = pytest.mark.slow
@@ -85,13 +84,11 @@ def test_an_edit_of_the_installed_rank_guard_changes_the_verdict(tmp_path):
     too, and SGLang 0.5.23's own forward then fails there: the model's forward unpacks its output
     as (states, aux states), which a non-last stage's PPProxyTensors is not. The verdict follows
     the code that runs: UNSERVABLE, naming the stage, where the guarded release drifts."""
-    shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow", {GUARD: (GUARDED, GUARDED)})
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(shadow / ".pycache"))
-    python = str(shadow / "bin" / "python")
-    edit_in_shadow(shadow, GUARD, GUARDED, GUARDED.replace("        if not self.pp_group.is_last_rank:\n"
-                                                           "            return\n", ""))
-    proc = llama_serving(f"{SPEC} --pp-size 2", python=python, env=env)
+    shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow",
+                        {GUARD: (GUARDED, GUARDED.replace("        if not self.pp_group.is_last_rank:\n"
+                                                          "            return\n", ""))})
+    proc = llama_serving(f"{SPEC} --pp-size 2", python=str(shadow / "bin" / "python"),
+                         env=shadow_run_env(shadow, tmp_path / "home"))
     assert proc.returncode == 1, proc.stderr[-2000:]
     contract = json.loads(proc.stdout)
     [error] = [f for f in contract["findings"] if f["kind"] == "engine_error"]
@@ -159,10 +156,9 @@ def test_vllms_answer_follows_the_installed_models_declaration(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     original = find_env("vllm", "0.34.0").path
-    shadow = shadow_env(original, home / original.name, {file: (declared, declared)})
-    edit_in_shadow(shadow, file, declared, declared.replace("True", "False"))
-    env = {k: v for k, v in os.environ.items() if k not in ("PARITY_NO_CACHE", "PYTHONDONTWRITEBYTECODE")}
-    env.update(PARITY_HOME=str(home), PYTHONPYCACHEPREFIX=MAIN_BYTECODE)
+    shadow = shadow_env(original, home / original.name, {file: (declared, declared.replace("True", "False"))})
+    env = shadow_run_env(shadow, home, bytecode=MAIN_BYTECODE)
+    env.pop("PARITY_NO_CACHE", None)
     proc = parity("contract", "serving", "--engine", "vllm", "--vllm", "0.34.0", "--target-config", str(LLAMA),
                   "--draft", str(LLAMA_DRAFT), "--serve-args", f"{VLLM_SPEC} --pipeline-parallel-size 2", "--json",
                   env=env)
