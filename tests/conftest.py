@@ -106,6 +106,27 @@ def pytest_collection_modifyitems(config, items):
         if len(kept) < len(items):
             config.hook.pytest_deselected(items=[item for item in items if item not in kept])
             items[:] = kept
+    if getattr(config.option, "loadgroup", False):  # a pytest-xdist worker under --dist loadgroup
+        for item in items:
+            _join_xdist_group(item)
+
+
+def _join_xdist_group(item) -> None:
+    """Give a test marked `xdist_group(NAME)` the id `ID@NAME`, by which `--dist loadgroup` sends
+    every test of NAME to one worker. pytest-xdist 3.8 does this by setting `item._nodeid`, which
+    pytest 9 no longer reads (its nodeid is `str(item._id)`): every group was split between the
+    workers, and each built the group's shared fixtures again (test_matrix's matrices: 54 s on
+    each worker). tests/test_xdist_groups.py shows the groups held."""
+    names = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                    for mark in item.iter_markers("xdist_group")})
+    if not names or "@" in item.nodeid.rpartition("]")[2]:
+        return
+    grouped = f"{item.nodeid}@{'_'.join(names)}"
+    node_id = getattr(item, "_id", None)
+    if node_id is not None and hasattr(type(node_id), "parse"):
+        item._id = type(node_id).parse(grouped)
+    else:  # pytest before 9: the id is the string xdist sets
+        item._nodeid = grouped
 
 
 @pytest.fixture(autouse=True)

@@ -34,8 +34,8 @@ MATCHED = ("matched", "matched-fc_norm-norm_output", "matched-norm_before_fc", "
 STEPS = 3
 
 
-@pytest.fixture(scope="module")
-def llama_run():
+@pytest.fixture(scope="session")  # one worker runs this file; a module fixture is made again each
+def llama_run():                   # time that worker comes back to the file after another one
     """Llama, 8 layers (dump [h2, h4, h5, h8]): every matched pair and every drift, one run."""
     target = fixture_target("llama-8l")
     out = forward_parity(target, fixture_cases(target, DRIFTS, flags_on=True, rope=True), steps=STEPS)

@@ -53,9 +53,11 @@ def _minus_one_draft(tmp: Path) -> Path:
     return tmp
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def matrices(tmp_path_factory):
-    """Computed once per module, on the one worker that runs the file (pytestmark). Born-from (all releases) and [-1, 2, 30] (all sglang releases) concurrently; then,
+    """Computed once, on the one worker that runs the file (pytestmark), for the session: a module
+    fixture is made again each time the worker comes back to the file after another file's tests
+    (the clean-clone run built these twice on one worker, 89 s and 81 s). Born-from (all releases) and [-1, 2, 30] (all sglang releases) concurrently; then,
     one at a time (an injected drift holds for the whole process), an unknown release and a
     moved code path."""
     minus_one = _minus_one_draft(tmp_path_factory.mktemp("minus-one"))
@@ -85,9 +87,9 @@ def _need(version: str) -> None:
         pytest.skip(f"sglang {version}'s environment is not built (./dev setup sglang-{version})")
 
 
-# One worker runs this file (`./dev test` distributes by --dist loadgroup): its matrices are a
-# module fixture, which each worker running a test of the file built again, the second waiting
-# on the first's children in the reply cache (65 s of a core idle in the clean-clone run).
+# One worker runs this file (`./dev test` distributes by --dist loadgroup): each worker running a
+# test of it built the matrices again, the second waiting on the first's children in the reply
+# cache (65 s of a core idle in the clean-clone run).
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_matrix")]
 
 

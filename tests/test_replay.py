@@ -38,8 +38,8 @@ TRAINED = ("h0", "h2", "h5")
 SERVED_AS_WRITTEN = ("h2", "h5", "h7")
 
 
-@pytest.fixture(scope="module")
-def as_written():
+@pytest.fixture(scope="session")  # one worker runs this file: made once (a module fixture is made
+def as_written():                  # again each time the worker comes back to the file after another)
     """Search + the draft served as written (its own ids in SGLang's config)."""
     return replay(DRAFT, DATA, dump_layout=LAYOUT)
 

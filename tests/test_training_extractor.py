@@ -24,7 +24,9 @@ from parity.extract.trainers.draft import classify_d2t, installed_schema
 
 from .helpers import EXHAUSTIVE
 
-pytestmark = pytest.mark.slow  # a session fixture runs every speculators probe; most tests run one
+# A session fixture runs every speculators probe; most tests run one. One worker runs the file:
+# on two, each ran the fixture (the second waiting on the first's children: 43 s of a core idle).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_training_extractor")]
 
 ROOT = Path(__file__).resolve().parent.parent
 DRIFTED = "tests.drift.training_slice_from_one"
