@@ -211,9 +211,9 @@ def shadow_release(tmp_path: Path, package: str, version: str, edits: dict[str, 
 
 
 def shadow_run_env(shadow: Path, home: Path, bytecode: str | None = None) -> dict[str, str]:
-    """The process environment of a parity run on the `shadow_env` `shadow` of the main
-    environment: a private PARITY_HOME `home`, the shadow's bytecode (or `bytecode`), and no
-    forkserver. A copy made for one test serves one or two runs, each after an edit that makes
+    """The process environment of a parity run on the `shadow_env` `shadow`: a private
+    PARITY_HOME `home`, the shadow's bytecode (or `bytecode`: where a release environment's
+    shadow lies in `home`, parity keeps its children's bytecode itself), and no forkserver. A copy made for one test serves one or two runs, each after an edit that makes
     any server of it stale: a fresh process costs less than starting a server no other test can
     use, and leaves none holding half a gigabyte for the rest of the run (where it pushed the
     servers of the real environments out, they were started again)."""
