@@ -50,7 +50,7 @@ def workflow() -> list[list[str]]:
     assert block, "the README shows no .github/workflows/eagle-parity.yml"
     steps, lines = [], block.group(1).splitlines()
     for i, line in enumerate(lines):
-        m = re.match(r"^(\s*)run: (.*)$", line)
+        m = re.match(r"^(\s*)(?:-\s+)?run: (.*)$", line)  # `run:` under a `- name:`, or a step `- run: ...` of its own
         if not m:
             continue
         if m.group(2).strip() != "|":
@@ -96,6 +96,7 @@ def test_the_readme_ci_recipe_passes_from_the_wheel_and_fails_on_a_vllm_bump(tmp
     assert any("--no-deps" in ln for ln in install), install
     job = [ln for s in steps if s is not install for ln in s]
     assert any(ln.startswith("pytest -m parity") for ln in job), job
+    assert job.index("parity setup --installed") < len(job) - 1, job  # the set-up step, before pytest
 
     # parity's wheel, from a copy of the checkout's sources
     wheel = build_wheel(tmp_path)
