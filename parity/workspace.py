@@ -108,7 +108,7 @@ def private_dir(prefix: str) -> Path:
 # compiled kernels and model inspections; torch's inductor cache): a child's point into its own
 # private directory. TORCHINDUCTOR_CACHE_DIR is also one that the import sets: importing
 # speculators (torch._inductor) writes `<temp dir>/torchinductor_<user>` into os.environ, so a
-# parity command that imported it (the CLI does, to read a SpecForge draft's config schema) handed
+# parity command that imported it (the CLI did, to read a SpecForge draft's config schema) handed
 # its children a value of its own private temp dir: a key no later command matched (every
 # `check --trainer specforge` computed both sides again, and started their servers again).
 CACHE_ROOTS = {"HF_HOME": "huggingface", "SGLANG_CACHE_DIR": "sglang-cache", "VLLM_CACHE_ROOT": "vllm-cache",

@@ -23,6 +23,7 @@ import pytest
 
 from parity import cli
 from parity.fixtures import MANIFEST, DraftRecipe, speculators_draft
+from parity.workspace import CACHE_ROOTS
 
 from .helpers import DEEPSEEK, ROOT, ctrl_c_reaches_it, sglang_draft
 
@@ -39,7 +40,7 @@ def _env(tmpdir: Path, own_servers: bool = True) -> dict[str, str]:
     # The probes must really run (and be interrupted): no reply from parity.reply_cache.
     env = {**os.environ, "TMPDIR": str(tmpdir), "PARITY_NO_CACHE": "1"}
     env.pop("PARITY_DEBUG", None)
-    env.pop("TORCHINDUCTOR_CACHE_DIR", None)
+    env.pop("TORCHINDUCTOR_CACHE_DIR", None)  # a test process that imported speculators has one set
     if own_servers:
         # run as a user runs it: no warmed servers of the test run (parity.forkserver.SHARED),
         # which outlive a command by design and are not what the command leaves behind
@@ -55,7 +56,7 @@ def parity(tmpdir: Path, *args: str, home: Path | None = None, own_servers: bool
     env = _env(tmpdir, own_servers)
     if home is not None:
         env["HOME"] = str(home)
-        for variable in ("XDG_CACHE_HOME", "HF_HOME", "SGLANG_CACHE_DIR", "VLLM_CACHE_ROOT"):
+        for variable in ("XDG_CACHE_HOME", *CACHE_ROOTS):
             env.pop(variable, None)
     return subprocess.run([sys.executable, "-m", "parity", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=900)
@@ -144,7 +145,6 @@ def test_a_child_writing_into_its_cache_roots_leaves_nothing_in_the_users_home(t
     """Every child parity starts (parity.children.run_child, the forkserver's servers, the
     on-demand import checks) has its cache roots in its private directory, removed when it ends."""
     from parity.children import run_child
-    from parity.workspace import CACHE_ROOTS
 
     home, tmp = tmp_path / "home", tmp_path / "tmp"
     home.mkdir(), tmp.mkdir()

@@ -432,3 +432,20 @@ def test_an_installed_parity_gives_its_children_the_same_path_every_run(tmp_path
             assert Path(env["PYTHONPATH"]).is_relative_to(tmp_path / "home")
     assert seen[0] == seen[1]
     assert [p.name for p in Path(seen[0][1]).iterdir()] == ["parity"]  # only the link
+
+
+def test_a_cache_root_an_import_sets_enters_no_key():
+    """Importing speculators writes TORCHINDUCTOR_CACHE_DIR (its temp dir) into the importing
+    command's environment, a value of that command's own: neither a reply's key nor a warmed
+    server's may hold it (every `check --trainer specforge` missed both), while a variable that
+    steers the engine still does."""
+    from parity import forkserver
+
+    base = {"PATH": "/usr/bin", "SGLANG_SOME_SWITCH": "1"}
+    one = {**base, "TORCHINDUCTOR_CACHE_DIR": "/tmp/parity-aaaa/torchinductor_root"}
+    other = {**base, "TORCHINDUCTOR_CACHE_DIR": "/tmp/parity-bbbb/torchinductor_root"}
+    assert reply_cache.keyed_env(one) == reply_cache.keyed_env(other) == reply_cache.keyed_env(base)
+    assert forkserver._key("python", "m", "/", one) == forkserver._key("python", "m", "/", other)
+    steered = {**base, "SGLANG_SOME_SWITCH": "2"}
+    assert reply_cache.keyed_env(steered) != reply_cache.keyed_env(base)
+    assert forkserver._key("python", "m", "/", steered) != forkserver._key("python", "m", "/", base)

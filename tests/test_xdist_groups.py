@@ -54,7 +54,8 @@ def test_a_group_runs_on_one_worker(tmp_path):
 
 def test_without_it_the_group_has_no_name_to_be_sent_by(tmp_path):
     """What the join mends: pytest-xdist's own suffix never reaches the id (so its scheduler sees
-    six tests of no group, and may split the four). If it does again, the join is a no-op."""
+    six tests of no group, and may split the four). When a release of either mends it, this fails:
+    the join (a no-op then, it adds no second suffix) can go."""
     ran = _workers(tmp_path, conftest=False)
     assert len(ran) == 6, ran
     assert not any("@" in test for test in ran), ran

@@ -53,12 +53,11 @@ def config_schema(model_type: str = "eagle3") -> dict[str, Any]:
 
 
 def _reply(request: dict) -> dict[str, Any]:
-    """The child's reply: {"schema": config_schema(...)}, or {"schema": None, "absent": why} when
-    this interpreter has no speculators."""
+    """The child's reply: {"schema": config_schema(...)}, None when this interpreter has no speculators."""
     try:
         return {"schema": config_schema(request.get("model_type", "eagle3"))}
-    except ImportError as exc:
-        return {"schema": None, "absent": f"{type(exc).__name__}: {exc}"}
+    except ImportError:
+        return {"schema": None}
 
 
 def main() -> None:
