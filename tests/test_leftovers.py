@@ -25,7 +25,7 @@ from parity import cli
 from parity.fixtures import MANIFEST, DraftRecipe, speculators_draft
 from parity.workspace import CACHE_ROOTS
 
-from .helpers import DEEPSEEK, ROOT, ctrl_c_reaches_it, sglang_draft
+from .helpers import DEEPSEEK, ROOT, ctrl_c_reaches_it
 
 pytestmark = pytest.mark.slow
 
