@@ -130,23 +130,46 @@ def _join_xdist_group(item) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _the_fast_tier_runs_no_engine(request, monkeypatch):
-    """A test outside `slow` that asks parity.envs.run_module for one of parity's own children (an
-    engine, trainer, forward or replay probe: a `parity.*` module) fails, naming the marker, so
-    the fast tier stays free of engines. Test doubles (tests.reply_echo, ...) are not engines.
-    (A child the CLI starts in a subprocess is not seen here.)"""
+def _the_fast_tier_runs_no_engine(request, monkeypatch, tmp_path_factory):
+    """A test outside `slow` that runs one of parity's own children (an engine, trainer,
+    forward or replay probe: a `parity.*` module), or has one answered from the reply cache,
+    fails, naming the marker, so the fast tier stays free of engines (one that is stopped
+    before it answers, as a Ctrl-C test's, is not counted). Test doubles
+    (tests.reply_echo, ...) are not engines. Seen in this process (parity.envs.run_module asks
+    for the module) and in every `parity` command the test starts: those inherit a run log
+    (parity.runlog, PARITY_RUN_LOG) the test reads back at its end."""
     if request.node.get_closest_marker("slow") is not None:
+        yield
         return
-    from parity import envs
+    from parity import envs, runlog
+
+    def refuse(module: str) -> None:
+        pytest.fail(f"{request.node.nodeid} runs {module} in a child process: mark it @pytest.mark.slow "
+                    "(docs/development.md, 'Test tiers')", pytrace=False)
 
     real = getattr(envs, "module_to_run", None)
-    if real is None:
-        return
+    if real is not None:
+        def guarded(module: str) -> str:
+            if module.startswith("parity."):
+                refuse(module)
+            return real(module)
 
-    def guarded(module: str) -> str:
-        if module.startswith("parity."):
-            pytest.fail(f"{request.node.nodeid} runs {module} in a child process: mark it @pytest.mark.slow "
-                        "(docs/development.md, 'Test tiers')", pytrace=False)
-        return real(module)
+        monkeypatch.setattr(envs, "module_to_run", guarded)
+    log = tmp_path_factory.mktemp("runlog", numbered=True) / "runs.jsonl"
+    monkeypatch.setenv(runlog.ENV, str(log))
+    yield
+    engines = engines_run(log)
+    if engines:
+        refuse(engines[0])
 
-    monkeypatch.setattr(envs, "module_to_run", guarded)
+
+def engines_run(log) -> list[str]:
+    """The parity children (`parity.*` modules) a run log (parity.runlog) records as answered,
+    computed or from the cache; a child stopped before it answered (a Ctrl-C test's, interrupted
+    at its start) is not counted."""
+    import json
+
+    if not log.exists():
+        return []
+    ran = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    return [r["module"] for r in ran if r["module"].startswith("parity.") and r["status"] != "raised"]

@@ -359,6 +359,7 @@ def test_vllm_0_22_refuses_a_dflash_draft_as_paritys_limit():
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_vllm_serves_a_dflash_draft_under_method_dflash_and_not_under_eagle3():
     """vLLM 0.34's launch: a DFlash draft under method `dflash` is served as its kind (PARITY, with
     the serve arguments; was a false DRIFT, 'dflash is not EAGLE-3'); under `eagle3` vLLM's own
