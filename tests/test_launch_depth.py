@@ -96,16 +96,18 @@ def test_specforge_reads_its_run_default_ttt_length():
 @pytest.mark.slow
 def test_an_edit_of_the_installed_trainer_depth_is_followed(tmp_path):
     """The depth is the trainer's, not typed: with the installed converter edited (in a linked copy
-    of the main environment) to load served configs with 8 tokens, 5 served steps are no longer
-    deeper than trained."""
+    of the main environment) to load served configs with 8 tokens, the training contract's depth
+    is 8 (the training side alone runs in the copy: SGLang is not edited). That 5 served steps
+    are then no deeper than trained is depth_notes' (test_depth_notes_compare_the_served_steps_with_the_trained_depth)."""
     file = "lib/python3.11/site-packages/speculators/convert/eagle/eagle3_converter.py"
     old = "            speculative_tokens=3,\n"
+    before = check(sglang_steps(5), "--json")  # the environment the copy links to
+    assert json.loads(before.stdout)["training"]["trained_depth"]["steps"] == 3, before.stdout[-3000:]
     shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow", {file: (old, "            speculative_tokens=8,\n")})
-    proc = check(sglang_steps(5), "--json", python=str(shadow / "bin" / "python"), env=shadow_run_env(shadow, tmp_path / "home"))
+    proc = parity("contract", "training", "--target-config", str(LLAMA), "--draft", str(LLAMA_DRAFT), *LAYOUT,
+                  "--json", python=str(shadow / "bin" / "python"), env=shadow_run_env(shadow, tmp_path / "home"))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    result = json.loads(proc.stdout)
-    assert result["training"]["trained_depth"]["steps"] == 8
-    assert not [n for n in result["notes"] if "deeper than training" in n]
+    assert json.loads(proc.stdout)["trained_depth"]["steps"] == 8
 
 
 def _contracts(depth: dict | None, effective: dict, engine: str = "sglang"):
