@@ -208,14 +208,18 @@ VLLM_PLUS_ONE = 'layer_ids = [i + 1 for i in (dflash_config.get("target_layer_id
 
 @pytest.mark.slow
 def test_sglang_dflash_contract_follows_an_edit_of_its_capture(tmp_path):
-    """Qwen3's set_dflash_layers_to_capture edited to drop its +1: the contract follows (h1, h9, ...)
-    and the check, PASS before, is a DRIFT."""
+    """Qwen3's set_dflash_layers_to_capture edited to drop its +1: the serving contract follows (h1,
+    h9, ...; PASS before, test_a_dflash_draft_gets_a_contract_read_from_the_engine). Only SGLang
+    is edited, so only the serving side runs in the copy; those states against training's are
+    the off-by-one DRIFT (test_a_dflash_draft_off_by_one_gets_a_verified_fix_in_its_own_key)."""
     shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow",
                         {QWEN3_MODEL: (SGLANG_PLUS_ONE, SGLANG_PLUS_ONE.replace("val + 1", "val"))})
-    rc, result = check(DFLASH, TRAINED, python=str(shadow / "bin" / "python"), env=shadow_run_env(shadow, tmp_path / "home"))
-    assert rc == 1 and result["verdict"] == "drift"
-    assert result["serving"]["fc_input"] == ["h1", "h9", "h17", "h25", "h33"]
-    assert result["serving"]["capture_ids"] == [1, 9, 17, 25, 33]
+    proc = run_parity("contract", "serving", "--json", "--target-config", str(QWEN3), "--draft", str(DFLASH),
+                      python=str(shadow / "bin" / "python"), env=shadow_run_env(shadow, tmp_path / "home"))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    serving = json.loads(proc.stdout)
+    assert serving["fc_input"] == ["h1", "h9", "h17", "h25", "h33"]
+    assert serving["capture_ids"] == [1, 9, 17, 25, 33]
 
 
 @pytest.mark.slow
