@@ -23,7 +23,7 @@ The report:
     duplicated work (a child whose reply the cache could not store counts each time it ran).
 A key is the reply cache's key (interpreter, parity's source, the module run, the request with
 its paths named by contents, the environment variables that steer the child), or, for a child
-the cache never keeps (a forward side, replay), a digest of the module and request.
+the cache never keeps (a forward side), a digest of the module and request.
 """
 
 from __future__ import annotations

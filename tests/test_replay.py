@@ -27,8 +27,8 @@ from parity.replay.run import replay
 
 from .helpers import ROOT
 
-# one worker runs the module (./dev test: --dist loadgroup): `as_written`'s replay, which the
-# reply cache does not keep, once per run
+# one worker runs the module (./dev test: --dist loadgroup): `as_written`'s replay once per run
+# (the README's replay command asks the same, a reply cache hit)
 pytestmark = pytest.mark.xdist_group("test_replay")
 
 FIXTURE = ROOT / "fixtures" / "replay"

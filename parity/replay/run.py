@@ -127,7 +127,9 @@ def probe(speculators_version: str | None, request: dict) -> ReplayReply:
     import sys
 
     python = sys.executable if speculators_version is None else find_env("speculators", speculators_version).python
-    raw = run_module(python, PROBE, request)
+    # its reply depends only on the installed code and the request (the draft, verifier and dump
+    # folders, named by their contents in the key; the seeded steps): the reply cache keeps it
+    raw = run_module(python, PROBE, request, cache=True)
     fault = InternalError.from_reply(raw, "speculators")  # parity's own failure in the probe: exit 3
     if fault is not None:
         raise fault
