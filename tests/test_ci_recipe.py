@@ -137,15 +137,22 @@ def test_the_readme_ci_recipe_passes_from_the_wheel_and_fails_on_a_vllm_bump(tmp
     user.update(PARITY_HOME=str(home), PATH=os.pathsep.join([str(venv / "bin"), str(Path(exe).parent),
                                                              user.get("PATH", "")]))
 
-    def the_job() -> subprocess.CompletedProcess:
+    def the_job(steps: list[str] = job) -> subprocess.CompletedProcess:
         out = None
-        for line in job:
+        for line in steps:
             out = subprocess.run(["bash", "-c", line], capture_output=True, text=True, cwd=repo, env=user,
                                  timeout=1800)
             if line.startswith("pytest"):
                 return out
             assert out.returncode == 0, (line, out.stdout[-3000:], out.stderr[-3000:])
         return out
+
+    # without its set-up step the job fails, naming it: a test run installs nothing
+    unset = the_job([line for line in job if line != "parity setup --installed"])
+    shown = unset.stdout[-4000:] + unset.stderr[-2000:]
+    assert unset.returncode == 1 and "1 failed" in unset.stdout, shown
+    assert "parity setup --installed" in unset.stdout, shown
+    assert not any(home.glob("vllm-*")), sorted(p.name for p in home.iterdir())
 
     passed = the_job()
     shown = passed.stdout[-4000:] + passed.stderr[-2000:]
@@ -173,7 +180,14 @@ def test_the_readme_ci_recipe_passes_from_the_wheel_and_fails_on_a_vllm_bump(tmp
     site = Path(_run([venv / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                      env=user).stdout.strip())
     edited = site / "vllm" / "config" / "speculative.py"
-    edited.write_text(edited.read_text() + "\n# a local patch\n")
+    # saved as an editor saves it: a new file. Writing into the installed one would write into
+    # the package cache it is hard-linked from, and so into every environment built from it
+    patched = edited.read_text() + "\n# a local patch\n"
+    edited.unlink()
+    edited.write_text(patched)
+    copies = list(home.glob("vllm-*/lib/python*/site-packages/vllm/config/speculative.py"))
+    assert len(copies) == 2, copies  # parity's environments of 0.34.0 and 0.33.0 kept the releases' files
+    assert not [copy for copy in copies if "# a local patch" in copy.read_text()], copies
     proc = subprocess.run(check, capture_output=True, text=True, cwd=repo, env=user, timeout=1800)
     assert proc.returncode == 2 and proc.stdout == "", proc.stdout[-3000:] + proc.stderr[-2000:]
     [line] = proc.stderr.splitlines()[-1:]
