@@ -225,14 +225,19 @@ def test_sglang_dflash_contract_follows_an_edit_of_its_capture(tmp_path):
 @pytest.mark.slow
 def test_vllm_dflash_contract_follows_an_edit_of_its_id_reader(tmp_path):
     """vLLM 0.34's get_eagle3_aux_layers_from_config edited to take dflash_config's ids without the
-    +1: the contract follows (h1, h9, ...) and the check is a DRIFT."""
+    +1: the serving contract follows (h1, h9, ...; h2, h10, ... unedited:
+    test_a_dflash_draft_gets_a_contract_read_from_the_engine). Only vLLM is edited, so only the
+    serving side runs on the copy (the training side, in this run's private home, would be
+    extracted again); those states against training's are the off-by-one DRIFT
+    (test_a_dflash_draft_off_by_one_gets_a_verified_fix_in_its_own_key)."""
     if not built("vllm", "0.34.0"):
         pytest.skip("vllm 0.34.0 environment not built")
     _, _, env = shadow_release(tmp_path, "vllm", "0.34.0", {VLLM_IDS: (VLLM_PLUS_ONE, VLLM_PLUS_ONE.replace("i + 1", "i"))})
     env[NO_FORKSERVER] = "1"  # one run in a copy made for this test: fresh, not a server of its own
-    rc, result = check(DFLASH, TRAINED, "--engine", "vllm", "--vllm", "0.34.0", env=env)
-    assert rc == 1 and result["verdict"] == "drift"
-    assert result["serving"]["fc_input"] == ["h1", "h9", "h17", "h25", "h33"]
+    proc = run_parity("contract", "serving", "--json", "--engine", "vllm", "--vllm", "0.34.0", "--target-config",
+                      str(QWEN3), "--draft", str(DFLASH), env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert json.loads(proc.stdout)["fc_input"] == ["h1", "h9", "h17", "h25", "h33"]
 
 
 # -- slow: releases that cannot extract a DFlash draft say whose answer that is ----------------------
