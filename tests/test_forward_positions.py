@@ -8,7 +8,6 @@ injected rope drifts on the real engines are in tests/test_forward.py (one run f
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 import torch
@@ -17,7 +16,7 @@ from parity.forward.compare import compare
 from parity.forward.positions import WITHIN, plan, spans
 from parity.forward.tolerances import FP32
 
-from .helpers import ROOT, edit_in_shadow, run_parity, shadow_env
+from .helpers import ROOT, edit_in_shadow, run_parity, shadow_env, shadow_run_env
 
 FIXTURE_DRAFT = {"max_position_embeddings": 512, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}
 LLAMA31_DRAFT = {"max_position_embeddings": 2048,
@@ -92,10 +91,8 @@ def test_an_edit_of_sglangs_llama3_rope_shows_only_past_the_declared_positions(t
     target is Qwen3 (no rope scaling), so the edit reaches the draft only."""
     shadow = shadow_env(ROOT / ".venv", tmp_path / "shadow", {LLAMA3_ROPE: (EDIT[0], EDIT[0])})
     edit_in_shadow(shadow, LLAMA3_ROPE, *EDIT)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PARITY_HOME=str(tmp_path / "home"), PYTHONPYCACHEPREFIX=str(shadow / ".pycache"))
     out = run_parity("forward", "--fixture", "qwen3-8l", "--rope", "--steps", "2", "--json",
-                     python=str(shadow / "bin" / "python"), env=env)
+                     python=str(shadow / "bin" / "python"), env=shadow_run_env(shadow, tmp_path / "home"))
     assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-2000:]
     results = {r["name"]: r for r in json.loads(out.stdout)["results"]}
     assert results["matched"]["verdict"] == "parity"  # the default rope: not edited
