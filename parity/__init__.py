@@ -4,7 +4,8 @@ import gc as _gc
 import os as _os
 import sys as _sys
 
-if _sys.argv[:1] == ["-m"] and _sys.orig_argv[_sys.orig_argv.index("-m") + 1:][:1] != ["parity"]:
+_started_as = getattr(_sys, "orig_argv", [])  # the command line as given (Python 3.10+)
+if _sys.argv[:1] == ["-m"] and "-m" in _started_as and _started_as[_started_as.index("-m") + 1:][:1] != ["parity"]:
     # `python -m parity.<module>` is starting: a probe or forward-side child, a forkserver, a
     # fixture build (not the CLI). It imports torch and an engine (millions of objects, few of
     # them in cycles) and lives seconds: the cyclic collector runs less often (every 100,000
