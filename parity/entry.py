@@ -49,7 +49,25 @@ def _settle(taken: list[int]) -> None:
 # on a loaded machine the interpreter reaches this line a second or more after it started.
 _TAKEN = _take_over()
 
-from .errors import ExitCode, Terminated, forget_interrupt  # noqa: E402 - after the take-over, on purpose
+
+def _import_errors():
+    """parity.errors, imported after the take-over. A signal that lands during that import ends
+    it with the signal's exception, and at this module's top level nothing could catch that but
+    the interpreter (a traceback, death by SIGINT): the signal is recorded (`_received`) and the
+    import is made again, and main() then ends the command as that signal asks."""
+    while True:
+        try:
+            from . import errors
+            return errors
+        except KeyboardInterrupt:
+            continue
+        except Exception:  # noqa: BLE001 - SIGTERM's handler importing the half-imported module
+            if not _received:
+                raise
+
+
+_errors = _import_errors()
+ExitCode, Terminated, forget_interrupt = _errors.ExitCode, _errors.Terminated, _errors.forget_interrupt
 
 
 def _pipe_closed() -> ExitCode:
@@ -68,8 +86,8 @@ def main() -> int:
     try:
         from .cli import main as run_command
 
-        if signal.SIGINT in _received:  # raised while importing and swallowed there
-            raise KeyboardInterrupt()
+        if _received:  # arrived while importing, and swallowed there or met before main()
+            return int(_ended_by(_received[0], taken))
         code = run_command()
         if signal.SIGINT in _received and code not in (ExitCode.INTERRUPTED, ExitCode.TERMINATED):  # swallowed in it
             raise KeyboardInterrupt()
@@ -77,17 +95,30 @@ def main() -> int:
     except BrokenPipeError:
         code = _pipe_closed()
     except KeyboardInterrupt:
-        _settle(taken)
-        print("parity: interrupted", file=sys.stderr)
-        forget_interrupt()
-        code = ExitCode.INTERRUPTED
+        code = _ended_by(signal.SIGINT, taken)
     except Terminated:
-        _settle(taken)
-        print("parity: terminated", file=sys.stderr)
-        code = ExitCode.TERMINATED
+        code = _ended_by(signal.SIGTERM, taken)
+    except Exception:
+        if not _received:
+            raise
+        # The signal's exception turned into a library's own error on the way: pydantic-core
+        # reports a KeyboardInterrupt raised while it builds a model's serializer (an import of
+        # the CLI's contracts) as a SchemaError. The command ended because of the signal.
+        code = _ended_by(_received[0], taken)
     finally:
         _settle(taken)
     return int(code)
+
+
+def _ended_by(signum: int, taken: list[int]) -> ExitCode:
+    """The one line and the exit code of a command ended by `signum` (SIGINT: 130, SIGTERM: 143)."""
+    _settle(taken)
+    if signum == signal.SIGTERM:
+        print("parity: terminated", file=sys.stderr)
+        return ExitCode.TERMINATED
+    print("parity: interrupted", file=sys.stderr)
+    forget_interrupt()
+    return ExitCode.INTERRUPTED
 
 
 __all__ = ["main"]
