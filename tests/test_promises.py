@@ -340,14 +340,22 @@ _INTERRUPT_IN_EXEC = {
 }
 
 
-@pytest.mark.parametrize("where", sorted(_INTERRUPT_IN_EXEC))
-def test_an_interrupt_inside_an_exec_of_a_string_still_exits_130(tmp_path, where):
-    # run with -m, as `python -m parity` is (-c exits from inside its own error printing)
-    (tmp_path / "interrupted_parity.py").write_text(
-        _INTERRUPT_IN_EXEC[where] + "\nimport runpy; runpy.run_module('parity', run_name='__main__')\n")
-    proc = subprocess.run([sys.executable, "-m", "interrupted_parity", "check"], cwd=ROOT, capture_output=True,
+AS_PYTHON_M = "import runpy; runpy.run_module('parity', run_name='__main__')"  # as `python -m parity` is
+AS_CONSOLE_SCRIPT = "from parity.entry import main\nraise SystemExit(main())"  # as the console script is
+
+
+def _interrupted(tmp_path, setup: str, start: str, command: str) -> subprocess.CompletedProcess:
+    """`parity COMMAND`, started by `start` after `setup` (which arranges the interrupt), run with
+    -m (-c exits from inside its own error printing)."""
+    (tmp_path / "interrupted_parity.py").write_text(f"{setup}\n{start}\n")
+    return subprocess.run([sys.executable, "-m", "interrupted_parity", command], cwd=ROOT, capture_output=True,
                           text=True, preexec_fn=ctrl_c_reaches_it, timeout=120,
                           env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])})
+
+
+@pytest.mark.parametrize("where", sorted(_INTERRUPT_IN_EXEC))
+def test_an_interrupt_inside_an_exec_of_a_string_still_exits_130(tmp_path, where):
+    proc = _interrupted(tmp_path, _INTERRUPT_IN_EXEC[where], AS_PYTHON_M, "check")
     assert (proc.returncode, proc.stderr) == (130, "parity: interrupted\n")
 
 
@@ -379,11 +387,7 @@ _INTERRUPT_TURNED = {
 
 @pytest.mark.parametrize("where", sorted(_INTERRUPT_TURNED))
 def test_an_interrupt_wherever_it_lands_exits_130_in_one_line(tmp_path, where):
-    (tmp_path / "interrupted_parity.py").write_text(
-        _INTERRUPT_TURNED[where] + "\nfrom parity.entry import main\nraise SystemExit(main())\n")  # as the console script
-    proc = subprocess.run([sys.executable, "-m", "interrupted_parity", "schema"], cwd=ROOT, capture_output=True,
-                          text=True, preexec_fn=ctrl_c_reaches_it, timeout=120,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])})
+    proc = _interrupted(tmp_path, _INTERRUPT_TURNED[where], AS_CONSOLE_SCRIPT, "schema")
     assert (proc.returncode, proc.stderr) == (130, "parity: interrupted\n")
 
 
