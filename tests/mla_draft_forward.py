@@ -34,7 +34,7 @@ def main(draft_dir: str) -> dict:
     from transformers.models.deepseek_v3.modeling_deepseek_v3 import (DeepseekV3Attention, DeepseekV3RMSNorm,
                                                                       DeepseekV3RotaryEmbedding)
 
-    from parity.extract.engines.sglang.probe import adapter_for, setup_on_a_free_port
+    from parity.extract.engines.sglang.runtime import adapter_for, setup_on_a_free_port
     from parity.extract.shrink import shrunk_draft_dir
 
     adapter = adapter_for(metadata.version("sglang"))[0]

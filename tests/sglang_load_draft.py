@@ -17,7 +17,8 @@ from parity.extract import standins
 
 standins.install()
 
-from parity.extract.engines.sglang.probe import adapter_for, free_port  # noqa: E402
+from parity.extract.child import free_port  # noqa: E402
+from parity.extract.engines.sglang.runtime import adapter_for  # noqa: E402
 
 
 def main() -> None:

@@ -215,6 +215,18 @@ def test_unknown_convention_raises(system):
     assert "vllm" in str(err.value) and "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize("name", ["no-such-system", "vLLM", ""])
+def test_a_datagen_convention_is_resolved_by_name_from_the_full_table(name):
+    """What `--datagen-convention NAME` hands a trainer: the typed rule itself, found in the full
+    table (an engine's or trainer's own included), or one line naming the known ones."""
+    from parity.extract.numbering import convention
+
+    assert convention("specforge") is CONVENTIONS["specforge"]  # a trainer's own, from its folder
+    with pytest.raises(ConventionError, match="unknown convention") as err:
+        convention(name)
+    assert "speculators-datagen" in str(err.value) and "\n" not in str(err.value)
+
+
 def test_convention_error_is_a_value_error_and_needs_layers():
     assert issubclass(ConventionError, ValueError)
     with pytest.raises(ConventionError, match="at least one layer"):

@@ -7,6 +7,7 @@ another, or from one trainer into another, fails the suite."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -28,7 +29,7 @@ def lint(package_parent: Path) -> subprocess.CompletedProcess:
 def test_the_layers_and_the_engines_and_trainers_independence_hold():
     proc = lint(ROOT)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    assert "3 kept, 0 broken" in proc.stdout, proc.stdout
+    assert "5 kept, 0 broken" in proc.stdout, proc.stdout
 
 
 def _copy(tmp_path: Path) -> Path:
@@ -50,6 +51,14 @@ def _copy(tmp_path: Path) -> Path:
      "trainers are independent"),
     ("extract/trainers/speculators/probe.py", "def _sideways():\n    from ..specforge import SpecForgeError  # noqa: F401\n",
      "trainers are independent"),
+    # inside extract: the shared machinery importing the engines it serves (standins.py listed the
+    # engines' folders by importing them), a family importing the probe that runs it
+    ("extract/standins.py", "def _engines():\n    from . import engines  # noqa: F401\n", "extract has no loops"),
+    ("extract/trainers/speculators/families/v0_9.py", "def _probe():\n    from ..probe import ProbeRun  # noqa: F401\n",
+     "extract has no loops"),
+    # a trainer reaching into an engine past its runtime module: SpecForge taking SGLang's probe
+    ("extract/trainers/specforge/probe.py", "def _engine():\n    from ...engines.sglang.probe import extract  # noqa: F401\n",
+     "a trainer reaches an engine only through its runtime module"),
 ])
 def test_a_reintroduced_circle_or_cross_import_fails(tmp_path, module, line, broken):
     root = _copy(tmp_path)
@@ -57,6 +66,6 @@ def test_a_reintroduced_circle_or_cross_import_fails(tmp_path, module, line, bro
     path.write_text(path.read_text() + "\n\n" + line)
     proc = lint(root)
     assert proc.returncode == 1, proc.stdout[-3000:]
-    verdicts = dict(line.rsplit(" ", 1) for line in proc.stdout.splitlines() if line.endswith((" KEPT", " BROKEN")))
+    verdicts = dict(m.groups() for m in re.finditer(r"^(.+) (KEPT|BROKEN)(?: \(\d+ ignored imports?\))?$", proc.stdout, re.M))
     assert verdicts[broken] == "BROKEN", proc.stdout[-3000:]
     assert list(verdicts.values()).count("BROKEN") == 1  # only the contract the edit breaks

@@ -16,6 +16,7 @@ import torch
 from safetensors.torch import save_file
 
 from parity.contract import TargetModel, Tap, diff, parse_taps
+from parity.conventions import CONVENTIONS
 from parity.envs import run_module
 from parity.extract.trainers.speculators import (PROBE_MODULE, PROBE_SHAPE, DraftError, TrainingExtractionError,
                                                  contract_from_probe, extract_training, probe_python,
@@ -124,7 +125,7 @@ def test_0_7_default_path_and_noise():
 
 def test_default_llama_datagen_ids():
     """speculators 0.9 data generation on a 32-layer Llama: ids [2, 16, 29] + the appended 32."""
-    c = extract_training(LLAMA, datagen_ids=[2, 16, 29], datagen_convention="speculators-datagen",
+    c = extract_training(LLAMA, datagen_ids=[2, 16, 29], datagen_convention=CONVENTIONS["speculators-datagen"],
                          speculators_version="0.9.0")
     assert c.dump_layout_source == "datagen_ids"
     assert [t.name for t in c.dump_layout] == ["h2", "h16", "h29", "h32"]
@@ -135,7 +136,7 @@ def test_default_llama_datagen_ids():
 
 
 def test_unsorted_datagen_ids_are_noticed():
-    c = extract_training(LLAMA, datagen_ids=[16, 2, 29], datagen_convention="speculators-datagen",
+    c = extract_training(LLAMA, datagen_ids=[16, 2, 29], datagen_convention=CONVENTIONS["speculators-datagen"],
                          speculators_version="0.9.0")
     assert [t.name for t in c.fc_input] == ["h2", "h16", "h29"]
     assert "ids_not_ascending" in kinds(c)
@@ -188,8 +189,7 @@ def test_layout_too_short_for_the_data_path():
 
 @pytest.mark.parametrize("kwargs", [
     {"dump_layout": parse_taps("h0,h3,h62")},
-    {"datagen_ids": [2, 30, 70], "datagen_convention": "speculators-datagen"},
-    {"datagen_ids": [2, 30], "datagen_convention": "no-such-system"},
+    {"datagen_ids": [2, 30, 70], "datagen_convention": CONVENTIONS["speculators-datagen"]},
     {},
 ])
 def test_bad_layouts_raise_one_line(kwargs):

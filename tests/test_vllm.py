@@ -413,7 +413,7 @@ def test_0_34_reads_triton_as_present_only_inside_the_cpu_platforms_config_check
     (target / "config.json").write_text(LLAMA_32.read_text())
     said = _run_in("0.34.0", (
         "from parity.extract.engines.vllm.families import v0_34\n"
-        "from parity.extract.engines.vllm.probe import free_port\n"
+        "from parity.extract.child import free_port\n"
         "adapter = v0_34.Adapter(); adapter.platform()\n"
         f"config = adapter.config({str(target)!r}, None, free_port()); print('config built')\n"
         "import vllm.triton_utils as t\n"

@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..extract import engines, trainers
+from ..extract import engines, numbering, trainers
 from ..extract.engines import BoundEngine
 from ..extract.trainers import BoundTrainer
 from ..inputs import Draft, Target, parse_dump
@@ -147,5 +147,6 @@ def training(args, target: "Target", draft: "Draft | None") -> "TrainingContract
             raise usage(f"--trainer {t.name} runs no data generation: give --dump-layout")
         maker = engines.engine(t.impl.DATAGEN_ENGINE)
         run["datagen_dump"] = maker.at(maker.impl.release_from(args)).extract_dump(target, d.datagen_ids)
-    return t.training_contract(target, d.layout, datagen_ids=d.datagen_ids, datagen_convention=d.convention,
+    convention = numbering.convention(d.convention) if d.convention is not None else None
+    return t.training_contract(target, d.layout, datagen_ids=d.datagen_ids, datagen_convention=convention,
                                **side, **run)

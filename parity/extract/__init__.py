@@ -22,9 +22,23 @@ class Registry:
     registered with `register` (an object or module whose names implement `interface`, e.g. a
     test's engine). The CLI, the pytest plugin and every decision reach a side only through here."""
 
+    made: "list[Registry]" = []  # every registry, in the order their packages were imported
+
     def __init__(self, package: ModuleType, kind: str, interface: type):
         self.package, self.kind, self.interface = package, kind, interface
         self.registered: dict[str, Any] = {}
+        Registry.made.append(self)
+
+    @classmethod
+    def kind_of(cls, impl: Any) -> str:
+        """'engine' or 'trainer': the kind of the registry that holds `impl` (a side's own
+        module, or one registered). The side's package was imported to reach `impl`, so its
+        registry exists; what runs below the sides (parity.extract.installed) asks here rather
+        than importing them."""
+        for registry in cls.made:
+            if impl.NAME in registry.names():
+                return registry.kind
+        raise LookupError(f"{impl.NAME!r} is in no registry of parity's")
 
     def names(self) -> list[str]:
         return sorted({*folders(self.package), *self.registered})

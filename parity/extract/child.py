@@ -31,6 +31,7 @@ from __future__ import annotations
 import dis
 import functools
 import json
+import socket
 import traceback
 from importlib import metadata
 from pathlib import Path
@@ -330,3 +331,10 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     return str(getattr(value, "value", value))
+
+
+def free_port() -> int:
+    """A local TCP port free when asked (the rendezvous port of a probe's one-process group)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -31,6 +31,7 @@ from importlib import metadata
 from typing import Any, Iterator
 
 from .. import record
+from . import Registry
 from ..contract.reply import ProbeReply
 from ..envs import Env, EnvError, environments, find_env, run_module
 from ..home import CHECKOUT
@@ -83,9 +84,7 @@ def installed_release(dist: str) -> str | None:
 
 def option(impl: Any) -> str:
     """How a command line names the side: '--engine vllm' or '--trainer specforge'."""
-    from . import engines
-
-    return f"--{'engine' if impl.NAME in engines.names() else 'trainer'} {impl.NAME}"
+    return f"--{Registry.kind_of(impl)} {impl.NAME}"
 
 
 def not_installed(impl: Any) -> NotInstalled:

@@ -4,7 +4,7 @@ its folder (`CONVENTION`, optional) and read here through the registries."""
 
 from __future__ import annotations
 
-from ..conventions import CONVENTIONS, Convention
+from ..conventions import CONVENTIONS, Convention, ConventionError
 from . import engines, trainers
 
 
@@ -13,3 +13,12 @@ def conventions() -> dict[str, Convention]:
     (name order)."""
     own = [getattr(side.impl, "CONVENTION", None) for side in (*engines.engines(), *trainers.trainers())]
     return {**CONVENTIONS, **{c.name: c for c in own if c is not None}}
+
+
+def convention(name: str) -> Convention:
+    """The typed rule called `name` (`--datagen-convention`), from the full table: what a trainer
+    is handed, as the sides sit below this table and never read it themselves."""
+    table = conventions()
+    if name not in table:
+        raise ConventionError(f"unknown convention {name!r}; known: {', '.join(table)}")
+    return table[name]

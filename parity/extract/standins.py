@@ -19,10 +19,10 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import pkgutil
 import sys
 import types
-
-from . import engines, folders
+from pathlib import Path
 
 # Packages that cannot be installed beside the CPU build of torch, besides the engines: torchvision.
 NOT_BESIDE_CPU_TORCH = ("torchvision",)
@@ -31,8 +31,10 @@ NOT_BESIDE_CPU_TORCH = ("torchvision",)
 def standin_packages() -> tuple[str, ...]:
     """The whole packages stood in for where missing: torchvision, and every engine parity has a
     folder for (the registry's; the one running here is installed, another engine's cannot be
-    installed beside it: SGLang imports vLLM's rotary code on its model path)."""
-    return (*NOT_BESIDE_CPU_TORCH, *folders(engines))
+    installed beside it: SGLang imports vLLM's rotary code on its model path). The folders are
+    listed, not imported: this harness sits below the engines (.importlinter)."""
+    engines = Path(__file__).with_name("engines")
+    return (*NOT_BESIDE_CPU_TORCH, *sorted(m.name for m in pkgutil.iter_modules([str(engines)]) if m.ispkg))
 
 
 # Modules of a stood-in package that stay absent (ModuleNotFoundError, as without the stand-in):

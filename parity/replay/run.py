@@ -26,6 +26,7 @@ from ..envs import find_env, run_module
 from ..errors import InternalError
 from ..extract.engines import BoundEngine, engine as default_engine
 from ..extract.trainers import trainer
+from ..extract import numbering
 from ..inputs import Draft, InputError, Target, check_steps, read_config, safetensors_shapes
 from .reply import ReplayReply
 from .result import AMBIGUOUS_POINTS, ReplayResult, WiringScore
@@ -173,7 +174,8 @@ def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_conf
     # 2. the training contract: which of the L slots speculators' data path feeds the fc
     t0 = time.perf_counter()
     training = trainer("speculators", speculators_version).training_contract(
-        target, dump_layout, datagen_ids=datagen_ids, datagen_convention=datagen_convention,
+        target, dump_layout, datagen_ids=datagen_ids,
+        datagen_convention=numbering.convention(datagen_convention) if datagen_convention is not None else None,
         draft=Draft(path=draft, config=spec))
     wall["training_contract_s"] = time.perf_counter() - t0
     layout = list(training.dump_layout)

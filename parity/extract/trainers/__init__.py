@@ -79,7 +79,7 @@ class Trainer(Protocol):
     validates before it sends it and `parity forward` reads."""
 
     def training_contract(self, target: "Target", dump_layout: "list[Tap] | None" = None, *,
-                          datagen_ids: list[int] | None = None, datagen_convention: str | None = None,
+                          datagen_ids: list[int] | None = None, datagen_convention: "Convention | None" = None,
                           draft: "Draft | None" = None, release: str | None = None,
                           data_path: str | None = None,
                           datagen_dump: "DatagenDump | None" = None,
@@ -88,7 +88,8 @@ class Trainer(Protocol):
 
         The dump layout comes from `dump_layout`, else `datagen_dump` (the layout found by
         running the data-generation engine, parity.extract.engines.vllm.extract_dump), else
-        `datagen_ids` read in `datagen_convention` (a typed rule, labelled so), else the
+        `datagen_ids` read in `datagen_convention` (a typed rule, labelled so: the caller resolves
+        its name, parity.extract.numbering.convention, as the table sits above the sides), else the
         draft's own ids. `release` None runs this
         interpreter's installed trainer, else the environment pinning that release.
         `data_path` picks a data path other than the release's default. The target and the

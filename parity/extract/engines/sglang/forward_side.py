@@ -157,7 +157,7 @@ class Serving:
     def __init__(self, req: dict, timings: dict):
         from ....extract.reference import checkpoint_tensors
         from ...datagen_target import data_generation_target
-        from .probe import adapter_for, setup_on_a_free_port
+        from .runtime import adapter_for, setup_on_a_free_port
         from importlib import metadata
 
         t0 = time.perf_counter()

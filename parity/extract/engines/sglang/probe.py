@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import socket
 import sys
 import tempfile
 from importlib import metadata
@@ -21,13 +20,12 @@ from typing import Any
 
 import torch
 
-from ... import standins
 from ...families import UnsupportedRelease
 from . import cpu_path, launch, ranks, rope_base
 from .draft_facts import dflash_facts, draft_facts
-from .families import place
+from .runtime import adapter_for, setup_on_a_free_port  # probe.adapter_for: what drift tests rebind
 from .reply import SGLangReply
-from ...child import (HARNESS_LIMIT_KEY, LIMIT_RULES, finding, harness_limit, imports_failing, note, one_line, parity_fault, with_limits,
+from ...child import (HARNESS_LIMIT_KEY, LIMIT_RULES, finding, free_port, harness_limit, imports_failing, note, one_line, parity_fault, with_limits,
                       words)
 from ... import layout
 from ...identify import identify_slots
@@ -37,46 +35,12 @@ from ...shrink import shrink_config
 from ....contract.reply import reply_header
 from ....envs import reply_over_stdio
 from ....errors import CannotExtract
-from ....workspace import engine_cache
 from ....inputs import is_wrapper, text_part
 from ....contract.hf import draft_kind
 
 
 # SGLang's own limits of a CPU run, named where met (parity.extract.child.harness_limit)
 LIMIT_RULES.extend(rule for rule in (cpu_path.gpu_memory_unknown,) if rule not in LIMIT_RULES)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def setup_on_a_free_port(adapter, draft_dir, tries: int = 5, **setup) -> None:
-    """`adapter.setup` on a free local port. The port is free when picked but another probe
-    (xdist workers, the matrix) may bind it before gloo does: that is retried on a new port."""
-    from torch.distributed import DistNetworkError
-
-    for attempt in range(tries):
-        try:
-            return adapter.setup(free_port(), draft_dir, **setup)
-        except DistNetworkError:
-            if attempt == tries - 1:
-                raise
-
-
-def adapter_for(version: str):
-    """(adapter, code paths, placement) of the release family `version` runs with
-    (families/: the family whose range holds it; for a release outside every range, the
-    newest family whose code paths are all in the installed source, with the placement's
-    `note` saying so). A release no family can run is a loud LookupError naming what was
-    looked for. Installs parity's CPU stand-ins (checking code paths imports engine modules).
-    First, SGLang's cache root (`SGLANG_CACHE_DIR`, by default ~/.cache/sglang; `import sglang`
-    points inductor's and Triton's caches under it) goes into this process's private temp dir."""
-    engine_cache("SGLANG_CACHE_DIR", "sglang-cache")
-    standins.install()
-    placement = place(version)
-    return placement.module.Adapter(), placement.module.CODE_PATHS, placement
 
 
 def warm() -> None:

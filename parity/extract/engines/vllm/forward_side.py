@@ -47,7 +47,8 @@ from ...candidates import candidate_id_lists
 from . import write_ids
 from ...shrink import shrink_config
 from .families import place
-from .probe import free_port, name_slots, warm as warm_probe
+from ...child import free_port
+from .probe import name_slots, warm as warm_probe
 from .reply import VLLMForwardReply
 
 

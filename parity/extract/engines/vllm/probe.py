@@ -27,14 +27,13 @@ from __future__ import annotations
 import contextlib
 import json
 import shlex
-import socket
 import tempfile
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from . import cpu_limits, launch, ranks
-from ...child import innermost, owner
+from ...child import free_port, innermost, owner
 from .families import place
 from .reply import VLLMReply
 from ...config_reads import reading_dicts, recording
@@ -79,12 +78,6 @@ def built_draft_dir(draft_dir: str) -> tuple[str, str | None]:
         return draft_dir, None
     tiny_dir, _ = shrunk_draft_dir(draft_dir)
     return str(tiny_dir), draft_dir
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def name_slots(states: list, refs: dict) -> list[dict]:

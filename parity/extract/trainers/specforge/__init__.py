@@ -161,7 +161,7 @@ def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None) -
 
 
 def training_contract(target: Target, dump_layout: list[Tap] | None = None, *,
-                      datagen_ids: list[int] | None = None, datagen_convention: str | None = None,
+                      datagen_ids: list[int] | None = None, datagen_convention: "Convention | None" = None,
                       draft: Draft | None = None, release: str | None = None,
                       data_path: str | None = None, datagen_dump: DatagenDump | None = None,
                       trained: bool = False, trained_run: TrainingRun | None = None) -> TrainingContract:

@@ -32,7 +32,7 @@ from ... import standins
 from ...child import finding, imports_failing, one_line, with_limits
 from ...config_reads import read_fields, recording, replaced
 from ...identify import identify, identify_slots
-from ...engines.sglang.probe import adapter_for, setup_on_a_free_port
+from ...engines.sglang.runtime import adapter_for, setup_on_a_free_port
 from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model, seeded_tokens
 from ...shrink import shrink_config, shrink_draft_config
 from ....contract.reply import reply_header

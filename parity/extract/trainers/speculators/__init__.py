@@ -20,8 +20,7 @@ from pathlib import Path
 from ....contract.hf import draft_kind
 from ....contract import (BuiltDraft, DatagenDump, Finding, FindingKind, GraphFlags, Provenance, Tap, TargetModel, TrainedDepth, TrainingContract,
                          VocabMapping, sources)
-from ....conventions import CONVENTIONS, ConventionError, datagen_refusal, to_taps
-from ...numbering import conventions
+from ....conventions import CONVENTIONS, Convention, ConventionError, datagen_refusal, to_taps
 from ....envs import display_python
 from ....inputs import Draft, Target
 from ... import installed, release_option
@@ -33,7 +32,7 @@ from ....errors import UserError, stop_from_reply
 
 
 def training_contract(target: Target, dump_layout: list[Tap] | None = None, *,
-                      datagen_ids: list[int] | None = None, datagen_convention: str | None = None,
+                      datagen_ids: list[int] | None = None, datagen_convention: "Convention | None" = None,
                       draft: Draft | None = None, release: str | None = None,
                       data_path: str | None = None, datagen_dump: DatagenDump | None = None,
                       trained: bool = False) -> TrainingContract:
@@ -169,9 +168,9 @@ def choose_path(r: SpeculatorsReply, data_path: str | None, layout: list[Tap]) -
 # -- the dump layout ----------------------------------------------------------------------------
 
 
-def _convention_taps(convention: str, ids: list[int] | None, n: int, what: str) -> list[Tap]:
+def _convention_taps(convention: Convention, ids: list[int] | None, n: int, what: str) -> list[Tap]:
     try:
-        return to_taps(convention, ids, n, conventions())
+        return to_taps(convention.name, ids, n, {convention.name: convention})
     except ConventionError as exc:
         raise TrainingExtractionError(f"{what}: {exc}") from None
 
@@ -208,20 +207,17 @@ def resolve_layout(target: TargetModel, dump_layout, datagen_ids, datagen_conven
     if datagen_ids is not None:
         convention, findings = datagen_convention, []
         if convention is None:
-            convention = DEFAULT_CONVENTION
+            convention = CONVENTIONS[DEFAULT_CONVENTION]
             findings.append(_finding("convention_assumed", f"no convention given for data-generation ids "
-                                     f"{list(datagen_ids)}: read as {convention!r}", "info"))
-        table = conventions()
-        if convention not in table:
-            raise TrainingExtractionError(
-                f"unknown convention {convention!r}; known: {', '.join(table)}")
-        if datagen_refusal(convention, table):
-            raise TrainingExtractionError(f"--datagen-convention {convention}: {datagen_refusal(convention, table)}")
+                                     f"{list(datagen_ids)}: read as {convention.name!r}", "info"))
+        refusal = datagen_refusal(convention.name, {convention.name: convention})
+        if refusal:
+            raise TrainingExtractionError(f"--datagen-convention {convention.name}: {refusal}")
         layout = _convention_taps(convention, list(datagen_ids), n, "data-generation ids")
         findings.append(_finding("typed_rule_not_run", f"the dump layout [{', '.join(t.name for t in layout)}] "
-                                 f"is data-generation ids {list(datagen_ids)} read by the typed rule {convention!r} "
+                                 f"is data-generation ids {list(datagen_ids)} read by the typed rule {convention.name!r} "
                                  "(typed rule, not run): no data-generation engine was run to make it"))
-        findings += _ascending(list(datagen_ids), "data-generation ids", table[convention].sorts)
+        findings += _ascending(list(datagen_ids), "data-generation ids", convention.sorts)
         return layout, "datagen_ids", findings
     if draft_dir is not None:
         ids, key = draft_ids(draft_dir)
@@ -229,7 +225,7 @@ def resolve_layout(target: TargetModel, dump_layout, datagen_ids, datagen_conven
         if ids is None:
             findings.append(_finding("default_layer_ids", "the draft config has no eagle_aux_hidden_state_"
                                      "layer_ids: speculators falls back to its default layers"))
-        layout = _convention_taps(DEFAULT_CONVENTION, list(ids) if ids is not None else None, n,
+        layout = _convention_taps(CONVENTIONS[DEFAULT_CONVENTION], list(ids) if ids is not None else None, n,
                                   f"draft config {key or 'default'} ids")
         return layout, "draft_config", findings
     raise TrainingExtractionError("no dump layout: give dump_layout (a manifest), datagen_ids with their "
@@ -391,7 +387,7 @@ def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, rep
 
 
 def extract_training(target: TargetModel, dump_layout: list[Tap] | None = None, *,
-                     datagen_ids: list[int] | None = None, datagen_convention: str | None = None,
+                     datagen_ids: list[int] | None = None, datagen_convention: "Convention | None" = None,
                      draft_dir: "Path | Draft | None" = None, speculators_version: str | None = None,
                      data_path: str | None = None, datagen_dump: DatagenDump | None = None,
                      trained: bool = False) -> TrainingContract:
@@ -399,7 +395,7 @@ def extract_training(target: TargetModel, dump_layout: list[Tap] | None = None, 
     `draft_dir`: the draft directory, or the draft already read (parity.inputs.Draft).
 
     The dump layout comes from, in order of trust: `dump_layout` (a manifest), `datagen_ids`
-    read in `datagen_convention` (default "speculators-datagen", with an info finding), or the
+    read in `datagen_convention` (a typed rule; default "speculators-datagen", with an info finding), or the
     draft config's ids read as speculators data-generation ids (vLLM ids + appended N).
     `speculators_version` None probes this interpreter's speculators, otherwise the env
     pinning that version. `data_path` picks a path other than the release's default

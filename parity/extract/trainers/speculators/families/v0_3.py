@@ -45,7 +45,7 @@ from packaging.specifiers import SpecifierSet
 from . import v0_5
 
 if TYPE_CHECKING:
-    from ..probe import ProbeRun
+    from . import Run
 
 RELEASES = SpecifierSet(">=0.3,<0.5.0a0")
 VERIFIED = ("0.3.0", "0.4.0.1")
@@ -66,13 +66,13 @@ ABSENT = ("speculators.train.data.ArrowDataset",)  # a data path this family doe
 train_transform = v0_5.train_transform
 
 
-def data_paths(run: "ProbeRun") -> list:
+def data_paths(run: "Run") -> list:
     """(code path, runner factory): the v1 sample only."""
     run.looked_for.extend([V1_PATH, DATASET])
     return [(V1_PATH, lambda: v1_runner(run))]
 
 
-def v1_runner(run: "ProbeRun"):
+def v1_runner(run: "Run"):
     """The v1 sample through Eagle3SampleFileDataset, which standardizes and shifts it itself."""
     from speculators.train import data
 
@@ -92,7 +92,7 @@ def v1_runner(run: "ProbeRun"):
     return go, {"via": f"{cls.__module__}.{cls.__qualname__}(standardize_fn=standardize_data_v1)"}
 
 
-def collate(run: "ProbeRun", sample: dict) -> dict[str, torch.Tensor]:
+def collate(run: "Run", sample: dict) -> dict[str, torch.Tensor]:
     """What the trainer receives: this family's `create_collate_fn(max_len)` over one (already shifted)
     sample; its real rows are the first `lengths` ones (padding follows)."""
     from speculators.train.data import create_collate_fn
@@ -130,7 +130,7 @@ def arrow_dataset(data_mod, max_len: int, datapath: str, transfer, transform):
     raise ValueError("speculators 0.3-0.4 have no ArrowDataset")
 
 
-def default_path(run: "ProbeRun", ran: set[str]) -> tuple[str | None, str]:
+def default_path(run: "Run", ran: set[str]) -> tuple[str | None, str]:
     """The only path."""
     if V1_PATH in ran:
         return V1_PATH, "the only data path installed (no arrow directory before 0.5)"

@@ -26,7 +26,7 @@ import torch
 from packaging.specifiers import SpecifierSet
 
 if TYPE_CHECKING:
-    from ..probe import ProbeRun
+    from . import Run
 
 RELEASES = SpecifierSet("==0.7.*")
 VERIFIED = ("0.7.0.2",)
@@ -47,13 +47,13 @@ REQUIRES = (V1_PATH, "speculators.train.data.SampleFileDataset", SHIFT_BATCH,
             f"{HS_CONNECTORS}.transfer.HiddenStatesBackend")
 
 
-def dflash_preprocess(run: "ProbeRun") -> tuple[Any, str]:
+def dflash_preprocess(run: "Run") -> tuple[Any, str]:
     """(preprocess, where it came from) for a DFlash run: none, and no installed code says so."""
     return None, ("none (not read: the training script is outside the wheel; the installed DFlash model "
                   "aligns its targets itself)")
 
 
-def train_transform(run: "ProbeRun") -> tuple[Any, str | None]:
+def train_transform(run: "Run") -> tuple[Any, str | None]:
     """The augmentation training applies to the train split by default: uniform noise."""
     cls = run.look_up(NOISE)
     std = run.data_args_default("noise_std")
@@ -62,13 +62,13 @@ def train_transform(run: "ProbeRun") -> tuple[Any, str | None]:
     return cls(std=std), f"{NOISE}(std={std})"
 
 
-def data_paths(run: "ProbeRun") -> list:
+def data_paths(run: "Run") -> list:
     """(code path, runner factory) per path: the v1 sample, then the arrow directory per file backend."""
     run.looked_for.append(V1_PATH)
     return [(V1_PATH, lambda: v1_runner(run)), *run.arrow_runners()]
 
 
-def v1_runner(run: "ProbeRun"):
+def v1_runner(run: "Run"):
     """The v1 sample (`hidden_states` = list of per-layer [T, H]) through SampleFileDataset."""
     from speculators.train.data import SampleFileDataset, standardize_data_v1  # noqa: F401 - present
 
@@ -92,7 +92,7 @@ def arrow_dataset(data_mod, max_len: int, datapath: str, transfer, transform):
                                  transform=transform, hidden_states_dtype=torch.bfloat16)
 
 
-def default_path(run: "ProbeRun", ran: set[str]) -> tuple[str | None, str]:
+def default_path(run: "Run", ran: set[str]) -> tuple[str | None, str]:
     """The path the training CLI takes by default: `DataArgs.legacy_data` decides."""
     legacy = run.data_args_default("legacy_data")
     if legacy is True and V1_PATH in ran:

@@ -27,7 +27,7 @@ from packaging.specifiers import SpecifierSet
 from ....run_until import local_value
 
 if TYPE_CHECKING:
-    from ..probe import ProbeRun
+    from . import Run
 
 RELEASES = SpecifierSet("==0.9.*")
 VERIFIED = ("0.9.0",)
@@ -48,7 +48,7 @@ REQUIRES = (ARROW_PATH, SHIFT_BATCH, f"{HS_CONNECTORS}.transfer.HiddenStatesBack
 ABSENT = ("speculators.train.noise_transforms.AddUniformNoise",)
 
 
-def dflash_preprocess(run: "ProbeRun") -> tuple[Any, str]:
+def dflash_preprocess(run: "Run") -> tuple[Any, str]:
     """(preprocess, where it came from) for a DFlash run: the training CLI's own choice, its two
     statements run alone with `args.speculator_type` dflash (parity.extract.run_until.local_value)."""
     main = run.look_up(TRAIN_CLI)
@@ -60,12 +60,12 @@ def dflash_preprocess(run: "ProbeRun") -> tuple[Any, str]:
     return chosen, f"{name} (read from {TRAIN_CLI}: preprocess_fns.get('dflash'))"
 
 
-def train_transform(run: "ProbeRun") -> tuple[Any, str | None]:
+def train_transform(run: "Run") -> tuple[Any, str | None]:
     """No augmentation of the train split in this family."""
     return None, None
 
 
-def data_paths(run: "ProbeRun") -> list:
+def data_paths(run: "Run") -> list:
     """(code path, runner factory) per path: the arrow directory, once per file backend."""
     return run.arrow_runners()
 
@@ -78,7 +78,7 @@ def arrow_dataset(data_mod, max_len: int, datapath: str, transfer, transform):
                                  hidden_states_dtype=torch.bfloat16)
 
 
-def default_path(run: "ProbeRun", ran: set[str]) -> tuple[str | None, str]:
+def default_path(run: "Run", ran: set[str]) -> tuple[str | None, str]:
     """The only path, read through the training schema's default backend."""
     if ARROW_PATH in ran:
         return ARROW_PATH, (f"no legacy_data switch in the training schema; hidden_states_backend "
