@@ -30,7 +30,7 @@ from .contract import ServingContract, TrainingContract
 from .extract.trainers import trainer
 from .extract.engines import BoundEngine, engine as default_engine
 from .inputs import Draft, InputError, Target
-from .verdict import check
+from .verdict import Verdict, check
 
 
 class ExportRefused(InputError):
@@ -142,12 +142,12 @@ def _solve(tmp: Path, draft: Draft, training: TrainingContract, target: Target, 
         with writing():
             served = _write(tmp, draft, ids, engine, form)
         result = check(training, target, served, engine, verify=True)
-    if result.verdict == "drift" and result.suggestion is not None:
+    if result.verdict is Verdict.drift and result.suggestion is not None:
         ids = result.suggestion.eagle_aux_hidden_state_layer_ids
         with writing():
             served = _write(tmp, draft, ids, engine, form)
         result = check(training, target, served, engine, verify=False)
-    if result.verdict != "parity":
+    if result.verdict is not Verdict.parity:
         why = result.unservable or result.unfixable or "; ".join(d.message for d in result.differences)
         raise ExportRefused(draft.path, engine.name, result.serving.provenance.version,
                             why.replace(str(tmp), f"the export of {draft.path}"))

@@ -12,7 +12,7 @@ from .export import ExportRefused, is_exportable, plan_export
 from .extract.candidates import candidate_id_lists
 from .extract.engines import BoundEngine
 from .inputs import Draft, Target
-from .verdict import (UNSERVABLE_KINDS, CheckResult, Difference, ExportAdvice, Suggestion, Verdict, decide,
+from .verdict import (CheckResult, Difference, ExportAdvice, Suggestion, Verdict, decide,
                       unloadable)
 from .verdict import check as check_verdict
 
@@ -25,7 +25,7 @@ def check(training: TrainingContract, target: Target, draft: Draft,
     `retrained`: checking a lock, the training contract extracted today (see `decide`);
     `serve_args`: the serve command's arguments (the launch contract)."""
     result = check_verdict(training, target, draft, engine, verify, retrained=retrained, serve_args=serve_args)
-    if result.verdict == "unservable" and unloadable(result.serving):
+    if result.verdict is Verdict.unservable and unloadable(result.serving):
         advice = _export_advice(training, target, draft, engine, verify)
         result = result.model_copy(update={"export": advice})
     return result
@@ -45,5 +45,5 @@ def _export_advice(training: TrainingContract, target: Target, draft: Draft, eng
                         serving_fc_input=[t.name if t else None for t in result.serving.fc_input])
 
 
-__all__ = ["UNSERVABLE_KINDS", "CheckResult", "Difference", "ExportAdvice", "Suggestion", "Verdict", "candidate_id_lists",
+__all__ = ["CheckResult", "Difference", "ExportAdvice", "Suggestion", "Verdict", "candidate_id_lists",
            "check", "decide"]

@@ -24,7 +24,7 @@ from .extract.engines import DEFAULT as DEFAULT_ENGINE, BoundEngine, engine as b
 from .extract.engines import names as engine_names
 from .extract.trainers import DEFAULT as DEFAULT_TRAINER, BoundTrainer, trainer as bind_trainer
 from .extract.trainers import names as trainer_names
-from .gate import CheckResult, Difference, check
+from .gate import CheckResult, Difference, Verdict, check
 from .inputs import MAX_SERVE_ARGS, Draft, InputError, Target, read_config, read_inputs, validation_line
 
 LOCK_VERSION = 1
@@ -219,7 +219,7 @@ def check_lock(path: Path, engine: BoundEngine | None = None, trainer_release: s
     moved = launch_moved(lock.launch, result.serving.launch)
     if not moved:
         return result
-    verdict = result.verdict if result.verdict == "unservable" else "drift"
+    verdict = result.verdict if result.verdict is Verdict.unservable else Verdict.drift
     return result.model_copy(update={"differences": [*result.differences, *moved], "verdict": verdict})
 
 

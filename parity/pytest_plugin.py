@@ -17,7 +17,7 @@ from .contract import parse_taps
 from .errors import UserError
 from .extract.engines import engine
 from .extract.trainers import trainer
-from .gate import check
+from .gate import Verdict, check
 from .inputs import InputError, check_fit, parse_serve_args, read_inputs
 from .extract.installed import build_on_demand
 from .lock import check_lock, read_lock
@@ -89,7 +89,7 @@ class ParityItem(pytest.Item):
 
         with workspace():  # the item's temp files and its probes' go with it, pass or fail
             result = self._run()
-        if result.verdict != "parity":
+        if result.verdict is not Verdict.parity:
             raise ParityFailure(render_check(result, *self._paths))
 
     def repr_failure(self, excinfo, style=None):

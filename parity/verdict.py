@@ -16,21 +16,46 @@ import json
 import shutil
 import tempfile
 from pathlib import Path
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .contract import BuiltDraft, ContractDiff, FindingKind, ServingContract, TrainingContract, diff
 from .contract.diff import unread_keys
+from .errors import ExitCode
 from .extract.candidates import candidate_id_lists
 from .extract.engines import BoundEngine, engine as default_engine
 from .inputs import Draft, Target
 
-Verdict = Literal["parity", "drift", "unservable", "error"]
+class Verdict(StrEnum):
+    """What a comparison concludes (`check`, `forward`, the matrix's cells), with the exit code a
+    command ends with on it (the README's table). Written as its value in JSON ('parity', ...)."""
 
-# Serving findings that mean the engine cannot run this draft at all: no slot table can
-# describe what it would be fed, so the verdict is 'unservable', with this reason first.
-UNSERVABLE_KINDS = (FindingKind.draft_unloadable, FindingKind.engine_error)
+    exit_code: ExitCode
+
+    def __new__(cls, value: str, exit_code: ExitCode):
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.exit_code = exit_code
+        return member
+
+    parity = "parity", ExitCode.OK  # the draft is fed (or computes) what it was trained on
+    drift = "drift", ExitCode.DRIFT  # it is not: the differences say where, a fix where one exists
+    unservable = "unservable", ExitCode.DRIFT  # the engine cannot run the draft as written at all
+    error = "error", ExitCode.BAD_INPUT  # the comparison itself could not run (forward)
+
+    @property
+    def word(self) -> str:
+        """The verdict as a report's headline starts: 'PARITY', 'DRIFT', ..."""
+        return self.value.upper()
+
+    @classmethod
+    def worst(cls, verdicts) -> "Verdict":
+        """The verdict of several comparisons: an error first, then a drift, then an unservable
+        case; parity only when every one is (and for none)."""
+        found = {cls(v) for v in verdicts}
+        return next((v for v in (cls.error, cls.drift, cls.unservable) if v in found), cls.parity)
 
 
 class Difference(BaseModel):
@@ -46,6 +71,11 @@ class Difference(BaseModel):
     training: Any = Field(default=None, description="The training side's value.")
     serving: Any = Field(default=None, description="The serving side's value.")
     message: str = Field(description="One sentence for a human.")
+
+    @property
+    def blocks_serving(self) -> bool:
+        """It is the error finding of a kind that means the engine cannot run the draft at all."""
+        return isinstance(self.kind, FindingKind) and self.kind.blocks_serving
 
 
 class Suggestion(BaseModel):
@@ -159,11 +189,11 @@ def decide(training: TrainingContract, serving: ServingContract, retrained: Trai
     differences = _differences(d, training, serving) + launch_differences(serving) + key_differences(training, serving)
     if retrained is not None:
         differences += _lock_differences(training, retrained)
-    unservable = [f.message for f in serving.findings if f.severity == "error" and f.kind in UNSERVABLE_KINDS]
+    unservable = [f.message for f in serving.findings if f.severity == "error" and f.kind.blocks_serving]
     unservable += target_misfits(serving)
     if unservable:
-        return "unservable", d, differences, "; ".join(unservable)
-    return ("parity" if not differences else "drift"), d, differences, None
+        return Verdict.unservable, d, differences, "; ".join(unservable)
+    return (Verdict.parity if not differences else Verdict.drift), d, differences, None
 
 
 def _differences(d: ContractDiff, training: TrainingContract, serving: ServingContract) -> list[Difference]:
@@ -327,12 +357,12 @@ def check(training: TrainingContract, target: Target, draft: Draft,
     suggestion, unfixable = None, None
     # The algorithm the serve command resolves to feeds this draft no states (launch): no ids fix that.
     unserved = serving.launch is not None and serving.launch.serves_the_draft is False
-    if verdict == "drift" and _slots_differ(d, training, serving) and not unserved:  # ids fix slots only (not a flag, a tensor, the lock)
+    if verdict is Verdict.drift and _slots_differ(d, training, serving) and not unserved:  # ids fix slots only (not a flag, a tensor, the lock)
         suggestion, unfixable = _solve(training, serving, tried, target, draft, engine, verify)
-    elif verdict == "unservable":
+    elif verdict is Verdict.unservable:
         # slots are never fed; a vocabulary difference stays (it says why ids run past the target)
         # (and the serve command's launch differences: an algorithm for another kind of draft is why, often)
-        differences = [x for x in differences if x.kind in UNSERVABLE_KINDS + ("lock", "launch")
+        differences = [x for x in differences if x.kind in ("lock", "launch") or x.blocks_serving
                        or x.where.startswith("vocab.")]
         misfits = target_misfits(serving)
         if misfits:  # the draft as built: no id list changes it, whatever it is fed
@@ -343,7 +373,7 @@ def check(training: TrainingContract, target: Target, draft: Draft,
             suggestion, unfixable = _solve(training, serving, tried, target, draft, engine, verify)
     draft_fix = None
     built = [f.field.removeprefix("draft.") for f in d.fields if f.field.startswith("draft.")]
-    if verdict == "drift" and built and training.draft is not None:
+    if verdict is Verdict.drift and built and training.draft is not None:
         draft_fix = _fix_draft(training, target, draft, built, engine, verify)
     return CheckResult(verdict=verdict, training=training, serving=serving, diff=d,
                        differences=differences, notes=notes, suggestion=suggestion,

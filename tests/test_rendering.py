@@ -21,7 +21,7 @@ from parity.contract import BuiltDraft, Finding, GraphFlags, Provenance, Serving
 from parity.errors import CannotExtract
 from parity.forward.compare import Divergence, ForwardResult, StageDiff
 from parity.report.forward import render_forward, render_summary
-from parity.gate import UNSERVABLE_KINDS, CheckResult, ExportAdvice, Suggestion, decide
+from parity.gate import CheckResult, ExportAdvice, Suggestion, decide
 from parity.matrix import CANNOT, Matrix
 from parity.matrix.cells import matrix_rows
 from parity.matrix.deploy import answer
@@ -100,7 +100,7 @@ def check_result(t: TrainingContract, s: ServingContract, suggestion: Suggestion
     """What the gate's `check` returns for these two contracts, decided by the gate itself."""
     verdict, d, differences, unservable = decide(t, s)
     if verdict == "unservable":
-        differences = [x for x in differences if x.kind in UNSERVABLE_KINDS]
+        differences = [x for x in differences if x.blocks_serving]
     notes = [f"{c.side}: {f.message}" for c in (t, s) for f in c.findings
              if f.severity == "warning" or f.kind == "not_captured"]
     return CheckResult(verdict=verdict, training=t, serving=s, diff=d, differences=differences, notes=notes,

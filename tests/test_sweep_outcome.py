@@ -16,7 +16,7 @@ from parity.extract.engines import ServingExtractionError, engine
 from parity.inputs import InputError
 from parity.report.releases import counts, render_releases
 from parity.sweep.cases import SERVING_CASES
-from parity.sweep.outcome import ENGINE_KINDS, PARITY_KINDS, Outcome, of_cell, of_error, of_finding
+from parity.sweep.outcome import Outcome, of_cell, of_error, of_finding
 from parity.sweep.run import launch_cell, refused, serving_cell
 
 from .helpers import edit_in_shadow, shadow_release
@@ -53,8 +53,13 @@ def test_the_outcome_follows_the_errors_type_not_its_message():
 
 
 def test_every_finding_kind_is_placed_on_one_side():
-    """A new FindingKind must be decided (the engine's behaviour or parity's limit), not defaulted."""
-    assert PARITY_KINDS | ENGINE_KINDS == set(FindingKind) and not PARITY_KINDS & ENGINE_KINDS
+    """A new FindingKind must be decided (the engine's behaviour or parity's limit), not defaulted:
+    its declaration carries its Whose (FindingKind.__new__ requires it: a kind declared without it
+    stops parity.contract from importing)."""
+    from parity.contract import Whose
+
+    assert all(isinstance(kind.whose, Whose) for kind in FindingKind)
+    assert {kind for kind in FindingKind if kind.blocks_serving} == {FindingKind.engine_error, FindingKind.draft_unloadable}
     assert of_finding(FindingKind.engine_error) is Outcome.engine_refuses  # e.g. SGLang's own TypeError on id -1
     assert of_finding(FindingKind.not_captured) is Outcome.engine_refuses
     assert of_finding(FindingKind.unidentified_state) is Outcome.parity_cannot_run

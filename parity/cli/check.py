@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..errors import ExitCode
 from ..extract import engines, trainers
 from . import common
 from .common import usage
@@ -70,4 +69,4 @@ def run_check(args) -> int:
         print(json.dumps(result.to_json_dict(), indent=2))
     else:
         print(render_check(result, str(args.target_config), str(args.draft)))
-    return ExitCode.OK if result.verdict == "parity" else ExitCode.DRIFT
+    return result.verdict.exit_code

@@ -15,7 +15,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from ..errors import ExitCode
+from ..verdict import Verdict
 from ..extract import engines
 from ..extract.engines import engine, foreign_release
 from ..extract.trainers import trainer
@@ -109,8 +109,7 @@ def run_forward(args) -> int:
                          dtype=args.dtype, device=args.device, serving=serving,
                          long_positions=not args.short_positions)
     results = out["results"]
-    verdicts = {r.verdict for r in results}
-    overall = next((v for v in ("error", "drift", "unservable") if v in verdicts), "parity")
+    overall = Verdict.worst(r.verdict for r in results)
     if args.json:
         treply, sreply = training.FORWARD_REPLY.read(out["training"]), serving.FORWARD_REPLY.read(out["serving"])
         print(json.dumps({"verdict": overall, "target": label, training.name: treply.release,
@@ -124,4 +123,4 @@ def run_forward(args) -> int:
             print()
         if not args.brief:
             print("\n\n".join(render_forward(r, label) for r in results))
-    return {"parity": ExitCode.OK, "drift": ExitCode.DRIFT, "unservable": ExitCode.DRIFT}.get(overall, ExitCode.BAD_INPUT)
+    return overall.exit_code

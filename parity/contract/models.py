@@ -310,56 +310,84 @@ class Provenance(_Frozen):
         "not asked of the cache). Never written into a lock.")
 
 
+class Whose(StrEnum):
+    """Whose doing an error finding reports, so a sweep's cell stopped by it is the side's or
+    parity's (parity.sweep.outcome)."""
+
+    side = "side"  # the engine's or trainer's own behaviour: it raised, refused the draft, fed other states
+    parity = "parity"  # parity could not name, read or run what the side did, or assumed it: parity's limit
+
+
+BLOCKS = True  # a FindingKind's third value: the engine cannot run the draft at all (verdict 'unservable')
+
+
 class FindingKind(StrEnum):
     """Every kind of finding an extractor reports (`parity schema` lists them). A reply naming
-    another kind is refused when the contract is built: a typo cannot slip past the gate."""
+    another kind is refused when the contract is built: a typo cannot slip past the gate.
+
+    Each kind is declared with what it means: `whose` (a Whose: the side's own behaviour or
+    parity's limit) and `blocks_serving` (BLOCKS: the engine cannot run this draft, so no slot
+    table describes what it would be fed: the verdict is 'unservable', this reason first). A kind
+    declared without its Whose does not import."""
+
+    whose: Whose
+    blocks_serving: bool
+
+    def __new__(cls, value: str, whose: Whose, blocks_serving: bool = False):
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.whose = Whose(whose)
+        member.blocks_serving = blocks_serving
+        return member
 
     # serving: the engine
-    engine_error = "engine_error"  # the engine raised while capturing: no slot table describes what it feeds
-    target_config_misread = "target_config_misread"  # the engine builds the target with another value than its config gives: another model, on any hardware
-    draft_unloadable = "draft_unloadable"  # the engine cannot load the draft as written
-    default_layers_fallback = "default_layers_fallback"  # the engine found no ids and captures its defaults
-    runners_differ = "runners_differ"  # two model runners of one release feed different states
-    dump_slots_differ = "dump_slots_differ"  # the data-generation dump holds other states than asked
-    not_captured = "not_captured"  # a requested slot the engine never fills
-    stage_not_captured = "stage_not_captured"  # under pipeline parallelism, a stage holding a requested layer never captures it for the draft
-    unidentified_state = "unidentified_state"  # a captured tensor matches no canonical state
-    draft_facts_unread = "draft_facts_unread"  # the engine's draft class could not be read
-    draft_sizes_unread = "draft_sizes_unread"  # the engine's config reader refused the draft's sizes
-    draft_forward_failed = "draft_forward_failed"  # the engine's draft forward raised
-    flag_dropped = "flag_dropped"  # a graph flag the draft config sets and the engine never reads
-    t2d_ignored = "t2d_ignored"  # the engine ignores the draft's t2d table
-    d2t_missing = "d2t_missing"  # a smaller draft vocabulary with no d2t table
-    tensors_dropped = "tensors_dropped"  # checkpoint tensors the engine's load_weights skips
-    params_unfilled = "params_unfilled"  # draft parameters the checkpoint never fills
-    release_note = "release_note"  # a release parity has not verified, run by a family's adapter
-    capture_not_launched = "capture_not_launched"  # the capture shown was not run under the serve command's resolved algorithm
-    draft_not_built = "draft_not_built"  # this side's own code did not build the draft: its fields are not compared
-    positions_short = "positions_short"  # the draft declares fewer positions than the served context
-    config_key_unread = "config_key_unread"  # a served config key training built the draft with, never read by the engine
+    engine_error = "engine_error", Whose.side, BLOCKS  # the engine raised while capturing: no slot table describes what it feeds
+    target_config_misread = "target_config_misread", Whose.side  # the engine builds the target with another value than its config gives: another model, on any hardware
+    draft_unloadable = "draft_unloadable", Whose.side, BLOCKS  # the engine cannot load the draft as written
+    default_layers_fallback = "default_layers_fallback", Whose.side  # the engine found no ids and captures its defaults
+    runners_differ = "runners_differ", Whose.side  # two model runners of one release feed different states
+    dump_slots_differ = "dump_slots_differ", Whose.side  # the data-generation dump holds other states than asked
+    not_captured = "not_captured", Whose.side  # a requested slot the engine never fills
+    stage_not_captured = "stage_not_captured", Whose.side  # under pipeline parallelism, a stage holding a requested layer never captures it for the draft
+    unidentified_state = "unidentified_state", Whose.parity  # a captured tensor matches no canonical state
+    draft_facts_unread = "draft_facts_unread", Whose.parity  # the engine's draft class could not be read
+    draft_sizes_unread = "draft_sizes_unread", Whose.parity  # the engine's config reader refused the draft's sizes
+    draft_forward_failed = "draft_forward_failed", Whose.side  # the engine's draft forward raised
+    flag_dropped = "flag_dropped", Whose.side  # a graph flag the draft config sets and the engine never reads
+    t2d_ignored = "t2d_ignored", Whose.side  # the engine ignores the draft's t2d table
+    d2t_missing = "d2t_missing", Whose.side  # a smaller draft vocabulary with no d2t table
+    tensors_dropped = "tensors_dropped", Whose.side  # checkpoint tensors the engine's load_weights skips
+    params_unfilled = "params_unfilled", Whose.side  # draft parameters the checkpoint never fills
+    release_note = "release_note", Whose.parity  # a release parity has not verified, run by a family's adapter
+    capture_not_launched = "capture_not_launched", Whose.parity  # the capture shown was not run under the serve command's resolved algorithm
+    draft_not_built = "draft_not_built", Whose.parity  # this side's own code did not build the draft: its fields are not compared
+    positions_short = "positions_short", Whose.side  # the draft declares fewer positions than the served context
+    config_key_unread = "config_key_unread", Whose.side  # a served config key training built the draft with, never read by the engine
     # training: the trainer and the dump
-    convention_assumed = "convention_assumed"  # the dump layout derived from a typed numbering rule
-    typed_rule_not_run = "typed_rule_not_run"  # that rule was not run against the data-generation engine
-    default_layer_ids = "default_layer_ids"  # the data generation's default ids were assumed
-    ids_not_ascending = "ids_not_ascending"  # ids not in ascending order (an engine may sort them)
-    ids_resolved = "ids_resolved"  # how the trainer resolved its capture ids
-    draft_ids_disagree = "draft_ids_disagree"  # the draft's ids disagree with the dump's
-    dump_width_mismatch = "dump_width_mismatch"  # the dump's slot count disagrees with the draft's fc
-    data_path_failed = "data_path_failed"  # one of the trainer's data paths raised
-    data_paths_disagree = "data_paths_disagree"  # two data paths of one release select other slots
-    lossy_data_path = "lossy_data_path"  # the data path's transfer is lossy (FP8)
-    target_not_final_layer = "target_not_final_layer"  # the loss target is not the model's last layer
-    target_norm_unknown = "target_norm_unknown"  # whether the trainer norms the loss target is unknown
-    target_double_normed = "target_double_normed"  # a post-norm target normed again by the trainer
-    depth_unread = "depth_unread"  # the trainer's classes could not read the draft's trained depth
+    convention_assumed = "convention_assumed", Whose.parity  # the dump layout derived from a typed numbering rule
+    typed_rule_not_run = "typed_rule_not_run", Whose.parity  # that rule was not run against the data-generation engine
+    default_layer_ids = "default_layer_ids", Whose.parity  # the data generation's default ids were assumed
+    ids_not_ascending = "ids_not_ascending", Whose.side  # ids not in ascending order (an engine may sort them)
+    ids_resolved = "ids_resolved", Whose.side  # how the trainer resolved its capture ids
+    draft_ids_disagree = "draft_ids_disagree", Whose.side  # the draft's ids disagree with the dump's
+    dump_width_mismatch = "dump_width_mismatch", Whose.side  # the dump's slot count disagrees with the draft's fc
+    data_path_failed = "data_path_failed", Whose.side  # one of the trainer's data paths raised
+    data_paths_disagree = "data_paths_disagree", Whose.side  # two data paths of one release select other slots
+    lossy_data_path = "lossy_data_path", Whose.side  # the data path's transfer is lossy (FP8)
+    target_not_final_layer = "target_not_final_layer", Whose.side  # the loss target is not the model's last layer
+    target_norm_unknown = "target_norm_unknown", Whose.parity  # whether the trainer norms the loss target is unknown
+    target_double_normed = "target_double_normed", Whose.side  # a post-norm target normed again by the trainer
+    depth_unread = "depth_unread", Whose.parity  # the trainer's classes could not read the draft's trained depth
     # the draft's config
-    not_speculators_format = "not_speculators_format"  # read as an EAGLE-format config
-    no_config_class = "no_config_class"  # speculators is not importable: class defaults unknown
-    unknown_config_key = "unknown_config_key"  # a key the installed config class does not know
-    unmapped_flag_field = "unmapped_flag_field"  # a switch of the config class parity does not map
-    flag_default = "flag_default"  # a flag absent from config.json takes the class default
-    d2t_ambiguous = "d2t_ambiguous"  # whether d2t holds offsets or absolute ids is undecidable
-    vocab_mapping_missing = "vocab_mapping_missing"  # a smaller draft vocabulary with no mapping table
+    not_speculators_format = "not_speculators_format", Whose.side  # read as an EAGLE-format config
+    no_config_class = "no_config_class", Whose.parity  # speculators is not importable: class defaults unknown
+    unknown_config_key = "unknown_config_key", Whose.side  # a key the installed config class does not know
+    unmapped_flag_field = "unmapped_flag_field", Whose.parity  # a switch of the config class parity does not map
+    flag_default = "flag_default", Whose.side  # a flag absent from config.json takes the class default
+    d2t_ambiguous = "d2t_ambiguous", Whose.parity  # whether d2t holds offsets or absolute ids is undecidable
+    vocab_mapping_missing = "vocab_mapping_missing", Whose.side  # a smaller draft vocabulary with no mapping table
+
+
 
 
 class Finding(_Frozen):

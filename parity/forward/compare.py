@@ -22,11 +22,12 @@ Stages, in the order a divergence propagates (the first failing one is reported)
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import torch
 from pydantic import BaseModel, Field
 
+from ..verdict import Verdict
 from .positions import PositionPlan
 from .tolerances import Tolerances
 
@@ -82,7 +83,7 @@ class Divergence(BaseModel):
 
 class ForwardResult(BaseModel):
     name: str
-    verdict: Literal["parity", "drift", "unservable", "error"] = Field(
+    verdict: Verdict = Field(
         description="'parity', 'drift', 'unservable' (the engine cannot load the served draft; exit 1 as a "
         "drift) or 'error' (the comparison could not run).")
     dtype: str

@@ -30,6 +30,7 @@ from .cases import Case, seeded_tokens
 from .compare import ForwardResult, compare
 from .positions import PositionPlan, plan, spans
 from .tolerances import for_dtype
+from ..verdict import Verdict
 from ..inputs import text_part
 
 TRAINING = trainer()
@@ -120,11 +121,11 @@ def results_for(cases: list[Case], treply: ForwardReply, sreply: ForwardReply, t
                       serving=smeta.as_written())
         errors = [f"{side}: {m.error}" for side, m in (("training", tmeta), ("serving", smeta)) if m.error]
         if errors:
-            out.append(ForwardResult(verdict="error", error="; ".join(errors), notes=list(case.notes),
+            out.append(ForwardResult(verdict=Verdict.error, error="; ".join(errors), notes=list(case.notes),
                                      **common))
             continue
         if smeta.unservable:  # the engine cannot load the served draft: nothing to compare
-            out.append(ForwardResult(verdict="unservable", error=f"serving: {smeta.unservable}",
+            out.append(ForwardResult(verdict=Verdict.unservable, error=f"serving: {smeta.unservable}",
                                      notes=list(case.notes), **common))
             continue
         stages, first = compare(case.name, _split(ttensors, case.name), _split(stensors, case.name),

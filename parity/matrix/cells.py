@@ -10,7 +10,7 @@ from ..releases import Release
 from .changes import mark_changes
 from .rows import CANNOT, LaunchCell, PairVerdict, ServingRow, TrainingRow
 from .schedule import Extractions, message_line
-from ..gate import decide
+from ..gate import Verdict, decide
 
 
 def matrix_rows(speculators: list[Release], sglang: list[Release], extractions: Extractions,
@@ -99,9 +99,9 @@ def pair_verdict(result, training: TrainingContract, against: str, moved: list |
     launch_only = all(x.kind == "launch" for x in diffs)  # `moved` are launch fields too
     if moved:
         diffs = [*diffs, *moved]
-        verdict = "drift" if verdict == "parity" else verdict
+        verdict = Verdict.drift if verdict is Verdict.parity else verdict
     s = result.suggestion
-    bad = verdict != "parity"
+    bad = verdict is not Verdict.parity
     return PairVerdict(against=against, verdict=verdict,
                        differences=[unservable] if unservable else [x.message for x in diffs],
                        fix=list(s.eagle_aux_hidden_state_layer_ids) if s and bad else None,

@@ -6,6 +6,7 @@ from pydantic import BaseModel, Field
 
 from ..extract.engines import DEFAULT as DEFAULT_ENGINE, BoundEngine, engine as bind_engine
 from ..extract.trainers import DEFAULT as DEFAULT_TRAINER, BoundTrainer
+from ..verdict import Verdict
 from .build import build_matrix
 from .rows import Matrix, fc_text
 
@@ -61,10 +62,10 @@ def answer(m: Matrix, serving: str, speculators: str) -> Answer:
                       f"the lock says ({'; '.join(t.lock_drift)})")
     v = row.verdicts[0]
     as_asked = "" if launch is None else ", and resolves the serve command as asked"
-    if v.verdict == "parity":
+    if v.verdict is Verdict.parity:
         return Answer(**asked, deploy=True, reason=f"yes: {pair} feeds the draft's fc exactly "
                       f"{fc_text(row.fc_input)}, what it was trained on{as_asked}")
-    if v.verdict == "unservable":
+    if v.verdict is Verdict.unservable:
         return Answer(**asked, deploy=False, reason=f"no: {pair}: {served_by} cannot serve this draft "
                       f"as written: {v.unfixable}")
     if launch is not None and launch.drift and v.fix is None and not v.unfixable and v.launch_only:

@@ -168,7 +168,7 @@ class Matrix(_Row):
     @property
     def ok(self) -> bool:
         return (all(r.error is None and not r.lock_drift for r in self.training)
-                and all(r.error is None and r.verdicts and all(v.verdict == "parity" for v in r.verdicts)
+                and all(r.error is None and r.verdicts and all(v.verdict is Verdict.parity for v in r.verdicts)
                         for r in self.serving))
 
     @property
@@ -210,13 +210,13 @@ def fix_text(row: ServingRow, long: bool = False) -> str:
         return "-"
     texts = []
     for v in row.verdicts:
-        if v.verdict == "parity":
+        if v.verdict is Verdict.parity:
             t = "none needed"
         elif v.fix is None and not v.unfixable and row.launch is not None and row.launch.drift:
             t = "see launch"  # the serve command drifts, not the ids: its fix is the launch line's
         elif v.fix is not None:
             t = f"write {v.fix}" + ("" if v.fix_verified else " (unverified)")
-        elif v.verdict == "error":
+        elif v.verdict is Verdict.error:
             t = "-"
         else:
             t = f"none: {v.unfixable or 'no fix found'}" if long else "none on this release"

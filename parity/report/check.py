@@ -8,6 +8,7 @@ import shlex
 from ..contract import Contract, FindingKind, ServingContract, TrainingContract
 from ..contract.diff import unread_keys
 from ..extract.engines import release_flag
+from ..verdict import Verdict
 from .table import Column, Table
 
 
@@ -301,14 +302,14 @@ def render_check(result, target_path: str = "", draft_path: str = "") -> str:
     # every slot fed as trained, and the draft itself (its build, graph flags, vocabulary) differs
     only_built = result.differences and all(d.kind in ("field", FindingKind.config_key_unread)
                                             for d in result.differences)
-    head = {"parity": "PARITY: the draft will be fed exactly what it was trained on.",
-            "drift": (f"DRIFT: {s.engine} {s.provenance.version} will not serve the draft as the serve command asks."
+    head = {Verdict.parity: "PARITY: the draft will be fed exactly what it was trained on.",
+            Verdict.drift: (f"DRIFT: {s.engine} {s.provenance.version} will not serve the draft as the serve command asks."
                       if only_launch else
                       f"DRIFT: {s.engine} {s.provenance.version} builds the draft otherwise than training did."
                       if only_built else "DRIFT: the draft will be fed different hidden states than it was trained on."),
-            "unservable": f"UNSERVABLE: {s.engine} {s.provenance.version} cannot serve this draft as written."}
+            Verdict.unservable: f"UNSERVABLE: {s.engine} {s.provenance.version} cannot serve this draft as written."}
     lines = [f"parity check: {head[result.verdict]}", ""]
-    if result.verdict == "unservable":
+    if result.verdict is Verdict.unservable:
         return "\n".join(lines + _unservable(result, target_path, draft_path))
     lines.append(f"  target    {_target(t.target_model)}, {n} decoder layers"
                  + (f"  ({target_path})" if target_path else ""))
@@ -319,7 +320,7 @@ def render_check(result, target_path: str = "", draft_path: str = "") -> str:
                  + (f"; {model_class}" if model_class else ""))
     if result.releases:
         lines.append(f"  lock      {result.releases}"
-                     + (": what changed is below" if result.verdict != "parity" else ": the same contract"))
+                     + (": what changed is below" if result.verdict is not Verdict.parity else ": the same contract"))
     lines += release_notes(t, s)
     lines += cached_lines(t, s)
     lines += ["", f"  The draft's fc layer reads {len(result.diff.slots)} hidden states of the target, "

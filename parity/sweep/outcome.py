@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from ..contract import FindingKind
+from ..contract import FindingKind, Whose
 from ..envs import EnvError
 from ..errors import CannotExtract, HarnessLimit, InternalError
 from ..home import HomeError
@@ -40,23 +40,11 @@ class Outcome(StrEnum):
     parity_cannot_run = "parity cannot run"
 
 
-# Error findings whose kind says parity could not name or read what the engine did: a limit of
-# parity, not the engine refusing. Every other kind an error finding can have is the engine's
-# own behaviour (it raised, dropped a state, refused the draft). test_sweep_outcome checks that
-# every FindingKind is placed on one side, so a new kind is decided, not defaulted.
-PARITY_KINDS: frozenset[FindingKind] = frozenset({
-    FindingKind.unidentified_state, FindingKind.draft_facts_unread, FindingKind.draft_sizes_unread,
-    FindingKind.draft_not_built, FindingKind.depth_unread, FindingKind.no_config_class,
-    FindingKind.typed_rule_not_run, FindingKind.target_norm_unknown, FindingKind.d2t_ambiguous,
-    FindingKind.convention_assumed, FindingKind.default_layer_ids, FindingKind.unmapped_flag_field,
-    FindingKind.release_note, FindingKind.capture_not_launched,
-})
-ENGINE_KINDS: frozenset[FindingKind] = frozenset(FindingKind) - PARITY_KINDS
-
-
 def of_finding(kind: FindingKind) -> Outcome:
-    """The outcome of a cell stopped by an error finding of this kind."""
-    return Outcome.parity_cannot_run if FindingKind(kind) in PARITY_KINDS else Outcome.engine_refuses
+    """The outcome of a cell stopped by an error finding of this kind: parity's limit where the
+    kind is declared parity's (FindingKind.whose: parity could not name or read what the engine
+    did), else the engine's own behaviour (it raised, dropped a state, refused the draft)."""
+    return Outcome.parity_cannot_run if FindingKind(kind).whose is Whose.parity else Outcome.engine_refuses
 
 
 def _parity_errors() -> tuple[type[BaseException], ...]:
