@@ -63,8 +63,8 @@ def matrices(tmp_path_factory):
     minus_one = _minus_one_draft(tmp_path_factory.mktemp("minus-one"))
     jobs = {
         "born": lambda: build_matrix(TARGET, DRAFT, LAYOUT, serving=None if EXHAUSTIVE else SUITE_RELEASES,
-                                     speculators=None if EXHAUSTIVE else SUITE_TRAINERS),
-        "minus_one": lambda: build_matrix(TARGET, minus_one, LAYOUT, serving=SUITE_RELEASES, speculators=["0.9.0"],
+                                     trainer_releases=None if EXHAUSTIVE else SUITE_TRAINERS),
+        "minus_one": lambda: build_matrix(TARGET, minus_one, LAYOUT, serving=SUITE_RELEASES, trainer_releases=["0.9.0"],
                                           verify=False),
     }
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
@@ -72,12 +72,12 @@ def matrices(tmp_path_factory):
         result = {k: f.result() for k, f in futures.items()}
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(PROBE_OVERRIDES, drift_overrides("tests.drift.serving_unseen_release_moved"))
-        result["unknown"] = build_matrix(TARGET, DRAFT, LAYOUT, serving=["0.5.23"], speculators=["0.9.0"],
+        result["unknown"] = build_matrix(TARGET, DRAFT, LAYOUT, serving=["0.5.23"], trainer_releases=["0.9.0"],
                                          verify=False)
     if built("sglang", "0.5.14"):
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv(PROBE_OVERRIDES, drift_overrides("tests.drift.serving_moved_aux_ids"))
-            result["moved"] = build_matrix(TARGET, DRAFT, LAYOUT, serving=["0.5.14"], speculators=["0.9.0"],
+            result["moved"] = build_matrix(TARGET, DRAFT, LAYOUT, serving=["0.5.14"], trainer_releases=["0.9.0"],
                                            verify=False)
     return result
 
@@ -189,7 +189,7 @@ def test_moved_code_path_is_a_loud_cell(matrices):
 
 
 def test_undeclared_release_is_a_loud_cell_without_running_anything():
-    m = build_matrix(TARGET, DRAFT, LAYOUT, serving=["0.4.0"], speculators=["0.1.0"])
+    m = build_matrix(TARGET, DRAFT, LAYOUT, serving=["0.4.0"], trainer_releases=["0.1.0"])
     assert m.serving[0].error.startswith(f"{CANNOT} sglang 0.4.0: no environment pins sglang==0.4.0")
     assert m.training[0].error.startswith(f"{CANNOT} speculators 0.1.0")
     assert not m.ok
@@ -257,7 +257,7 @@ def test_matrix_takes_a_lock_alone(capsys):
     """`parity matrix --contract FILE` (the README's form) crashed with a TypeError before any
     extraction; undeclared releases keep this one from running any."""
     lock = ROOT / "contracts" / "kimi-k2.5-eagle3.json"
-    m = build_matrix(contract=lock, serving=["0.4.0"], speculators=["0.1.0"])
+    m = build_matrix(contract=lock, serving=["0.4.0"], trainer_releases=["0.1.0"])
     assert m.contract == str(lock) and m.dump_layout == LAYOUT and m.draft.endswith("kimi-k2.5-eagle3-fixed")
     rc = cli.main(["matrix", "--contract", str(lock), "--sglang", "0.4.0", "--speculators", "0.1.0"])
     out, err = capsys.readouterr()

@@ -132,7 +132,7 @@ def run_matrix(args) -> int:
     trainer_releases = _trainer_releases(args, True)
     engine, serving = _engine(args)
     _build_releases(args, **{engine.name: split(serving)}, **{_trainer(args).name: trainer_releases})
-    m = build_matrix(**_inputs(args), serving=split(serving), speculators=trainer_releases,
+    m = build_matrix(**_inputs(args), serving=split(serving), trainer_releases=trainer_releases,
                      workers=args.workers, verify=not args.no_verify, engine=engine, serve_args=serve_args)
     if args.json:
         print(json.dumps(m.to_json_dict(), indent=2))

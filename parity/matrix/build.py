@@ -20,7 +20,7 @@ from ..lock import read_lock
 def build_matrix(target_config: Path | str | None = None, draft: Path | str | None = None,
                  dump_layout: Sequence[Tap | str] | None = None, *,
                  contract: Path | str | None = None, serving: list[str] | None = None,
-                 speculators: list[str] | None = None, workers: int | None = None,
+                 trainer_releases: list[str] | None = None, workers: int | None = None,
                  verify: bool = True, trainer: BoundTrainer | None = None,
                  trainer_ids: list[int] | None = None, engine: BoundEngine | None = None,
                  serve_args: tuple[str, ...] | None = None) -> Matrix:
@@ -32,7 +32,7 @@ def build_matrix(target_config: Path | str | None = None, draft: Path | str | No
     `contract`: a lock file; its inputs replace the first three and serving is judged against
     the locked training contract (each speculators release must still reproduce it).
     `trainer`: the training stack (default: the default trainer) whose releases are the training
-    rows (`speculators` names which of its releases); a lock names its own trainer.
+    rows (`trainer_releases` names which of its releases); a lock names its own trainer.
     `serve_args`: the serve command's arguments (parity.inputs.parse_serve_args), resolved by each
     serving release's own code (the launch contract, docs/launch.md); default: a lock's stored ones."""
 
@@ -41,7 +41,7 @@ def build_matrix(target_config: Path | str | None = None, draft: Path | str | No
     inputs = _inputs(target_config, draft, dump_layout, contract, trainer or bind_trainer(), trainer_ids, engine,
                      serve_args)
     model = inputs.target.model
-    srels, trels = engine.releases(serving), inputs.trainer.releases(speculators)
+    srels, trels = engine.releases(serving), inputs.trainer.releases(trainer_releases)
     if not srels or not trels:
         raise InputError(f"envs.toml declares no {engine.name if not srels else inputs.trainer.name} release")
 

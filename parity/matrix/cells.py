@@ -13,17 +13,17 @@ from .schedule import Extractions, message_line
 from ..gate import Verdict, decide
 
 
-def matrix_rows(speculators: list[Release], sglang: list[Release], extractions: Extractions,
+def matrix_rows(trainer_releases: list[Release], engine_releases: list[Release], extractions: Extractions,
                 locked: TrainingContract | None, locked_launch: LaunchContract | None = None
                 ) -> tuple[list[TrainingRow], list[ServingRow]]:
     """Every row, oldest release first, with what changed since the release above marked.
-    Serving is judged against the lock's training contract, or each speculators release's, and
+    Serving is judged against the lock's training contract, or each trainer release's, and
     (`locked_launch`) the launch contract the lock's serve arguments resolved to."""
-    training = [training_row(r.version, extractions.training[r.version], locked) for r in speculators]
-    names = {r.version: r.package for r in speculators}  # the trainer: speculators, or e.g. specforge
+    training = [training_row(r.version, extractions.training[r.version], locked) for r in trainer_releases]
+    names = {r.version: r.package for r in trainer_releases}  # the trainer: speculators, or e.g. specforge
     against = ([("lock", locked, None)] if locked is not None else
                [(f"{names[row.version]} {row.version}", row.contract, row.error) for row in training])
-    serving = [serving_row(r, against, extractions, locked_launch) for r in sglang]
+    serving = [serving_row(r, against, extractions, locked_launch) for r in engine_releases]
     mark_changes(training, serving)
     return training, serving
 
@@ -36,7 +36,7 @@ ENGINE_ERRORS = (FindingKind.engine_error, FindingKind.not_captured, FindingKind
 
 def training_row(version: str, extracted: TrainingContract | str | InternalError,
                  locked: TrainingContract | None) -> TrainingRow:
-    """One speculators release's row; against a lock, how its contract differs from the lock's."""
+    """One trainer release's row; against a lock, how its contract differs from the lock's."""
     if isinstance(extracted, InternalError):
         return TrainingRow(version=version, error=message_line(extracted), internal_error=True)
     if isinstance(extracted, str):

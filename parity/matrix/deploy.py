@@ -31,25 +31,25 @@ class Answer(BaseModel):
                 "reason": self.reason, "matrix": self.matrix.to_json_dict()}
 
 
-def can_i_deploy(serving: str, speculators: str, target_config=None, draft=None, dump_layout=None, *,
+def can_i_deploy(serving: str, trainer_release: str, target_config=None, draft=None, dump_layout=None, *,
                  contract=None, verify: bool = True, trainer: BoundTrainer | None = None,
                  trainer_ids: list[int] | None = None, engine: BoundEngine | None = None,
                  serve_args: tuple[str, ...] | None = None) -> Answer:
-    """`serving`: the release of `engine` (the default engine unless named); `speculators`: the
+    """`serving`: the release of `engine` (the default engine unless named); `trainer_release`: the
     release of `trainer` (the default trainer, or a lock's, unless named) to ask about;
     `serve_args`: the serve command's arguments, resolved by that release (default: a lock's)."""
     m = build_matrix(target_config, draft, dump_layout, contract=contract, serving=[serving],
-                     speculators=[speculators], verify=verify, trainer=trainer, trainer_ids=trainer_ids,
+                     trainer_releases=[trainer_release], verify=verify, trainer=trainer, trainer_ids=trainer_ids,
                      engine=engine, serve_args=serve_args)
-    return answer(m, serving, speculators)
+    return answer(m, serving, trainer_release)
 
 
-def answer(m: Matrix, serving: str, speculators: str) -> Answer:
+def answer(m: Matrix, serving: str, trainer_release: str) -> Answer:
     """Read the answer from a matrix of that one pair."""
     t, row = m.training[0], m.serving[0]
     served_by = f"{m.engine} {serving}"
-    pair = f"{served_by} with {m.trainer} {speculators}"
-    asked = dict(engine=m.engine, serving=serving, speculators=speculators, trainer=m.trainer, matrix=m)
+    pair = f"{served_by} with {m.trainer} {trainer_release}"
+    asked = dict(engine=m.engine, serving=serving, speculators=trainer_release, trainer=m.trainer, matrix=m)
     if t.error:
         return Answer(**asked, deploy=None, reason=t.error)
     if row.error:
@@ -58,7 +58,7 @@ def answer(m: Matrix, serving: str, speculators: str) -> Answer:
     if launch is not None and launch.resolved is None:  # refused, or no resolver: no verdict
         return Answer(**asked, deploy=None, reason=launch.refused or launch.unresolved)
     if t.lock_drift:
-        return Answer(**asked, deploy=False, reason=f"no: {m.trainer} {speculators} no longer trains what "
+        return Answer(**asked, deploy=False, reason=f"no: {m.trainer} {trainer_release} no longer trains what "
                       f"the lock says ({'; '.join(t.lock_drift)})")
     v = row.verdicts[0]
     as_asked = "" if launch is None else ", and resolves the serve command as asked"

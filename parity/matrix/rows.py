@@ -26,9 +26,9 @@ class _Row(BaseModel):
 
 
 class TrainingRow(_Row):
-    """One speculators release: what its data path trains the draft on."""
+    """One trainer release: what its data path trains the draft on."""
 
-    version: str = Field(description="The speculators release.")
+    version: str = Field(description="The trainer's release.")
     fc_input: list[str] | None = Field(default=None, description="The states the fc is trained on, in order.")
     target: str | None = Field(default=None, description="The loss-target state.")
     code_path: str | None = Field(default=None, description="The release's code that was run.")
@@ -182,11 +182,11 @@ class Matrix(_Row):
         any (bad input or unsupported, not a verdict)."""
         return bool(self.serving) and all(r.launch is not None and r.launch.resolved is None for r in self.serving)
 
-    def cell(self, sglang: str, speculators: str | None = None) -> tuple[ServingRow, PairVerdict | None]:
-        row = next(r for r in self.serving if r.version == sglang)
-        if speculators is None or self.contract:
+    def cell(self, engine_release: str, trainer_release: str | None = None) -> tuple[ServingRow, PairVerdict | None]:
+        row = next(r for r in self.serving if r.version == engine_release)
+        if trainer_release is None or self.contract:
             return row, (row.verdicts[0] if row.verdicts else None)
-        return row, next((v for v in row.verdicts if v.against == f"{self.trainer} {speculators}"), None)
+        return row, next((v for v in row.verdicts if v.against == f"{self.trainer} {trainer_release}"), None)
 
     def to_json_dict(self) -> dict[str, Any]:
         return {"target": self.target, "num_hidden_layers": self.num_layers, "draft": self.draft,

@@ -1,6 +1,6 @@
 """Running one matrix's extractions, several at a time, each in its release's environment.
 
-The training extraction of every speculators release starts at once. Against a lock the
+The training extraction of every trainer release starts at once. Against a lock the
 serving checks (one per SGLang release) start at once too; otherwise each training
 contract, when it arrives, starts one serving check per SGLang release, unless an
 equivalent contract (one the gate would judge identically) already did. Ctrl-C starts
@@ -57,16 +57,16 @@ class Inputs:
 @dataclass
 class Extractions:
     """What the extractions returned: a training contract (or why not: a line, or the failure
-    of parity's own code met) per speculators release, and a check result (or the error it
+    of parity's own code met) per trainer release, and a check result (or the error it
     raised) per serving check."""
 
     training: dict[str, TrainingContract | str | InternalError] = field(default_factory=dict)
     checks: dict[tuple[str, str], tuple] = field(default_factory=dict)
     timings: list[dict] = field(default_factory=list)  # each task: what, start_s, seconds
 
-    def check(self, sglang: str, training: TrainingContract) -> tuple:
-        """(CheckResult or None, the error it raised or None) for `training` under `sglang`."""
-        return self.checks[(sglang, training_key(training))]
+    def check(self, engine_release: str, training: TrainingContract) -> tuple:
+        """(CheckResult or None, the error it raised or None) for `training` under `engine_release`."""
+        return self.checks[(engine_release, training_key(training))]
 
 
 def training_key(c: TrainingContract) -> str:
@@ -83,7 +83,7 @@ def message_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
-def run_extractions(inputs: Inputs, speculators: list[Release], sglang: list[Release], *, workers: int,
+def run_extractions(inputs: Inputs, trainer_releases: list[Release], engine_releases: list[Release], *, workers: int,
                     verify: bool, t0: float) -> Extractions:
     """Every training extraction and every serving check the matrix needs (timed from `t0`,
     a `time.monotonic()` reading)."""
@@ -93,13 +93,13 @@ def run_extractions(inputs: Inputs, speculators: list[Release], sglang: list[Rel
     with ThreadPoolExecutor(max_workers=workers) as pool:  # one torch thread each: envs.run_module
         try:
             if inputs.locked is not None:  # serving does not wait for training
-                _start_checks(pool, clock, pending, sglang, inputs, inputs.locked, verify)
+                _start_checks(pool, clock, pending, engine_releases, inputs, inputs.locked, verify)
             started = {pool.submit(clock.timed, f"training under {r.package} {r.version}", _extract_training,
-                                   r, inputs, slot=False): r for r in speculators}
+                                   r, inputs, slot=False): r for r in trainer_releases}
             for done in as_completed(started):
                 contract = out.training[started[done].version] = done.result()
                 if inputs.locked is None and isinstance(contract, TrainingContract):
-                    _start_checks(pool, clock, pending, sglang, inputs, contract, verify)
+                    _start_checks(pool, clock, pending, engine_releases, inputs, contract, verify)
             out.checks = {k: f.result() for k, f in pending.items()}
         except BaseException:  # Ctrl-C: start nothing more, end what runs (the pool waits for it)
             pool.shutdown(wait=False, cancel_futures=True)
@@ -109,13 +109,13 @@ def run_extractions(inputs: Inputs, speculators: list[Release], sglang: list[Rel
     return out
 
 
-def _start_checks(pool: ThreadPoolExecutor, clock: "_Clock", pending: dict, sglang: list[Release],
+def _start_checks(pool: ThreadPoolExecutor, clock: "_Clock", pending: dict, engine_releases: list[Release],
                   inputs: Inputs, training: TrainingContract, verify: bool) -> None:
-    """One serving check per SGLang release for `training`, unless an equivalent one started."""
+    """One serving check per engine release for `training`, unless an equivalent one started."""
     key = training_key(training)
     if any(k == key for _, k in pending):
         return
-    for r in sglang:
+    for r in engine_releases:
         pending[(r.version, key)] = pool.submit(clock.timed, f"serving check under {r.package} {r.version}",
                                                 _check, r, inputs, training, verify)
 
