@@ -37,6 +37,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
+from ..contract.models import FindingKind
 from ..errors import INTERNAL_ERROR_KEY, RELEASE_KEY, TRANSIENT_KEY, transient
 from ..registry import provides_module
 from .named import laid_out, unnamed
@@ -314,8 +315,10 @@ def with_limits(handler, package: str):
     return run
 
 
-def finding(kind: str, message: str, severity: str = "warning", slot: int | None = None) -> dict:
-    return {"kind": kind, "message": message, "severity": severity, "slot": slot}
+def finding(kind: FindingKind, message: str, severity: str = "warning", slot: int | None = None) -> dict:
+    """A finding as a child's reply carries it; `kind` a FindingKind (a name no kind has raises
+    here, in the child, not when the parent builds the contract)."""
+    return {"kind": FindingKind(kind).value, "message": message, "severity": severity, "slot": slot}
 
 
 __all__ = ["HARNESS_LIMIT_KEY", "INTERNAL_ERROR_KEY", "LIMIT_RULES", "TRANSIENT_KEY", "faults", "finding",

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..contract.models import FindingKind
 from ..contract.tap import Tap
 from .child import finding
 
@@ -56,13 +57,13 @@ def identify_slots(aux, refs, n, capture, expected, findings) -> list[dict]:
                 why = ("ambiguous between " + f"{ident.best.name} and {ident.runner_up.name}"
                        if ident.ambiguous else f"nearest is {ident.best.name} at relative error "
                        f"{ident.rel_err:.2e}")
-                findings.append(finding("unidentified_state", f"captured slot {s} matches no "
+                findings.append(finding(FindingKind.unidentified_state, f"captured slot {s} matches no "
                                         f"canonical state ({why})", "error", slot=s))
     if aux is None:  # the engine raised: name the requested slots it could never fill
         for s, idx in enumerate((capture or [])[:expected]):
             slots.append({"tap": None})
             if not 0 <= idx < n:
-                findings.append(finding("not_captured", f"slot {s} asks the engine to capture at layer "
+                findings.append(finding(FindingKind.not_captured, f"slot {s} asks the engine to capture at layer "
                                         f"index {idx}, which a {n}-layer model never reaches",
                                         "error", slot=s))
         return slots + [{"tap": None}] * (expected - len(slots))
@@ -71,6 +72,6 @@ def identify_slots(aux, refs, n, capture, expected, findings) -> list[dict]:
         where = f"; capture index(es) {never} are never reached in a {n}-layer model" if never else ""
         for s in range(got, expected):
             slots.append({"tap": None})
-            findings.append(finding("not_captured", f"slot {s} was requested but the engine captured "
+            findings.append(finding(FindingKind.not_captured, f"slot {s} was requested but the engine captured "
                                     f"only {got} of {expected} states{where}", "error", slot=s))
     return slots

@@ -32,7 +32,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ...contract import Finding, GraphFlags, VocabMapping
+from ...contract import Finding, FindingKind, GraphFlags, VocabMapping
 from ...errors import UserError
 from ...inputs import Draft
 
@@ -170,7 +170,7 @@ def installed_schema() -> dict[str, Any] | None:
     return reply["schema"]
 
 
-def _finding(kind: str, message: str, severity: str = "warning") -> Finding:
+def _finding(kind: FindingKind, message: str, severity: str = "warning") -> Finding:
     return Finding(kind=kind, message=message, severity=severity)
 
 
@@ -178,11 +178,11 @@ def schema_findings(file: Path, config: dict, schema: dict) -> list[Finding]:
     """Keys the class does not know, and flag fields of the class parity does not map."""
     cls = f"{schema['class'].rsplit('.', 1)[-1]} (speculators {schema['release']})"
     known = set(schema["defaults"]) | set(schema["base_keys"])
-    out = [_finding("unknown_config_key",
+    out = [_finding(FindingKind.unknown_config_key,
                     f"{file.name} has '{key}', which {cls} does not define: speculators ignores "
                     "it (a renamed, misspelled or newer setting)")
            for key in config if key not in known]
-    out += [_finding("unmapped_flag_field",
+    out += [_finding(FindingKind.unmapped_flag_field,
                      f"{cls} has the switch '{name}' (default {schema['defaults'].get(name)}) that "
                      "parity does not map into the contract: its effect on the draft graph is unchecked")
             for name in schema["bool_fields"] if name not in MAPPED_BOOL_FIELDS]
@@ -200,7 +200,7 @@ def read_flag(file: Path, config: dict, key: str, schema: dict | None,
     if schema is None or key not in schema["defaults"]:
         return None
     default = schema["defaults"][key]
-    findings.append(_finding("flag_default", f"'{key}' is absent from {file.name}: "
+    findings.append(_finding(FindingKind.flag_default, f"'{key}' is absent from {file.name}: "
                              f"{schema['class'].rsplit('.', 1)[-1]} (speculators "
                              f"{schema['release']}) builds it as {default}", "info"))
     return default
@@ -271,9 +271,9 @@ def vocab_mapping(file: Path, config: dict, layer: dict, maps: dict, has_weights
     if d2t is not None:
         kind, why = classify_d2t(d2t, t2d, target_vocab)
         if kind == "unknown":
-            findings.append(_finding("d2t_ambiguous", f"d2t in {file.parent.name}: {why}"))
+            findings.append(_finding(FindingKind.d2t_ambiguous, f"d2t in {file.parent.name}: {why}"))
     elif draft_vocab and target_vocab and draft_vocab < target_vocab:
-        findings.append(_finding("vocab_mapping_missing",
+        findings.append(_finding(FindingKind.vocab_mapping_missing,
                                  f"draft vocab {draft_vocab} < target vocab {target_vocab} but the "
                                  "checkpoint has no d2t: draft tokens cannot be mapped to target ids"))
     mapping = {"offsets": "target id = d + d2t[d] (speculators' offsets)",
@@ -299,13 +299,13 @@ def read_draft(draft_dir: "Path | str | Draft",
     spec = is_speculators_format(config)
     ids, ids_key = read_ids(file, config)
     if not spec:
-        findings.append(_finding("not_speculators_format",
+        findings.append(_finding(FindingKind.not_speculators_format,
                                  f"{file} has no speculators_model_type/speculators_config: read as an "
                                  f"EAGLE-format config (ids from {ids_key or 'nowhere'})", "info"))
     elif schema is not None:
         findings += schema_findings(file, config, schema)
     if schema is None:
-        findings.append(_finding("no_config_class", "speculators is not importable here: flags absent "
+        findings.append(_finding(FindingKind.no_config_class, "speculators is not importable here: flags absent "
                                  "from config.json are left unknown, unknown keys unchecked", "info"))
     layer = _check(file, "transformer_layer_config", config.get("transformer_layer_config"), "object") or {}
     flags = GraphFlags(**{k: read_flag(file, config, k, schema, findings) for k in FLAG_KEYS})

@@ -19,16 +19,18 @@ from typing import Any
 import torch
 
 from ...built import dtype_name, hf_sizes, later_layer_input_norms, max_token_id, module_facts, seeded
+from ...child import finding
 from ...config_reads import read_fields, recording
 from ...shrink import shrunk_draft_dir
 from ....checkpoint import bias_weight, rename_tensor
+from ....contract.models import FindingKind
 from ...child import one_line
 
 FLAG_KEYS = ("norm_before_fc", "fc_norm", "norm_output", "norm_before_residual")
 
 
-def _finding(kind: str, message: str, severity: str = "warning") -> dict:
-    return {"kind": kind, "message": message, "severity": severity, "slot": None}
+def _finding(kind: FindingKind, message: str, severity: str = "warning") -> dict:
+    return finding(kind, message, severity)
 
 
 def draft_tensors(draft_dir: str) -> dict[str, torch.Tensor | None]:
@@ -222,7 +224,7 @@ def positions(adapter, draft_dir: str, context: int | None, version: str) -> dic
             os.environ.pop(OVERWRITE, None)
         else:
             os.environ[OVERWRITE] = saved
-    return _finding("positions_short", f"sglang {version} will not start this draft at the target's context "
+    return _finding(FindingKind.positions_short, f"sglang {version} will not start this draft at the target's context "
                     f"length {context}: its draft ModelConfig raises ({refused}). With {OVERWRITE}=1 it starts and "
                     f"sets the draft's max_position_embeddings to {overridden} (run here); the draft's rope then "
                     "runs past the positions its config declares, computed as for any position", "warning")
@@ -236,7 +238,7 @@ def no_hot_token_id(draft, version: str) -> dict | None:
     server stops with an AttributeError. None when the class has it."""
     if hasattr(draft, "hot_token_id") or hasattr(draft, "get_hot_token_id"):
         return None
-    return _finding("draft_unloadable", f"sglang {version}'s EAGLE-3 worker reads the draft's hot_token_id when it "
+    return _finding(FindingKind.draft_unloadable, f"sglang {version}'s EAGLE-3 worker reads the draft's hot_token_id when it "
                     f"starts (init_lm_head): the draft is built as {type(draft).__name__}, which has none "
                     f"(AttributeError), so the server does not start; it is not an EAGLE-3 draft class", "error")
 
@@ -258,7 +260,7 @@ def draft_facts(adapter, draft_dir: str, target_model, findings: list[dict], ver
         if short is not None:
             findings.append(short)
     except Exception as exc:
-        findings.append(_finding("draft_not_built", f"SGLang's config reader did not read the draft's sizes: "
+        findings.append(_finding(FindingKind.draft_not_built, f"SGLang's config reader did not read the draft's sizes: "
                                  f"{one_line(exc)}; its built draft is not compared", "warning"))
     n_aux = getattr(inner, "num_aux_hidden_states", None)
     facts["num_aux_hidden_states"] = n_aux
@@ -268,7 +270,7 @@ def draft_facts(adapter, draft_dir: str, target_model, findings: list[dict], ver
                                                         getattr(inner, "hidden_size_in", 64))
     except Exception as exc:
         flags["norm_before_residual"] = None
-        findings.append(_finding("draft_forward_failed", f"the engine's draft forward could not be run "
+        findings.append(_finding(FindingKind.draft_forward_failed, f"the engine's draft forward could not be run "
                                  f"to read its residual wiring: {one_line(exc)}", "info"))
     facts["graph"] = flags
     if "built" in facts:  # the layers its class built, and how each after the first is fed
@@ -277,7 +279,7 @@ def draft_facts(adapter, draft_dir: str, target_model, findings: list[dict], ver
             facts["built"]["later_layer_input_norms"] = later_layer_wiring(
                 adapter, draft, n_aux or 3, getattr(inner, "hidden_size_in", 64))
         except Exception as exc:
-            findings.append(_finding("draft_forward_failed", f"the engine's draft forward could not be run to read "
+            findings.append(_finding(FindingKind.draft_forward_failed, f"the engine's draft forward could not be run to read "
                                      f"which norm its later layers apply: {one_line(exc)}", "info"))
     eagle = config.get("eagle_config") if isinstance(config.get("eagle_config"), dict) else {}
     for key in FLAG_KEYS:
@@ -323,28 +325,28 @@ def draft_facts(adapter, draft_dir: str, target_model, findings: list[dict], ver
         facts["checkpoint_zero_biases"] = form["zero_biases"]
         if refused:
             first = refused[sorted(refused)[0]]
-            findings.append(_finding("draft_unloadable", f"SGLang's load_weights raises {first} on checkpoint "
+            findings.append(_finding(FindingKind.draft_unloadable, f"SGLang's load_weights raises {first} on checkpoint "
                                      f"tensor(s) {sorted(refused)}{_advice(form)}", "error"))
         if dropped:
-            findings.append(_finding("tensors_dropped", f"SGLang's load_weights ignores checkpoint "
+            findings.append(_finding(FindingKind.tensors_dropped, f"SGLang's load_weights ignores checkpoint "
                                      f"tensor(s) {dropped}{_advice(form)}", "error"))
         if form["unfilled"]:
             fix = (f"; zero tensor(s) {form['zero_biases']} in the checkpoint make them the bias-free layer(s) "
                    "training ran (`parity export` writes them)" if form["zero_biases"] else "")
-            findings.append(_finding("params_unfilled", f"SGLang's draft class has parameter(s) "
+            findings.append(_finding(FindingKind.params_unfilled, f"SGLang's draft class has parameter(s) "
                                      f"{form['unfilled']} that no checkpoint tensor fills: served, they keep "
                                      f"their random initial values{fix}", "error"))
         try:  # what the EAGLE worker calls once the draft is loaded (a class without it: said above)
             if no_start is None:
                 draft.get_hot_token_id()
         except Exception as exc:  # 0.4.x: hot_token_id exists only once a d2t tensor was loaded
-            findings.append(_finding("draft_unloadable", f"the EAGLE worker's start-up call get_hot_token_id() "
+            findings.append(_finding(FindingKind.draft_unloadable, f"the EAGLE worker's start-up call get_hot_token_id() "
                                      f"raises {one_line(exc)}", "error"))
         if t2d and t2d not in reached:
-            findings.append(_finding("t2d_ignored", "SGLang ignores the checkpoint's t2d mask "
+            findings.append(_finding(FindingKind.t2d_ignored, "SGLang ignores the checkpoint's t2d mask "
                                      "(it maps draft to target ids with d2t only)", "info"))
         if d2t is None and config.get("draft_vocab_size") not in (None, config.get("vocab_size")):
-            findings.append(_finding("d2t_missing", "the draft has a reduced vocabulary "
+            findings.append(_finding(FindingKind.d2t_missing, "the draft has a reduced vocabulary "
                                      f"({config.get('draft_vocab_size')}) but no d2t tensor: SGLang will "
                                      "read draft indices as target token ids", "error"))
     else:
@@ -376,7 +378,7 @@ def dflash_facts(adapter, draft_dir: str, aux, findings: list[dict], version: st
             out = draft.project_target_hidden(aux.reshape(-1, aux.shape[-1]))
         facts["projected_width"] = int(out.shape[-1])
     except Exception as exc:  # noqa: BLE001 - the engine's own refusal of this pair, in its words
-        findings.append(_finding("engine_error", f"sglang {version}'s DFlash draft ({type(draft).__name__}, "
+        findings.append(_finding(FindingKind.engine_error, f"sglang {version}'s DFlash draft ({type(draft).__name__}, "
                                  f"{k} context features) refuses what the target captured: "
                                  f"project_target_hidden raised {one_line(exc)}", "error"))
     return facts

@@ -32,6 +32,7 @@ from ...identify import identify_slots
 from ...named import named_path, shown_names
 from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model, seeded_tokens
 from ...shrink import shrink_config
+from ....contract.models import FindingKind
 from ....contract.reply import reply_header
 from ....envs import reply_over_stdio
 from ....errors import CannotExtract
@@ -544,7 +545,7 @@ def extract(request: dict) -> dict[str, Any]:
     if dflash and written is None:
         reply["ids_source"] = f"engine default: DFlash's build_target_layer_ids({n}, draft layers)"
         reply["requested_ids"] = None  # the engine's own default, as for EAGLE-3 (the capture shows it)
-        findings.append(finding("default_layers_fallback", why_dflash_default(adapter, draft_dir, n, ids)))
+        findings.append(finding(FindingKind.default_layers_fallback, why_dflash_default(adapter, draft_dir, n, ids)))
     elif not use_aux and algorithm != "EAGLE3":  # the engine's own start-up answer under the algorithm served
         reply["ids_source"] = (f"none: sglang {version}'s start-up under speculative_algorithm {algorithm} reads "
                                "no aux ids and captures no aux hidden states")
@@ -605,7 +606,7 @@ def extract(request: dict) -> dict[str, Any]:
     except Exception as exc:
         handed = "" if never else ids  # a release that never reads the ids hands none
         hook = "set_dflash_layers_to_capture" if dflash else CAPTURE_HOOK
-        findings.append(finding("engine_error", no_capture_hook(exc, model, arch, version) or
+        findings.append(finding(FindingKind.engine_error, no_capture_hook(exc, model, arch, version) or
                                 f"{hook}({handed}) raised {one_line(exc)}", "error"))
     capture = adapter.capture_indices(model)
     reply["capture_ids"] = capture
@@ -627,7 +628,7 @@ def extract(request: dict) -> dict[str, Any]:
         misread = rope_base.misread(model, hf.config, arch, version)
     if misread:  # the engine's own model is another than the checkpoint's: said first, its states stay unnamed
         first = next(i for i, f in enumerate(findings) if f["kind"] == "unidentified_state")
-        findings.insert(first, finding("target_config_misread", misread, "error"))
+        findings.insert(first, finding(FindingKind.target_config_misread, misread, "error"))
     elif any(f["kind"] == "unidentified_state" for f in findings):
         unread = cpu_path.unread_parameters(lambda: adapter.forward(model, input_ids), model)
         if unread:  # its non-CUDA forward is not the model a GPU serves: parity's CPU run cannot check it
@@ -651,7 +652,7 @@ def extract(request: dict) -> dict[str, Any]:
             reply["dflash_draft"] = dflash_facts(adapter, draft_dir, aux[0] if aux else None, findings, version)
             reply["draft"] = {"built": reply["dflash_draft"].pop("built")}  # its DFlash fields (BuiltDraft)
         except Exception as exc:
-            findings.append(finding("draft_unloadable", f"SGLang's DFlash draft class could not be built "
+            findings.append(finding(FindingKind.draft_unloadable, f"SGLang's DFlash draft class could not be built "
                                     f"from {draft_dir}: {one_line(exc)}", "error"))
     elif draft_dir:
         try:
@@ -659,7 +660,7 @@ def extract(request: dict) -> dict[str, Any]:
                                          getattr(target_cfg, "context_len", None),
                                          eagle3=_is_eagle3(algorithm) is not False)
         except Exception as exc:
-            findings.append(finding("draft_unloadable", f"SGLang's draft class could not be built "
+            findings.append(finding(FindingKind.draft_unloadable, f"SGLang's draft class could not be built "
                                     f"from {draft_dir}: {one_line(exc)}", "error"))
     return reply
 
@@ -713,7 +714,7 @@ def under_layout(ranked: list[dict], plan, refs, n: int, capture, expected: int,
     findings: list[dict] = []
     fatal = next((r["fatal"] for r in records if r.get("fatal")), None)
     if fatal is not None:  # the engine's own code refused this rank's part (its set-up or build)
-        findings.append(finding("engine_error", f"under the parallel layout, sglang {version} stopped building a rank: "
+        findings.append(finding(FindingKind.engine_error, f"under the parallel layout, sglang {version} stopped building a rank: "
                                 f"{fatal['line']}", "error"))
         return {"slots": [{"tap": None}] * expected, "findings": findings, "capture": None}
     stopped = next((r for r in records if r.get("stopped")), None)  # a stage's forward raised: the rest waited
@@ -725,7 +726,7 @@ def under_layout(ranked: list[dict], plan, refs, n: int, capture, expected: int,
         {"stage": s, "layers": stages[s]["layers"], "capture": stages[s]["capture"]} for s in sorted(stages)]
     if stopped is not None and len(stopped["runs"]) == 1:  # the served run itself: no later stage ran it
         stage = stopped["runs"][0]["stage"]
-        findings.append(finding("engine_error", f"under the parallel layout, pipeline stage {stage['pp_rank']} of "
+        findings.append(finding(FindingKind.engine_error, f"under the parallel layout, pipeline stage {stage['pp_rank']} of "
                                 f"{plan.pp} (layers {stage['layers'][0]}-{stage['layers'][1] - 1}, tensor rank "
                                 f"{stage['tp_rank']}): sglang {version}'s forward raised "
                                 f"{stopped['runs'][0]['forward_error']['line']}, so no later stage runs", "error"))
@@ -739,13 +740,13 @@ def under_layout(ranked: list[dict], plan, refs, n: int, capture, expected: int,
     hook = f"{type(model).__module__}.{type(model).__qualname__}.{CAPTURE_HOOK}"
     for rank, run in enumerate(served):
         if run.get("configure_error"):
-            findings.append(finding("engine_error", f"under the parallel layout, on rank {rank}, {hook} "
+            findings.append(finding(FindingKind.engine_error, f"under the parallel layout, on rank {rank}, {hook} "
                                     f"raised {run['configure_error']['line']}", "error"))
     last = next(run for run in served if run["stage"]["is_last"] and run["stage"]["tp_rank"] == 0)
     raised = next((run for run in served if run.get("forward_error")), None)  # on the last stage
     if raised is not None:
         stage = raised["stage"]
-        findings.append(finding("engine_error", f"under the parallel layout, pipeline stage {stage['pp_rank']} of "
+        findings.append(finding(FindingKind.engine_error, f"under the parallel layout, pipeline stage {stage['pp_rank']} of "
                                 f"{plan.pp} (layers {stage['layers'][0]}-{stage['layers'][1] - 1}, tensor rank "
                                 f"{stage['tp_rank']}): sglang {version}'s forward raised "
                                 f"{raised['forward_error']['line']}", "error"))
@@ -776,7 +777,7 @@ def stage_losses(stages: dict, plan, capture, one_process: list[dict], slots: li
                "over from an earlier stage)" if captured else
                f"its model captures nothing there (its capture list is {st['capture'] or []} after {hook} ran on "
                "that rank)")
-        out.append(finding("stage_not_captured", f"slot {slot} ({state}, captured at layer index {index}) is on "
+        out.append(finding(FindingKind.stage_not_captured, f"slot {slot} ({state}, captured at layer index {index}) is on "
                            f"pipeline stage {holder} of {plan.pp} (layers {st['layers'][0]}-{st['layers'][1] - 1}) under "
                            f"sglang {version}'s partition: {how}; slot {slot} is lost, and the draft is handed "
                            f"{len(handed)} states where its fc reads {len(capture)}", "error", slot=slot))
@@ -816,7 +817,7 @@ def capture_and_identify(adapter, model, input_ids, refs, n, capture, expected, 
             keep.append(aux)
     except Exception as exc:
         note(exc)
-        findings.append(finding("engine_error", f"the engine's forward raised {type(exc).__name__}: "
+        findings.append(finding(FindingKind.engine_error, f"the engine's forward raised {type(exc).__name__}: "
                                 f"{exc}", "error"))
     return identify_slots(aux, refs, n, capture, expected, findings)
 

@@ -17,7 +17,7 @@ import sys
 from importlib import metadata
 from typing import Any
 
-from ....contract import BuiltDraft, DatagenDump, Finding, GraphFlags, Provenance, ServingContract, Tap, sources
+from ....contract import BuiltDraft, DatagenDump, Finding, FindingKind, GraphFlags, Provenance, ServingContract, Tap, sources
 from ....envs import EnvError, display_python, find_env
 from ....conventions import Convention, input_to
 from ....errors import UserError, stop_from_reply
@@ -143,11 +143,11 @@ def extract_dump(target: Target, datagen_ids: list[int] | None, vllm_version: st
     for other, run in runs.items():
         taps = [s["tap"] for s in run.get("slots", [])]
         if other != runner and (run.get("error") or taps != [t.name for t in layout]):
-            findings.append(Finding(kind="runners_differ", message=(
+            findings.append(Finding(kind=FindingKind.runners_differ, message=(
                 f"vllm {version}'s {other} runner dumps {run.get('error') or taps}, the {runner} runner "
                 f"(the GPU default) {[t.name for t in layout]}")))
     if len(layout) != len(ids):
-        findings.append(Finding(kind="dump_slots_differ", message=dump_slots_message(ids, layout, n, version,
+        findings.append(Finding(kind=FindingKind.dump_slots_differ, message=dump_slots_message(ids, layout, n, version,
                                                                                    chosen["capture_ids"])))
     return DatagenDump(engine=NAME, version=version, ids_given=tuple(datagen_ids) if datagen_ids is not None else None,
                        launch_ids=tuple(ids), layout=layout, runner=runner, method=method,
@@ -240,7 +240,7 @@ def to_contract(r: VLLMReply, target: Target) -> ServingContract:
     if r.draft_refused is not None:  # nothing captured: the engine refuses the draft as written
         return ServingContract(
             target_model=target.model, fc_input=(None,), engine=NAME, draft_kind=r.draft_kind,
-            findings=(Finding(kind="draft_unloadable", severity="error", message=r.draft_refused),),
+            findings=(Finding(kind=FindingKind.draft_unloadable, severity="error", message=r.draft_refused),),
             provenance=Provenance(package="vllm", version=version, code_path=next(iter(r.code_paths.values()), "?"),
                                   python=display_python(r.python), details={}, family=r.family,
                                   release_note=r.release_note, reply_cache=r.reply_cache),
@@ -256,42 +256,42 @@ def to_contract(r: VLLMReply, target: Target) -> ServingContract:
         details[f"{name}_fc_input"] = str(run.get("error") or _names(run))
         for k, slot in enumerate(run.get("slots", [])):
             if slot["tap"] is None:
-                findings.append(Finding(kind="unidentified_state", severity="error", slot=k,
+                findings.append(Finding(kind=FindingKind.unidentified_state, severity="error", slot=k,
                                         message=f"{name} runner: captured slot {k} {slot['why']}"))
         if run.get("error"):
-            findings.append(Finding(kind="engine_error", severity="error", message=f"{name} runner: {run['error']}"))
+            findings.append(Finding(kind=FindingKind.engine_error, severity="error", message=f"{name} runner: {run['error']}"))
     others = {n: r for n, r in runs.items() if n != runner and _names(r) != _names(chosen)}
     for name, run in others.items():
         # The same draft is fed other states depending on which runner a deployment gets (V2 on a
         # GPU with Triton, V1 otherwise): a drift for one of them whatever was trained.
-        findings.append(Finding(kind="runners_differ", severity="error", message=(
+        findings.append(Finding(kind=FindingKind.runners_differ, severity="error", message=(
             f"vllm {version}'s model runners feed this draft different states: the {name} runner "
             f"{_names(run)} (ids {run.get('config_ids') or 'default'}), the {runner} runner {_names(chosen)} "
             f"(ids {chosen.get('config_ids') or 'default'}); a GPU deployment uses {runner} by default")))
     if not chosen.get("config_ids"):
-        findings.append(Finding(kind="default_layers_fallback", message=(
+        findings.append(Finding(kind=FindingKind.default_layers_fallback, message=(
             f"vllm {version}'s {runner} runner found no ids it reads in the draft config and serves "
             f"the model default {r.default_ids}"
             + (" (its EAGLE-3 default, also for this DFlash draft: SGLang's DFlash default differs)"
                if r.draft_kind == "dflash" else ""))))
     launched = (r.launch.effective if r.launch else {}).get("method")
     if r.launch and launched != r.method:  # parity's limit, said: not the engine's capture
-        findings.append(Finding(kind="capture_not_launched", message=(
+        findings.append(Finding(kind=FindingKind.capture_not_launched, message=(
             f"the serve arguments resolve to method {launched!r} on vllm {version}; parity captured under "
             f"{r.method!r} (it runs no other method's set-up), so the slot table is not the serve "
             "command's: the launch verdict on the method is")))
     if r.dflash_refusal:  # the engine's own refusal of the captured states, quoted
-        findings.append(Finding(kind="engine_error", severity="error", message=r.dflash_refusal))
+        findings.append(Finding(kind=FindingKind.engine_error, severity="error", message=r.dflash_refusal))
     details.update({f"dflash_draft.{k}": str(v) for k, v in (r.dflash_draft or {}).items()})
     draft = r.draft or {}
     if r.draft_error:
-        findings.append(Finding(kind="draft_facts_unread", message=r.draft_error))
+        findings.append(Finding(kind=FindingKind.draft_facts_unread, message=r.draft_error))
     if r.draft_unloadable:  # vLLM's own loader refused the checkpoint: unservable as written
-        findings.append(Finding(kind="draft_unloadable", severity="error", message=r.draft_unloadable))
+        findings.append(Finding(kind=FindingKind.draft_unloadable, severity="error", message=r.draft_unloadable))
     if r.draft_sizes_error:
-        findings.append(Finding(kind="draft_sizes_unread", message=r.draft_sizes_error))
+        findings.append(Finding(kind=FindingKind.draft_sizes_unread, message=r.draft_sizes_error))
     if r.built_error:
-        findings.append(Finding(kind="draft_not_built", message=f"{r.built_error}; its built draft is not "
+        findings.append(Finding(kind=FindingKind.draft_not_built, message=f"{r.built_error}; its built draft is not "
                                 "compared"))
     if draft.get("class"):
         details["draft_class"] = draft["class"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ....contract import (BuiltDraft, DatagenDump, Finding, GraphFlags, Provenance, Tap, TargetModel, TrainedDepth, TrainingContract,
+from ....contract import (BuiltDraft, DatagenDump, Finding, FindingKind, GraphFlags, Provenance, Tap, TargetModel, TrainedDepth, TrainingContract,
                          VocabMapping, sources)
 from ....envs import EnvError, display_python
 from ....contract.reply import ForwardReply, ProbeReply
@@ -131,13 +131,13 @@ def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None) -
         raise SpecForgeError(f"specforge {version}: a trained state could not be named: {why}")
     layout = tuple(Tap.parse(t) for t in [*fc, loss])
     findings = list(r.findings)
-    findings.append(Finding(kind="ids_resolved", severity="info", message=(
+    findings.append(Finding(kind=FindingKind.ids_resolved, severity="info", message=(
         f"SpecForge {version} resolved ids {r.ids} from {_ids_source(run_ids, draft)}; sglang "
         f"{sglang} captures at layer indices {r.capture_ids}")))
     if draft is not None:
         findings += [f for f in draft.findings]
     if r.built_error:
-        findings.append(Finding(kind="draft_not_built", message=(
+        findings.append(Finding(kind=FindingKind.draft_not_built, message=(
             f"specforge {version} did not build the draft: {r.built_error}; the built draft is not compared")))
     details = {"sglang": sglang, "ids": str(r.ids),
                "ids_source": _ids_source(run_ids, draft), "capture_ids": str(r.capture_ids),

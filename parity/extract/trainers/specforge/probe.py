@@ -35,6 +35,7 @@ from ...identify import identify, identify_slots
 from ...engines.sglang.runtime import adapter_for, setup_on_a_free_port
 from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model, seeded_tokens
 from ...shrink import shrink_config, shrink_draft_config
+from ....contract.models import FindingKind
 from ....contract.reply import reply_header
 from ....envs import reply_over_stdio
 from ....errors import CannotExtract
@@ -90,7 +91,7 @@ def extract(request: dict) -> dict[str, Any]:
     reply["family"] = family_name(family)
     reply["code_paths"] = {**family.CODE_PATHS, "sglang_capture": sglang_paths["capture"]}
     if placement.note:  # the pinned SGLang is not one parity verified: say so
-        reply["findings"].append({"kind": "release_note", "severity": "info", "message": placement.note})
+        reply["findings"].append({"kind": FindingKind.release_note.value, "severity": "info", "message": placement.note})
     seed = request.get("seed", 0)
     torch.manual_seed(seed)
 
@@ -136,12 +137,12 @@ def extract(request: dict) -> dict[str, Any]:
         if isinstance(depth, dict):
             reply["trained_depth"] = depth
         else:  # no reader, or no depth recorded: said, never a default standing for it
-            reply["findings"].append(finding("depth_unread", depth))
+            reply["findings"].append(finding(FindingKind.depth_unread, depth))
     elif request.get("draft_config"):  # the depth training unrolls the draft to (parity.contract.TrainedDepth)
         try:
             reply["trained_depth"] = family.ttt_length(draft_config, str(target_dir))
         except Exception as exc:  # noqa: BLE001 - a finding: the served steps are not compared with it
-            reply["findings"].append(finding("depth_unread", f"specforge {version} did not read the draft's trained "
+            reply["findings"].append(finding(FindingKind.depth_unread, f"specforge {version} did not read the draft's trained "
                                              f"depth: {one_line(exc)}; the served steps are not compared with it"))
 
     # 2. The target, built and run by the pinned SGLang; the capture set by SpecForge.
@@ -175,7 +176,7 @@ def extract(request: dict) -> dict[str, Any]:
     reply["target"] = {"tap": ident.tap.name if ident.tap else None, "rel_err": ident.rel_err,
                        "best": ident.best.name}
     if ident.tap is None:
-        findings.append(finding("unidentified_state", f"the loss target matches no canonical state "
+        findings.append(finding(FindingKind.unidentified_state, f"the loss target matches no canonical state "
                                 f"(nearest {ident.best.name} at relative error {ident.rel_err:.2e})", "error"))
 
     # 5. The loss target's head: SpecForge's TargetHead on `target` vs the reference logits.

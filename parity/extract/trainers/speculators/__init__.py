@@ -104,7 +104,7 @@ class TrainingExtractionError(UserError, ValueError):
 ERRORS = (TrainingExtractionError, DraftError)  # bad input or unsupported: exit 2, one line
 
 
-def _finding(kind: str, message: str, severity: str = "warning", slot: int | None = None) -> Finding:
+def _finding(kind: FindingKind, message: str, severity: str = "warning", slot: int | None = None) -> Finding:
     return Finding(kind=kind, message=message, severity=severity, slot=slot)
 
 
@@ -180,7 +180,7 @@ def _ascending(ids, what: str, sorts: bool) -> list[Finding]:
         return []
     then = ("the system sorts them, so fc chunk order is not the written order" if sorts
             else "slots follow the written order")
-    return [_finding("ids_not_ascending", f"{what} {list(ids)} are not ascending: {then}")]
+    return [_finding(FindingKind.ids_not_ascending, f"{what} {list(ids)} are not ascending: {then}")]
 
 
 def resolve_layout(target: TargetModel, dump_layout, datagen_ids, datagen_convention,
@@ -208,13 +208,13 @@ def resolve_layout(target: TargetModel, dump_layout, datagen_ids, datagen_conven
         convention, findings = datagen_convention, []
         if convention is None:
             convention = CONVENTIONS[DEFAULT_CONVENTION]
-            findings.append(_finding("convention_assumed", f"no convention given for data-generation ids "
+            findings.append(_finding(FindingKind.convention_assumed, f"no convention given for data-generation ids "
                                      f"{list(datagen_ids)}: read as {convention.name!r}", "info"))
         refusal = datagen_refusal(convention.name, {convention.name: convention})
         if refusal:
             raise TrainingExtractionError(f"--datagen-convention {convention.name}: {refusal}")
         layout = _convention_taps(convention, list(datagen_ids), n, "data-generation ids")
-        findings.append(_finding("typed_rule_not_run", f"the dump layout [{', '.join(t.name for t in layout)}] "
+        findings.append(_finding(FindingKind.typed_rule_not_run, f"the dump layout [{', '.join(t.name for t in layout)}] "
                                  f"is data-generation ids {list(datagen_ids)} read by the typed rule {convention.name!r} "
                                  "(typed rule, not run): no data-generation engine was run to make it"))
         findings += _ascending(list(datagen_ids), "data-generation ids", convention.sorts)
@@ -223,7 +223,7 @@ def resolve_layout(target: TargetModel, dump_layout, datagen_ids, datagen_conven
         ids, key = draft_ids(draft_dir)
         findings = _ascending(ids, f"draft config ids ({key})", CONVENTIONS[DEFAULT_CONVENTION].sorts)
         if ids is None:
-            findings.append(_finding("default_layer_ids", "the draft config has no eagle_aux_hidden_state_"
+            findings.append(_finding(FindingKind.default_layer_ids, "the draft config has no eagle_aux_hidden_state_"
                                      "layer_ids: speculators falls back to its default layers"))
         layout = _convention_taps(CONVENTIONS[DEFAULT_CONVENTION], list(ids) if ids is not None else None, n,
                                   f"draft config {key or 'default'} ids")
@@ -239,16 +239,16 @@ def target_findings(target: TargetModel, loss_target: Tap, slot: int, normed: bo
     n = target.num_hidden_layers
     out = []
     if loss_target not in (Tap.stream(n), Tap.final()):
-        out.append(_finding("target_not_final_layer",
+        out.append(_finding(FindingKind.target_not_final_layer,
                             f"the loss target is {loss_target.name} (dump slot {slot}), not h{n}, the last "
                             f"of the target's {n} layers: the draft is trained to predict the LM head on "
                             f"{loss_target.name}, not on the model's real output", slot=slot))
     if normed and (loss_target.kind == "final" or loss_target.norm.value == "final"):
-        out.append(_finding("target_double_normed",
+        out.append(_finding(FindingKind.target_double_normed,
                             f"the loss target {loss_target.name} is already post-final-norm and training "
                             "applies the verifier norm again before the LM head", slot=slot))
     if normed is None:
-        out.append(_finding("target_norm_unknown", "could not tell whether training applies the "
+        out.append(_finding(FindingKind.target_norm_unknown, "could not tell whether training applies the "
                             "verifier's final norm to the loss target", "info"))
     return out
 
@@ -259,7 +259,7 @@ def width_findings(layout: list[Tap], fc_slots: list[int], draft: DraftConfig | 
         "the data path's fc input"
     if len(layout) == fc_width + 1:
         return []
-    return [_finding("dump_width_mismatch",
+    return [_finding(FindingKind.dump_width_mismatch,
                      f"the dump has {len(layout)} slots but {whose} takes {fc_width} states plus the "
                      f"loss target ({fc_width + 1} slots)")]
 
@@ -275,10 +275,10 @@ def draft_layout_findings(draft: DraftConfig | None, layout: list[Tap], source: 
     try:
         implied = to_taps(DEFAULT_CONVENTION, list(draft.ids), n)
     except ConventionError as exc:
-        return [_finding("draft_ids_disagree", f"draft config ids {list(draft.ids)}: {exc}")]
+        return [_finding(FindingKind.draft_ids_disagree, f"draft config ids {list(draft.ids)}: {exc}")]
     if implied == layout:
         return []
-    return [_finding("draft_ids_disagree",
+    return [_finding(FindingKind.draft_ids_disagree,
                      f"the draft config's ids {list(draft.ids)} ({draft.ids_key}) read as speculators "
                      f"data-generation ids mean [{', '.join(t.name for t in implied)}], but the "
                      f"{source} layout is [{', '.join(t.name for t in layout)}]")]
@@ -292,13 +292,13 @@ def path_findings(r: SpeculatorsReply, chosen: dict) -> list[Finding]:
         for key in ("fc_slots", "target_slot", "alignment"):
             if other[key] != chosen[key]:
                 where = other["code_path"] + (f" [{other['backend']}]" if other.get("backend") else "")
-                out.append(_finding("data_paths_disagree", f"{where} gives {key} {other[key]}, "
+                out.append(_finding(FindingKind.data_paths_disagree, f"{where} gives {key} {other[key]}, "
                                     f"the contract's path gives {chosen[key]}"))
     if chosen.get("lossy"):
-        out.append(_finding("lossy_data_path", f"the data path alters hidden-state values: "
+        out.append(_finding(FindingKind.lossy_data_path, f"the data path alters hidden-state values: "
                             f"{chosen.get('lossy_reason')}", "info"))
     for err in r.errors:
-        out.append(_finding("data_path_failed", f"{err['code_path']} failed: {err['error']}", "info"))
+        out.append(_finding(FindingKind.data_path_failed, f"{err['code_path']} failed: {err['error']}", "info"))
     return out
 
 
