@@ -28,9 +28,9 @@ from .extract.candidates import candidate_id_lists
 from .extract.engines import BoundEngine, engine as default_engine
 from .inputs import Draft, Target
 
-class Verdict(StrEnum):
-    """What a comparison concludes (`check`, `forward`, the matrix's cells), with the exit code a
-    command ends with on it (the README's table). Written as its value in JSON ('parity', ...)."""
+class Conclusion(StrEnum):
+    """A command's conclusion, each member declared with the exit code a command ends with on it
+    (the README's table); written as its value in JSON ('parity', ...)."""
 
     exit_code: ExitCode
 
@@ -39,6 +39,10 @@ class Verdict(StrEnum):
         member._value_ = value
         member.exit_code = exit_code
         return member
+
+
+class Verdict(Conclusion):
+    """What a comparison concludes (`check`, `forward`, the matrix's cells)."""
 
     parity = "parity", ExitCode.OK  # the draft is fed (or computes) what it was trained on
     drift = "drift", ExitCode.DRIFT  # it is not: the differences say where, a fix where one exists

@@ -13,7 +13,6 @@ import argparse
 import json
 from pathlib import Path
 
-from ..errors import ExitCode
 from ..extract import engines, trainers
 from ..contract import parse_taps
 from ..inputs import InputError, parse_dump
@@ -71,4 +70,4 @@ def run_replay(args) -> int:
         print(json.dumps(result.to_json_dict(), indent=2))
     else:
         print(render_replay(result, top=len(result.scores) if args.all else 8))
-    return ExitCode.OK if result.verdict == "parity" else ExitCode.DRIFT
+    return result.verdict.exit_code

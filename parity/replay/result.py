@@ -6,10 +6,21 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
+from ..errors import ExitCode
+from ..verdict import Conclusion
+
 # Two wirings closer than this in step-0 accuracy (points) are not told apart.
 AMBIGUOUS_POINTS = 2.0
 # The served wiring may lose at most this much (points) before replay calls it drift.
 LOSS_TOLERANCE_POINTS = 0.5
+
+
+class ReplayVerdict(Conclusion):
+    """What a replay concludes about the wiring a draft is served with."""
+
+    parity = "parity", ExitCode.OK  # the served wiring is the trained one, and the weights agree
+    drift = "drift", ExitCode.DRIFT  # the served wiring differs and loses accuracy (or cannot be scored)
+    suspect = "suspect", ExitCode.DRIFT  # the weights prefer another wiring than the training contract says
 
 
 class _Frozen(BaseModel):
@@ -51,7 +62,7 @@ class WiringScore(_Frozen):
 class ReplayResult(_Frozen):
     """A replay: the draft, the dumps, every scored wiring (best first) and what they mean."""
 
-    verdict: Literal["parity", "drift", "suspect"] = Field(
+    verdict: ReplayVerdict = Field(
         description="parity: the served wiring is the trained one and the weights agree with the training "
                     "contract; drift: the served wiring differs and loses accuracy (or cannot be scored); "
                     "suspect: the draft's weights prefer another wiring than the training contract says.")

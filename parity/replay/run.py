@@ -29,7 +29,7 @@ from ..extract.trainers import trainer
 from ..extract import numbering
 from ..inputs import Draft, InputError, Target, check_steps, read_config, safetensors_shapes
 from .reply import ReplayReply
-from .result import AMBIGUOUS_POINTS, ReplayResult, WiringScore
+from .result import AMBIGUOUS_POINTS, ReplayResult, ReplayVerdict, WiringScore
 from .wiring import missing_taps, reorderings, search_space, slots_of
 
 PROBE = "parity.replay.probe"
@@ -264,11 +264,11 @@ def replay(draft: Path, data: Path, *, verifier: Path | None = None, target_conf
     best = scores[0]
     suspect = best.slots != trained_slots and (best.step0 - trained.step0) * 100 > AMBIGUOUS_POINTS
     if suspect:
-        verdict = "suspect"
+        verdict = ReplayVerdict.suspect
     elif serving and (served_slots != trained_slots):
-        verdict = "drift"
+        verdict = ReplayVerdict.drift
     else:
-        verdict = "parity"
+        verdict = ReplayVerdict.parity
     if reply.samples < n_files and samples is None:
         notes.append(f"speculators' dataset lists {reply.samples} samples; {n_files} hs files are present")
     wall["total_s"] = time.perf_counter() - started

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..replay.result import AMBIGUOUS_POINTS, ReplayResult
+from ..replay.result import AMBIGUOUS_POINTS, ReplayResult, ReplayVerdict
 from .table import Column, Table
 
 
@@ -75,7 +75,7 @@ def render_replay(r: ReplayResult, top: int = 8) -> str:
                        f"{100 * (trained.step0 - served.step0):.1f} points below the trained wiring; expected "
                        f"accept length {served.accept_length:.2f} instead of {trained.accept_length:.2f} with "
                        f"{r.steps} draft tokens.")
-        if r.verdict == "drift":
+        if r.verdict is ReplayVerdict.drift:
             out.append(f"Fix: serve ids that capture {_wiring(r.training)}; `parity check` finds them on the "
                        "installed SGLang and verifies them, `parity export` writes the config.")
     out.append("Accept length = 1 + sum over steps of full_acc_k: the target's own token plus the expected "
