@@ -251,14 +251,6 @@ def _set_line(family: str, version: str, line: dict) -> Path:
     return path
 
 
-# Run in a release environment: which third-party modules the engine's code paths fail to
-# import there (its families' code-path checks, as each engine's extraction runs them).
-_MISSING = r"""
-import importlib, json, sys
-engine = sys.argv[1]
-found = importlib.import_module(f"parity.extract.engines.{engine}.families").missing_modules()
-print(json.dumps(sorted(set(found) - {engine})))
-"""
 ENGINE_IMPORT_ROUNDS = 4
 
 
@@ -270,7 +262,7 @@ def missing_imports(python: Path, family: str) -> list[str]:
     env = dict(os.environ)
     keep_bytecode(python, env)
     with parity_on_path(env) as cwd, tempfile.TemporaryDirectory(prefix="parity-imports-") as tmp:
-        proc = subprocess.run([str(python), "-c", _MISSING, family], capture_output=True, text=True,
+        proc = subprocess.run([str(python), "-m", "parity.extract.engines", family], capture_output=True, text=True,
                               env=private_caches(env, tmp), cwd=cwd)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("[")]
     return json.loads(lines[-1]) if lines else []
