@@ -286,7 +286,7 @@ def draft_facts(adapter, draft_dir: str, target_model, findings: list[dict], ver
         written = eagle.get(key, config.get(key))
         if written is not None and flags[key] is not None and bool(written) != flags[key]:
             findings.append(_finding(
-                "flag_dropped", f"the draft config sets {key}={written}, but SGLang's draft runs with "
+                FindingKind.flag_dropped, f"the draft config sets {key}={written}, but SGLang's draft runs with "
                 f"{key}={flags[key]}: the engine does not honour it", "error"))
 
     # Embedding: does the engine swap in the target's token embedding?

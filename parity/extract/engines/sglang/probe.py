@@ -554,12 +554,12 @@ def extract(request: dict) -> dict[str, Any]:
     elif ids is None and never:
         reply["ids_source"] = "engine default (this release never reads the draft's ids)"
         findings.append(finding(
-            "default_layers_fallback",
+            FindingKind.default_layers_fallback,
             f"SGLang never reads aux layer ids from the draft config: {never}"))
     elif ids is None:
         reply["ids_source"] = "engine default"
         findings.append(finding(
-            "default_layers_fallback",
+            FindingKind.default_layers_fallback,
             f"SGLang found no usable aux layer ids in the draft config and silently fell back to "
             f"its default layers: {why_fallback(draft_config)}"))
     else:
@@ -624,12 +624,12 @@ def extract(request: dict) -> dict[str, Any]:
             under["findings"]
         reply["capture_ids"] = under["capture"]
     misread = None
-    if any(f["kind"] == "unidentified_state" for f in findings):
+    if any(f["kind"] == FindingKind.unidentified_state for f in findings):
         misread = rope_base.misread(model, hf.config, arch, version)
     if misread:  # the engine's own model is another than the checkpoint's: said first, its states stay unnamed
-        first = next(i for i, f in enumerate(findings) if f["kind"] == "unidentified_state")
+        first = next(i for i, f in enumerate(findings) if f["kind"] == FindingKind.unidentified_state)
         findings.insert(first, finding(FindingKind.target_config_misread, misread, "error"))
-    elif any(f["kind"] == "unidentified_state" for f in findings):
+    elif any(f["kind"] == FindingKind.unidentified_state for f in findings):
         unread = cpu_path.unread_parameters(lambda: adapter.forward(model, input_ids), model)
         if unread:  # its non-CUDA forward is not the model a GPU serves: parity's CPU run cannot check it
             reply[HARNESS_LIMIT_KEY] = (
@@ -666,7 +666,7 @@ def extract(request: dict) -> dict[str, Any]:
 
 
 # The findings of the one-process capture that the capture under a layout replaces.
-LAYOUT_REPLACES = ("engine_error", "not_captured", "unidentified_state")
+LAYOUT_REPLACES = (FindingKind.engine_error, FindingKind.not_captured, FindingKind.unidentified_state)
 
 
 def layout_plan(adapter, reply: dict, version: str):

@@ -196,7 +196,7 @@ def resolve_layout(target: TargetModel, dump_layout, datagen_ids, datagen_conven
                 f"dump layout names {bad}, beyond the target's {n} layers (h0..h{n})")
         layers = [n + 1 if t.kind == "final" else t.layer for t in layout]
         findings = [] if all(a < b for a, b in zip(layers, layers[1:])) else [_finding(
-            "ids_not_ascending", f"the dump layout [{', '.join(t.name for t in layout)}] is not in "
+            FindingKind.ids_not_ascending, f"the dump layout [{', '.join(t.name for t in layout)}] is not in "
             "ascending layer order")]
         return layout, "manifest", findings
     if datagen_dump is not None:
