@@ -134,16 +134,22 @@ def report(out: Path, wall: float | None = None, cpu: tuple[float, float] | None
     for name, seconds in sorted(how.items(), key=lambda kv: -sum(kv[1])):
         lines.append(f"{name:52} {len(seconds):>5} {sum(seconds):>8.0f} {sorted(seconds)[len(seconds) // 2]:>8.1f}")
 
+    # A child stopped before it answered (a Ctrl-C or kill test's, on purpose) computed nothing
+    # another run could have shared: counted apart, never as a key computed twice.
+    stopped = [r for r in ran if r["status"] == "raised"]
     by_key: dict[str, list[dict]] = defaultdict(list)
     for run in ran:
-        by_key[run["key"]].append(run)
+        if run["status"] != "raised":
+            by_key[run["key"]].append(run)
     # Computed again for a reason: what the child read had changed since (a test editing an
     # installed file, a fixture rebuilt), or the test turned the cache off to run cold.
     again = [r for rows in by_key.values() for r in rows[1:]
              if "changed" in (r.get("why") or "") or r["status"] == "off"]
     twice = {k: [rows[0], *[r for r in rows[1:] if r not in again]] for k, rows in by_key.items()}
     twice = {k: v for k, v in twice.items() if len(v) > 1}
-    lines += ["", f"computed again on purpose (a file it read had changed, or the cache was off): {len(again)} "
+    lines += ["", f"stopped before they answered (interrupted or killed on purpose): {len(stopped)} runs, "
+                  f"{sum(r['seconds'] for r in stopped):.0f} s",
+              f"computed again on purpose (a file it read had changed, or the cache was off): {len(again)} "
                   f"runs, {sum(r['seconds'] for r in again):.0f} s",
               f"computed more than once: {len(twice)} keys, {sum(len(v) - 1 for v in twice.values())} "
               f"extra runs, {sum(sum(r['seconds'] for r in v[1:]) for v in twice.values()):.0f} s"]

@@ -346,7 +346,9 @@ def _log_run(python: Path | str, warm: str, module: str, request: dict, reply: d
     """One line of the run log (parity.runlog): how the child was answered and under which key
     (the reply cache's, or, for a child never cached, a digest of the same material)."""
     source = reply.get(SOURCE_KEY) if isinstance(reply, dict) else None
-    status = "raised" if reply is None else source.get("status", "?") if isinstance(source, dict) else "uncached"
+    # a child never cached is `uncached`, or `off` where the caller turned the cache off (PARITY_NO_CACHE)
+    status = ("raised" if reply is None else source.get("status", "?") if isinstance(source, dict)
+              else "uncached" if enabled() else "off")
     key = source.get("key") if isinstance(source, dict) else None
     work = request_digest(str(python), module, {k: v for k, v in request.items() if k != NAMES_KEY})
     runlog.record({"module": warm, "ran": module, "env": Path(python).parent.parent.name, "status": status,
