@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .contract import BuiltDraft, ContractDiff, FindingKind, ServingContract, TrainingContract, diff
 from .contract.diff import unread_keys
+from .contract.reply import Candidate
 from .errors import ExitCode
 from .extract.candidates import candidate_id_lists
 from .extract.engines import BoundEngine, engine as default_engine
@@ -173,7 +174,7 @@ class CheckResult(BaseModel):
                                         "draft: what `parity export` would do with it.")
     draft_fix: DraftFix | None = Field(default=None, exclude_if=lambda v: v is None, description="For a built-draft drift: the served config edit "
                                        "that makes the engine build the draft as training did.")
-    candidates_tried: list[dict] = Field(default_factory=list)
+    candidates_tried: list[Candidate] = Field(default_factory=list)
     releases: str | None = Field(default=None, exclude_if=lambda v: v is None, description="Checking a lock "
                                  "under other releases than it was written under: which ('locked under vllm 0.34.0, "
                                  "checked under vllm 0.33.0').")
@@ -461,15 +462,15 @@ def _solve(training: TrainingContract, serving: ServingContract, tried: list[dic
         bad = [t.name for t in training.fc_input if t is None or not t.is_plain_stream()]
         return None, (f"the training fc input uses {bad}, which {serving.engine} cannot capture: it captures "
                       "only residual-stream states at layer boundaries")
-    fits = [c for c in tried if c.get("fc_input") == want and not c.get("error")]
+    fits = [c for c in tried if c.fc_input is not None and list(c.fc_input) == want and not c.error]
     if not fits:
-        got = "; ".join(f"{c['ids']} -> {c.get('fc_input') or c.get('error')}" for c in tried)
+        got = "; ".join(f"{list(c.ids)} -> {list(c.fc_input) if c.fc_input else c.error}" for c in tried)
         return None, f"no id list makes {release} feed {want}{under_layout(serving)} (tried {got})"
-    match = next((c for c in fits if engine.write_ids(draft.config, list(c["ids"]), kind) != draft.config), None)
+    match = next((c for c in fits if engine.write_ids(draft.config, list(c.ids), kind) != draft.config), None)
     if match is None:  # the engine already reads them where the fix would write them: writing them changes nothing
-        return None, (f"{IDS_MEND_NOTHING}: {key} already holds {list(fits[0]['ids'])}, which feed {want} on the "
+        return None, (f"{IDS_MEND_NOTHING}: {key} already holds {list(fits[0].ids)}, which feed {want} on the "
                       "engine's model")
-    ids = list(match["ids"])
+    ids = list(match.ids)
     verified = False
     if verify:
         left = fix_leaves(training, _verify(target, draft, ids, engine, kind, serving))

@@ -125,6 +125,22 @@ class TypedReply(ProbeReply):
 # writes; one whose meaning differs for a probe stays in that probe's model) ----------------------
 
 
+class Candidate(BaseModel):
+    """What the engine captures with one candidate id list written in the draft config (the fix
+    search): the slots it then feeds, named, or why it could not."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ids: tuple[int, ...] = Field(description="The id list written where the engine reads the draft's ids.")
+    fc_input: tuple[str | None, ...] | None = Field(description="What the engine then feeds each fc slot: a tap "
+                                                    "name, or None where the state is no state parity names; "
+                                                    "None when it captured nothing.")
+    capture_ids: tuple[int, ...] | None = Field(default=None, exclude_if=lambda v: v is None,
+                                                description="The layer indices the engine's capture then holds.")
+    error: str | None = Field(default=None, description="Why this id list could not be tried, or what the "
+                              "engine raised or failed to name with it.")
+
+
 class FamilyReply(TypedReply):
     """A probe that ran its release through one of parity's release families (families/)."""
 
@@ -174,9 +190,8 @@ class EngineReply(FamilyReply, TargetClassReply):
                                        "serve arguments (or its family resolves none): its words (bad input, exit 2).")
     draft_kind: Literal["eagle3", "dflash"] = Field(default="eagle3", description="The kind of draft the engine "
                                                     "serves under the speculative method it resolved.")
-    candidates: tuple[dict[str, Any], ...] = Field(default=(), description="What the engine captures with each "
-                                                   "candidate id list written in the draft config (the fix search): "
-                                                   "{ids, fc_input: a tap name or None per slot, capture_ids, error}.")
+    candidates: tuple[Candidate, ...] = Field(default=(), description="What the engine captures with each "
+                                              "candidate id list written in the draft config (the fix search).")
     dflash_draft: dict[str, Any] | None = Field(default=None, description="What the engine's DFlash draft class reads "
                                                 "of the draft (a DFlash draft), and, where it says, what it does with "
                                                 "the captured states.")
