@@ -169,8 +169,10 @@ def test_an_ids_fix_that_writes_what_the_config_holds_is_none(tmp_path):
     draft = Draft(path=tmp_path, config={"eagle_config": {"eagle_aux_hidden_state_layer_ids": [0, 3, 31]}})
     s = serving(("h0", "h3", "h31"), ids=(0, 3, 31)).model_copy(
         update={"draft": SERVED_BUILT.model_copy(update={"draft_vocab_size": 200000})})
-    tried = [{"ids": [-1, 2, 30], "fc_input": ["h0", "h2", "h30"], "error": None},
-             {"ids": [0, 3, 31], "fc_input": ["h0", "h3", "h31"], "error": None}]
+    from parity.contract.reply import Candidate
+
+    tried = [Candidate(ids=(-1, 2, 30), fc_input=("h0", "h2", "h30")),
+             Candidate(ids=(0, 3, 31), fc_input=("h0", "h3", "h31"))]
     suggestion, why = _solve(training(), s, tried, None, draft, engine("sglang"), verify=True)
     assert suggestion is None and why.startswith("no config edit of the ids mends it: "
                                                  "eagle_config.eagle_aux_hidden_state_layer_ids already holds [0, 3, 31]"), why

@@ -125,6 +125,40 @@ class TypedReply(ProbeReply):
 # writes; one whose meaning differs for a probe stays in that probe's model) ----------------------
 
 
+class Slot(BaseModel):
+    """One H-wide slice of a captured concatenation (an fc slot, or the loss target), named by
+    numerical identity against the transformers reference (parity.extract.identify)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tap: str | None = Field(description="The canonical state it is (a tap name); None: none, or ambiguous.")
+    rel_err: float | None = Field(default=None, description="Relative error to the nearest reference state.")
+    best: str | None = Field(default=None, description="The nearest reference state, matched or not.")
+    runner_up: str | None = Field(default=None, description="The second nearest.")
+    runner_up_err: float | None = Field(default=None, description="Its relative error.")
+    max_abs: float | None = Field(default=None, description="The slice's largest magnitude (vLLM's runs).")
+    why: str | None = Field(default=None, description="Why it has no name, in words (vLLM's runs).")
+
+
+class RunnerCapture(BaseModel):
+    """What one model runner of an engine release captured (vLLM's V1 and V2 runners)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    config_ids: list[int] | None = Field(default=None, description="The aux ids the runner's start-up resolved "
+                                         "from the config (None: none, the model default).")
+    capture_ids: list[int] | None = Field(default=None, description="The layer indices its capture holds.")
+    slots: tuple[Slot, ...] = Field(default=(), description="What it feeds each fc slot, named.")
+    error: str | None = Field(default=None, description="Why it captured nothing (what raised).")
+    dump_shape: list[int] | None = Field(default=None, description="The shape of the dump it writes (data "
+                                         "generation).")
+
+    @property
+    def names(self) -> list[str | None]:
+        """Each slot's tap name (None: unnamed)."""
+        return [s.tap for s in self.slots]
+
+
 class Candidate(BaseModel):
     """What the engine captures with one candidate id list written in the draft config (the fix
     search): the slots it then feeds, named, or why it could not."""

@@ -35,9 +35,11 @@ import socket
 import traceback
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from ..contract.models import FindingKind
+if TYPE_CHECKING:
+    from ..contract.models import FindingKind
+
 from ..errors import INTERNAL_ERROR_KEY, RELEASE_KEY, TRANSIENT_KEY, transient
 from ..registry import provides_module
 from .named import laid_out, unnamed
@@ -315,9 +317,12 @@ def with_limits(handler, package: str):
     return run
 
 
-def finding(kind: FindingKind, message: str, severity: str = "warning", slot: int | None = None) -> dict:
+def finding(kind: "FindingKind", message: str, severity: str = "warning", slot: int | None = None) -> dict:
     """A finding as a child's reply carries it; `kind` a FindingKind (a name no kind has raises
-    here, in the child, not when the parent builds the contract)."""
+    here, in the child, not when the parent builds the contract). Imported here: the rest of this
+    module runs where pydantic is not installed (a child of another interpreter, tests.reply_echo)."""
+    from ..contract.models import FindingKind
+
     return {"kind": FindingKind(kind).value, "message": message, "severity": severity, "slot": slot}
 
 

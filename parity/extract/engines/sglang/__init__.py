@@ -112,7 +112,7 @@ def to_contract(r: SGLangReply, target: Target) -> ServingContract:
                                 message=r.error, severity="error"))
         slots = [None] * max(1, r.expected_slots or 3)
     else:
-        slots = [Tap.parse(s["tap"]) if s.get("tap") else None for s in r.slots]
+        slots = [Tap.parse(s.tap) if s.tap else None for s in r.slots]
     ids = r.requested_ids
     return ServingContract(
         target_model=target.model, fc_input=tuple(slots) or (None,),

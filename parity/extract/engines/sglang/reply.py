@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from ....contract.reply import EngineReply, FindingsReply, ServedForwardReply, ServedVariant
+from ....contract.reply import EngineReply, FindingsReply, ServedForwardReply, ServedVariant, Slot
 
 
 class SGLangReply(EngineReply, FindingsReply):
@@ -33,9 +33,8 @@ class SGLangReply(EngineReply, FindingsReply):
     ids_source: str = Field(default="n/a", description="Where the start-up took the ids from, in words.")
     capture_ids: list[int] | None = Field(default=None, description="The layer indices the built model captures "
                                           "after the start-up configured it, as the engine holds them.")
-    slots: tuple[dict[str, Any], ...] | None = Field(default=None, description="Each H-wide slice of what the fc is "
-                                                     "handed, in order, named by numerical identity (`tap`: a tap "
-                                                     "name, or None when it matches no state).")
+    slots: tuple[Slot, ...] | None = Field(default=None, description="Each H-wide slice of what the fc is "
+                                           "handed, in order, named by numerical identity.")
     target: dict[str, Any] | None = Field(default=None, description="The target as the run saw it: architecture, "
                                           "model_type, num_hidden_layers, hidden_size, vocab_size.")
 

@@ -133,22 +133,22 @@ def extract_dump(target: Target, datagen_ids: list[int] | None, vllm_version: st
     chosen = runs[runner]
     method = r.dump_method or "extract_hidden_states"
     where = f"vllm {version} {method} ({runner} runner) with ids {ids}"
-    if chosen.get("error"):
-        raise DatagenError(f"{where}: {chosen['error']}")
-    bad = [f"slot {k} {s['why']}" for k, s in enumerate(chosen["slots"]) if s["tap"] is None]
+    if chosen.error:
+        raise DatagenError(f"{where}: {chosen.error}")
+    bad = [f"slot {k} {s.why}" for k, s in enumerate(chosen.slots) if s.tap is None]
     if bad:
         raise DatagenError(f"{where}: " + "; ".join(bad))
-    layout = tuple(Tap.parse(s["tap"]) for s in chosen["slots"])
+    layout = tuple(Tap.parse(s.tap) for s in chosen.slots)
     findings = []
     for other, run in runs.items():
-        taps = [s["tap"] for s in run.get("slots", [])]
-        if other != runner and (run.get("error") or taps != [t.name for t in layout]):
+        taps = run.names
+        if other != runner and (run.error or taps != [t.name for t in layout]):
             findings.append(Finding(kind=FindingKind.runners_differ, message=(
-                f"vllm {version}'s {other} runner dumps {run.get('error') or taps}, the {runner} runner "
+                f"vllm {version}'s {other} runner dumps {run.error or taps}, the {runner} runner "
                 f"(the GPU default) {[t.name for t in layout]}")))
     if len(layout) != len(ids):
         findings.append(Finding(kind=FindingKind.dump_slots_differ, message=dump_slots_message(ids, layout, n, version,
-                                                                                   chosen["capture_ids"])))
+                                                                                   chosen.capture_ids)))
     return DatagenDump(engine=NAME, version=version, ids_given=tuple(datagen_ids) if datagen_ids is not None else None,
                        launch_ids=tuple(ids), layout=layout, runner=runner, method=method,
                        code_path="; ".join(r.code_paths.values()),
@@ -220,10 +220,6 @@ def loads_speculators_format(version: str | None) -> bool:
     return any(env.path.glob(f"lib/python*/site-packages/{SPECULATORS_LOADER}"))
 
 
-def _names(run: dict) -> list[str | None]:
-    return [s["tap"] for s in run.get("slots", [])]
-
-
 def real_sizes(r: VLLMReply, target: Target) -> dict[str, int | None]:
     """The vocabulary sizes vLLM serves with, from the real config files (parity.contract.sources):
     the draft's as vLLM's config reader and draft class take them from the draft directory
@@ -252,23 +248,23 @@ def to_contract(r: VLLMReply, target: Target) -> ServingContract:
     details = {"model_class": r.model_class if "model_class" in r.model_fields_set else "?",
                "gpu_default_runner": runner, "kernel_standins": "; ".join(r.kernel_standins)}
     for name, run in runs.items():
-        details[f"{name}_ids"] = str(run.get("config_ids") or f"none in the config: default {r.default_ids}")
-        details[f"{name}_fc_input"] = str(run.get("error") or _names(run))
-        for k, slot in enumerate(run.get("slots", [])):
-            if slot["tap"] is None:
+        details[f"{name}_ids"] = str(run.config_ids or f"none in the config: default {r.default_ids}")
+        details[f"{name}_fc_input"] = str(run.error or run.names)
+        for k, slot in enumerate(run.slots):
+            if slot.tap is None:
                 findings.append(Finding(kind=FindingKind.unidentified_state, severity="error", slot=k,
-                                        message=f"{name} runner: captured slot {k} {slot['why']}"))
-        if run.get("error"):
-            findings.append(Finding(kind=FindingKind.engine_error, severity="error", message=f"{name} runner: {run['error']}"))
-    others = {n: r for n, r in runs.items() if n != runner and _names(r) != _names(chosen)}
+                                        message=f"{name} runner: captured slot {k} {slot.why}"))
+        if run.error:
+            findings.append(Finding(kind=FindingKind.engine_error, severity="error", message=f"{name} runner: {run.error}"))
+    others = {n: r for n, r in runs.items() if n != runner and r.names != chosen.names}
     for name, run in others.items():
         # The same draft is fed other states depending on which runner a deployment gets (V2 on a
         # GPU with Triton, V1 otherwise): a drift for one of them whatever was trained.
         findings.append(Finding(kind=FindingKind.runners_differ, severity="error", message=(
             f"vllm {version}'s model runners feed this draft different states: the {name} runner "
-            f"{_names(run)} (ids {run.get('config_ids') or 'default'}), the {runner} runner {_names(chosen)} "
-            f"(ids {chosen.get('config_ids') or 'default'}); a GPU deployment uses {runner} by default")))
-    if not chosen.get("config_ids"):
+            f"{run.names} (ids {run.config_ids or 'default'}), the {runner} runner {chosen.names} "
+            f"(ids {chosen.config_ids or 'default'}); a GPU deployment uses {runner} by default")))
+    if not chosen.config_ids:
         findings.append(Finding(kind=FindingKind.default_layers_fallback, message=(
             f"vllm {version}'s {runner} runner found no ids it reads in the draft config and serves "
             f"the model default {r.default_ids}"
@@ -295,11 +291,11 @@ def to_contract(r: VLLMReply, target: Target) -> ServingContract:
                                 "compared"))
     if draft.get("class"):
         details["draft_class"] = draft["class"]
-    slots = tuple(Tap.parse(s) if s else None for s in _names(chosen)) or (None,)
+    slots = tuple(Tap.parse(s) if s else None for s in chosen.names) or (None,)
     provenance = Provenance(package="vllm", version=version, code_path=r.code_paths[runner],
                             python=display_python(r.python), details=details,
                             family=r.family, release_note=r.release_note, reply_cache=r.reply_cache)
-    ids = chosen.get("config_ids")
+    ids = chosen.config_ids
     return ServingContract(
         target_model=target.model, fc_input=slots,
         graph=GraphFlags(**draft.get("graph", {})),
@@ -308,8 +304,8 @@ def to_contract(r: VLLMReply, target: Target) -> ServingContract:
         draft=BuiltDraft(**r.built) if r.built else None, engine=NAME,
         draft_kind=r.draft_kind, requested_ids=tuple(ids) if ids else None,
         ids_source=f"{runner} runner: " + ("the draft config" if ids else "engine default"),
-        capture_ids=tuple(chosen["capture_ids"]) if chosen.get("capture_ids") is not None else None,
-        runners={name: tuple(Tap.parse(s) if s else None for s in _names(run)) or (None,)
+        capture_ids=tuple(chosen.capture_ids) if chosen.capture_ids is not None else None,
+        runners={name: tuple(Tap.parse(s) if s else None for s in run.names) or (None,)
                  for name, run in runs.items()} if len(runs) > 1 else {},
         launch=r.launch)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from ....contract.reply import BuiltReply, EngineReply, ServedForwardReply, ServedVariant
+from ....contract.reply import BuiltReply, EngineReply, RunnerCapture, ServedForwardReply, ServedVariant
 
 
 class VLLMReply(EngineReply, BuiltReply):
@@ -32,9 +32,8 @@ class VLLMReply(EngineReply, BuiltReply):
                                           "reads it.")
     default_ids: list[int] | None = Field(default=None, description="The aux layer ids the model captures when no "
                                           "config names any (its own default).")
-    runners: dict[str, dict[str, Any]] | None = Field(default=None, description="Per model runner: the ids it "
-                                                      "resolved (`config_ids`), what it captured (`capture_ids`, "
-                                                      "`slots`, each {tap, why, ...}), or its `error`.")
+    runners: dict[str, RunnerCapture] | None = Field(default=None, description="Per model runner: the ids it "
+                                                     "resolved, what it captured, or why it captured nothing.")
     dflash_refusal: str | None = Field(default=None, description="vLLM's DFlash draft refusing what the target "
                                        "captured: the engine's words.")
     draft_error: str | None = Field(default=None, description="Why the draft class could not be built (its facts "

@@ -124,8 +124,8 @@ def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None) -
     if r.error is not None:  # said once: the probe's line may name the release already
         said = f"specforge {version}"
         raise SpecForgeError(r.error if r.error.startswith(said) else f"{said}: {r.error}")
-    fc = [s.get("tap") for s in r.fc]
-    loss = r.target.get("tap")
+    fc = [s.tap for s in r.fc]
+    loss = r.target.tap
     if None in fc or loss is None:
         why = "; ".join(f.message for f in r.findings if f.severity == "error")
         raise SpecForgeError(f"specforge {version}: a trained state could not be named: {why}")

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from ....contract.reply import FamilyReply, FindingsReply, TrainerReply
+from ....contract.reply import FamilyReply, FindingsReply, Slot, TrainerReply
 
 
 class SpecForgeReply(TrainerReply, FindingsReply, FamilyReply):
@@ -31,11 +31,9 @@ class SpecForgeReply(TrainerReply, FindingsReply, FamilyReply):
                                             "captured features (`aux`, `last`).")
     capture_ids: list[int] | None = Field(default=None, description="The layer indices the pinned SGLang's model "
                                           "captures once SpecForge set the capture.")
-    fc: tuple[dict[str, Any], ...] | None = Field(default=None, description="Each H-wide slice of the training "
-                                                  "sample's fc input, in order, named by numerical identity (`tap`: "
-                                                  "a tap name, or None when it matches no state).")
-    target: dict[str, Any] | None = Field(default=None, description="The loss target, named by numerical identity: "
-                                          "{tap (None when unidentified), rel_err, best}.")
+    fc: tuple[Slot, ...] | None = Field(default=None, description="Each H-wide slice of the training "
+                                        "sample's fc input, in order, named by numerical identity.")
+    target: Slot | None = Field(default=None, description="The loss target, named by numerical identity.")
     target_head_rel_err: float | None = Field(default=None, description="Relative error of SpecForge's "
                                               "TargetHead on the loss target against the reference model's logits.")
     alignment: str | None = Field(default=None, description="Which state the loss target at a position is, read off "
