@@ -30,7 +30,7 @@ from typing import Any, Callable, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
-from .models import Finding, LaunchContract
+from .models import BuiltDraft, Finding, LaunchContract, TrainedDepth
 
 
 class CannotExtractEntry(BaseModel):
@@ -195,8 +195,7 @@ class FindingsReply(TypedReply):
 class BuiltReply(TypedReply):
     """A probe that builds the draft with the release's own classes."""
 
-    built: dict[str, Any] | None = Field(default=None, description="The draft as the release builds it (BuiltDraft's "
-                                         "fields).")
+    built: BuiltDraft | None = Field(default=None, description="The draft as the release builds it.")
     built_error: str | None = Field(default=None, description="Why the release did not build the draft (its built "
                                     "draft is then not compared).")
 
@@ -242,8 +241,8 @@ class TrainerReply(BuiltReply):
     target_normed_by_trainer: bool | None = Field(default=None, description="Whether the trainer applies the "
                                                   "target's final norm to the loss target (None: not decided).")
     target_norm_evidence: str | None = Field(default=None, description="What decided it, in words.")
-    trained_depth: dict[str, Any] | None = Field(default=None, description="The depth training unrolls the draft to "
-                                                 "(TrainedDepth's fields: steps, recorded, source).")
+    trained_depth: TrainedDepth | None = Field(default=None, description="The depth training unrolls the draft "
+                                               "to.")
 
 
 class ForwardVariant(BaseModel):

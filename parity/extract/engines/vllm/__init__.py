@@ -17,7 +17,7 @@ import sys
 from importlib import metadata
 from typing import Any
 
-from ....contract import BuiltDraft, DatagenDump, Finding, FindingKind, GraphFlags, Provenance, ServingContract, Tap, sources
+from ....contract import DatagenDump, Finding, FindingKind, GraphFlags, Provenance, ServingContract, Tap, sources
 from ....envs import EnvError, display_python, find_env
 from ....conventions import Convention, input_to
 from ....errors import UserError, stop_from_reply
@@ -301,7 +301,7 @@ def to_contract(r: VLLMReply, target: Target) -> ServingContract:
         graph=GraphFlags(**draft.get("graph", {})),
         vocab=sources.vocab(draft.get("vocab", {}), real_sizes(r, target)),
         embedding=draft.get("embedding", "unknown"), provenance=provenance, findings=tuple(findings),
-        draft=BuiltDraft(**r.built) if r.built else None, engine=NAME,
+        draft=r.built, engine=NAME,
         draft_kind=r.draft_kind, requested_ids=tuple(ids) if ids else None,
         ids_source=f"{runner} runner: " + ("the draft config" if ids else "engine default"),
         capture_ids=tuple(chosen.capture_ids) if chosen.capture_ids is not None else None,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ....contract import (BuiltDraft, DatagenDump, Finding, FindingKind, GraphFlags, Provenance, Tap, TargetModel, TrainedDepth, TrainingContract,
+from ....contract import (DatagenDump, Finding, FindingKind, GraphFlags, Provenance, Tap, TargetModel, TrainingContract,
                          VocabMapping, sources)
 from ....envs import EnvError, display_python
 from ....contract.reply import ForwardReply, ProbeReply
@@ -152,12 +152,12 @@ def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None) -
         target_model=target, fc_input=layout[:-1], graph=draft.flags if draft else GraphFlags(),
         vocab=sources.vocab(draft.vocab, draft.sizes) if draft else VocabMapping(),
         embedding=draft.embedding if draft else "unknown",
-        draft=BuiltDraft(**r.built) if r.built else None,
+        draft=r.built,
         provenance=provenance, findings=tuple(findings), dump_layout=layout,
         dump_layout_source="trainer_capture", fc_slots=tuple(range(len(fc))), target=layout[-1],
         target_slot=len(fc), target_normed_by_trainer=r.target_normed_by_trainer,
         alignment=r.alignment,
-        trained_depth=TrainedDepth(**r.trained_depth) if r.trained_depth else None)
+        trained_depth=r.trained_depth)
 
 
 def training_contract(target: Target, dump_layout: list[Tap] | None = None, *,

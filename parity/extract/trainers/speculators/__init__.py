@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from ....contract.hf import draft_kind
-from ....contract import (BuiltDraft, DatagenDump, Finding, FindingKind, GraphFlags, Provenance, Tap, TargetModel, TrainedDepth, TrainingContract,
+from ....contract import (DatagenDump, Finding, FindingKind, GraphFlags, Provenance, Tap, TargetModel, TrainingContract,
                          VocabMapping, sources)
 from ....conventions import CONVENTIONS, Convention, ConventionError, datagen_refusal, to_taps
 from ....envs import display_python
@@ -379,11 +379,11 @@ def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, rep
         graph=draft.flags if draft else GraphFlags(),
         vocab=sources.vocab(draft.vocab, draft.sizes) if draft else VocabMapping(),
         embedding=draft.embedding if draft else "unknown", provenance=provenance(r, chosen, datagen_dump),
-        draft=BuiltDraft(**r.built) if r.built else None,
+        draft=r.built,
         findings=tuple(all_findings), dump_layout=tuple(layout), dump_layout_source=source,
         fc_slots=tuple(fc_slots), target=loss_target, target_slot=target_slot,
         target_normed_by_trainer=normed, alignment=chosen["alignment"],
-        trained_depth=TrainedDepth(**r.trained_depth) if r.trained_depth else None)
+        trained_depth=r.trained_depth)
 
 
 def extract_training(target: TargetModel, dump_layout: list[Tap] | None = None, *,
