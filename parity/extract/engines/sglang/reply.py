@@ -8,9 +8,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ....contract.reply import EngineReply, FindingsReply, ServedForwardReply, ServedVariant, Slot
+
+
+class TargetSeen(BaseModel):
+    """The target as SGLang's run read its config (shown, never compared)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    architecture: str | None = Field(default=None, description="Its architectures[0].")
+    model_type: str | None = Field(default=None, description="Its model_type.")
+    num_hidden_layers: int | None = Field(default=None, description="Its depth, as the engine reads it.")
+    hidden_size: int | None = Field(default=None, description="Its (text model's) hidden_size.")
+    vocab_size: int | None = Field(default=None, description="Its (text model's) vocab_size.")
 
 
 class SGLangReply(EngineReply, FindingsReply):
@@ -35,7 +47,7 @@ class SGLangReply(EngineReply, FindingsReply):
                                           "after the start-up configured it, as the engine holds them.")
     slots: tuple[Slot, ...] | None = Field(default=None, description="Each H-wide slice of what the fc is "
                                            "handed, in order, named by numerical identity.")
-    target: dict[str, Any] | None = Field(default=None, description="The target as the run saw it: architecture, "
+    target: TargetSeen | None = Field(default=None, description="The target as the run saw it: architecture, "
                                           "model_type, num_hidden_layers, hidden_size, vocab_size.")
 
     @model_validator(mode="after")

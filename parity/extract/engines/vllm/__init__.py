@@ -225,7 +225,7 @@ def real_sizes(r: VLLMReply, target: Target) -> dict[str, int | None]:
     the draft's as vLLM's config reader and draft class take them from the draft directory
     (`Adapter.real_draft_sizes`, run in the probe), the target's as `ModelConfig.get_vocab_size()`
     reads it, the vocab_size of the target's (text) config, here from the config as given."""
-    return {"draft_vocab_size": (r.draft_sizes or {}).get("draft_vocab_size"),
+    return {"draft_vocab_size": r.draft_sizes.draft_vocab_size if r.draft_sizes else None,
             "target_vocab_size": target.model.vocab_size}
 
 

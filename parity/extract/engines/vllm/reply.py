@@ -7,11 +7,20 @@ dump), and no other key.
 
 from __future__ import annotations
 
-from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ....contract.reply import BuiltReply, EngineReply, RunnerCapture, ServedForwardReply, ServedVariant
+
+
+class DraftSizes(BaseModel):
+    """The draft's sizes as vLLM's config reader and draft class take them from the real draft
+    directory (its family's `real_draft_sizes`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    draft_vocab_size: int | None = Field(default=None, description="The draft vocabulary vLLM builds (its "
+                                         "draft_vocab_size, else the vocab_size it falls back to).")
 
 
 class VLLMReply(EngineReply, BuiltReply):
@@ -40,7 +49,7 @@ class VLLMReply(EngineReply, BuiltReply):
                                     "are then unread).")
     draft_unloadable: str | None = Field(default=None, description="vLLM's own loader refused the draft's checkpoint: "
                                          "why (unservable as written).")
-    draft_sizes: dict[str, Any] | None = Field(default=None, description="The draft's vocabulary sizes as vLLM's "
+    draft_sizes: DraftSizes | None = Field(default=None, description="The draft's vocabulary sizes as vLLM's "
                                                "config reader takes them from the real draft directory.")
     draft_sizes_error: str | None = Field(default=None, description="Why vLLM's config reader refused the draft "
                                           "config.")
