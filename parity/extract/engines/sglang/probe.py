@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import json
+from dataclasses import dataclass, field
 import sys
 import tempfile
 from importlib import metadata
@@ -422,174 +423,267 @@ def why_dflash_default(adapter, draft_dir: str, n: int, ids) -> str:
             "was trained on")
 
 
+class _Answered(Exception):
+    """A step of `extract` completed the reply early (a refusal, a limit, an error it names)."""
+
+
+@dataclass
+class _Run:
+    """What the steps of one extraction share: the request, the reply being written, and what
+    each step found for the next (the release's adapter, the inputs as the engine sees them, the
+    target as the engine builds it, the ids it read, the capture)."""
+
+    request: dict
+    reply: dict
+    version: str
+    adapter: Any = None
+    code_paths: Any = None
+    placement: Any = None
+    real: dict = field(default_factory=dict)  # the target's config as given
+    names: dict = field(default_factory=dict)  # the paths as the user wrote them: the engine is shown these
+    draft_dir: str | None = None
+    draft_config: dict = field(default_factory=dict)
+    work: Path | None = None
+    algorithm: str | None = None
+    dflash: bool = False
+    target_dir: Path | None = None
+    prefix: str = ""  # a wrapper's checkpoint keeps the text model under a prefix its load_weights strips
+    plan: Any = None  # the serve command's parallel layout (ranks.py), when it has several ranks
+    ranked: list | None = None
+    hf: Any = None  # the transformers reference model, seeded
+    target_cfg: Any = None
+    arch: str = "?"
+    n: int = 0
+    use_aux: Any = None
+    ids: Any = None
+    never: str | None = None
+    model: Any = None
+    input_ids: Any = None
+    refs: dict | None = None
+    aux: list = field(default_factory=list)  # what the capture held (a DFlash draft's facts read its first state)
+
+    @property
+    def findings(self) -> list:
+        return self.reply["findings"]
+
+
 def extract(request: dict) -> dict[str, Any]:
+    """The serving contract's material, step by step: the release's family, the inputs as the
+    engine is shown them, the target's config as the engine reads it, the ids its start-up reads,
+    the target built and run by its own model code, the capture named, then the fix search's
+    candidates and the draft as its classes build it. A step that completes the reply early (a
+    refusal, a limit) raises _Answered."""
     version = metadata.version("sglang")
-    reply: dict[str, Any] = {**reply_header(version), "findings": []}
-    findings = reply["findings"]
+    run = _Run(request=request, reply={**reply_header(version), "findings": []}, version=version)
+    try:
+        _place(run)
+        if request.get("imports_only"):  # where it can run (parity.extract.installed): nothing is built
+            return run.reply
+        _inputs(run)
+        _layout(run)
+        _target_config(run)
+        _ids(run)
+        _build_and_run(run)
+        _capture(run)
+        _candidates_and_draft(run)
+    except _Answered:
+        pass
+    return run.reply
+
+
+def _place(run: _Run) -> None:
+    """The release family that runs this release, its code paths imported (a release no family
+    can run, one with no EAGLE-3, or code this environment cannot import, answers here)."""
+    version, reply = run.version, run.reply
     unimportable = imports_failing(lambda: adapter_for(version)[0].check_code_paths(), "sglang")
     if unimportable is not None and no_eagle3(version) is None:  # parity.extract.installed runs it elsewhere
         reply.update(CannotExtract.entry("sglang", version, unimportable, unimportable=True))
-        return reply
+        raise _Answered
     try:
-        adapter, code_paths, placement = adapter_for(version)
-        adapter.check_code_paths()  # its own family's too: a moved code path is never run
+        run.adapter, run.code_paths, run.placement = adapter_for(version)
+        run.adapter.check_code_paths()  # its own family's too: a moved code path is never run
     except LookupError as exc:  # no family can run it, or its own family's code path moved
         lacks = no_eagle3(version)  # or the release has no EAGLE-3 at all: its own answer
         reply.update(CannotExtract.entry("sglang", version, lacks or (
             str(exc) if isinstance(exc, UnsupportedRelease) else one_line(exc)), engine_lacks=bool(lacks)))
-        return reply
+        raise _Answered
     except ImportError as exc:  # its code needs a dependency this environment lacks (or has too new)
         lacks = no_eagle3(version)
         reply.update(CannotExtract.entry("sglang", version, lacks or (
             f"its code cannot be imported here: {one_line(exc)} (imported by {importer(exc)})"),
             engine_lacks=bool(lacks), unimportable=not lacks))
-        return reply
-    if request.get("imports_only"):  # where it can run (parity.extract.installed): nothing is built
-        return reply
-    warm_model_modules()  # fresh and forked runs alike (forked: only the modules the warm-up forgot again)
-    reply["code_paths"] = code_paths
-    reply["family"] = placement.family
-    if placement.note:
-        reply["release_note"] = placement.note
-    torch.manual_seed(request.get("seed", 0))
+        raise _Answered
 
-    real = request["target_config"]
-    names = request.get("names") or {}  # the paths as the user wrote them: the engine is shown these
-    draft_dir = request.get("draft_dir")
-    if draft_dir:
-        draft_dir = named_path(draft_dir, names.get("draft"), "draft")
-    draft_config = json.loads((Path(draft_dir) / "config.json").read_text()) if draft_dir else {}
-    work = Path(tempfile.mkdtemp(prefix="parity-serving-"))
+
+def _inputs(run: _Run) -> None:
+    """The inputs as the engine is shown them (the user's names), the serve command's launch
+    contract, the speculative algorithm it serves, and the shrunk target's config on disk."""
+    request, reply, adapter = run.request, run.reply, run.adapter
+    warm_model_modules()  # fresh and forked runs alike (forked: only the modules the warm-up forgot again)
+    reply["code_paths"] = run.code_paths
+    reply["family"] = run.placement.family
+    if run.placement.note:
+        reply["release_note"] = run.placement.note
+    torch.manual_seed(request.get("seed", 0))
+    run.real = real = request["target_config"]
+    run.names = request.get("names") or {}
+    if request.get("draft_dir"):
+        run.draft_dir = named_path(request["draft_dir"], run.names.get("draft"), "draft")
+        run.draft_config = json.loads((Path(run.draft_dir) / "config.json").read_text())
+    run.work = Path(tempfile.mkdtemp(prefix="parity-serving-"))
     if request.get("serve_args") is not None:  # the launch contract, before the runtime is set up
-        if not resolve_launch(adapter, request["serve_args"], real, draft_dir, work, reply, names):
-            return reply
+        if not resolve_launch(adapter, request["serve_args"], real, run.draft_dir, run.work, reply, run.names):
+            raise _Answered
         if request.get("launch_only"):  # the serve command alone, refused before any model is built
             reply["launch_only"] = True
-            return reply
-    algorithm = served_algorithm(draft_config, reply.get("launch")) if draft_dir else "EAGLE3"
+            raise _Answered
+    run.algorithm = algorithm = served_algorithm(run.draft_config, reply.get("launch")) if run.draft_dir else "EAGLE3"
     if algorithm in DFLASH_FAMILY:
-        refused = adapter.dflash_refusal(version)
+        refused = adapter.dflash_refusal(run.version)
         if refused is not None:  # the release has no DFlash (its answer), or parity's adapter cannot run it
-            reply.update(CannotExtract.entry("sglang", version, refused[0], engine_lacks=refused[1]))
-            return reply
-        code_paths = getattr(placement.module, "DFLASH_CODE_PATHS", code_paths)
+            reply.update(CannotExtract.entry("sglang", run.version, refused[0], engine_lacks=refused[1]))
+            raise _Answered
+        run.code_paths = getattr(run.placement.module, "DFLASH_CODE_PATHS", run.code_paths)
     adapter.use_algorithm(algorithm)  # every family publishes it in the runtime's server args
-    reply["code_paths"] = code_paths
+    reply["code_paths"] = run.code_paths
     reply["algorithm"] = algorithm
-    dflash = adapter.is_dflash()
-    reply["draft_kind"] = "dflash" if dflash else "eagle3"
-    target_dir = work / "target"
-    target_dir.mkdir()
-    (target_dir / "config.json").write_text(json.dumps(shrink_config(real)))
-    # A wrapper's checkpoint keeps the text model under a prefix its load_weights strips.
-    prefix = WRAPPER_TEXT_PREFIX if is_wrapper(real) else ""
+    run.dflash = adapter.is_dflash()
+    reply["draft_kind"] = "dflash" if run.dflash else "eagle3"
+    run.target_dir = run.work / "target"
+    run.target_dir.mkdir()
+    (run.target_dir / "config.json").write_text(json.dumps(shrink_config(real)))
+    run.prefix = WRAPPER_TEXT_PREFIX if is_wrapper(real) else ""
 
-    # The capture under the serve command's parallel layout, one process per rank, forked before
-    # this process starts its own groups (ranks.py); the one-process run below reads the rest.
-    plan, ranked, hf = None, None, None
+
+def _layout(run: _Run) -> None:
+    """The capture under the serve command's parallel layout, one process per rank, forked before
+    this process starts its own groups (ranks.py); the one-process run below reads the rest."""
+    request, reply = run.request, run.reply
     if reply.get("launch") is not None:
-        plan = layout_plan(adapter, reply, version)
-        if plan is False:
-            return reply
-    if plan is not None and plan.ranks > 1:
-        hf = seeded_hf_model(str(target_dir), request.get("seed", 0))
-        tensors = checkpoint_tensors(hf, str(work / "weights"), prefix)
-        captures = algorithm == "EAGLE3" or algorithm in DFLASH_FAMILY
-        ranked = ranks.run(adapter, plan, free_port(), str(target_dir), draft_dir, tensors,
-                           seeded_tokens(request, hf), list(request.get("candidates", [])) if captures else [])
+        run.plan = layout_plan(run.adapter, reply, run.version)
+        if run.plan is False:
+            raise _Answered
+    if run.plan is not None and run.plan.ranks > 1:
+        run.hf = seeded_hf_model(str(run.target_dir), request.get("seed", 0))
+        tensors = checkpoint_tensors(run.hf, str(run.work / "weights"), run.prefix)
+        captures = run.algorithm == "EAGLE3" or run.algorithm in DFLASH_FAMILY
+        run.ranked = ranks.run(run.adapter, run.plan, free_port(), str(run.target_dir), run.draft_dir, tensors,
+                               seeded_tokens(request, run.hf), list(request.get("candidates", [])) if captures else [])
 
-    setup_on_a_free_port(adapter, draft_dir)
-    arch = (real.get("architectures") or ["?"])[0]
+
+def _target_config(run: _Run) -> None:
+    """The runtime set up on a free port, and the target's config as the engine's own model
+    config reads it (an architecture it, or the reference, cannot read answers here)."""
+    reply, real, adapter = run.reply, run.real, run.adapter
+    setup_on_a_free_port(adapter, run.draft_dir)
+    run.arch = arch = (real.get("architectures") or ["?"])[0]
     try:
-        target_cfg = adapter.model_config(str(target_dir))
-        native_class_importable(adapter.model_class(target_cfg), arch)
+        run.target_cfg = adapter.model_config(str(run.target_dir))
+        native_class_importable(adapter.model_class(run.target_cfg), arch)
         from transformers import AutoConfig
-        AutoConfig.from_pretrained(str(target_dir))  # the reference must exist too
+        AutoConfig.from_pretrained(str(run.target_dir))  # the reference must exist too
     except Exception as exc:
         reply["error"] = (f"architecture {arch} (model_type {real.get('model_type')!r}) is not supported: "
                           f"{one_line(exc)}")
         reply["unsupported"] = True
-        lacking = cpu_path.requirement_not_installed(exc.__cause__ or exc, version,
+        lacking = cpu_path.requirement_not_installed(exc.__cause__ or exc, run.version,
                                                      metadata.requires("sglang") or [])
         if lacking:  # a requirement of the release parity's environment leaves out: parity's limit
             reply[HARNESS_LIMIT_KEY] = lacking
-        return reply
-    n = adapter.text_layers(target_cfg)
+        raise _Answered
+    run.n = adapter.text_layers(run.target_cfg)
 
-    # 1. The ids, read by the engine's own start-up code.
+
+def _ids(run: _Run) -> None:
+    """1. The ids, read by the engine's own start-up code, and where it took them from."""
+    reply, adapter, n = run.reply, run.adapter, run.n
     try:
-        use_aux, ids = adapter.resolve_aux_ids(target_cfg)
+        run.use_aux, run.ids = adapter.resolve_aux_ids(run.target_cfg)
     except Exception as exc:  # the engine refuses this draft directory at start-up
-        reply["error"] = (f"sglang {version} cannot load the draft config "
-                          f"{draft_dir}/config.json: {one_line(exc)}")
-        reply["draft_unloadable"] = True
-        written = draft_config.get("eagle_aux_hidden_state_layer_ids")
-        reply["expected_slots"] = len(written) if isinstance(written, list) else 3
-        if request.get("candidates"):  # still answer which ids would work once it loads
-            try:
-                model = build_target(adapter, target_cfg, real, version)
-            except TargetUnbuildable as exc:
-                reply.update(error=str(exc), unsupported=True)
-                return reply
-            hf = seeded_hf_model(str(target_dir), request.get("seed", 0))
-            adapter.load_weights(model, checkpoint_tensors(hf, str(work / "weights"), prefix))
-            input_ids = seeded_tokens(request, hf)
-            refs = candidate_states(hf, input_ids)
-            reply["candidates"] = [try_candidate(adapter, model, input_ids, refs, n, c)
-                                   for c in request["candidates"]]
-        return reply
+        _unloadable(run, exc)
+    use_aux, ids = run.use_aux, run.ids
     reply["use_aux"] = bool(use_aux)
     reply["requested_ids"] = list(ids) if isinstance(ids, (list, tuple)) else ids
-    never = adapter.ids_never_read(version)
-    written = adapter.dflash_written_ids(draft_dir) if dflash else None
-    if dflash and written is None:
+    run.never = never = adapter.ids_never_read(run.version)
+    written = adapter.dflash_written_ids(run.draft_dir) if run.dflash else None
+    if run.dflash and written is None:
         reply["ids_source"] = f"engine default: DFlash's build_target_layer_ids({n}, draft layers)"
         reply["requested_ids"] = None  # the engine's own default, as for EAGLE-3 (the capture shows it)
-        findings.append(finding(FindingKind.default_layers_fallback, why_dflash_default(adapter, draft_dir, n, ids)))
-    elif not use_aux and algorithm != "EAGLE3":  # the engine's own start-up answer under the algorithm served
-        reply["ids_source"] = (f"none: sglang {version}'s start-up under speculative_algorithm {algorithm} reads "
-                               "no aux ids and captures no aux hidden states")
-    elif dflash:
+        run.findings.append(finding(FindingKind.default_layers_fallback,
+                                    why_dflash_default(adapter, run.draft_dir, n, ids)))
+    elif not use_aux and run.algorithm != "EAGLE3":  # the engine's own start-up answer under the algorithm served
+        reply["ids_source"] = (f"none: sglang {run.version}'s start-up under speculative_algorithm {run.algorithm} "
+                               "reads no aux ids and captures no aux hidden states")
+    elif run.dflash:
         reply["ids_source"] = "the draft's target_layer_ids (dflash_config's, else top-level; parse_dflash_draft_config)"
     elif ids is None and never:
         reply["ids_source"] = "engine default (this release never reads the draft's ids)"
-        findings.append(finding(
+        run.findings.append(finding(
             FindingKind.default_layers_fallback,
             f"SGLang never reads aux layer ids from the draft config: {never}"))
     elif ids is None:
         reply["ids_source"] = "engine default"
-        findings.append(finding(
+        run.findings.append(finding(
             FindingKind.default_layers_fallback,
             f"SGLang found no usable aux layer ids in the draft config and silently fell back to "
-            f"its default layers: {why_fallback(draft_config)}"))
+            f"its default layers: {why_fallback(run.draft_config)}"))
     else:
         reply["ids_source"] = "eagle_config['eagle_aux_hidden_state_layer_ids']"
 
-    # 2. The capture, by the engine's own model code, on a tiny same-depth model. The engine's
-    # model is built first: its classes read the config, and a key they need that the file
-    # lacks is named in seconds, before the reference model is built (with transformers'
-    # defaults for every width the file leaves out, that can take minutes).
-    # The start-up's own refusal of the model class, if any: its answer whenever parity's CPU run
-    # cannot build or run the model (a GPU builds it, then the start-up refuses before any forward).
-    refusal = None if dflash or not use_aux else start_up_refusal(adapter, target_cfg, use_aux, ids, arch, version)
+
+def _unloadable(run: _Run, exc: Exception) -> None:
+    """The start-up refused the draft directory: said, and (asked for candidates) which ids would
+    work once it loads. Always completes the reply."""
+    reply, request, adapter = run.reply, run.request, run.adapter
+    reply["error"] = (f"sglang {run.version} cannot load the draft config "
+                      f"{run.draft_dir}/config.json: {one_line(exc)}")
+    reply["draft_unloadable"] = True
+    written = run.draft_config.get("eagle_aux_hidden_state_layer_ids")
+    reply["expected_slots"] = len(written) if isinstance(written, list) else 3
+    if request.get("candidates"):  # still answer which ids would work once it loads
+        try:
+            model = build_target(adapter, run.target_cfg, run.real, run.version)
+        except TargetUnbuildable as unbuildable:
+            reply.update(error=str(unbuildable), unsupported=True)
+            raise _Answered
+        hf = seeded_hf_model(str(run.target_dir), request.get("seed", 0))
+        adapter.load_weights(model, checkpoint_tensors(hf, str(run.work / "weights"), run.prefix))
+        input_ids = seeded_tokens(request, hf)
+        refs = candidate_states(hf, input_ids)
+        reply["candidates"] = [try_candidate(adapter, model, input_ids, refs, run.n, c)
+                               for c in request["candidates"]]
+    raise _Answered
+
+
+def _build_and_run(run: _Run) -> None:
+    """2. The target built by the engine's own model code on a tiny same-depth model, loaded with
+    the reference's weights, and run once without a capture. The engine's model is built first:
+    its classes read the config, and a key they need that the file lacks is named in seconds,
+    before the reference model is built (with transformers' defaults for every width the file
+    leaves out, that can take minutes). The start-up's own refusal of the model class, if any,
+    is its answer whenever parity's CPU run cannot build or run the model (a GPU builds it, then
+    the start-up refuses before any forward)."""
+    reply, adapter, real, arch, ids = run.reply, run.adapter, run.real, run.arch, run.ids
+    refusal = (None if run.dflash or not run.use_aux
+               else start_up_refusal(adapter, run.target_cfg, run.use_aux, ids, arch, run.version))
     try:
-        model = build_target(adapter, target_cfg, real, version, refusal)
+        run.model = model = build_target(adapter, run.target_cfg, real, run.version, refusal)
     except TargetUnbuildable as exc:
         reply.update(error=str(exc), unsupported=True)
-        return reply
+        raise _Answered
     except RefusedAtStartUp as exc:
         reply.update(error=str(exc), expected_slots=expected_slots(ids))
-        return reply
-    hf = hf or seeded_hf_model(str(target_dir), request.get("seed", 0))
+        raise _Answered
+    run.hf = run.hf or seeded_hf_model(str(run.target_dir), run.request.get("seed", 0))
     reply["model_class"] = f"{type(model).__module__}.{type(model).__name__}"
-    adapter.load_weights(model, checkpoint_tensors(hf, str(work / "weights"), prefix))
-    input_ids = seeded_tokens(request, hf)
+    adapter.load_weights(model, checkpoint_tensors(run.hf, str(run.work / "weights"), run.prefix))
+    run.input_ids = seeded_tokens(run.request, run.hf)
     try:  # can the engine's own model code run this architecture here at all?
-        adapter.forward(model, input_ids)
+        adapter.forward(model, run.input_ids)
     except Exception as exc:
         if refusal is not None:  # the start-up refuses before any forward, on a GPU as here
             reply.update(error=refusal, expected_slots=expected_slots(ids))
-            return reply
+            raise _Answered
         # Off CUDA is where parity runs the engine, not where it serves: a model its non-CUDA path
         # cannot run is a limit of the CPU run (exit 2, "parity cannot run"), never its refusal.
         own = cpu_path.method_lacks_argument(exc)
@@ -599,70 +693,87 @@ def extract(request: dict) -> dict[str, Any]:
                  f"{real.get('model_type')!r})")
         limit = f"{where}: a plain prefill, before any capture is set, raised {one_line(exc)} (at {engine_frame(exc)})"
         # a CUDA-only path or a stand-in relied on is named as such (child.harness_limit)
-        reply.update(error=f"sglang {version}: {limit}", **{HARNESS_LIMIT_KEY: harness_limit(exc) or limit})
-        return reply
+        reply.update(error=f"sglang {run.version}: {limit}", **{HARNESS_LIMIT_KEY: harness_limit(exc) or limit})
+        raise _Answered
+
+
+def _capture(run: _Run) -> None:
+    """The capture configured by the engine's own hook with the ids it read, run, and each slot
+    named by numerical identity (under the serve command's layout: as its last stage hands it)."""
+    reply, adapter, model, findings, ids = run.reply, run.adapter, run.model, run.findings, run.ids
     try:
-        adapter.configure_capture(model, use_aux, ids)
+        adapter.configure_capture(model, run.use_aux, ids)
     except Exception as exc:
-        handed = "" if never else ids  # a release that never reads the ids hands none
-        hook = "set_dflash_layers_to_capture" if dflash else CAPTURE_HOOK
-        findings.append(finding(FindingKind.engine_error, no_capture_hook(exc, model, arch, version) or
+        handed = "" if run.never else ids  # a release that never reads the ids hands none
+        hook = "set_dflash_layers_to_capture" if run.dflash else CAPTURE_HOOK
+        findings.append(finding(FindingKind.engine_error, no_capture_hook(exc, model, run.arch, run.version) or
                                 f"{hook}({handed}) raised {one_line(exc)}", "error"))
     capture = adapter.capture_indices(model)
     reply["capture_ids"] = capture
     expected = len(ids) if isinstance(ids, (list, tuple)) else len(capture or [])
     reply["expected_slots"] = expected
-
-    refs = candidate_states(hf, input_ids)
-    aux: list = []
-    slots = capture_and_identify(adapter, model, input_ids, refs, n, capture, expected, findings, aux)
-    if ranked is not None:  # what the draft is fed is what the layout's last stage hands it
-        under = under_layout(ranked, plan, refs, n, capture, expected, slots, model, version, reply)
+    run.refs = refs = candidate_states(run.hf, run.input_ids)
+    slots = capture_and_identify(adapter, model, run.input_ids, refs, run.n, capture, expected, findings, run.aux)
+    if run.ranked is not None:  # what the draft is fed is what the layout's last stage hands it
+        under = under_layout(run.ranked, run.plan, refs, run.n, capture, expected, slots, model, run.version, reply)
         if under is None:  # parity's limit or its own fault under the layout: said in the reply
-            return reply
+            raise _Answered
         slots, findings[:] = under["slots"], [f for f in findings if f["kind"] not in LAYOUT_REPLACES] + \
             under["findings"]
         reply["capture_ids"] = under["capture"]
-    misread = None
-    if any(f["kind"] == FindingKind.unidentified_state for f in findings):
-        misread = rope_base.misread(model, hf.config, arch, version)
-    if misread:  # the engine's own model is another than the checkpoint's: said first, its states stay unnamed
-        first = next(i for i, f in enumerate(findings) if f["kind"] == FindingKind.unidentified_state)
-        findings.insert(first, finding(FindingKind.target_config_misread, misread, "error"))
-    elif any(f["kind"] == FindingKind.unidentified_state for f in findings):
-        unread = cpu_path.unread_parameters(lambda: adapter.forward(model, input_ids), model)
-        if unread:  # its non-CUDA forward is not the model a GPU serves: parity's CPU run cannot check it
-            reply[HARNESS_LIMIT_KEY] = (
-                f"its own non-CUDA forward of {arch}, which parity runs, is not the model: it never reads the loaded "
-                f"{', '.join(unread)} (zeroing them changes none of its outputs), so the states it computes off "
-                "CUDA match no state of the model; a GPU runs its CUDA kernels")
+    _unnamed_states(run)
     reply["slots"] = slots
+
+
+def _candidates_and_draft(run: _Run) -> None:
+    """3. Other id lists on the same model (the gate's search for a fix), and the draft as the
+    engine's draft class builds it."""
+    reply, adapter, real, findings, draft_dir = run.reply, run.adapter, run.real, run.findings, run.draft_dir
     reply["target"] = {"architecture": (real.get("architectures") or ["?"])[0],
-                       "model_type": real.get("model_type"), "num_hidden_layers": n,
+                       "model_type": real.get("model_type"), "num_hidden_layers": run.n,
                        "hidden_size": text_part(real).get("hidden_size"),
                        "vocab_size": text_part(real).get("vocab_size")}
-    # 3. Other id lists on the same model (the gate's search for a fix).
-    captures = use_aux or algorithm == "EAGLE3"  # under another algorithm no ids written change the capture
-    reply["candidates"] = [try_candidate(adapter, model, input_ids, refs, n, ids)
-                           for ids in request.get("candidates", []) if captures]
-    if ranked is not None:  # each candidate as the layout's last stage hands it
-        reply["candidates"] = candidates_under_layout(ranked, reply["candidates"], refs, n)
-    if draft_dir and dflash:
+    captures = run.use_aux or run.algorithm == "EAGLE3"  # under another algorithm no ids written change the capture
+    reply["candidates"] = [try_candidate(adapter, run.model, run.input_ids, run.refs, run.n, ids)
+                           for ids in run.request.get("candidates", []) if captures]
+    if run.ranked is not None:  # each candidate as the layout's last stage hands it
+        reply["candidates"] = candidates_under_layout(run.ranked, reply["candidates"], run.refs, run.n)
+    if draft_dir and run.dflash:
         try:
-            reply["dflash_draft"] = dflash_facts(adapter, draft_dir, aux[0] if aux else None, findings, version)
+            reply["dflash_draft"] = dflash_facts(adapter, draft_dir, run.aux[0] if run.aux else None, findings,
+                                                 run.version)
             reply["draft"] = {"built": reply["dflash_draft"].pop("built")}  # its DFlash fields (BuiltDraft)
         except Exception as exc:
             findings.append(finding(FindingKind.draft_unloadable, f"SGLang's DFlash draft class could not be built "
                                     f"from {draft_dir}: {one_line(exc)}", "error"))
     elif draft_dir:
         try:
-            reply["draft"] = draft_facts(adapter, draft_dir, model, findings, version,
-                                         getattr(target_cfg, "context_len", None),
-                                         eagle3=_is_eagle3(algorithm) is not False)
+            reply["draft"] = draft_facts(adapter, draft_dir, run.model, findings, run.version,
+                                         getattr(run.target_cfg, "context_len", None),
+                                         eagle3=_is_eagle3(run.algorithm) is not False)
         except Exception as exc:
             findings.append(finding(FindingKind.draft_unloadable, f"SGLang's draft class could not be built "
                                     f"from {draft_dir}: {one_line(exc)}", "error"))
-    return reply
+
+
+def _unnamed_states(run: _Run) -> None:
+    """Captured states no reference state matches: the engine's model is another than the
+    checkpoint's (its config misread: said first), or its non-CUDA forward is not the model
+    (parity's limit)."""
+    findings, reply, model = run.findings, run.reply, run.model
+    if not any(f["kind"] == FindingKind.unidentified_state for f in findings):
+        return
+    misread = rope_base.misread(model, run.hf.config, run.arch, run.version)
+    if misread:  # the engine's own model is another than the checkpoint's: said first, its states stay unnamed
+        first = next(i for i, f in enumerate(findings) if f["kind"] == FindingKind.unidentified_state)
+        findings.insert(first, finding(FindingKind.target_config_misread, misread, "error"))
+        return
+    unread = cpu_path.unread_parameters(lambda: run.adapter.forward(model, run.input_ids), model)
+    if unread:  # its non-CUDA forward is not the model a GPU serves: parity's CPU run cannot check it
+        reply[HARNESS_LIMIT_KEY] = (
+            f"its own non-CUDA forward of {run.arch}, which parity runs, is not the model: it never reads the loaded "
+            f"{', '.join(unread)} (zeroing them changes none of its outputs), so the states it computes off "
+            "CUDA match no state of the model; a GPU runs its CUDA kernels")
 
 
 # The findings of the one-process capture that the capture under a layout replaces.

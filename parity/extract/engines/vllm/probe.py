@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from dataclasses import dataclass, field
 import shlex
 import tempfile
 from importlib import metadata
@@ -226,127 +227,219 @@ def extract(request: dict) -> dict[str, Any]:
         return reply
 
 
-def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, Any]:
-    import torch
+class _Answered(Exception):
+    """A step of `_extract` completed the reply early (a refusal, a limit, an error it names)."""
 
+
+@dataclass
+class _Run:
+    """What the steps of one extraction share: the request, the reply being written, and what
+    each step found for the next."""
+
+    request: dict
+    reply: dict
+    version: str
+    placement: Any = None
+    family: Any = None
+    adapter: Any = None
+    work: Path | None = None
+    target_dir: Path | None = None
+    hf: Any = None  # the transformers reference model, seeded; its checkpoint is what vLLM loads
+    speculative: dict | None = None  # the speculative config handed to vLLM (None: a dump set on the model)
+    checkpoint: Any = None  # the served draft's checkpoint (serving)
+    input_ids: Any = None
+    plan: Any = None  # the serve command's parallel layout (ranks.py), when it has several ranks
+    ranked: list | None = None
+    reads: set | None = None  # the draft config's attributes vLLM's config classes read
+    skip: list = field(default_factory=list)
+    dict_reads: dict = field(default_factory=dict)  # a config vLLM reads as a dict first (the speculators format)
+    vllm_config: Any = None
+    model: Any = None
+    refs: dict | None = None
+    default_aux: Any = None  # what the GPU-default runner captured (a DFlash draft's fc is handed it)
+
+    @property
+    def serving(self) -> bool:
+        return self.request["mode"] == "serving"
+
+
+def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, Any]:
+    """The reply, step by step: the release's family, the target's checkpoint, the speculative
+    config as the serve command gives it, the layout, vLLM's config classes, the target built by
+    its own model code, each runner's capture named, the fix search's candidates, the draft as its
+    classes build it. A step that completes the reply early raises _Answered."""
+    run = _Run(request=request, reply=reply, version=version)
     try:
-        placement = place(version)
+        _place(run)
+        if request.get("imports_only"):  # where it can run (parity.extract.installed): nothing is built
+            return reply
+        _set_up(run)
+        _target(run)
+        _speculative(run)
+        _layout(run)
+        _configure(run)
+        _build(run)
+        _runners(run)
+        _candidates(run)
+        if run.serving:
+            _draft(run)
+    except _Answered:
+        pass
+    return reply
+
+
+def _place(run: _Run) -> None:
+    """The release family that runs this release, its imports checked here."""
+    try:
+        placement = place(run.version)
     except LookupError as exc:
-        reply.update(CannotExtract.entry("vllm", version, str(exc)))
-        return reply
-    family = placement.module
-    adapter = family.Adapter()
-    unimportable = imports_failing(lambda: (adapter.platform(), require(*family.IMPORTS)), "vllm")
+        run.reply.update(CannotExtract.entry("vllm", run.version, str(exc)))
+        raise _Answered
+    run.family, run.adapter = placement.module, placement.module.Adapter()
+    unimportable = imports_failing(lambda: (run.adapter.platform(), require(*run.family.IMPORTS)), "vllm")
     if unimportable is not None:  # this interpreter cannot run it: parity.extract.installed runs it elsewhere
-        reply.update(CannotExtract.entry("vllm", version, unimportable, unimportable=True))
-        return reply
-    if request.get("imports_only"):  # where it can run (parity.extract.installed): nothing is built
-        return reply
-    reply["family"] = placement.family
-    if placement.note:
-        reply["release_note"] = placement.note
-    reply["code_paths"] = family.CODE_PATHS
+        run.reply.update(CannotExtract.entry("vllm", run.version, unimportable, unimportable=True))
+        raise _Answered
+    run.placement = placement
+
+
+def _set_up(run: _Run) -> None:
+    """The platform, the serve command's launch contract (before anything is built), the kernels
+    parity stands in for."""
+    request, reply, adapter = run.request, run.reply, run.adapter
+    reply["family"] = run.placement.family
+    if run.placement.note:
+        reply["release_note"] = run.placement.note
+    reply["code_paths"] = run.family.CODE_PATHS
     adapter.platform()
     if request.get("serve_args") is not None:  # the launch contract, before anything is built
-        if not resolve_launch(adapter, request, version, reply):
-            return reply
+        if not resolve_launch(adapter, request, run.version, reply):
+            raise _Answered
         if request.get("launch_only"):  # the serve command alone, refused before any model is built
             reply["launch_only"] = True
-            return reply
+            raise _Answered
     reply["kernel_standins"] = replace_kernels(adapter)
 
-    from ...reference import candidate_states, seeded_hf_model
 
-    seed = request.get("seed", 0)
-    work = Path(tempfile.mkdtemp(prefix="parity-vllm-"))
-    target_dir = work / "target"
-    target_dir.mkdir()
-    (target_dir / "config.json").write_text(json.dumps(shrink_config(request["target_config"])))
-    hf = seeded_hf_model(str(target_dir), seed)
-    hf.save_pretrained(str(target_dir), safe_serialization=True)  # the checkpoint vLLM loads
+def _target(run: _Run) -> None:
+    """The shrunk target's config and the seeded reference's checkpoint, which vLLM loads."""
+    from ...reference import seeded_hf_model
 
+    run.work = Path(tempfile.mkdtemp(prefix="parity-vllm-"))
+    run.target_dir = run.work / "target"
+    run.target_dir.mkdir()
+    (run.target_dir / "config.json").write_text(json.dumps(shrink_config(run.request["target_config"])))
+    run.hf = seeded_hf_model(str(run.target_dir), run.request.get("seed", 0))
+    run.hf.save_pretrained(str(run.target_dir), safe_serialization=True)  # the checkpoint vLLM loads
+
+
+def _speculative(run: _Run) -> None:
+    """The speculative config vLLM is handed: a dump's (data generation), or the served draft's
+    under the method the serve command resolves and the name it gives the draft."""
+    request, reply, version = run.request, run.reply, run.version
     if request["mode"] == "dump":
-        speculative = adapter.dump_config(request["launch_ids"])  # None: the family sets them on the model
-        reply["dump_method"] = family.DUMP_METHOD
-    else:
-        served, checkpoint = built_draft_dir(request["draft_dir"])
-        method = served_method(request, reply)
-        if method == "dflash":
-            refused = dflash_refusal(adapter, version)
-            if refused is not None:  # the release has no DFlash (its answer), or parity's adapter cannot run it
-                reply.update(CannotExtract.entry("vllm", version, refused[0], engine_lacks=refused[1]))
-                return reply
-            reply["code_paths"] = getattr(family, "DFLASH_CODE_PATHS", family.CODE_PATHS)
-        reply["method"] = method
-        reply["draft_kind"] = "dflash" if method == "dflash" else "eagle3"
-        # the draft shown under the name the serve command gives it, else --draft's (named.py)
-        launched = ((reply.get("launch") or {}).get("names") or {})
-        name = next((v for k, v in launched.items() if k != "model" and v), (request.get("names") or {}).get("draft"))
-        speculative = {"method": method, "model": named_path(served, name, "draft"), "num_speculative_tokens": 1}
+        run.speculative = run.adapter.dump_config(request["launch_ids"])  # None: the family sets them on the model
+        reply["dump_method"] = run.family.DUMP_METHOD
+        return
+    served, run.checkpoint = built_draft_dir(request["draft_dir"])
+    method = served_method(request, reply)
+    if method == "dflash":
+        refused = dflash_refusal(run.adapter, version)
+        if refused is not None:  # the release has no DFlash (its answer), or parity's adapter cannot run it
+            reply.update(CannotExtract.entry("vllm", version, refused[0], engine_lacks=refused[1]))
+            raise _Answered
+        reply["code_paths"] = getattr(run.family, "DFLASH_CODE_PATHS", run.family.CODE_PATHS)
+    reply["method"] = method
+    reply["draft_kind"] = "dflash" if method == "dflash" else "eagle3"
+    # the draft shown under the name the serve command gives it, else --draft's (named.py)
+    launched = ((reply.get("launch") or {}).get("names") or {})
+    name = next((v for k, v in launched.items() if k != "model" and v), (request.get("names") or {}).get("draft"))
+    run.speculative = {"method": method, "model": named_path(served, name, "draft"), "num_speculative_tokens": 1}
+
+
+def _layout(run: _Run) -> None:
+    """The seeded tokens, and the capture under the serve command's parallel layout, one process
+    per rank, forked before this process starts its own group (ranks.py); the one-process run
+    below reads the rest."""
+    import torch
+
+    request, reply = run.request, run.reply
+    seed = request.get("seed", 0)
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed + 1)
-    input_ids = torch.randint(0, hf.config.vocab_size, (request.get("seq_len", 8),), generator=gen)
-    # The capture under the serve command's parallel layout, one process per rank, forked before
-    # this process starts its own group (ranks.py); the one-process run below reads the rest.
-    plan, ranked = None, None
-    if reply.get("launch") is not None and request["mode"] == "serving":
-        plan = layout_plan(adapter, reply, version)
-        if plan is False:
-            return reply
-    if plan is not None and plan.ranks > 1:
-        runner = getattr(family, "GPU_DEFAULT_RUNNER", "v2")
-        ranked = ranks.run(adapter, plan, free_port(), str(target_dir), speculative, input_ids,
-                           list(request.get("candidates", [])), runner)
-    # the draft config's attributes vLLM's config classes read (BuiltDraft's config keys), the target's left out
-    reads = set() if request["mode"] == "serving" and getattr(adapter, "BUILDS_DRAFT", False) else None
-    skip: list = []
-    dict_reads: dict[str, set[str]] = {}  # a config vLLM reads as a dict first (the speculators format)
+    run.input_ids = torch.randint(0, run.hf.config.vocab_size, (request.get("seq_len", 8),), generator=gen)
+    if reply.get("launch") is not None and run.serving:
+        run.plan = layout_plan(run.adapter, reply, run.version)
+        if run.plan is False:
+            raise _Answered
+    if run.plan is not None and run.plan.ranks > 1:
+        runner = getattr(run.family, "GPU_DEFAULT_RUNNER", "v2")
+        run.ranked = ranks.run(run.adapter, run.plan, free_port(), str(run.target_dir), run.speculative,
+                               run.input_ids, list(request.get("candidates", [])), runner)
+
+
+def _configure(run: _Run) -> None:
+    """vLLM's config classes on the target and the speculative config, recording what they read
+    of the draft's config (BuiltDraft's config keys); a refusal of the draft alone is unservable."""
+    request, reply, adapter = run.request, run.reply, run.adapter
+    run.reads = set() if run.serving and getattr(adapter, "BUILDS_DRAFT", False) else None
     try:
-        with recording(reads, skip) if reads is not None else contextlib.nullcontext(), \
-                reading_dicts(speculative["model"], dict_reads) if reads is not None else contextlib.nullcontext():
-            vllm_config = adapter.config(str(target_dir), speculative, free_port())
-            skip.extend(adapter.target_configs(vllm_config))
+        with recording(run.reads, run.skip) if run.reads is not None else contextlib.nullcontext(), \
+                reading_dicts(run.speculative["model"], run.dict_reads) if run.reads is not None \
+                else contextlib.nullcontext():
+            run.vllm_config = adapter.config(str(run.target_dir), run.speculative, free_port())
+            run.skip.extend(adapter.target_configs(run.vllm_config))
     except Exception as exc:  # noqa: BLE001
-        if (request["mode"] == "serving" and not (harness_limit(exc) or parity_fault(exc))
-                and _target_alone_configures(adapter, str(target_dir))):  # the draft is what it refuses: unservable
-            reply["draft_refused"] = (f"vllm {version}'s config classes refuse the draft as written (the target "
+        if (run.serving and not (harness_limit(exc) or parity_fault(exc))
+                and _target_alone_configures(adapter, str(run.target_dir))):  # the draft is what it refuses: unservable
+            reply["draft_refused"] = (f"vllm {run.version}'s config classes refuse the draft as written (the target "
                                       f"alone configures): {_words(exc)}")
-            return reply
-        reply["error"] = f"vllm {version}'s config classes refused the {request['mode']} set-up: {one_line(exc)}"
+            raise _Answered
+        reply["error"] = f"vllm {run.version}'s config classes refused the {request['mode']} set-up: {one_line(exc)}"
         reply["config_refused"] = True
-        return reply
-    reply["gpu_default_runner"] = adapter.gpu_default_runner(vllm_config)
-    n = adapter.num_layers(vllm_config)
-    if request["mode"] == "dump" and speculative is None:
-        lacks = capture_lacking(vllm_config)
+        raise _Answered
+
+
+def _build(run: _Run) -> None:
+    """The target built by vLLM's own model code, and the reference's states to name against."""
+    from ...reference import candidate_states
+
+    reply, adapter = run.reply, run.adapter
+    reply["gpu_default_runner"] = adapter.gpu_default_runner(run.vllm_config)
+    n = adapter.num_layers(run.vllm_config)
+    if run.request["mode"] == "dump" and run.speculative is None:
+        lacks = capture_lacking(run.vllm_config)
         if lacks is not None:  # the release's own answer, on a GPU as here
-            reply.update(CannotExtract.entry("vllm", version, lacks, engine_lacks=True))
-            return reply
-    model = adapter.build_target(vllm_config)
+            reply.update(CannotExtract.entry("vllm", run.version, lacks, engine_lacks=True))
+            raise _Answered
+    run.model = model = adapter.build_target(run.vllm_config)
     reply["model_class"] = f"{type(model).__module__}.{type(model).__name__}"
     reply["num_hidden_layers"] = n
     reply["default_ids"] = adapter.default_ids(model)
+    run.refs = candidate_states(run.hf, run.input_ids)
 
-    refs = candidate_states(hf, input_ids)
 
+def _runners(run: _Run) -> None:
+    """Each model runner's capture, set by its own start-up code, run and named (under the serve
+    command's layout: as its last stage hands it)."""
+    request, reply, adapter, model = run.request, run.reply, run.adapter, run.model
     runners = {}
-    default_aux = None  # what the GPU-default runner captured (a DFlash draft's fc is handed it)
-    for runner in family.RUNNERS:
-        dump_on_model = request["mode"] == "dump" and speculative is None
+    for runner in run.family.RUNNERS:
+        dump_on_model = request["mode"] == "dump" and run.speculative is None
         # the runner's own reading of the draft config's ids counts among vLLM's reads of it
-        with recording(reads, skip) if reads is not None else contextlib.nullcontext():
+        with recording(run.reads, run.skip) if run.reads is not None else contextlib.nullcontext():
             entry: dict[str, Any] = {"config_ids": (list(request["launch_ids"]) if dump_on_model
-                                                    else adapter.config_ids(vllm_config, runner))}
+                                                    else adapter.config_ids(run.vllm_config, runner))}
         try:
             if dump_on_model:
                 adapter.set_dump(model, request["launch_ids"])
             else:
-                adapter.set_capture(model, vllm_config, runner)
+                adapter.set_capture(model, run.vllm_config, runner)
         except Exception as exc:  # noqa: BLE001
             entry["error"] = f"setting the capture raised {one_line(exc)}"
             runners[runner] = entry
             continue
-        entry.update(capture(adapter, model, vllm_config, input_ids, refs))
+        entry.update(capture(adapter, model, run.vllm_config, run.input_ids, run.refs))
         if (not dump_on_model and entry["config_ids"] is None and entry.get("capture_ids") is not None
                 and list(entry["capture_ids"]) != list(reply["default_ids"])):
             # A family that knows no config key (0.11), run on a release whose runner statement
@@ -354,61 +447,71 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
             entry["config_ids"] = list(entry["capture_ids"])
         aux = entry.pop("aux", None)
         if runner == reply.get("gpu_default_runner"):
-            default_aux = aux
+            run.default_aux = aux
         if request["mode"] == "dump" and aux is not None:
             entry["dump_shape"] = list(adapter.dump_stack(aux).shape)
         runners[runner] = entry
-    if ranked is not None:  # what the draft is fed is what the layout's last stage hands it
-        served = under_layout(ranked, plan, refs, runners.get(reply["gpu_default_runner"], {}), reply, version)
+    if run.ranked is not None:  # what the draft is fed is what the layout's last stage hands it
+        served = under_layout(run.ranked, run.plan, run.refs, runners.get(reply["gpu_default_runner"], {}), reply,
+                              run.version)
         if served is None:  # parity's limit or its own fault under the layout: said in the reply
-            return reply
+            raise _Answered
         runners[reply["gpu_default_runner"]] = served
     reply["runners"] = runners
 
+
+def _candidates(run: _Run) -> None:
+    """What the GPU-default runner captures with each candidate id list (the fix search)."""
+    reply, adapter, model = run.reply, run.adapter, run.model
     candidates = []
-    for ids in request.get("candidates", []):
+    for ids in run.request.get("candidates", []):
         try:
             if reply.get("draft_kind") == "dflash":  # its own key, read by the GPU-default runner's start-up
-                with ids_written(vllm_config, ids, "dflash"):
-                    adapter.set_capture(model, vllm_config, reply["gpu_default_runner"])
+                with ids_written(run.vllm_config, ids, "dflash"):
+                    adapter.set_capture(model, run.vllm_config, reply["gpu_default_runner"])
             else:
                 adapter.set_ids(model, ids)
         except Exception as exc:  # noqa: BLE001
             candidates.append({"ids": ids, "fc_input": None, "error": one_line(exc)})
             continue
-        got = capture(adapter, model, vllm_config, input_ids, refs)
+        got = capture(adapter, model, run.vllm_config, run.input_ids, run.refs)
         got.pop("aux", None)
         candidates.append({"ids": ids, "capture_ids": got["capture_ids"], "error": got.get("error"),
                            "fc_input": [s["tap"] for s in got.get("slots", [])] or None})
-    if ranked is not None:
-        candidates = candidates_under_layout(ranked, candidates, refs)
+    if run.ranked is not None:
+        candidates = candidates_under_layout(run.ranked, candidates, run.refs)
     reply["candidates"] = candidates
-    if request["mode"] == "serving" and reply.get("draft_kind") == "dflash":
+
+
+def _draft(run: _Run) -> None:
+    """The draft as vLLM's draft class builds it (a DFlash draft: what it does with the captured
+    states), its sizes from the real draft config, its built draft."""
+    request, reply, adapter, version = run.request, run.reply, run.adapter, run.version
+    if reply.get("draft_kind") == "dflash":
         try:
-            reply["dflash_draft"], refusal = dflash_draft(adapter, vllm_config, default_aux, version)
+            reply["dflash_draft"], refusal = dflash_draft(adapter, run.vllm_config, run.default_aux, version)
             if refusal:
                 reply["dflash_refusal"] = refusal
         except Exception as exc:  # noqa: BLE001 - the contract says what could not be read
             reply["draft_error"] = f"vllm {version}'s DFlash draft class could not be built: {one_line(exc)}"
-    elif request["mode"] == "serving":
-        try:
-            reply["draft"] = adapter.draft_facts(vllm_config, model, checkpoint, reads, dict_reads)
-        except Exception as exc:  # noqa: BLE001 - the contract says what could not be read
-            refusal = loader_refusal(exc)
-            if refusal:  # the engine's own refusal of the checkpoint: as written, the draft cannot be served
-                reply["draft_unloadable"] = f"vllm {version} cannot load the draft's checkpoint: {refusal}"
-            else:
-                reply["draft_error"] = f"vllm {version}'s draft class could not be built: {one_line(exc)}"
-        try:  # the sizes: read from the draft's real config files, never the shrunk copy's
-            reply["draft_sizes"] = adapter.real_draft_sizes(request["draft_dir"])
-        except Exception as exc:  # noqa: BLE001
-            reply["draft_sizes_error"] = f"vllm {version}'s config reader refused the draft config: {one_line(exc)}"
-        try:
-            if not reply.get("draft_unloadable"):  # unservable: that finding says why nothing is compared
-                reply["built"] = built_draft(adapter, version, request, reply)
-        except Exception as exc:  # noqa: BLE001 - a finding: this side's built draft is not compared
-            reply["built_error"] = f"vllm {version} did not build the draft: {one_line(exc)}"
-    return reply
+        return
+    try:
+        reply["draft"] = adapter.draft_facts(run.vllm_config, run.model, run.checkpoint, run.reads, run.dict_reads)
+    except Exception as exc:  # noqa: BLE001 - the contract says what could not be read
+        refusal = loader_refusal(exc)
+        if refusal:  # the engine's own refusal of the checkpoint: as written, the draft cannot be served
+            reply["draft_unloadable"] = f"vllm {version} cannot load the draft's checkpoint: {refusal}"
+        else:
+            reply["draft_error"] = f"vllm {version}'s draft class could not be built: {one_line(exc)}"
+    try:  # the sizes: read from the draft's real config files, never the shrunk copy's
+        reply["draft_sizes"] = adapter.real_draft_sizes(request["draft_dir"])
+    except Exception as exc:  # noqa: BLE001
+        reply["draft_sizes_error"] = f"vllm {version}'s config reader refused the draft config: {one_line(exc)}"
+    try:
+        if not reply.get("draft_unloadable"):  # unservable: that finding says why nothing is compared
+            reply["built"] = built_draft(adapter, version, request, reply)
+    except Exception as exc:  # noqa: BLE001 - a finding: this side's built draft is not compared
+        reply["built_error"] = f"vllm {version} did not build the draft: {one_line(exc)}"
 
 
 def layout_plan(adapter, reply: dict, version: str):
