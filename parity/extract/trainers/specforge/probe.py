@@ -18,6 +18,7 @@ position markers to read the alignment.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 import tempfile
 from importlib import metadata
 from pathlib import Path
@@ -59,9 +60,43 @@ def warm() -> None:
         importlib.import_module(name)
 
 
-def extract(request: dict) -> dict[str, Any]:
-    import importlib
+class _Answered(Exception):
+    """A step of `extract` completed the reply early (a refusal, an error it names)."""
 
+
+@dataclass
+class _Run:
+    """What the steps of one extraction share: the request, the reply being written, and what
+    each step found for the next."""
+
+    request: dict
+    reply: dict
+    version: str
+    sglang_version: str
+    family: Any = None
+    adapter: Any = None
+    placement: Any = None
+    sglang_paths: dict = field(default_factory=dict)
+    work: Path | None = None
+    target_dir: Path | None = None
+    draft_config: Any = None  # the served draft's config (a dict), or the path of SpecForge's default
+    method: Any = None
+    ids: Any = None
+    features: dict = field(default_factory=dict)
+    hf: Any = None  # the transformers reference model, seeded
+    input_ids: Any = None
+    target: Any = None  # the training sample's loss target
+
+    @property
+    def findings(self) -> list:
+        return self.reply["findings"]
+
+
+def extract(request: dict) -> dict[str, Any]:
+    """The training contract's material, step by step: the release's family and the SGLang it
+    pins, the inputs, the ids by SpecForge's own resolution (and the trained depth), the capture
+    by the pinned SGLang set by SpecForge, its normaliser's sample named, the loss target's head
+    and alignment. A step that completes the reply early raises _Answered."""
     version = metadata.version("specforge")
     try:
         sglang_version = metadata.version("sglang")
@@ -69,132 +104,165 @@ def extract(request: dict) -> dict[str, Any]:
         return {**reply_header(version), **CannotExtract.entry(
             "specforge", version, "its code cannot be imported here: the SGLang it runs is not installed",
             unimportable=True)}
-    reply: dict[str, Any] = {**reply_header(version, engine_release=sglang_version), "findings": []}
+    run = _Run(request=request, reply={**reply_header(version, engine_release=sglang_version), "findings": []},
+               version=version, sglang_version=sglang_version)
+    try:
+        _place(run)
+        if request.get("imports_only"):  # where it can run (parity.extract.installed): nothing is built
+            return run.reply
+        _inputs(run)
+        _ids(run)
+        _depth(run)
+        _capture(run)
+        _target_head(run)
+    except _Answered:
+        pass
+    return run.reply
+
+
+def _place(run: _Run) -> None:
+    """The release's family and the placement of the SGLang it pins, their imports checked here."""
+    import importlib
+
+    version, reply = run.version, run.reply
+
     def imports() -> None:
-        adapter_for(sglang_version)[0].check_code_paths()
+        adapter_for(run.sglang_version)[0].check_code_paths()
         for name in family_for(version).IMPORTS:
             importlib.import_module(name)
 
     unimportable = imports_failing(imports, "specforge", "sglang")
     if unimportable is not None:  # this interpreter cannot run it (parity.extract.installed)
         reply.update(CannotExtract.entry("specforge", version, unimportable, unimportable=True))
-        return reply
+        raise _Answered
     try:
-        family = family_for(version)
-        adapter, sglang_paths, placement = adapter_for(sglang_version)
-        adapter.check_code_paths()  # a moved code path of the capture is never run
+        run.family = family_for(version)
+        run.adapter, run.sglang_paths, run.placement = adapter_for(run.sglang_version)
+        run.adapter.check_code_paths()  # a moved code path of the capture is never run
     except LookupError as exc:
-        reply.update(CannotExtract.entry("specforge", version, f"(sglang {sglang_version}) {exc}"))
-        return reply
-    if request.get("imports_only"):  # where it can run (parity.extract.installed): nothing is built
-        return reply
+        reply.update(CannotExtract.entry("specforge", version, f"(sglang {run.sglang_version}) {exc}"))
+        raise _Answered
+
+
+def _inputs(run: _Run) -> None:
+    """The shrunk target's config, the draft's (SpecForge's default when none is given), SGLang's
+    process set-up, and the draft as this release builds it."""
+    request, reply, family = run.request, run.reply, run.family
     reply["family"] = family_name(family)
-    reply["code_paths"] = {**family.CODE_PATHS, "sglang_capture": sglang_paths["capture"]}
-    if placement.note:  # the pinned SGLang is not one parity verified: say so
-        reply["findings"].append({"kind": FindingKind.release_note.value, "severity": "info", "message": placement.note})
-    seed = request.get("seed", 0)
-    torch.manual_seed(seed)
-
+    reply["code_paths"] = {**family.CODE_PATHS, "sglang_capture": run.sglang_paths["capture"]}
+    if run.placement.note:  # the pinned SGLang is not one parity verified: say so
+        reply["findings"].append({"kind": FindingKind.release_note.value, "severity": "info",
+                                  "message": run.placement.note})
+    torch.manual_seed(request.get("seed", 0))
     real = request["target_config"]
-    work = Path(tempfile.mkdtemp(prefix="parity-specforge-"))
-    target_dir = work / "target"
-    target_dir.mkdir()
-    (target_dir / "config.json").write_text(json.dumps(shrink_config(real)))
-    draft_config = request.get("draft_config")
-    if draft_config is None:
-        draft_config = str(work / "draft.json")
-        Path(draft_config).write_text(json.dumps(DEFAULT_DRAFT))
-
+    run.work = Path(tempfile.mkdtemp(prefix="parity-specforge-"))
+    run.target_dir = run.work / "target"
+    run.target_dir.mkdir()
+    (run.target_dir / "config.json").write_text(json.dumps(shrink_config(real)))
+    run.draft_config = request.get("draft_config")
+    if run.draft_config is None:
+        run.draft_config = str(run.work / "draft.json")
+        Path(run.draft_config).write_text(json.dumps(DEFAULT_DRAFT))
     # SGLang's process set-up first: its stand-ins must be in place before SpecForge's config
     # reading imports transformers (which decides once whether torchvision exists).
     standins.install()
-    setup_on_a_free_port(adapter, None)
-
+    setup_on_a_free_port(run.adapter, None)
     if request.get("built") and request.get("draft_config"):  # the draft as this release builds it
         try:
-            reply["built"] = built_draft(family, request["draft_config"], real, work, version,
+            reply["built"] = built_draft(family, request["draft_config"], real, run.work, run.version,
                                          request["built"].get("from", "the served config.json"))
         except Exception as exc:  # noqa: BLE001 - a finding: this side's built draft is not compared
             reply["built_error"] = one_line(exc)
 
-    # 1. The ids, by SpecForge's own resolution.
-    run_ids = request.get("run_ids")
+
+def _ids(run: _Run) -> None:
+    """1. The ids, by SpecForge's own resolution."""
     try:
-        method, ids, features = family.resolve_ids(run_ids, draft_config, str(target_dir))
+        run.method, run.ids, run.features = run.family.resolve_ids(run.request.get("run_ids"), run.draft_config,
+                                                                   str(run.target_dir))
     except ValueError as exc:
-        reply["error"] = f"specforge {version} refuses this run: {one_line(exc)}"
-        reply["refused"] = True
-        return reply
-    reply.update(capture_method=method, ids=ids, features=features)
-    if request.get("trained_run"):  # the depth the run recorded (parity.contract.TrainedDepth)
+        run.reply["error"] = f"specforge {run.version} refuses this run: {one_line(exc)}"
+        run.reply["refused"] = True
+        raise _Answered
+    run.reply.update(capture_method=run.method, ids=run.ids, features=run.features)
+
+
+def _depth(run: _Run) -> None:
+    """The depth the run recorded (--trained), else the one training unrolls the draft to
+    (parity.contract.TrainedDepth); never a default standing for it."""
+    request, reply, family, version = run.request, run.reply, run.family, run.version
+    if request.get("trained_run"):
         try:
             depth = recorded_depth(family, request["trained_run"], version)
         except Exception as exc:  # noqa: BLE001 - its own reader refuses the path: bad input, in its words
             reply["error"] = (f"--trained {request['trained_run']['given']}: its {family.READER} "
                               f"reads no training checkpoint there: {one_line(exc)}")
             reply["refused"] = True
-            return reply
+            raise _Answered
         if isinstance(depth, dict):
             reply["trained_depth"] = depth
         else:  # no reader, or no depth recorded: said, never a default standing for it
-            reply["findings"].append(finding(FindingKind.depth_unread, depth))
-    elif request.get("draft_config"):  # the depth training unrolls the draft to (parity.contract.TrainedDepth)
+            run.findings.append(finding(FindingKind.depth_unread, depth))
+    elif request.get("draft_config"):
         try:
-            reply["trained_depth"] = family.ttt_length(draft_config, str(target_dir))
+            reply["trained_depth"] = family.ttt_length(run.draft_config, str(run.target_dir))
         except Exception as exc:  # noqa: BLE001 - a finding: the served steps are not compared with it
-            reply["findings"].append(finding(FindingKind.depth_unread, f"specforge {version} did not read the draft's trained "
-                                             f"depth: {one_line(exc)}; the served steps are not compared with it"))
+            run.findings.append(finding(FindingKind.depth_unread, f"specforge {version} did not read the draft's "
+                                        f"trained depth: {one_line(exc)}; the served steps are not compared with it"))
 
-    # 2. The target, built and run by the pinned SGLang; the capture set by SpecForge.
-    target_cfg = adapter.model_config(str(target_dir))
+
+def _capture(run: _Run) -> None:
+    """2-4. The target built and run by the pinned SGLang with the capture SpecForge sets; its
+    normaliser turning the stored features into the training sample; every state of the sample
+    named against transformers."""
+    request, reply, family, adapter = run.request, run.reply, run.family, run.adapter
+    target_cfg = adapter.model_config(str(run.target_dir))
     n = adapter.text_layers(target_cfg)
-    hf = seeded_hf_model(str(target_dir), seed)
+    run.hf = hf = seeded_hf_model(str(run.target_dir), request.get("seed", 0))
     model = adapter.build_target(target_cfg)
-    prefix = WRAPPER_TEXT_PREFIX if is_wrapper(real) else ""
-    adapter.load_weights(model, checkpoint_tensors(hf, str(work / "weights"), prefix))
+    prefix = WRAPPER_TEXT_PREFIX if is_wrapper(request["target_config"]) else ""
+    adapter.load_weights(model, checkpoint_tensors(hf, str(run.work / "weights"), prefix))
     family.wrap_logits(model)
-    family.set_capture(model, method, ids)
+    family.set_capture(model, run.method, run.ids)
     reply["capture_ids"] = adapter.capture_indices(model)
-    input_ids = seeded_tokens(request, hf)
+    run.input_ids = input_ids = seeded_tokens(request, hf)
     aux, last = family.captured(adapter.forward(model, input_ids))
     if aux is None or last is None:
-        reply["error"] = f"sglang {sglang_version} returned no aux or last hidden states to SpecForge's capture"
-        return reply
-
-    # 3. SpecForge's normaliser: the stored features -> the training sample.
+        reply["error"] = f"sglang {run.sglang_version} returned no aux or last hidden states to SpecForge's capture"
+        raise _Answered
     t = input_ids.shape[0]
-    raw = {features["aux"]: aux[None], features["last"]: last[None], "input_ids": input_ids,
+    raw = {run.features["aux"]: aux[None], run.features["last"]: last[None], "input_ids": input_ids,
            "loss_mask": torch.ones(t, dtype=torch.long)}
     sample = family.normalize(raw, max_len=t)
-    fc, target = sample["hidden_state"][0].float(), sample["target"][0].float()
-
-    # 4. Every state named against transformers.
+    fc, run.target = sample["hidden_state"][0].float(), sample["target"][0].float()
     refs = candidate_states(hf, input_ids)
-    findings = reply["findings"]
-    reply["fc"] = identify_slots(fc, refs, n, reply["capture_ids"], len(ids), findings)
-    ident = identify(target, refs)
+    reply["fc"] = identify_slots(fc, refs, n, reply["capture_ids"], len(run.ids), run.findings)
+    ident = identify(run.target, refs)
     reply["target"] = {"tap": ident.tap.name if ident.tap else None, "rel_err": ident.rel_err,
                        "best": ident.best.name}
     if ident.tap is None:
-        findings.append(finding(FindingKind.unidentified_state, f"the loss target matches no canonical state "
-                                f"(nearest {ident.best.name} at relative error {ident.rel_err:.2e})", "error"))
+        run.findings.append(finding(FindingKind.unidentified_state, f"the loss target matches no canonical state "
+                                    f"(nearest {ident.best.name} at relative error {ident.rel_err:.2e})", "error"))
 
-    # 5. The loss target's head: SpecForge's TargetHead on `target` vs the reference logits.
+
+def _target_head(run: _Run) -> None:
+    """5. The loss target's head: SpecForge's TargetHead on the target vs the reference logits;
+    6. the alignment: TargetHead.preprocess on position markers."""
+    reply, hf, input_ids = run.reply, run.hf, run.input_ids
     with torch.no_grad():
         logits_ref = hf(input_ids[None]).logits[0].float()
-        head = family.target_head(str(target_dir), hf.get_output_embeddings().weight)
-        logits = head(target[None].to(head.fc.weight.dtype))[0].float()
+        head = run.family.target_head(str(run.target_dir), hf.get_output_embeddings().weight)
+        logits = head(run.target[None].to(head.fc.weight.dtype))[0].float()
     err = float((logits - logits_ref).norm() / logits_ref.norm())
     reply["target_head_rel_err"] = err
     reply["target_normed_by_trainer"] = False if err < 1e-3 else None
     reply["target_norm_evidence"] = (f"SpecForge's TargetHead on the loss target gives the target model's "
                                      f"own logits (relative error {err:.1e}): no norm is applied in training")
-    # 6. Alignment: TargetHead.preprocess on position markers.
+    t = input_ids.shape[0]
     marks = torch.arange(t, dtype=torch.float32).view(1, t, 1)
     _, shifted, _ = head.preprocess(input_ids[None], marks, torch.ones(1, t))
     reply["alignment"] = ("TargetHead.preprocess: target at position t = state at t+"
                           f"{int(shifted[0, 0, 0] - marks[0, 0, 0])} (last position zero-padded)")
-    return reply
 
 
 def recorded_depth(family, trained_run: dict, version: str) -> dict[str, Any] | str:
