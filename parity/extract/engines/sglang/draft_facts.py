@@ -245,15 +245,32 @@ def no_hot_token_id(draft, version: str) -> dict | None:
 
 def draft_facts(adapter, draft_dir: str, target_model, findings: list[dict], version: str = "?",
                 context: int | None = None, eagle3: bool = True) -> dict[str, Any]:
-    """`eagle3`: the draft is served under an EAGLE-3 algorithm (the worker's EAGLE-3 start-up)."""
+    """The draft as SGLang's draft class builds it: its built draft and graph flags, the
+    embedding it runs with, and what its load_weights does with the checkpoint. `eagle3`: the
+    draft is served under an EAGLE-3 algorithm (the worker's EAGLE-3 start-up)."""
     tiny_dir, config = shrunk_draft_dir(draft_dir)
     with recording(set()) as reads:  # every config key its reader and draft class read (BuiltDraft)
         draft = adapter.build_draft(str(tiny_dir))
-    inner = draft.model
     facts: dict[str, Any] = {"model_class": f"{type(draft).__module__}.{type(draft).__name__}"}
     no_start = no_hot_token_id(draft, version) if eagle3 else None
     if no_start is not None:
         findings.append(no_start)
+    _built_and_graph(adapter, draft_dir, draft, config, reads, context, version, facts, findings)
+    embed = _embedding(adapter, draft, target_model, facts)
+    tensors = draft_tensors(draft_dir)
+    facts["has_weights"] = bool(tensors)
+    # The sizes come from the real config file (parity.contract.sources), never the shrunk copy's.
+    facts["sizes"] = {"draft_vocab_size": config.get("draft_vocab_size"), "target_vocab_size": config.get("vocab_size")}
+    facts["vocab"] = (_checkpoint(adapter, draft, config, tensors, embed, no_start is None, facts, findings)
+                      if tensors else {"d2t": "unknown", "t2d": "unknown"})
+    return facts
+
+
+def _built_and_graph(adapter, draft_dir: str, draft, config: dict, reads, context: int | None, version: str,
+                     facts: dict, findings: list[dict]) -> None:
+    """The built draft (its sizes, positions, layers and how each later one is fed) and the graph
+    flags it runs with, a flag the config sets and the class does not honour said."""
+    inner = draft.model
     try:
         facts["built"] = built_draft(adapter, draft_dir, draft, version, reads)
         short = positions(adapter, draft_dir, context, version)
@@ -289,7 +306,11 @@ def draft_facts(adapter, draft_dir: str, target_model, findings: list[dict], ver
                 FindingKind.flag_dropped, f"the draft config sets {key}={written}, but SGLang's draft runs with "
                 f"{key}={flags[key]}: the engine does not honour it", "error"))
 
-    # Embedding: does the engine swap in the target's token embedding?
+
+def _embedding(adapter, draft, target_model, facts: dict):
+    """Whether the engine swaps in the target's token embedding (and loads its lm_head from the
+    target); returns the target's embedding weight."""
+    inner = draft.model
     embed = adapter.decoder(target_model).embed_tokens.weight
     if embed.shape[-1] == inner.embed_tokens.weight.shape[-1]:
         draft.set_embed(embed)
@@ -297,62 +318,59 @@ def draft_facts(adapter, draft_dir: str, target_model, findings: list[dict], ver
     else:
         facts["embedding"] = "draft"
     facts["lm_head_from_target"] = bool(getattr(draft, "load_lm_head_from_target", False))
+    return embed
 
-    tensors = draft_tensors(draft_dir)
-    facts["has_weights"] = bool(tensors)
-    # The sizes come from the real config file (parity.contract.sources), never the shrunk copy's.
-    facts["sizes"] = {"draft_vocab_size": config.get("draft_vocab_size"), "target_vocab_size": config.get("vocab_size")}
-    vocab: dict[str, Any] = {}
-    if tensors:
-        bound = frozenset(n for n, p in draft.named_parameters()
-                          if p is embed and facts["embedding"] == "target")
-        if facts["lm_head_from_target"]:
-            bound |= {n for n, _ in draft.named_parameters() if n.startswith("lm_head.")}
-        form = served_form(adapter, draft, tensors, bound)
-        reached, refused, dropped = form["reached"], form["refused"], form["dropped"]
-        d2t = next((n for n in tensors if n.endswith("d2t")), None)
-        if "built" in facts:  # SGLang reads d2t as offsets: hot_token_id = d2t + arange
-            facts["built"]["max_token_id"] = max_token_id(tensors[d2t] if d2t else None, "offsets",
-                                                          facts["built"].get("draft_vocab_size"))
-        t2d = next((n for n in tensors if n.endswith("t2d")), None)
-        hot = getattr(draft, "hot_token_id", None)
-        vocab["d2t"] = "offsets" if d2t and hot is not None else "absent"
-        vocab["t2d"] = ("ignored" if t2d and t2d not in reached else "present" if t2d else "absent")
-        vocab["mapping"] = ("target id = d + d2t[d] (hot_token_id = d2t + arange)" if hot is not None
-                            else "draft index used as target id (no d2t)")
-        facts["dropped_tensors"] = dropped
-        facts["checkpoint_renames"] = form["renames"]
-        facts["checkpoint_zero_biases"] = form["zero_biases"]
-        if refused:
-            first = refused[sorted(refused)[0]]
-            findings.append(_finding(FindingKind.draft_unloadable, f"SGLang's load_weights raises {first} on checkpoint "
-                                     f"tensor(s) {sorted(refused)}{_advice(form)}", "error"))
-        if dropped:
-            findings.append(_finding(FindingKind.tensors_dropped, f"SGLang's load_weights ignores checkpoint "
-                                     f"tensor(s) {dropped}{_advice(form)}", "error"))
-        if form["unfilled"]:
-            fix = (f"; zero tensor(s) {form['zero_biases']} in the checkpoint make them the bias-free layer(s) "
-                   "training ran (`parity export` writes them)" if form["zero_biases"] else "")
-            findings.append(_finding(FindingKind.params_unfilled, f"SGLang's draft class has parameter(s) "
-                                     f"{form['unfilled']} that no checkpoint tensor fills: served, they keep "
-                                     f"their random initial values{fix}", "error"))
-        try:  # what the EAGLE worker calls once the draft is loaded (a class without it: said above)
-            if no_start is None:
-                draft.get_hot_token_id()
-        except Exception as exc:  # 0.4.x: hot_token_id exists only once a d2t tensor was loaded
-            findings.append(_finding(FindingKind.draft_unloadable, f"the EAGLE worker's start-up call get_hot_token_id() "
-                                     f"raises {one_line(exc)}", "error"))
-        if t2d and t2d not in reached:
-            findings.append(_finding(FindingKind.t2d_ignored, "SGLang ignores the checkpoint's t2d mask "
-                                     "(it maps draft to target ids with d2t only)", "info"))
-        if d2t is None and config.get("draft_vocab_size") not in (None, config.get("vocab_size")):
-            findings.append(_finding(FindingKind.d2t_missing, "the draft has a reduced vocabulary "
-                                     f"({config.get('draft_vocab_size')}) but no d2t tensor: SGLang will "
-                                     "read draft indices as target token ids", "error"))
-    else:
-        vocab.update(d2t="unknown", t2d="unknown")
-    facts["vocab"] = vocab
-    return facts
+
+def _checkpoint(adapter, draft, config: dict, tensors: dict, embed, starts: bool, facts: dict,
+                findings: list[dict]) -> dict[str, Any]:
+    """What SGLang's load_weights does with the checkpoint's tensors (reached, refused, dropped,
+    renamed), the vocabulary mapping it reads, and the worker's start-up call once loaded
+    (`starts`: the class has it). Returns the vocabulary mapping."""
+    bound = frozenset(n for n, p in draft.named_parameters() if p is embed and facts["embedding"] == "target")
+    if facts["lm_head_from_target"]:
+        bound |= {n for n, _ in draft.named_parameters() if n.startswith("lm_head.")}
+    form = served_form(adapter, draft, tensors, bound)
+    reached, refused, dropped = form["reached"], form["refused"], form["dropped"]
+    d2t = next((n for n in tensors if n.endswith("d2t")), None)
+    if "built" in facts:  # SGLang reads d2t as offsets: hot_token_id = d2t + arange
+        facts["built"]["max_token_id"] = max_token_id(tensors[d2t] if d2t else None, "offsets",
+                                                      facts["built"].get("draft_vocab_size"))
+    t2d = next((n for n in tensors if n.endswith("t2d")), None)
+    hot = getattr(draft, "hot_token_id", None)
+    vocab = {"d2t": "offsets" if d2t and hot is not None else "absent",
+             "t2d": "ignored" if t2d and t2d not in reached else "present" if t2d else "absent",
+             "mapping": ("target id = d + d2t[d] (hot_token_id = d2t + arange)" if hot is not None
+                         else "draft index used as target id (no d2t)")}
+    facts["dropped_tensors"] = dropped
+    facts["checkpoint_renames"] = form["renames"]
+    facts["checkpoint_zero_biases"] = form["zero_biases"]
+    if refused:
+        first = refused[sorted(refused)[0]]
+        findings.append(_finding(FindingKind.draft_unloadable, f"SGLang's load_weights raises {first} on checkpoint "
+                                 f"tensor(s) {sorted(refused)}{_advice(form)}", "error"))
+    if dropped:
+        findings.append(_finding(FindingKind.tensors_dropped, f"SGLang's load_weights ignores checkpoint "
+                                 f"tensor(s) {dropped}{_advice(form)}", "error"))
+    if form["unfilled"]:
+        fix = (f"; zero tensor(s) {form['zero_biases']} in the checkpoint make them the bias-free layer(s) "
+               "training ran (`parity export` writes them)" if form["zero_biases"] else "")
+        findings.append(_finding(FindingKind.params_unfilled, f"SGLang's draft class has parameter(s) "
+                                 f"{form['unfilled']} that no checkpoint tensor fills: served, they keep "
+                                 f"their random initial values{fix}", "error"))
+    try:  # what the EAGLE worker calls once the draft is loaded (a class without it: said above)
+        if starts:
+            draft.get_hot_token_id()
+    except Exception as exc:  # 0.4.x: hot_token_id exists only once a d2t tensor was loaded
+        findings.append(_finding(FindingKind.draft_unloadable, f"the EAGLE worker's start-up call get_hot_token_id() "
+                                 f"raises {one_line(exc)}", "error"))
+    if t2d and t2d not in reached:
+        findings.append(_finding(FindingKind.t2d_ignored, "SGLang ignores the checkpoint's t2d mask "
+                                 "(it maps draft to target ids with d2t only)", "info"))
+    if d2t is None and config.get("draft_vocab_size") not in (None, config.get("vocab_size")):
+        findings.append(_finding(FindingKind.d2t_missing, "the draft has a reduced vocabulary "
+                                 f"({config.get('draft_vocab_size')}) but no d2t tensor: SGLang will "
+                                 "read draft indices as target token ids", "error"))
+    return vocab
 
 
 def dflash_facts(adapter, draft_dir: str, aux, findings: list[dict], version: str = "?") -> dict[str, Any]:

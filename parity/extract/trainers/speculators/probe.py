@@ -532,7 +532,9 @@ def import_data_path() -> None:
 
 
 def probe(request: dict) -> dict[str, Any]:
-    """The reply for one request (see the module docstring)."""
+    """The reply for one request (see the module docstring): the release's family, each data path
+    run on the marked dump, the default path, whether training norms the loss target, the draft
+    config class, and the draft as the release builds it."""
     num_slots = int(request["num_slots"]) if not request.get("imports_only") else 1
     hidden = int(request.get("hidden_size", 8))
     seq_len = int(request.get("seq_len", 6))
@@ -562,6 +564,30 @@ def probe(request: dict) -> dict[str, Any]:
     reply["family"] = placement.family
     if placement.note:
         reply["release_note"] = placement.note
+    run = _run_paths(reply, family, version, num_slots, hidden, seq_len, dflash)
+    if run is None:
+        return reply
+    if not reply["paths"] and not reply["errors"]:
+        reply["error"] = (f"speculators {version} ran none of its family's data paths: looked for "
+                          f"{', '.join(reply['looked_for'])}")
+        return reply
+    reply["default_path"], reply["default_path_reason"] = family.default_path(
+        run, {p["code_path"] for p in reply["paths"]})
+    for entry in reply["paths"]:
+        entry["default"] = (entry["code_path"] == reply["default_path"]
+                            and entry.get("backend", run.backend_default) == run.backend_default)
+    reply["target_normed_by_trainer"], reply["target_norm_evidence"] = _normed(reply, run, request, dflash)
+    _schema_and_draft(reply, run, request, version, dflash)
+    reply["seconds"] = {"import": round(imported - started, 2),
+                        "probe": round(time.perf_counter() - imported, 2)}
+    return reply
+
+
+def _run_paths(reply: dict, family, version: str, num_slots: int, hidden: int, seq_len: int,
+               dflash: bool) -> "ProbeRun | None":
+    """Each of the family's data paths run on the marked dump, after the batch preprocess and the
+    transform its training applies (a DFlash draft: its own preprocess); None when the reply is
+    complete (the release lacks DFlash, or its shift_batch)."""
     with tempfile.TemporaryDirectory(prefix="parity-train-probe-") as tmp:
         run = ProbeRun(family=family, tmp=Path(tmp), num_slots=num_slots, hidden=hidden, seq_len=seq_len,
                        looked_for=reply["looked_for"],
@@ -570,37 +596,35 @@ def probe(request: dict) -> dict[str, Any]:
             lacks = lacks_dflash(run)
             if lacks:
                 reply.update(CannotExtract.entry("speculators", version, lacks, engine_lacks=True))
-                return reply
+                return None
             run.shift, reply["preprocess"] = family.dflash_preprocess(run)
         else:
             run.shift = run.look_up(family.SHIFT_BATCH)
             if run.shift is None:
                 reply["error"] = f"speculators {version}: no shift_batch found (looked for {family.SHIFT_BATCH})"
-                return reply
+                return None
             reply["preprocess"] = family.SHIFT_BATCH
         transform, reply["train_transform"] = family.train_transform(run)
         run_paths(reply, family.data_paths(run), transform, num_slots, seq_len, hidden)
-    if not reply["paths"] and not reply["errors"]:
-        reply["error"] = (f"speculators {version} ran none of its family's data paths: looked for "
-                          f"{', '.join(reply['looked_for'])}")
-        return reply
+    return run
 
-    reply["default_path"], reply["default_path_reason"] = family.default_path(
-        run, {p["code_path"] for p in reply["paths"]})
-    for entry in reply["paths"]:
-        entry["default"] = (entry["code_path"] == reply["default_path"]
-                            and entry.get("backend", run.backend_default) == run.backend_default)
+
+def _normed(reply: dict, run: "ProbeRun", request: dict, dflash: bool) -> tuple[bool | None, str]:
+    """Whether training norms the loss target, and the evidence (a DFlash draft: what its fc reads)."""
     if dflash and reply["paths"]:
-        normed, evidence = dflash_fc(reply, run, request.get("draft"))
-    elif dflash:
-        normed, evidence = None, "no data path ran to hand the DFlash model its states"
-    else:
-        try:
-            normed, evidence = target_norm(run)
-        except Exception as exc:  # noqa: BLE001
-            note(exc)
-            normed, evidence = None, f"could not run the draft model: {type(exc).__name__}: {exc}"
-    reply["target_normed_by_trainer"], reply["target_norm_evidence"] = normed, evidence
+        return dflash_fc(reply, run, request.get("draft"))
+    if dflash:
+        return None, "no data path ran to hand the DFlash model its states"
+    try:
+        return target_norm(run)
+    except Exception as exc:  # noqa: BLE001
+        note(exc)
+        return None, f"could not run the draft model: {type(exc).__name__}: {exc}"
+
+
+def _schema_and_draft(reply: dict, run: "ProbeRun", request: dict, version: str, dflash: bool) -> None:
+    """The release's draft config class as the draft reader uses it, and (a draft given) the draft
+    as this release builds it and the depth training unrolled it to."""
     try:
         reply["config_schema"] = config_schema()
     except Exception as exc:  # noqa: BLE001 - the draft reader then works without the class
@@ -618,9 +642,6 @@ def probe(request: dict) -> dict[str, Any]:
         except Exception as exc:  # noqa: BLE001 - unknown: the served steps are not compared with it
             note(exc)
             reply["trained_depth_error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-    reply["seconds"] = {"import": round(imported - started, 2),
-                        "probe": round(time.perf_counter() - imported, 2)}
-    return reply
 
 
 def main() -> None:
