@@ -377,31 +377,54 @@ class NoIdList(RuntimeError):
     """No id list makes the engine capture the taps asked for."""
 
 
-def run_variant(sv: Serving, variant: dict, req: dict, out: dict[str, torch.Tensor]) -> dict[str, Any]:
-    from safetensors.torch import load_file
+class _Unservable(Exception):
+    """The engine cannot serve this variant as written (what a launch would hit): its words."""
 
-    name, served = variant["name"], variant["served_dir"]
+
+def run_variant(sv: Serving, variant: dict, req: dict, out: dict[str, torch.Tensor]) -> dict[str, Any]:
+    """One served variant: its ids (solved where asked), the target's capture with them, the
+    draft built and loaded as the engine does, and its steps unrolled (`out` gets each stage's
+    tensors). A variant the engine cannot serve says so under `unservable`."""
+    served = variant["served_dir"]
     meta: dict[str, Any] = {"device": sv.device, "attention": {
         "target": sv.backend if sv.gpu else "parity prefill SDPA (sdpa_backend.py)",
         "draft": sv.backend}}
-    config_path = Path(served) / "config.json"
     if variant.get("solve_taps"):
-        try:
-            ids = sv.solve(variant["solve_taps"])
-        except NoIdList as exc:  # served with the ids as written: the forward shows what it is fed
-            meta["unsolved"] = str(exc)
-        else:
-            config = json.loads(config_path.read_text())
-            config.setdefault("eagle_config", {})["eagle_aux_hidden_state_layer_ids"] = ids
-            config_path.write_text(json.dumps(config, indent=2) + "\n")
-            meta["solved_ids"] = ids
+        _solve_ids(sv, variant, meta)
     sv.adapter.publish(served, sv.backend)
     use_aux, ids = sv.adapter.resolve_aux_ids(sv.target_cfg)  # the engine's own config reading
     meta["requested_ids"] = list(ids) if isinstance(ids, (list, tuple)) else ids
     aux, next_token, capture = sv.target_forward(use_aux, ids)
     meta["capture_ids"], meta["next_token"] = capture, next_token
+    try:
+        draft, hot = _loaded_draft(sv, variant, meta)
+        return _unroll(sv, variant, req, draft, hot, aux, next_token, meta, out)
+    except _Unservable as exc:
+        return {**meta, "unservable": str(exc)}
 
-    positions = variant.get("positions")
+
+def _solve_ids(sv: Serving, variant: dict, meta: dict) -> None:
+    """The ids that make the engine feed the variant's taps, written in its config (none found:
+    served with the ids as written, the forward shows what it is fed)."""
+    config_path = Path(variant["served_dir"]) / "config.json"
+    try:
+        ids = sv.solve(variant["solve_taps"])
+    except NoIdList as exc:
+        meta["unsolved"] = str(exc)
+        return
+    config = json.loads(config_path.read_text())
+    config.setdefault("eagle_config", {})["eagle_aux_hidden_state_layer_ids"] = ids
+    config_path.write_text(json.dumps(config, indent=2) + "\n")
+    meta["solved_ids"] = ids
+
+
+def _loaded_draft(sv: Serving, variant: dict, meta: dict):
+    """(draft, hot_token_id): the draft built by the engine's class (as its EAGLE worker builds it
+    where positions are asked), loaded with the checkpoint (parity's export form where the ids
+    were solved), bound to the target's embedding, and its worker's start-up call made."""
+    from safetensors.torch import load_file
+
+    served, positions = variant["served_dir"], variant.get("positions")
     if positions:
         with as_eagle_worker(sv.adapter, served, getattr(sv.target_cfg, "context_len", None)) as worker, \
                 _default_dtype(sv.dtype):
@@ -421,30 +444,36 @@ def run_variant(sv: Serving, variant: dict, req: dict, out: dict[str, torch.Tens
     try:
         draft.load_weights(list(tensors.items()))
     except Exception as exc:  # the engine cannot load this checkpoint: what a launch would hit
-        return {**meta, "unservable": f"sglang {sv.version} cannot load the served checkpoint: its draft "
-                f"class's load_weights raised {type(exc).__name__}: {exc}"}
+        raise _Unservable(f"sglang {sv.version} cannot load the served checkpoint: its draft class's "
+                          f"load_weights raised {type(exc).__name__}: {exc}") from None
     meta["embedding"] = sv.adapter.bind_target_embedding(sv.model, draft)
     draft = draft.to(device=sv.device, dtype=sv.dtype)
     sv.adapter.keep_all_rows(draft)
     meta["graph"] = built_flags(draft)
     meta["engine"], meta["draft_class"] = "sglang", type(draft).__name__
     try:  # the EAGLE worker's own start-up call
-        hot = draft.get_hot_token_id()
+        return draft, draft.get_hot_token_id()
     except Exception as exc:  # e.g. 0.4.x without d2t: the attribute is set only by loading one
-        return {**meta, "unservable": f"sglang {sv.version} cannot serve this draft: the EAGLE worker's "
-                f"start-up call get_hot_token_id() raises {type(exc).__name__}: {exc}"}
+        raise _Unservable(f"sglang {sv.version} cannot serve this draft: the EAGLE worker's start-up call "
+                          f"get_hot_token_id() raises {type(exc).__name__}: {exc}") from None
 
+
+def _unroll(sv: Serving, variant: dict, req: dict, draft, hot, aux, next_token: int, meta: dict,
+            out: dict[str, torch.Tensor]) -> dict[str, Any]:
+    """The draft's steps as the engine's runtime unrolls them (prefill, then decodes), each stage
+    recorded into `out` under the variant's name, unless `bare`."""
+    name, positions = variant["name"], variant.get("positions")
     t = sv.tokens.shape[0]
     steps = int(req.get("steps", 3))
     rows = rope_rows(sv.adapter, draft)
     if positions and rows is not None and max(positions[:t]) + steps - 1 >= rows:
         top = max(positions[:t]) + steps - 1
-        return {**meta, "unservable": f"sglang {sv.version} builds the draft's rope table for {rows} positions "
-                f"({meta.get('draft_positions')}), but its EAGLE worker serves the target's context "
-                f"{getattr(sv.target_cfg, 'context_len', '?')}: position {top} is past the table (SGLang's "
-                "own CPU path raises IndexError there; what a GPU kernel reads past it is not run here)"}
+        raise _Unservable(f"sglang {sv.version} builds the draft's rope table for {rows} positions "
+                          f"({meta.get('draft_positions')}), but its EAGLE worker serves the target's context "
+                          f"{getattr(sv.target_cfg, 'context_len', '?')}: position {top} is past the table (SGLang's "
+                          "own CPU path raises IndexError there; what a GPU kernel reads past it is not run here)")
     shifted = torch.cat([sv.tokens[1:], torch.tensor([next_token])])  # x_1..x_T
-    runtime = sv.runtime_for(sv.adapter.model_config(served, is_draft=True), draft.config, steps,
+    runtime = sv.runtime_for(sv.adapter.model_config(variant["served_dir"], is_draft=True), draft.config, steps,
                              is_draft=True, positions=positions)
     recorder = None if req.get("bare") else Recorder(sv.adapter, draft)
     started = time.perf_counter()
