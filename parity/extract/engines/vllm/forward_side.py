@@ -195,33 +195,22 @@ def vocab_map(draft_logits: torch.Tensor, full: torch.Tensor) -> torch.Tensor:
 
 
 def run_variant(sv: Serving, variant: dict, req: dict, out: dict[str, torch.Tensor]) -> dict[str, Any]:
-    from vllm.config import set_current_vllm_config
-    from vllm.forward_context import set_forward_context
-
-
+    """One served variant: its ids (solved where asked), the GPU-default runner's capture with
+    them, the draft built as the engine does, and its first step run stage by stage (`out` gets
+    each stage's tensors). A variant the engine cannot serve says so under `unservable`."""
     if int(req.get("steps", 1)) != 1:
         raise ValueError("vLLM's draft steps after the first attend over its paged KV cache, which parity's "
                          "CPU kernel stand-in does not compute: run with steps 1")
-    name, served = variant["name"], variant["served_dir"]
+    served = variant["served_dir"]
     meta: dict[str, Any] = {"device": "cpu", "attention": {"target": "parity causal SDPA stand-in (kernels.py)",
                                                            "draft": "parity causal SDPA stand-in (kernels.py)"}}
-    config_path = Path(served) / "config.json"
     if variant.get("solve_taps"):
-
+        config_path = Path(served) / "config.json"
         ids = sv.solve(variant["solve_taps"])
         config_path.write_text(json.dumps(write_ids(json.loads(config_path.read_text()), ids), indent=2) + "\n")
         meta["solved_ids"] = ids
     vllm_config = sv.config(served)
-    runner = sv.adapter.gpu_default_runner(vllm_config)
-    meta["runner"] = runner
-    meta["requested_ids"] = sv.adapter.config_ids(vllm_config, runner)
-    sv.adapter.set_capture(sv.model, vllm_config, runner)  # the runner's own start-up function
-    meta["capture_ids"] = sv.adapter.capture_ids(sv.model)
-    aux, hidden = sv.forward(sv.base_config)  # the config the target was built under (its layer registry)
-    with set_current_vllm_config(sv.base_config), torch.no_grad():
-        next_token = int(sv.model.compute_logits(hidden[-1:]).argmax(dim=-1)[0])
-    meta["next_token"] = next_token
-
+    aux, next_token = _captured(sv, vllm_config, meta)
     draft = sv.draft(vllm_config)
     if not callable(getattr(draft, "combine_hidden_states", None)):  # 0.8.5-0.10.x: fc inside its forward
         raise NotImplementedError(
@@ -238,10 +227,37 @@ def run_variant(sv: Serving, variant: dict, req: dict, out: dict[str, torch.Tens
         refused = past_what_vllm_serves(sv, vllm_config, draft, int(positions.max()), meta["draft_positions"])
         if refused:
             return {**meta, "unservable": refused}
+    return _first_step(variant["name"], req, draft, vllm_config, aux, shifted, positions, meta, out)
+
+
+def _captured(sv: Serving, vllm_config, meta: dict) -> tuple[torch.Tensor, int]:
+    """(aux, next token): the target's states as the GPU-default runner's own start-up sets its
+    capture, and the token the target proposes next."""
+    from vllm.config import set_current_vllm_config
+
+    runner = sv.adapter.gpu_default_runner(vllm_config)
+    meta["runner"] = runner
+    meta["requested_ids"] = sv.adapter.config_ids(vllm_config, runner)
+    sv.adapter.set_capture(sv.model, vllm_config, runner)  # the runner's own start-up function
+    meta["capture_ids"] = sv.adapter.capture_ids(sv.model)
+    aux, hidden = sv.forward(sv.base_config)  # the config the target was built under (its layer registry)
+    with set_current_vllm_config(sv.base_config), torch.no_grad():
+        next_token = int(sv.model.compute_logits(hidden[-1:]).argmax(dim=-1)[0])
+    meta["next_token"] = next_token
+    return aux, next_token
+
+
+def _first_step(name: str, req: dict, draft, vllm_config, aux, shifted, positions, meta: dict,
+                out: dict[str, torch.Tensor]) -> dict[str, Any]:
+    """The draft's first step, through its combine_hidden_states (the fc), each stage recorded into
+    `out` under the variant's name, unless `bare`."""
+    from vllm.config import set_current_vllm_config
+    from vllm.forward_context import set_forward_context
+
     recorder = None if req.get("bare") else Recorder(draft)
     started = time.perf_counter()
     with set_current_vllm_config(vllm_config), torch.no_grad(), \
-            set_forward_context(None, vllm_config, num_tokens=t):
+            set_forward_context(None, vllm_config, num_tokens=shifted.shape[0]):
         g = draft.combine_hidden_states(aux)
         last, _ = draft(input_ids=shifted, positions=positions, hidden_states=g)
         full = draft.compute_logits(last)
