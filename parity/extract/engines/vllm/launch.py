@@ -259,6 +259,34 @@ class _Trace:
         return self.by.get((id(obj), name))
 
 
+def _effective(how: Launch, spec, model_config, parallel, trace) -> tuple[dict, dict, bool | None, str]:
+    """(effective, by, algorithm_is_eagle3, its answer): each launch field as vLLM resolved it and
+    the function that set it (the trace), and whether the resolved method feeds an EAGLE-3 draft
+    aux states."""
+    effective: dict[str, Any] = {"model_config.max_model_len": model_config.max_model_len,
+                                 "parallel_config.tensor_parallel_size": parallel.tensor_parallel_size}
+    by: dict[str, str] = {"model_config.max_model_len": trace.get(model_config, "max_model_len") or "?",
+                          "parallel_config.tensor_parallel_size":
+                              trace.get(parallel, "tensor_parallel_size") or "?"}
+    if spec is None:
+        effective.update(dict.fromkeys(SPEC_FIELDS))
+        return ({k: jsonable(v) for k, v in effective.items()}, by, False,
+                "no --speculative-config: vLLM serves without a draft")
+    draft = spec.draft_model_config
+    for field in SPEC_FIELDS:
+        if field == "max_model_len" and draft is not None:
+            effective[field], by[field] = draft.max_model_len, trace.get(draft, "max_model_len") or "?"
+        elif field == "quantization" and draft is not None:
+            effective[field], by[field] = draft.quantization, trace.get(draft, "quantization") or "?"
+        else:
+            effective[field], by[field] = getattr(spec, field, None), trace.get(spec, field) or "?"
+    if draft is not None:
+        effective[DRAFT_POSITIONS] = getattr(draft.hf_config, "max_position_embeddings", None)
+    aux, answered = how.aux(spec)
+    is_eagle3 = None if aux is None else bool(spec.method == "eagle3" and aux)
+    return {k: jsonable(v) for k, v in effective.items()}, by, is_eagle3, answered
+
+
 def resolve(how: Callable | Launch, argv: list[str], model_dir: str, draft_dir: str | None,
             neutral: bool = False) -> dict:
     """The launch contract of `argv` under a family's LAUNCH: {"argv", "replaced", "requested",
@@ -287,28 +315,7 @@ def resolve(how: Callable | Launch, argv: list[str], model_dir: str, draft_dir: 
     requested = {k: jsonable((spec_given or {}).get(k, merged.get(k))) for k in SPEC_FIELDS if k in merged}
     requested.update({field: jsonable(getattr(ns, dest)) for dest, field in ENGINE_FIELDS.items()
                       if dest in given and getattr(ns, dest, None) is not None})
-    effective: dict[str, Any] = {"model_config.max_model_len": model_config.max_model_len,
-                                 "parallel_config.tensor_parallel_size": parallel.tensor_parallel_size}
-    by: dict[str, str] = {"model_config.max_model_len": trace.get(model_config, "max_model_len") or "?",
-                          "parallel_config.tensor_parallel_size":
-                              trace.get(parallel, "tensor_parallel_size") or "?"}
-    if spec is None:
-        effective.update(dict.fromkeys(SPEC_FIELDS))
-        is_eagle3, answered = False, "no --speculative-config: vLLM serves without a draft"
-    else:
-        draft = spec.draft_model_config
-        for field in SPEC_FIELDS:
-            if field == "max_model_len" and draft is not None:
-                effective[field], by[field] = draft.max_model_len, trace.get(draft, "max_model_len") or "?"
-            elif field == "quantization" and draft is not None:
-                effective[field], by[field] = draft.quantization, trace.get(draft, "quantization") or "?"
-            else:
-                effective[field], by[field] = getattr(spec, field, None), trace.get(spec, field) or "?"
-        if draft is not None:
-            effective[DRAFT_POSITIONS] = getattr(draft.hf_config, "max_position_embeddings", None)
-        aux, answered = how.aux(spec)
-        is_eagle3 = None if aux is None else bool(spec.method == "eagle3" and aux)
-    effective = {k: jsonable(v) for k, v in effective.items()}
+    effective, by, is_eagle3, answered = _effective(how, spec, model_config, parallel, trace)
     overrides = [{"field": f, "requested": v, "effective": effective.get(f), "by": by.get(f, "?")}
                  for f, v in requested.items() if f in effective and effective[f] != v]
     fields = {"parallel_config.tensor_parallel_size": parallel.tensor_parallel_size,

@@ -101,6 +101,34 @@ def every_token_forward(model, gen: torch.Generator, positions: int):
                     TTT_STEPS if positions <= MAX_POSITIONS else 1)
 
 
+def _sizes(config) -> dict[str, Any]:
+    """The sizes, rope and dtype the release's config (the real one) gives the draft it builds."""
+    tl = config.transformer_layer_config
+    heads = getattr(tl, "num_attention_heads", None)
+    hidden = getattr(tl, "hidden_size", None)
+    rope_parameters = getattr(tl, "rope_parameters", None)
+    rope_parameters = rope_parameters if isinstance(rope_parameters, dict) else {}
+    built: dict[str, Any] = {
+        "vocab_size": getattr(tl, "vocab_size", None),
+        "draft_vocab_size": getattr(config, "draft_vocab_size", None) or getattr(tl, "vocab_size", None),
+        "hidden_size": hidden,
+        "target_hidden_size": getattr(config, "target_hidden_size", None) or hidden,
+        "num_hidden_layers": getattr(tl, "num_hidden_layers", None),
+        "num_attention_heads": heads,
+        "num_key_value_heads": getattr(tl, "num_key_value_heads", None),
+        "head_dim": getattr(tl, "head_dim", None) or (hidden // heads if hidden and heads else None),
+        "intermediate_size": getattr(tl, "intermediate_size", None),
+        "max_position_embeddings": getattr(tl, "max_position_embeddings", None),
+        "rope_theta": getattr(tl, "rope_theta", None) or rope_parameters.get("rope_theta"),
+        "rope_scaling": plain_rope_scaling(getattr(tl, "rope_scaling", None) or rope_parameters),
+    }
+    dtype = getattr(tl, "dtype", None) or getattr(tl, "torch_dtype", None)
+    built["dtype"] = str(dtype).removeprefix("torch.") if dtype is not None else None
+    if built["draft_vocab_size"]:
+        built["max_token_id"] = None  # the d2t table is the checkpoint's; the served side reads it
+    return built
+
+
 def built_draft(run, request: dict, version: str) -> dict[str, Any]:
     """{BuiltDraft fields} for request {"config": draft config.json, "target": the target's
     config.json (text part is enough), "from": what the config is}."""
@@ -111,29 +139,7 @@ def built_draft(run, request: dict, version: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="parity-built-") as tmp:
         with recording(attributes):
             config, how = _config(run, draft, target, Path(tmp) / "real", converted)
-        tl = config.transformer_layer_config
-        heads = getattr(tl, "num_attention_heads", None)
-        hidden = getattr(tl, "hidden_size", None)
-        rope_parameters = getattr(tl, "rope_parameters", None)
-        rope_parameters = rope_parameters if isinstance(rope_parameters, dict) else {}
-        built: dict[str, Any] = {
-            "vocab_size": getattr(tl, "vocab_size", None),
-            "draft_vocab_size": getattr(config, "draft_vocab_size", None) or getattr(tl, "vocab_size", None),
-            "hidden_size": hidden,
-            "target_hidden_size": getattr(config, "target_hidden_size", None) or hidden,
-            "num_hidden_layers": getattr(tl, "num_hidden_layers", None),
-            "num_attention_heads": heads,
-            "num_key_value_heads": getattr(tl, "num_key_value_heads", None),
-            "head_dim": getattr(tl, "head_dim", None) or (hidden // heads if hidden and heads else None),
-            "intermediate_size": getattr(tl, "intermediate_size", None),
-            "max_position_embeddings": getattr(tl, "max_position_embeddings", None),
-            "rope_theta": getattr(tl, "rope_theta", None) or rope_parameters.get("rope_theta"),
-            "rope_scaling": plain_rope_scaling(getattr(tl, "rope_scaling", None) or rope_parameters),
-        }
-        dtype = getattr(tl, "dtype", None) or getattr(tl, "torch_dtype", None)
-        built["dtype"] = str(dtype).removeprefix("torch.") if dtype is not None else None
-        if built["draft_vocab_size"]:
-            built["max_token_id"] = None  # the d2t table is the checkpoint's; the served side reads it
+        built = _sizes(config)
 
         tiny_draft, tiny_target = shrink_draft_config(draft), shrink_config(target)
         model_cls = run.look_up(run.family.DRAFT_MODEL)

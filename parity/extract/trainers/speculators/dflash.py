@@ -110,6 +110,41 @@ def built(run, model, read: dict[str, Any], version: str) -> dict[str, Any]:
             "mask_token_id": getattr(drafted, "mask_token_id", None)}
 
 
+def _run_forward(model, chunks: torch.Tensor, target: torch.Tensor, seq: int) -> None:
+    """The release's own DFlashDraftModel.forward (not compiled) on the marked chunks, with the
+    arguments its signature takes, until a hook stops it."""
+    forward = model.forward
+    forward = getattr(forward, "_torchdynamo_orig_callable", forward)  # the release's own code, not compiled
+    takes = inspect.signature(forward).parameters
+    args: dict[str, Any] = {"hidden_states": chunks, "input_ids": torch.randint(0, 30, (1, seq)),
+                            "loss_mask": torch.ones(1, seq, dtype=torch.long),
+                            "verifier_last_hidden_states": target, "position_ids": torch.arange(seq)[None]}
+    if "document_ids" in takes:
+        args["document_ids"] = torch.zeros(1, seq, dtype=torch.long)
+    if "lengths" in takes:
+        args["lengths"] = torch.tensor([seq])
+    if "max_anchors" in takes:
+        args["max_anchors"] = 2
+    bound = forward if hasattr(forward, "__self__") else forward.__get__(model)
+    try:
+        with torch.no_grad():
+            bound(**{k: v for k, v in args.items() if k in takes or "kwargs" in takes})
+    except _Stop:
+        pass
+
+
+def _head_normed(seen: dict[str, torch.Tensor], target: torch.Tensor, where: str) -> tuple[bool | None, str]:
+    """Whether the verifier's LM head saw `target` normed by the verifier's final norm, read off
+    what the hooks saw, and the evidence in words."""
+    if "head_in" not in seen:
+        return None, f"ran {where}.forward: it never called verifier_lm_head before its draft layers"
+    if torch.equal(seen["head_in"], target):
+        return False, f"ran {where}.forward: verifier_lm_head received verifier_last_hidden_states as is"
+    if "norm_out" in seen and torch.equal(seen["head_in"], seen["norm_out"]) and seen["norm_in"].shape[-1] == HIDDEN:
+        return True, f"ran {where}.forward: verifier_lm_head received verifier_norm(verifier_last_hidden_states)"
+    return None, f"ran {where}.forward: verifier_lm_head received something else"
+
+
 def fc_chunk_order(run, num_fc: int, read: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run the release's DFlashDraftModel.forward on a `hidden_states` [1, T, K*H] whose chunk k is
     all (k + 1): which input chunk its `fc` reads at each of its K positions (`order`), and whether
@@ -137,24 +172,7 @@ def fc_chunk_order(run, num_fc: int, read: dict[str, Any] | None = None) -> dict
     model.layers[0].register_forward_pre_hook(stop)  # older releases never use the verifier's head
     chunks = torch.cat([torch.full((1, seq, HIDDEN), float(k + 1)) for k in range(num_fc)], dim=-1)
     target = torch.randn(1, seq, HIDDEN) * 3 + 1  # far from unit RMS
-    forward = model.forward
-    forward = getattr(forward, "_torchdynamo_orig_callable", forward)  # the release's own code, not compiled
-    takes = inspect.signature(forward).parameters
-    args: dict[str, Any] = {"hidden_states": chunks, "input_ids": torch.randint(0, 30, (1, seq)),
-                            "loss_mask": torch.ones(1, seq, dtype=torch.long),
-                            "verifier_last_hidden_states": target, "position_ids": torch.arange(seq)[None]}
-    if "document_ids" in takes:
-        args["document_ids"] = torch.zeros(1, seq, dtype=torch.long)
-    if "lengths" in takes:
-        args["lengths"] = torch.tensor([seq])
-    if "max_anchors" in takes:
-        args["max_anchors"] = 2
-    bound = forward if hasattr(forward, "__self__") else forward.__get__(model)
-    try:
-        with torch.no_grad():
-            bound(**{k: v for k, v in args.items() if k in takes or "kwargs" in takes})
-    except _Stop:
-        pass
+    _run_forward(model, chunks, target, seq)
     where = f"{type(model).__module__}.{type(model).__qualname__}"
     if "fc_in" not in seen:
         raise ValueError(f"{where}.forward never called its fc")
@@ -166,13 +184,5 @@ def fc_chunk_order(run, num_fc: int, read: dict[str, Any] | None = None) -> dict
             raise ValueError(f"{where}.forward fed its fc something other than the data path's chunks "
                              f"(fc chunk {k} holds {values.tolist()[:4]})")
         order.append(int(values.item()) - 1)
-    if "head_in" not in seen:
-        normed, evidence = None, f"ran {where}.forward: it never called verifier_lm_head before its draft layers"
-    elif torch.equal(seen["head_in"], target):
-        normed, evidence = False, f"ran {where}.forward: verifier_lm_head received verifier_last_hidden_states as is"
-    elif "norm_out" in seen and torch.equal(seen["head_in"], seen["norm_out"]) and seen["norm_in"].shape[-1] == HIDDEN:
-        normed, evidence = True, (f"ran {where}.forward: verifier_lm_head received "
-                                  "verifier_norm(verifier_last_hidden_states)")
-    else:
-        normed, evidence = None, f"ran {where}.forward: verifier_lm_head received something else"
+    normed, evidence = _head_normed(seen, target, where)
     return {"order": order, "model": where, "normed": normed, "evidence": evidence, "built_model": model}

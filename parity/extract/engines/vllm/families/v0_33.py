@@ -532,15 +532,21 @@ class Draft:
                                               torch.device("cpu"))
         module.update(self.layer_wiring(draft, vllm_config))
         graph = self.draft_graph(draft)
-        # the built class's sizes are the shrunk copy's: used to run it, never reported (the
-        # contract's sizes are `real_draft_sizes`', parity.contract.sources)
+        return {"graph": graph, "vocab": self.vocab_mapping(draft, vllm_config), "embedding": embedding,
+                "module": module, "config_keys": keys, "class": f"{type(draft).__module__}.{type(draft).__name__}"}
+
+    @staticmethod
+    def vocab_mapping(draft, vllm_config) -> dict:
+        """How the built draft maps a draft token index to a target id (its compute_logits run with
+        a known d2t), and whether its load_weights takes a t2d. The built class's sizes are the
+        shrunk copy's: used to run it, never reported (the contract's sizes are
+        `real_draft_sizes`', parity.contract.sources)."""
+        import torch
+
         draft_vocab, target_vocab = draft.config.draft_vocab_size, vllm_config.model_config.get_vocab_size()
-        vocab: dict = {}
         mapping = getattr(draft, "draft_id_to_target_id", None)
         if mapping is None:
-            vocab.update(d2t="absent", t2d="absent", mapping="draft index = target id (same vocabulary)")
-            return {"graph": graph, "vocab": vocab, "embedding": embedding, "module": module, "config_keys": keys,
-                    "class": f"{type(draft).__module__}.{type(draft).__name__}"}
+            return {"d2t": "absent", "t2d": "absent", "mapping": "draft index = target id (same vocabulary)"}
         # d2t = shift everywhere: offsets put draft index i at target id i + shift, absolute all at
         # shift (0 when the draft vocabulary is the target's: i + 1 would leave it)
         shift = 1 if draft_vocab < target_vocab else 0
@@ -556,10 +562,8 @@ class Draft:
         draft.load_weights([("t2d", torch.ones(target_vocab, dtype=torch.bool))])
         same = lambda a, b: bool(((a == b) | (a.isnan() & b.isnan())).all())  # noqa: E731 (uninitialised: NaN)
         t2d = "ignored" if all(same(before[k], v) for k, v in draft.state_dict().items()) else "present"
-        vocab.update(d2t=d2t, t2d=t2d, mapping=f"target id = draft index + d2t[draft index] (compute_logits; "
-                     f"ran it: d2t = {shift} put draft index 0 at target id {finite[0] if finite else None})")
-        return {"graph": graph, "vocab": vocab, "embedding": embedding, "module": module, "config_keys": keys,
-                "class": f"{type(draft).__module__}.{type(draft).__name__}"}
+        return {"d2t": d2t, "t2d": t2d, "mapping": f"target id = draft index + d2t[draft index] (compute_logits; "
+                f"ran it: d2t = {shift} put draft index 0 at target id {finite[0] if finite else None})"}
 
     @staticmethod
     def layer_wiring(draft, vllm_config) -> dict:
