@@ -229,24 +229,14 @@ def real_sizes(r: VLLMReply, target: Target) -> dict[str, int | None]:
             "target_vocab_size": target.model.vocab_size}
 
 
-def to_contract(r: VLLMReply, target: Target) -> ServingContract:
-    """The contract of the GPU-default runner. Each runner's ids and fc input are kept in the
-    provenance; runners feeding different states is an error finding (a drift for one of them)."""
-    version = r.shown_release
-    if r.draft_refused is not None:  # nothing captured: the engine refuses the draft as written
-        return ServingContract(
-            target_model=target.model, fc_input=(None,), engine=NAME, draft_kind=r.draft_kind,
-            findings=(Finding(kind=FindingKind.draft_unloadable, severity="error", message=r.draft_refused),),
-            provenance=Provenance(package="vllm", version=version, code_path=next(iter(r.code_paths.values()), "?"),
-                                  python=display_python(r.python), details={}, family=r.family,
-                                  release_note=r.release_note, reply_cache=r.reply_cache),
-            requested_ids=None, ids_source="none: vLLM's config classes refuse the draft", launch=r.launch)
-    runner = r.gpu_default_runner
+def runner_findings(r: VLLMReply, details: dict[str, str]) -> list[Finding]:
+    """What each model runner fed (into `details`, the provenance), its unnamed states and errors,
+    runners feeding the draft different states (a drift for one of them whatever was trained), and
+    the GPU-default runner serving the model's default ids."""
+    version, runner = r.shown_release, r.gpu_default_runner
     runs = r.runners
     chosen = runs[runner]
     findings: list[Finding] = []
-    details = {"model_class": r.model_class if "model_class" in r.model_fields_set else "?",
-               "gpu_default_runner": runner, "kernel_standins": "; ".join(r.kernel_standins)}
     for name, run in runs.items():
         details[f"{name}_ids"] = str(run.config_ids or f"none in the config: default {r.default_ids}")
         details[f"{name}_fc_input"] = str(run.error or run.names)
@@ -270,6 +260,28 @@ def to_contract(r: VLLMReply, target: Target) -> ServingContract:
             f"the model default {r.default_ids}"
             + (" (its EAGLE-3 default, also for this DFlash draft: SGLang's DFlash default differs)"
                if r.draft_kind == "dflash" else ""))))
+    return findings
+
+
+def to_contract(r: VLLMReply, target: Target) -> ServingContract:
+    """The contract of the GPU-default runner. Each runner's ids and fc input are kept in the
+    provenance; runners feeding different states is an error finding (a drift for one of them)."""
+    version = r.shown_release
+    if r.draft_refused is not None:  # nothing captured: the engine refuses the draft as written
+        return ServingContract(
+            target_model=target.model, fc_input=(None,), engine=NAME, draft_kind=r.draft_kind,
+            findings=(Finding(kind=FindingKind.draft_unloadable, severity="error", message=r.draft_refused),),
+            provenance=Provenance(package="vllm", version=version, code_path=next(iter(r.code_paths.values()), "?"),
+                                  python=display_python(r.python), details={}, family=r.family,
+                                  release_note=r.release_note, reply_cache=r.reply_cache),
+            requested_ids=None, ids_source="none: vLLM's config classes refuse the draft", launch=r.launch)
+    runner = r.gpu_default_runner
+    runs = r.runners
+    chosen = runs[runner]
+    findings: list[Finding] = []
+    details = {"model_class": r.model_class if "model_class" in r.model_fields_set else "?",
+               "gpu_default_runner": runner, "kernel_standins": "; ".join(r.kernel_standins)}
+    findings += runner_findings(r, details)
     launched = (r.launch.effective if r.launch else {}).get("method")
     if r.launch and launched != r.method:  # parity's limit, said: not the engine's capture
         findings.append(Finding(kind=FindingKind.capture_not_launched, message=(
