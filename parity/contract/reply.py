@@ -30,7 +30,7 @@ from typing import Any, Callable, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
-from .models import BuiltDraft, Finding, LaunchContract, TrainedDepth
+from .models import BuiltDraft, Finding, GraphFlags, LaunchContract, TrainedDepth
 
 
 class CannotExtractEntry(BaseModel):
@@ -159,6 +159,39 @@ class RunnerCapture(BaseModel):
         return [s.tap for s in self.slots]
 
 
+class DraftFacts(BaseModel):
+    """The draft as the engine's draft class builds it (its family's draft facts): the graph
+    flags it runs with, how it maps draft tokens to target ids, whose embedding it uses, what its
+    load_weights does with the checkpoint, and the built draft."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    model_class: str | None = Field(default=None, description="The draft class built (`module.Class`; SGLang).")
+    draft_class: str | None = Field(default=None, alias="class", description="The draft class built "
+                                    "(`module.Class`; vLLM).")
+    built: BuiltDraft | None = Field(default=None, description="The draft as the engine builds it.")
+    graph: GraphFlags = Field(default_factory=GraphFlags, description="The graph flags the built draft runs with.")
+    vocab: dict[str, str] = Field(default_factory=dict, description="How it maps a draft token to a target id, "
+                                  "as run: d2t, t2d and the mapping in words (VocabMapping's run fields).")
+    embedding: str = Field(default="unknown", description="Whose token embedding it uses: 'draft', 'target' "
+                           "or 'unknown'.")
+    sizes: dict[str, int | None] = Field(default_factory=dict, description="The vocabulary sizes of the real "
+                                         "draft config (SGLang).")
+    num_aux_hidden_states: int | None = Field(default=None, description="The aux states its fc takes (SGLang).")
+    lm_head_from_target: bool | None = Field(default=None, description="It loads its lm_head from the target.")
+    has_weights: bool | None = Field(default=None, description="The draft directory holds a checkpoint.")
+    dropped_tensors: list[str] = Field(default_factory=list, description="Checkpoint tensors its load_weights "
+                                       "ignores.")
+    checkpoint_renames: dict[str, str] = Field(default_factory=dict, description="Tensor names its load_weights "
+                                               "takes under other names (parity export writes them so).")
+    checkpoint_zero_biases: list[str] = Field(default_factory=list, description="Biases it has and the "
+                                              "checkpoint lacks (zero ones make it the bias-free layer trained).")
+    module: dict[str, Any] | None = Field(default=None, description="What its modules compute, read off the "
+                                          "built class (vLLM; folded into the built draft by the probe).")
+    config_keys: dict[str, Any] = Field(default_factory=dict, description="The config keys it read building the "
+                                        "draft (vLLM; folded into the built draft by the probe).")
+
+
 class Candidate(BaseModel):
     """What the engine captures with one candidate id list written in the draft config (the fix
     search): the slots it then feeds, named, or why it could not."""
@@ -228,7 +261,7 @@ class EngineReply(FamilyReply, TargetClassReply):
     dflash_draft: dict[str, Any] | None = Field(default=None, description="What the engine's DFlash draft class reads "
                                                 "of the draft (a DFlash draft), and, where it says, what it does with "
                                                 "the captured states.")
-    draft: dict[str, Any] | None = Field(default=None, description="The draft as the engine's draft class builds it "
+    draft: DraftFacts | None = Field(default=None, description="The draft as the engine's draft class builds it "
                                          "(the family's draft facts): class, graph flags, vocab mapping, sizes, "
                                          "embedding, and where the engine says, the built draft and checkpoint "
                                          "renames.")

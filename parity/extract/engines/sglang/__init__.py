@@ -14,12 +14,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ....contract import BuiltDraft, Finding, FindingKind, GraphFlags, Provenance, ServingContract, Tap, sources
+from ....contract import Finding, FindingKind, Provenance, ServingContract, Tap, sources
 from ....envs import EnvError, display_python, find_env
 from ....errors import stop_from_reply
 from ....inputs import Draft, InputError, LaunchRefused, Target
 from ... import installed, release_option
 from .. import ServingExtractionError
+from ....contract.reply import DraftFacts
 from .reply import SGLangForwardReply, SGLangReply
 from .served import served_config
 
@@ -106,7 +107,7 @@ def to_contract(r: SGLangReply, target: Target) -> ServingContract:
                  **{f"dflash_draft.{k}": str(v) for k, v in (r.dflash_draft or {}).items()}},
         family=r.family, release_note=r.release_note,
         reply_cache=r.reply_cache)
-    draft = r.draft or {}
+    draft = r.draft or DraftFacts()
     if r.error is not None:
         findings.append(Finding(kind=FindingKind.draft_unloadable if r.draft_unloadable else FindingKind.engine_error,
                                 message=r.error, severity="error"))
@@ -116,16 +117,16 @@ def to_contract(r: SGLangReply, target: Target) -> ServingContract:
     ids = r.requested_ids
     return ServingContract(
         target_model=target.model, fc_input=tuple(slots) or (None,),
-        graph=GraphFlags(**draft.get("graph", {})),
-        vocab=sources.vocab(draft.get("vocab", {}), draft.get("sizes", {})),
-        embedding=draft.get("embedding", "unknown"), provenance=provenance,
-        draft=BuiltDraft(**draft["built"]) if draft.get("built") else None,
+        graph=draft.graph,
+        vocab=sources.vocab(draft.vocab, draft.sizes),
+        embedding=draft.embedding, provenance=provenance,
+        draft=draft.built,
         findings=tuple(findings), engine="sglang", draft_kind=r.draft_kind,
         requested_ids=tuple(ids) if isinstance(ids, list) and all(isinstance(i, int) for i in ids) else None,
         ids_source=r.ids_source,
         capture_ids=tuple(r.capture_ids) if r.capture_ids is not None else None,
-        checkpoint_renames=draft.get("checkpoint_renames") or {},
-        checkpoint_zero_biases=tuple(draft.get("checkpoint_zero_biases") or ()),
+        checkpoint_renames=draft.checkpoint_renames,
+        checkpoint_zero_biases=tuple(draft.checkpoint_zero_biases),
         launch=r.launch,
     )
 

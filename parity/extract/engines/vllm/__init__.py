@@ -17,7 +17,7 @@ import sys
 from importlib import metadata
 from typing import Any
 
-from ....contract import DatagenDump, Finding, FindingKind, GraphFlags, Provenance, ServingContract, Tap, sources
+from ....contract import DatagenDump, Finding, FindingKind, Provenance, ServingContract, Tap, sources
 from ....envs import EnvError, display_python, find_env
 from ....conventions import Convention, input_to
 from ....errors import UserError, stop_from_reply
@@ -25,6 +25,7 @@ from ....inputs import Draft, LaunchRefused, Target
 from ... import installed, release_option
 from ...eagle3_config import eagle3_config
 from .. import ServingExtractionError
+from ....contract.reply import DraftFacts
 from .reply import VLLMForwardReply, VLLMReply
 
 NAME = "vllm"
@@ -291,7 +292,7 @@ def to_contract(r: VLLMReply, target: Target) -> ServingContract:
     if r.dflash_refusal:  # the engine's own refusal of the captured states, quoted
         findings.append(Finding(kind=FindingKind.engine_error, severity="error", message=r.dflash_refusal))
     details.update({f"dflash_draft.{k}": str(v) for k, v in (r.dflash_draft or {}).items()})
-    draft = r.draft or {}
+    draft = r.draft or DraftFacts()
     if r.draft_error:
         findings.append(Finding(kind=FindingKind.draft_facts_unread, message=r.draft_error))
     if r.draft_unloadable:  # vLLM's own loader refused the checkpoint: unservable as written
@@ -301,8 +302,8 @@ def to_contract(r: VLLMReply, target: Target) -> ServingContract:
     if r.built_error:
         findings.append(Finding(kind=FindingKind.draft_not_built, message=f"{r.built_error}; its built draft is not "
                                 "compared"))
-    if draft.get("class"):
-        details["draft_class"] = draft["class"]
+    if draft.draft_class:
+        details["draft_class"] = draft.draft_class
     slots = tuple(Tap.parse(s) if s else None for s in chosen.names) or (None,)
     provenance = Provenance(package="vllm", version=version, code_path=r.code_paths[runner],
                             python=display_python(r.python), details=details,
@@ -310,9 +311,9 @@ def to_contract(r: VLLMReply, target: Target) -> ServingContract:
     ids = chosen.config_ids
     return ServingContract(
         target_model=target.model, fc_input=slots,
-        graph=GraphFlags(**draft.get("graph", {})),
-        vocab=sources.vocab(draft.get("vocab", {}), real_sizes(r, target)),
-        embedding=draft.get("embedding", "unknown"), provenance=provenance, findings=tuple(findings),
+        graph=draft.graph,
+        vocab=sources.vocab(draft.vocab, real_sizes(r, target)),
+        embedding=draft.embedding, provenance=provenance, findings=tuple(findings),
         draft=r.built, engine=NAME,
         draft_kind=r.draft_kind, requested_ids=tuple(ids) if ids else None,
         ids_source=f"{runner} runner: " + ("the draft config" if ids else "engine default"),
