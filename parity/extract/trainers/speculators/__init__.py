@@ -25,7 +25,7 @@ from ....envs import display_python
 from ....inputs import Draft, Target
 from ... import installed, release_option
 from ..draft import DraftConfig, DraftError, draft_ids, load_config, read_draft
-from .reply import SpeculatorsForwardReply, SpeculatorsReply
+from .reply import DataPath, SpeculatorsForwardReply, SpeculatorsReply
 from ....errors import UserError, stop_from_reply
 
 # -- as a `Trainer` (parity.extract.trainers) ---------------------------------------------------
@@ -145,24 +145,24 @@ def built_request(draft: "Draft | Path | str", target: TargetModel, trained: boo
                      else "the served config.json, no --trained given")}
 
 
-def choose_path(r: SpeculatorsReply, data_path: str | None, layout: list[Tap]) -> dict:
+def choose_path(r: SpeculatorsReply, data_path: str | None, layout: list[Tap]) -> DataPath:
     """The probed path the contract describes: `data_path` (qualified name or a part), else the default."""
     version = r.shown_release
     if r.error:
         raise TrainingExtractionError(f"speculators {version}: {r.error}")
     entries = r.paths
     if data_path is not None:
-        entries = [e for e in entries if e["code_path"] == data_path
-                   or data_path in e["code_path"].split(".")]
+        entries = [e for e in entries if e.code_path == data_path
+                   or data_path in e.code_path.split(".")]
     if not entries:
-        failed = [e for e in r.errors if data_path is None or data_path in e["code_path"]]
+        failed = [e for e in r.errors if data_path is None or data_path in e.code_path]
         if failed:
             raise TrainingExtractionError(
-                f"speculators {version}: {failed[0]['code_path']} failed on the {len(layout)}-slot dump "
-                f"[{', '.join(t.name for t in layout)}]: {failed[0]['error']}")
-        ran = sorted({e["code_path"] for e in r.paths})
+                f"speculators {version}: {failed[0].code_path} failed on the {len(layout)}-slot dump "
+                f"[{', '.join(t.name for t in layout)}]: {failed[0].error}")
+        ran = sorted({e.code_path for e in r.paths})
         raise TrainingExtractionError(f"speculators {version} has no data path {data_path!r}; it has {ran}")
-    return next((e for e in entries if e.get("default")), entries[0])
+    return next((e for e in entries if e.default), entries[0])
 
 
 # -- the dump layout ----------------------------------------------------------------------------
@@ -284,37 +284,37 @@ def draft_layout_findings(draft: DraftConfig | None, layout: list[Tap], source: 
                      f"{source} layout is [{', '.join(t.name for t in layout)}]")]
 
 
-def path_findings(r: SpeculatorsReply, chosen: dict) -> list[Finding]:
+def path_findings(r: SpeculatorsReply, chosen: DataPath) -> list[Finding]:
     out = []
     for other in r.paths:
         if other is chosen:
             continue
         for key in ("fc_slots", "target_slot", "alignment"):
-            if other[key] != chosen[key]:
-                where = other["code_path"] + (f" [{other['backend']}]" if other.get("backend") else "")
-                out.append(_finding(FindingKind.data_paths_disagree, f"{where} gives {key} {other[key]}, "
-                                    f"the contract's path gives {chosen[key]}"))
-    if chosen.get("lossy"):
+            if getattr(other, key) != getattr(chosen, key):
+                where = other.code_path + (f" [{other.backend}]" if other.backend else "")
+                out.append(_finding(FindingKind.data_paths_disagree, f"{where} gives {key} {getattr(other, key)}, "
+                                    f"the contract's path gives {getattr(chosen, key)}"))
+    if chosen.lossy:
         out.append(_finding(FindingKind.lossy_data_path, f"the data path alters hidden-state values: "
-                            f"{chosen.get('lossy_reason')}", "info"))
+                            f"{chosen.lossy_reason}", "info"))
     for err in r.errors:
-        out.append(_finding(FindingKind.data_path_failed, f"{err['code_path']} failed: {err['error']}", "info"))
+        out.append(_finding(FindingKind.data_path_failed, f"{err.code_path} failed: {err.error}", "info"))
     return out
 
 
 # -- the contract -------------------------------------------------------------------------------
 
 
-def provenance(r: SpeculatorsReply, chosen: dict, datagen_dump: DatagenDump | None = None) -> Provenance:
+def provenance(r: SpeculatorsReply, chosen: DataPath, datagen_dump: DatagenDump | None = None) -> Provenance:
     keys = ("transfer", "backend", "via", "writer", "lossy_reason")
-    details = {k: str(chosen[k]) for k in keys if chosen.get(k)}
+    details = {k: str(getattr(chosen, k)) for k in keys if getattr(chosen, k)}
     if r.dflash:  # the DFlash model run on the path's states: its fc's chunk order
         details.update({"dflash_model": r.dflash["model"],
                         "dflash_fc_chunk_order": json.dumps(r.dflash["fc_chunk_order"])})
     details.update({
         "preprocess": str(r.preprocess), "default_path": str(r.default_path),
         "default_path_reason": str(r.default_path_reason),
-        "offsets": json.dumps(chosen.get("offsets")), "lossy": str(chosen.get("lossy")).lower(),
+        "offsets": json.dumps(chosen.offsets), "lossy": str(chosen.lossy).lower(),
         "train_transform": str(r.train_transform),
         "target_norm_evidence": str(r.target_norm_evidence),
         "looked_for": ", ".join(r.looked_for),
@@ -328,7 +328,7 @@ def provenance(r: SpeculatorsReply, chosen: dict, datagen_dump: DatagenDump | No
         details["dump_code_path"] = datagen_dump.code_path
         details["dump_python"] = str(datagen_dump.python)
     return Provenance(package="speculators", version=r.shown_release,
-                      code_path=chosen["code_path"], python=display_python(r.python), details=details,
+                      code_path=chosen.code_path, python=display_python(r.python), details=details,
                       family=r.family, release_note=r.release_note, reply_cache=r.reply_cache)
 
 
@@ -343,10 +343,10 @@ def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, rep
         raise stop
     r = SpeculatorsReply.read(reply)
     chosen = choose_path(r, data_path, layout)
-    fc_slots, target_slot = list(chosen["fc_slots"]), chosen["target_slot"]
+    fc_slots, target_slot = list(chosen.fc_slots), chosen.target_slot
     if not fc_slots or max(fc_slots + [target_slot]) >= len(layout):
         raise TrainingExtractionError(f"the {len(layout)}-slot dump layout is too short for "
-                                      f"{chosen['code_path']} (it selected slots {fc_slots} + {target_slot})")
+                                      f"{chosen.code_path} (it selected slots {fc_slots} + {target_slot})")
     loss_target = layout[target_slot]
     normed = r.target_normed_by_trainer
     all_findings = list(findings or [])
@@ -382,7 +382,7 @@ def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, rep
         draft=r.built,
         findings=tuple(all_findings), dump_layout=tuple(layout), dump_layout_source=source,
         fc_slots=tuple(fc_slots), target=loss_target, target_slot=target_slot,
-        target_normed_by_trainer=normed, alignment=chosen["alignment"],
+        target_normed_by_trainer=normed, alignment=chosen.alignment,
         trained_depth=r.trained_depth)
 
 

@@ -9,25 +9,63 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ....contract.reply import FamilyReply, ForwardReply, ForwardVariant, TrainerReply
+
+
+class DataPath(BaseModel):
+    """One data path of the release run on the marked dump: which dumped slots its fc and its loss
+    target read, how positions line up, and whether its transfer alters the values."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    code_path: str = Field(description="The path's entry point, by qualified name.")
+    transfer: str | None = Field(default=None, description="How the states reach it (a connector's transfer).")
+    backend: str | None = Field(default=None, description="The hidden-states backend it was run with.")
+    via: str | None = Field(default=None, description="The dataset class it reads through (older families).")
+    writer: str | None = Field(default=None, description="What wrote the dump it reads.")
+    fc_slots: list[int] = Field(description="The dumped slots its fc input reads, in order.")
+    target_slot: int = Field(description="The dumped slot its loss target reads.")
+    alignment: str = Field(description="How positions line up, in words.")
+    offsets: dict[str, int] | None = Field(default=None, description="Each tensor's constant position shift "
+                                           "(None: not a constant shift).")
+    lossy: bool = Field(description="Its transfer or augmentation alters hidden-state values.")
+    lossy_reason: str | None = Field(default=None, description="What alters them.")
+    markers_exact: bool = Field(description="Every marker came back exact.")
+    max_marker_error: float = Field(description="The largest marker error read back.")
+    default: bool = Field(default=False, description="The release's training takes this path by default.")
+
+
+class PathFailed(BaseModel):
+    """A data path that exists but failed on the marked dump."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    code_path: str
+    error: str
+    where: str | None = Field(default=None, description="The line of the release's code that raised.")
+
+
+class PathSkipped(BaseModel):
+    """A data path not run here, and why."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    code_path: str
+    reason: str
 
 
 class SpeculatorsReply(FamilyReply, TrainerReply):
     """What speculators' probe answers: each data path of the release run on a marked dump (which
     slots its fc and its loss target read, how they align), the draft as the release builds it."""
 
-    paths: list[dict[str, Any]] = Field(default_factory=list, description="Each data path that ran: its "
-                                        "`code_path`, `fc_slots`, `target_slot`, `alignment`, `offsets`, whether "
-                                        "it is `lossy` (and why), its transfer/backend/writer where it has them, "
-                                        "and whether it is the release's `default`.")
+    paths: list[DataPath] = Field(default_factory=list, description="Each data path that ran.")
     looked_for: list[str] = Field(default_factory=list, description="The code paths looked up in the installed "
                                   "source, found or not.")
-    errors: list[dict[str, Any]] = Field(default_factory=list, description="Each data path that failed on the "
-                                         "marked dump: {code_path, error, where}.")
-    skipped: list[dict[str, Any]] = Field(default_factory=list, description="Each data path not run here, and why: "
-                                          "{code_path, reason}.")
+    errors: list[PathFailed] = Field(default_factory=list, description="Each data path that failed on the "
+                                     "marked dump.")
+    skipped: list[PathSkipped] = Field(default_factory=list, description="Each data path not run here, and why.")
     preprocess: str | None = Field(default=None, description="The batch preprocess the release's training applies "
                                    "(its shift_batch, or the DFlash preprocess), by qualified name.")
     train_transform: str | None = Field(default=None, description="The transform the release's training applies to "
