@@ -20,6 +20,7 @@ from ...errors import UserError
 
 if TYPE_CHECKING:
     from ...contract import DatagenDump, ServingContract
+    from ...contract.reply import Candidate
     from ...inputs import Draft, Target
 
 DEFAULT = "sglang"
@@ -94,9 +95,9 @@ class Engine(Protocol):
 
     def probe_serving(self, target: "Target", draft: "Draft", version: str | None = None, /, *,
                       candidates: list[list[int]] | None = None,
-                      serve_args: "tuple[str, ...] | None" = None) -> "tuple[ServingContract, list[dict]]":
+                      serve_args: "tuple[str, ...] | None" = None) -> "tuple[ServingContract, list[Candidate]]":
         """The serving contract, plus what the engine would capture for each candidate id list
-        (each {"ids", "fc_input": [names or None], "capture_ids", "error"}), in one engine run.
+        (each a parity.contract.reply.Candidate, or a mapping of its fields), in one engine run.
         `serve_args`: the user's serve command's arguments, resolved by the engine into the
         contract's `launch` (an engine that cannot resolve them refuses: InputError)."""
 
@@ -167,9 +168,14 @@ class BoundEngine(Bound):
         self.impl.preflight(target, self.release)
 
     def probe_serving(self, target: "Target", draft: "Draft", *, candidates: list[list[int]] | None = None,
-                      serve_args: "tuple[str, ...] | None" = None) -> "tuple[ServingContract, list[dict]]":
-        return self.recorded(lambda: self.impl.probe_serving(target, draft, self.release, candidates=candidates,
-                                                             serve_args=serve_args))
+                      serve_args: "tuple[str, ...] | None" = None) -> "tuple[ServingContract, list[Candidate]]":
+        """The engine's probe_serving, its candidates read as Candidate records (an engine's
+        implementation may hand them as mappings of the same fields)."""
+        from ...contract.reply import Candidate
+
+        contract, tried = self.recorded(lambda: self.impl.probe_serving(target, draft, self.release,
+                                                                        candidates=candidates, serve_args=serve_args))
+        return contract, [c if isinstance(c, Candidate) else Candidate.model_validate(c) for c in tried]
 
     def refuse_launch(self, target: "Target", draft: "Draft", serve_args: "tuple[str, ...] | None") -> None:
         """Refuse serve arguments the release's own parser or resolution refuses (LaunchRefused),
