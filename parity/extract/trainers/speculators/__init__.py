@@ -309,8 +309,8 @@ def provenance(r: SpeculatorsReply, chosen: DataPath, datagen_dump: DatagenDump 
     keys = ("transfer", "backend", "via", "writer", "lossy_reason")
     details = {k: str(getattr(chosen, k)) for k in keys if getattr(chosen, k)}
     if r.dflash:  # the DFlash model run on the path's states: its fc's chunk order
-        details.update({"dflash_model": r.dflash["model"],
-                        "dflash_fc_chunk_order": json.dumps(r.dflash["fc_chunk_order"])})
+        details.update({"dflash_model": r.dflash.model,
+                        "dflash_fc_chunk_order": json.dumps(r.dflash.fc_chunk_order)})
     details.update({
         "preprocess": str(r.preprocess), "default_path": str(r.default_path),
         "default_path_reason": str(r.default_path_reason),
@@ -358,11 +358,11 @@ def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, rep
         all_findings += draft.findings  # (read as an EAGLE-3 config: its flag findings say nothing of a DFlash one)
     if r.dflash:
         all_findings.append(_finding(FindingKind.draft_not_built, f"a DFlash draft: speculators "
-                                     f"{r.release}'s {r.dflash['model']} was run for "
+                                     f"{r.release}'s {r.dflash.model} was run for "
                                      "which states its fc reads, in which order; of its built draft only the "
                                      "DFlash fields (block size, context features, mask token) are compared"
                                      if r.built else
-                                     f"a DFlash draft: speculators {r.release}'s {r.dflash['model']} was run for "
+                                     f"a DFlash draft: speculators {r.release}'s {r.dflash.model} was run for "
                                      "which states its fc reads, in which order; its built draft is not compared",
                                      "info"))
     if r.built_error:

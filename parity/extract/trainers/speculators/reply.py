@@ -56,6 +56,15 @@ class PathSkipped(BaseModel):
     reason: str
 
 
+class DFlashRun(BaseModel):
+    """A DFlash draft: the release's DFlash model run on the data path's states."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field(description="The DFlash model class run (`module.Class`).")
+    fc_chunk_order: list[int] = Field(description="Which dumped state its fc reads at each of its K positions.")
+
+
 class SpeculatorsReply(FamilyReply, TrainerReply):
     """What speculators' probe answers: each data path of the release run on a marked dump (which
     slots its fc and its loss target read, how they align), the draft as the release builds it."""
@@ -77,9 +86,8 @@ class SpeculatorsReply(FamilyReply, TrainerReply):
                                                  "the draft reader uses it (its fields, defaults, boolean flags).")
     config_schema_error: str | None = Field(default=None, description="Why that class could not be read.")
     trained_depth_error: str | None = Field(default=None, description="Why the trained depth was not read.")
-    dflash: dict[str, Any] | None = Field(default=None, description="A DFlash draft: the release's DFlash model run "
-                                          "on the path's states (`model`) and its fc's chunk order "
-                                          "(`fc_chunk_order`).")
+    dflash: DFlashRun | None = Field(default=None, description="A DFlash draft: the release's DFlash model run "
+                                     "on the path's states and its fc's chunk order.")
     seconds: dict[str, float] | None = Field(default=None, description="Seconds spent importing the package and "
                                              "probing (a figure, never compared).")
 
