@@ -5,7 +5,8 @@ Ctrl-C and SIGTERM are taken over first, before the CLI's modules are imported (
 contracts: seconds on a loaded machine), so that an interrupt at any moment, the imports
 included, ends in one line and exit 130 (SIGTERM: 143), never a traceback; the CLI itself is
 imported only then. A Ctrl-C that some library's broad `except` swallowed on the way still ends
-the command as interrupted. What runs before this module does (the interpreter's own start-up,
+the command as interrupted, and one raised where Python cannot raise it (a weakref callback)
+is delivered again rather than printed and ignored. What runs before this module does (the interpreter's own start-up,
 its `site` import) is out of parity's reach. Imports here: stdlib and parity.errors only.
 """
 
@@ -27,6 +28,34 @@ def _on_signal(signum, frame):
     raise KeyboardInterrupt()
 
 
+def _unraisable(unraisable) -> None:
+    """A signal's exception raised where Python cannot raise it (a weakref callback, such as
+    importlib's module locks have, or a __del__): CPython would print "Exception ignored in" with
+    a traceback and let the command run on. Nothing is printed; the signal is delivered again, so
+    that it ends the command where the code can raise, in its one line."""
+    errors = sys.modules.get(f"{__package__}.errors")
+    ours = (KeyboardInterrupt,) + ((errors.Terminated,) if errors is not None else ())
+    if _received and unraisable.exc_type is not None and issubclass(unraisable.exc_type, ours):
+        import _thread
+
+        # From another thread, a moment later: the main thread runs the handler at its next step
+        # once this hook has returned (armed from here, it would run in here and be ignored again).
+        _thread.start_new_thread(_deliver_again, (_received[-1],))
+        return
+    _hook(unraisable)
+
+
+_hook = sys.unraisablehook
+
+
+def _deliver_again(signum: int) -> None:
+    import _thread
+    import time
+
+    time.sleep(0.01)
+    _thread.interrupt_main(signum)
+
+
 def _take_over() -> list[int]:
     """SIGINT and SIGTERM handled here, each where it is at its default (SIGINT ignored, as a job
     started in the background gets it, stays ignored); the signals taken over."""
@@ -35,6 +64,8 @@ def _take_over() -> list[int]:
         if signal.getsignal(signum) is default:
             signal.signal(signum, _on_signal)
             taken.append(signum)
+    if taken:
+        sys.unraisablehook = _unraisable
     return taken
 
 
