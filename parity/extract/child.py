@@ -346,3 +346,22 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+class Answered(Exception):
+    """A step of a probe's extraction completed the reply early (a refusal, a limit, an error it
+    names): the reply is what the probe sends."""
+
+
+def run_steps(run, place, *steps) -> dict:
+    """`run.reply` after `place(run)` (the release's family, its imports checked) and, unless the
+    request asks for its imports only (parity.extract.installed), each of `steps` in order; a step
+    that completes the reply early raises Answered."""
+    try:
+        place(run)
+        if not run.request.get("imports_only"):
+            for step in steps:
+                step(run)
+    except Answered:
+        pass
+    return run.reply

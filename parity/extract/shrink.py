@@ -145,3 +145,14 @@ def shrunk_draft_dir(draft_dir) -> tuple[Path, dict]:
     out = Path(tempfile.mkdtemp(prefix="parity-draft-"))
     (out / "config.json").write_text(json.dumps(shrink_draft_config(config)))
     return out, config
+
+
+def shrunk_target_dir(config: dict[str, Any], prefix: str) -> tuple[Path, Path]:
+    """(work, work/target): a new private work directory (under the child's own TMPDIR) holding the
+    target's config shrunk (shrink_config), where the engine and the reference are built from."""
+
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    target_dir = work / "target"
+    target_dir.mkdir()
+    (target_dir / "config.json").write_text(json.dumps(shrink_config(config)))
+    return work, target_dir

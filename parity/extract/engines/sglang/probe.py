@@ -14,7 +14,6 @@ import inspect
 import json
 from dataclasses import dataclass, field
 import sys
-import tempfile
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -26,13 +25,13 @@ from . import cpu_path, launch, ranks, rope_base
 from .draft_facts import dflash_facts, draft_facts
 from .runtime import adapter_for, setup_on_a_free_port  # probe.adapter_for: what drift tests rebind
 from .reply import SGLangReply
-from ...child import (HARNESS_LIMIT_KEY, LIMIT_RULES, finding, free_port, harness_limit, imports_failing, note, one_line, parity_fault, with_limits,
+from ...child import (HARNESS_LIMIT_KEY, LIMIT_RULES, Answered, finding, free_port, harness_limit, imports_failing, note, one_line, parity_fault, run_steps, with_limits,
                       words)
 from ... import layout
 from ...identify import identify_slots
 from ...named import named_path, shown_names
 from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model, seeded_tokens
-from ...shrink import shrink_config
+from ...shrink import shrunk_target_dir
 from ....contract.models import FindingKind
 from ....contract.reply import reply_header
 from ....envs import reply_over_stdio
@@ -423,10 +422,6 @@ def why_dflash_default(adapter, draft_dir: str, n: int, ids) -> str:
             "was trained on")
 
 
-class _Answered(Exception):
-    """A step of `extract` completed the reply early (a refusal, a limit, an error it names)."""
-
-
 @dataclass
 class _Run:
     """What the steps of one extraction share: the request, the reply being written, and what
@@ -472,23 +467,11 @@ def extract(request: dict) -> dict[str, Any]:
     engine is shown them, the target's config as the engine reads it, the ids its start-up reads,
     the target built and run by its own model code, the capture named, then the fix search's
     candidates and the draft as its classes build it. A step that completes the reply early (a
-    refusal, a limit) raises _Answered."""
+    refusal, a limit) raises Answered."""
     version = metadata.version("sglang")
     run = _Run(request=request, reply={**reply_header(version), "findings": []}, version=version)
-    try:
-        _place(run)
-        if request.get("imports_only"):  # where it can run (parity.extract.installed): nothing is built
-            return run.reply
-        _inputs(run)
-        _layout(run)
-        _target_config(run)
-        _ids(run)
-        _build_and_run(run)
-        _capture(run)
-        _candidates_and_draft(run)
-    except _Answered:
-        pass
-    return run.reply
+    return run_steps(run, _place, _inputs, _layout, _target_config, _ids, _build_and_run, _capture,
+                     _candidates_and_draft)
 
 
 def _place(run: _Run) -> None:
@@ -498,7 +481,7 @@ def _place(run: _Run) -> None:
     unimportable = imports_failing(lambda: adapter_for(version)[0].check_code_paths(), "sglang")
     if unimportable is not None and no_eagle3(version) is None:  # parity.extract.installed runs it elsewhere
         reply.update(CannotExtract.entry("sglang", version, unimportable, unimportable=True))
-        raise _Answered
+        raise Answered
     try:
         run.adapter, run.code_paths, run.placement = adapter_for(version)
         run.adapter.check_code_paths()  # its own family's too: a moved code path is never run
@@ -506,13 +489,13 @@ def _place(run: _Run) -> None:
         lacks = no_eagle3(version)  # or the release has no EAGLE-3 at all: its own answer
         reply.update(CannotExtract.entry("sglang", version, lacks or (
             str(exc) if isinstance(exc, UnsupportedRelease) else one_line(exc)), engine_lacks=bool(lacks)))
-        raise _Answered
+        raise Answered
     except ImportError as exc:  # its code needs a dependency this environment lacks (or has too new)
         lacks = no_eagle3(version)
         reply.update(CannotExtract.entry("sglang", version, lacks or (
             f"its code cannot be imported here: {one_line(exc)} (imported by {importer(exc)})"),
             engine_lacks=bool(lacks), unimportable=not lacks))
-        raise _Answered
+        raise Answered
 
 
 def _inputs(run: _Run) -> None:
@@ -530,28 +513,25 @@ def _inputs(run: _Run) -> None:
     if request.get("draft_dir"):
         run.draft_dir = named_path(request["draft_dir"], run.names.get("draft"), "draft")
         run.draft_config = json.loads((Path(run.draft_dir) / "config.json").read_text())
-    run.work = Path(tempfile.mkdtemp(prefix="parity-serving-"))
+    run.work, run.target_dir = shrunk_target_dir(real, "parity-serving-")
     if request.get("serve_args") is not None:  # the launch contract, before the runtime is set up
         if not resolve_launch(adapter, request["serve_args"], real, run.draft_dir, run.work, reply, run.names):
-            raise _Answered
+            raise Answered
         if request.get("launch_only"):  # the serve command alone, refused before any model is built
             reply["launch_only"] = True
-            raise _Answered
+            raise Answered
     run.algorithm = algorithm = served_algorithm(run.draft_config, reply.get("launch")) if run.draft_dir else "EAGLE3"
     if algorithm in DFLASH_FAMILY:
         refused = adapter.dflash_refusal(run.version)
         if refused is not None:  # the release has no DFlash (its answer), or parity's adapter cannot run it
             reply.update(CannotExtract.entry("sglang", run.version, refused[0], engine_lacks=refused[1]))
-            raise _Answered
+            raise Answered
         run.code_paths = getattr(run.placement.module, "DFLASH_CODE_PATHS", run.code_paths)
     adapter.use_algorithm(algorithm)  # every family publishes it in the runtime's server args
     reply["code_paths"] = run.code_paths
     reply["algorithm"] = algorithm
     run.dflash = adapter.is_dflash()
     reply["draft_kind"] = "dflash" if run.dflash else "eagle3"
-    run.target_dir = run.work / "target"
-    run.target_dir.mkdir()
-    (run.target_dir / "config.json").write_text(json.dumps(shrink_config(real)))
     run.prefix = WRAPPER_TEXT_PREFIX if is_wrapper(real) else ""
 
 
@@ -562,7 +542,7 @@ def _layout(run: _Run) -> None:
     if reply.get("launch") is not None:
         run.plan = layout_plan(run.adapter, reply, run.version)
         if run.plan is False:
-            raise _Answered
+            raise Answered
     if run.plan is not None and run.plan.ranks > 1:
         run.hf = seeded_hf_model(str(run.target_dir), request.get("seed", 0))
         tensors = checkpoint_tensors(run.hf, str(run.work / "weights"), run.prefix)
@@ -590,7 +570,7 @@ def _target_config(run: _Run) -> None:
                                                      metadata.requires("sglang") or [])
         if lacking:  # a requirement of the release parity's environment leaves out: parity's limit
             reply[HARNESS_LIMIT_KEY] = lacking
-        raise _Answered
+        raise Answered
     run.n = adapter.text_layers(run.target_cfg)
 
 
@@ -645,14 +625,14 @@ def _unloadable(run: _Run, exc: Exception) -> None:
             model = build_target(adapter, run.target_cfg, run.real, run.version)
         except TargetUnbuildable as unbuildable:
             reply.update(error=str(unbuildable), unsupported=True)
-            raise _Answered
+            raise Answered
         hf = seeded_hf_model(str(run.target_dir), request.get("seed", 0))
         adapter.load_weights(model, checkpoint_tensors(hf, str(run.work / "weights"), run.prefix))
         input_ids = seeded_tokens(request, hf)
         refs = candidate_states(hf, input_ids)
         reply["candidates"] = [try_candidate(adapter, model, input_ids, refs, run.n, c)
                                for c in request["candidates"]]
-    raise _Answered
+    raise Answered
 
 
 def _build_and_run(run: _Run) -> None:
@@ -670,10 +650,10 @@ def _build_and_run(run: _Run) -> None:
         run.model = model = build_target(adapter, run.target_cfg, real, run.version, refusal)
     except TargetUnbuildable as exc:
         reply.update(error=str(exc), unsupported=True)
-        raise _Answered
+        raise Answered
     except RefusedAtStartUp as exc:
         reply.update(error=str(exc), expected_slots=expected_slots(ids))
-        raise _Answered
+        raise Answered
     run.hf = run.hf or seeded_hf_model(str(run.target_dir), run.request.get("seed", 0))
     reply["model_class"] = f"{type(model).__module__}.{type(model).__name__}"
     adapter.load_weights(model, checkpoint_tensors(run.hf, str(run.work / "weights"), run.prefix))
@@ -683,7 +663,7 @@ def _build_and_run(run: _Run) -> None:
     except Exception as exc:
         if refusal is not None:  # the start-up refuses before any forward, on a GPU as here
             reply.update(error=refusal, expected_slots=expected_slots(ids))
-            raise _Answered
+            raise Answered
         # Off CUDA is where parity runs the engine, not where it serves: a model its non-CUDA path
         # cannot run is a limit of the CPU run (exit 2, "parity cannot run"), never its refusal.
         own = cpu_path.method_lacks_argument(exc)
@@ -694,7 +674,7 @@ def _build_and_run(run: _Run) -> None:
         limit = f"{where}: a plain prefill, before any capture is set, raised {one_line(exc)} (at {engine_frame(exc)})"
         # a CUDA-only path or a stand-in relied on is named as such (child.harness_limit)
         reply.update(error=f"sglang {run.version}: {limit}", **{HARNESS_LIMIT_KEY: harness_limit(exc) or limit})
-        raise _Answered
+        raise Answered
 
 
 def _capture(run: _Run) -> None:
@@ -717,7 +697,7 @@ def _capture(run: _Run) -> None:
     if run.ranked is not None:  # what the draft is fed is what the layout's last stage hands it
         under = under_layout(run.ranked, run.plan, refs, run.n, capture, expected, slots, model, run.version, reply)
         if under is None:  # parity's limit or its own fault under the layout: said in the reply
-            raise _Answered
+            raise Answered
         slots, findings[:] = under["slots"], [f for f in findings if f["kind"] not in LAYOUT_REPLACES] + \
             under["findings"]
         reply["capture_ids"] = under["capture"]

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from . import cpu_limits, launch, ranks
-from ...child import free_port, innermost, owner
+from ...child import Answered, free_port, innermost, owner, run_steps
 from .families import place
 from .reply import VLLMReply
 from ...config_reads import reading_dicts, recording
@@ -46,7 +46,7 @@ from ....contract.reply import reply_header
 from ....envs import reply_over_stdio
 from ....errors import CannotExtract
 from ...named import named_path, shown_names
-from ...shrink import TINY, shrink_config, shrunk_draft_dir
+from ...shrink import TINY, shrunk_draft_dir, shrunk_target_dir
 
 LIMIT_RULES.extend(rule for rule in cpu_limits.RULES if rule not in LIMIT_RULES)  # vLLM's own limits of a CPU run
 
@@ -227,10 +227,6 @@ def extract(request: dict) -> dict[str, Any]:
         return reply
 
 
-class _Answered(Exception):
-    """A step of `_extract` completed the reply early (a refusal, a limit, an error it names)."""
-
-
 @dataclass
 class _Run:
     """What the steps of one extraction share: the request, the reply being written, and what
@@ -267,25 +263,10 @@ def _extract(request: dict, version: str, reply: dict[str, Any]) -> dict[str, An
     """The reply, step by step: the release's family, the target's checkpoint, the speculative
     config as the serve command gives it, the layout, vLLM's config classes, the target built by
     its own model code, each runner's capture named, the fix search's candidates, the draft as its
-    classes build it. A step that completes the reply early raises _Answered."""
+    classes build it. A step that completes the reply early raises Answered."""
     run = _Run(request=request, reply=reply, version=version)
-    try:
-        _place(run)
-        if request.get("imports_only"):  # where it can run (parity.extract.installed): nothing is built
-            return reply
-        _set_up(run)
-        _target(run)
-        _speculative(run)
-        _layout(run)
-        _configure(run)
-        _build(run)
-        _runners(run)
-        _candidates(run)
-        if run.serving:
-            _draft(run)
-    except _Answered:
-        pass
-    return reply
+    return run_steps(run, _place, _set_up, _target, _speculative, _layout, _configure, _build, _runners,
+                     _candidates, _draft)
 
 
 def _place(run: _Run) -> None:
@@ -294,12 +275,12 @@ def _place(run: _Run) -> None:
         placement = place(run.version)
     except LookupError as exc:
         run.reply.update(CannotExtract.entry("vllm", run.version, str(exc)))
-        raise _Answered
+        raise Answered
     run.family, run.adapter = placement.module, placement.module.Adapter()
     unimportable = imports_failing(lambda: (run.adapter.platform(), require(*run.family.IMPORTS)), "vllm")
     if unimportable is not None:  # this interpreter cannot run it: parity.extract.installed runs it elsewhere
         run.reply.update(CannotExtract.entry("vllm", run.version, unimportable, unimportable=True))
-        raise _Answered
+        raise Answered
     run.placement = placement
 
 
@@ -314,10 +295,10 @@ def _set_up(run: _Run) -> None:
     adapter.platform()
     if request.get("serve_args") is not None:  # the launch contract, before anything is built
         if not resolve_launch(adapter, request, run.version, reply):
-            raise _Answered
+            raise Answered
         if request.get("launch_only"):  # the serve command alone, refused before any model is built
             reply["launch_only"] = True
-            raise _Answered
+            raise Answered
     reply["kernel_standins"] = replace_kernels(adapter)
 
 
@@ -325,10 +306,7 @@ def _target(run: _Run) -> None:
     """The shrunk target's config and the seeded reference's checkpoint, which vLLM loads."""
     from ...reference import seeded_hf_model
 
-    run.work = Path(tempfile.mkdtemp(prefix="parity-vllm-"))
-    run.target_dir = run.work / "target"
-    run.target_dir.mkdir()
-    (run.target_dir / "config.json").write_text(json.dumps(shrink_config(run.request["target_config"])))
+    run.work, run.target_dir = shrunk_target_dir(run.request["target_config"], "parity-vllm-")
     run.hf = seeded_hf_model(str(run.target_dir), run.request.get("seed", 0))
     run.hf.save_pretrained(str(run.target_dir), safe_serialization=True)  # the checkpoint vLLM loads
 
@@ -347,7 +325,7 @@ def _speculative(run: _Run) -> None:
         refused = dflash_refusal(run.adapter, version)
         if refused is not None:  # the release has no DFlash (its answer), or parity's adapter cannot run it
             reply.update(CannotExtract.entry("vllm", version, refused[0], engine_lacks=refused[1]))
-            raise _Answered
+            raise Answered
         reply["code_paths"] = getattr(run.family, "DFLASH_CODE_PATHS", run.family.CODE_PATHS)
     reply["method"] = method
     reply["draft_kind"] = "dflash" if method == "dflash" else "eagle3"
@@ -371,7 +349,7 @@ def _layout(run: _Run) -> None:
     if reply.get("launch") is not None and run.serving:
         run.plan = layout_plan(run.adapter, reply, run.version)
         if run.plan is False:
-            raise _Answered
+            raise Answered
     if run.plan is not None and run.plan.ranks > 1:
         runner = getattr(run.family, "GPU_DEFAULT_RUNNER", "v2")
         run.ranked = ranks.run(run.adapter, run.plan, free_port(), str(run.target_dir), run.speculative,
@@ -394,10 +372,10 @@ def _configure(run: _Run) -> None:
                 and _target_alone_configures(adapter, str(run.target_dir))):  # the draft is what it refuses: unservable
             reply["draft_refused"] = (f"vllm {run.version}'s config classes refuse the draft as written (the target "
                                       f"alone configures): {_words(exc)}")
-            raise _Answered
+            raise Answered
         reply["error"] = f"vllm {run.version}'s config classes refused the {request['mode']} set-up: {one_line(exc)}"
         reply["config_refused"] = True
-        raise _Answered
+        raise Answered
 
 
 def _build(run: _Run) -> None:
@@ -411,7 +389,7 @@ def _build(run: _Run) -> None:
         lacks = capture_lacking(run.vllm_config)
         if lacks is not None:  # the release's own answer, on a GPU as here
             reply.update(CannotExtract.entry("vllm", run.version, lacks, engine_lacks=True))
-            raise _Answered
+            raise Answered
     run.model = model = adapter.build_target(run.vllm_config)
     reply["model_class"] = f"{type(model).__module__}.{type(model).__name__}"
     reply["num_hidden_layers"] = n
@@ -455,7 +433,7 @@ def _runners(run: _Run) -> None:
         served = under_layout(run.ranked, run.plan, run.refs, runners.get(reply["gpu_default_runner"], {}), reply,
                               run.version)
         if served is None:  # parity's limit or its own fault under the layout: said in the reply
-            raise _Answered
+            raise Answered
         runners[reply["gpu_default_runner"]] = served
     reply["runners"] = runners
 
@@ -484,8 +462,10 @@ def _candidates(run: _Run) -> None:
 
 
 def _draft(run: _Run) -> None:
-    """The draft as vLLM's draft class builds it (a DFlash draft: what it does with the captured
-    states), its sizes from the real draft config, its built draft."""
+    """Serving: the draft as vLLM's draft class builds it (a DFlash draft: what it does with the
+    captured states), its sizes from the real draft config, its built draft."""
+    if not run.serving:
+        return
     request, reply, adapter, version = run.request, run.reply, run.adapter, run.version
     if reply.get("draft_kind") == "dflash":
         try:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-import tempfile
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -30,12 +29,12 @@ from .families import family_for
 from ...families import family_name
 from .reply import SpecForgeReply
 from ... import standins
-from ...child import finding, imports_failing, one_line, with_limits
+from ...child import Answered, finding, imports_failing, one_line, run_steps, with_limits
 from ...config_reads import read_fields, recording, replaced
 from ...identify import identify, identify_slots
 from ...engines.sglang.runtime import adapter_for, setup_on_a_free_port
 from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model, seeded_tokens
-from ...shrink import shrink_config, shrink_draft_config
+from ...shrink import shrink_draft_config, shrunk_target_dir
 from ....contract.models import FindingKind
 from ....contract.reply import reply_header
 from ....envs import reply_over_stdio
@@ -58,10 +57,6 @@ def warm() -> None:
         return  # the run itself reports it
     for name in family.IMPORTS:
         importlib.import_module(name)
-
-
-class _Answered(Exception):
-    """A step of `extract` completed the reply early (a refusal, an error it names)."""
 
 
 @dataclass
@@ -96,7 +91,7 @@ def extract(request: dict) -> dict[str, Any]:
     """The training contract's material, step by step: the release's family and the SGLang it
     pins, the inputs, the ids by SpecForge's own resolution (and the trained depth), the capture
     by the pinned SGLang set by SpecForge, its normaliser's sample named, the loss target's head
-    and alignment. A step that completes the reply early raises _Answered."""
+    and alignment. A step that completes the reply early raises Answered."""
     version = metadata.version("specforge")
     try:
         sglang_version = metadata.version("sglang")
@@ -106,18 +101,7 @@ def extract(request: dict) -> dict[str, Any]:
             unimportable=True)}
     run = _Run(request=request, reply={**reply_header(version, engine_release=sglang_version), "findings": []},
                version=version, sglang_version=sglang_version)
-    try:
-        _place(run)
-        if request.get("imports_only"):  # where it can run (parity.extract.installed): nothing is built
-            return run.reply
-        _inputs(run)
-        _ids(run)
-        _depth(run)
-        _capture(run)
-        _target_head(run)
-    except _Answered:
-        pass
-    return run.reply
+    return run_steps(run, _place, _inputs, _ids, _depth, _capture, _target_head)
 
 
 def _place(run: _Run) -> None:
@@ -134,14 +118,14 @@ def _place(run: _Run) -> None:
     unimportable = imports_failing(imports, "specforge", "sglang")
     if unimportable is not None:  # this interpreter cannot run it (parity.extract.installed)
         reply.update(CannotExtract.entry("specforge", version, unimportable, unimportable=True))
-        raise _Answered
+        raise Answered
     try:
         run.family = family_for(version)
         run.adapter, run.sglang_paths, run.placement = adapter_for(run.sglang_version)
         run.adapter.check_code_paths()  # a moved code path of the capture is never run
     except LookupError as exc:
         reply.update(CannotExtract.entry("specforge", version, f"(sglang {run.sglang_version}) {exc}"))
-        raise _Answered
+        raise Answered
 
 
 def _inputs(run: _Run) -> None:
@@ -155,10 +139,7 @@ def _inputs(run: _Run) -> None:
                                   "message": run.placement.note})
     torch.manual_seed(request.get("seed", 0))
     real = request["target_config"]
-    run.work = Path(tempfile.mkdtemp(prefix="parity-specforge-"))
-    run.target_dir = run.work / "target"
-    run.target_dir.mkdir()
-    (run.target_dir / "config.json").write_text(json.dumps(shrink_config(real)))
+    run.work, run.target_dir = shrunk_target_dir(real, "parity-specforge-")
     run.draft_config = request.get("draft_config")
     if run.draft_config is None:
         run.draft_config = str(run.work / "draft.json")
@@ -183,7 +164,7 @@ def _ids(run: _Run) -> None:
     except ValueError as exc:
         run.reply["error"] = f"specforge {run.version} refuses this run: {one_line(exc)}"
         run.reply["refused"] = True
-        raise _Answered
+        raise Answered
     run.reply.update(capture_method=run.method, ids=run.ids, features=run.features)
 
 
@@ -198,7 +179,7 @@ def _depth(run: _Run) -> None:
             reply["error"] = (f"--trained {request['trained_run']['given']}: its {family.READER} "
                               f"reads no training checkpoint there: {one_line(exc)}")
             reply["refused"] = True
-            raise _Answered
+            raise Answered
         if isinstance(depth, dict):
             reply["trained_depth"] = depth
         else:  # no reader, or no depth recorded: said, never a default standing for it
@@ -229,7 +210,7 @@ def _capture(run: _Run) -> None:
     aux, last = family.captured(adapter.forward(model, input_ids))
     if aux is None or last is None:
         reply["error"] = f"sglang {run.sglang_version} returned no aux or last hidden states to SpecForge's capture"
-        raise _Answered
+        raise Answered
     t = input_ids.shape[0]
     raw = {run.features["aux"]: aux[None], run.features["last"]: last[None], "input_ids": input_ids,
            "loss_mask": torch.ones(t, dtype=torch.long)}
