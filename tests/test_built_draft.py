@@ -284,3 +284,69 @@ def test_a_later_layer_fed_through_another_norm_is_a_drift_no_config_key_fixes()
     assert check_result(*sides((), ())).verdict == "parity"
     with pytest.raises(ValueError, match="one per layer after the first"):
         BuiltDraft(built_by="x", config_from="y", layers_built=2, later_layer_input_norms=())
+
+
+# -- a size the trainer's converter only assumed (issue 48: TorchSpec's Kimi-K2.5 draft) ---------
+
+def _served_form(**extra) -> dict:
+    """An EAGLE-3 config in the served form that does not set draft_vocab_size (TorchSpec's)."""
+    return {"architectures": ["LlamaForCausalLMEagle3"], "vocab_size": 163840, "hidden_size": 7168,
+            "num_attention_heads": 64, **extra}
+
+
+def test_a_size_the_converter_assumes_for_an_absent_key_is_not_the_trained_one():
+    """speculators' converter gives a config without draft_vocab_size 32000, where the draft
+    classes take vocab_size: that value is its guess (None, listed); a config that sets the key,
+    or a converter value equal to the common default, is what the draft was built with."""
+    from parity.extract.trainers.speculators.built import converter_assumed
+
+    built = {"vocab_size": 163840, "draft_vocab_size": 32000, "hidden_size": 7168, "target_hidden_size": 7168}
+    assert converter_assumed(built, _served_form()) == [
+        {"key": "draft_vocab_size", "assumed": 32000, "common": 163840}]
+    assert built["draft_vocab_size"] is None and built["target_hidden_size"] == 7168
+    written = {"vocab_size": 163840, "draft_vocab_size": 32000}
+    assert converter_assumed(written, _served_form(draft_vocab_size=32000)) == [] and written["draft_vocab_size"] == 32000
+    common = {"vocab_size": 163840, "draft_vocab_size": 163840}
+    assert converter_assumed(common, _served_form()) == [] and common["draft_vocab_size"] == 163840
+
+
+def _assumed_draft(tmp_path, rows: int | None):
+    """A draft folder in the served form without draft_vocab_size, with an lm_head of `rows` rows
+    (None: config only), read as the training side reads it."""
+    import json
+
+    from safetensors.torch import save_file
+
+    from parity.extract.trainers.draft import read_draft
+
+    (tmp_path / "config.json").write_text(json.dumps(_served_form()))
+    if rows is not None:
+        save_file({"lm_head.weight": torch.zeros(rows, 4)}, str(tmp_path / "model.safetensors"))
+    return read_draft(tmp_path, schema=None)
+
+
+@pytest.mark.parametrize("rows, verdict", [(None, "parity"), (163840 // 4096, "drift")])
+def test_an_assumed_draft_vocabulary_is_settled_by_the_checkpoint_or_not_compared(tmp_path, rows, verdict):
+    """Config only: draft_vocab_size is not compared, and the report says the converter assumed it.
+    A checkpoint whose lm_head has other rows than the engine builds: DRIFT on draft_vocab_size
+    (the rows are what training built), found with no config key set."""
+    from parity.contract import AssumedSize
+    from parity.extract.trainers.speculators import settle_assumed
+
+    draft = _assumed_draft(tmp_path, rows)
+    assert draft.lm_head_rows == rows
+    assumed = TRAINED_BUILT.model_copy(update={"draft_vocab_size": None, "converter_assumed": (
+        AssumedSize(key="draft_vocab_size", assumed=32000, common=163840),)})
+    built, findings = settle_assumed(assumed, draft, "speculators 0.9.0's converter")
+    assert built.draft_vocab_size == rows and [f.kind for f in findings] == ["converter_assumed"]
+    t = training().model_copy(update={"draft": built, "findings": findings})
+    result = check_result(t, serving(("h0", "h3", "h31"), ids=(0, 3, 31)))
+    assert result.verdict == verdict
+    report = render_check(result)
+    if rows is None:
+        assert "assumed by speculators 0.9.0's converter, not set by the draft's config (not compared): " \
+               "draft_vocab_size" in report, report
+        assert "speculators 0.9.0's converter assumes 32000, where the EAGLE-3 draft classes take 163840" in report
+    else:
+        assert [d.field for d in result.diff.fields] == ["draft.draft_vocab_size"]
+        assert "draft_vocab_size from the checkpoint's lm_head, not its converter's 32000" in report, report

@@ -37,12 +37,14 @@ EXIT = {"parity": 0, "drift": 1, "unservable": 1, "error": 2}
 
 # The cases the suite (and so CI) runs; every other is `exhaustive` (./dev test --all): a trainer
 # parity runs under both engines (a key read by training only, issue 48 item 1), a draft one engine
-# cannot build and the other serves, the born-from drift under both, a DFlash draft.
+# cannot build and the other serves, the born-from drift under both, a DFlash draft, a size the
+# default trainer's converter only assumes (TorchSpec's Kimi-K2.5 draft: no draft_vocab_size).
 CI_SAMPLE = {("specforge-llama-3.1-8b-instruct-eagle3", "sglang"), ("specforge-llama-3.1-8b-instruct-eagle3", "vllm"),
              ("safeailab-llama-3.1-8b-instruct-eagle3-train-config", "sglang"),
              ("safeailab-llama-3.1-8b-instruct-eagle3-train-config", "vllm"),
              ("specforge-kimi-k2.5-eagle3", "sglang"), ("specforge-kimi-k2.5-eagle3", "vllm"),
-             ("specforge-qwen3-8b-dflash", "sglang")}
+             ("specforge-qwen3-8b-dflash", "sglang"),
+             ("torchspec-kimi-k2.5-eagle3", "vllm")}
 
 
 def argv(pair: dict, engine: str) -> list[str]:

@@ -130,6 +130,17 @@ class _JudgedFields:
         return self.common + self.by_kind.get(built.draft_kind, ())
 
 
+class AssumedSize(_Frozen):
+    """A size a trainer's converter filled in for a key the draft's config does not set, other than
+    the EAGLE-3 draft classes' common default: the converter's own guess for a draft in another
+    trainer's format, not what the trainer that wrote the config built (docs/built-draft.md)."""
+
+    key: str = Field(description="The config key the draft's config.json does not set, e.g. 'draft_vocab_size'.")
+    assumed: int | float = Field(description="The value the converter gave it (e.g. speculators' 32000).")
+    common: int | float = Field(description="The value the EAGLE-3 draft classes' common default gives it (e.g. "
+                                "vocab_size for draft_vocab_size), which the engines and the other trainers take.")
+
+
 class BuiltDraft(_Frozen):
     """The draft as one side's own code builds it (docs/built-draft.md): sizes as that side's
     config class reads them, and what the math depends on read off the modules it builds.
@@ -217,6 +228,12 @@ class BuiltDraft(_Frozen):
         description="The keys that config.json sets to their default: this side's config class, built again "
         "without the key, holds the same values (an engine that never reads such a key builds as if it were "
         "absent, as the class takes it), sorted. None: not recorded.")
+
+    converter_assumed: tuple[AssumedSize, ...] | None = Field(
+        default=None, exclude_if=lambda v: not v,
+        description="The sizes this side's converter assumed for keys the draft's config does not set (a draft in "
+        "another trainer's format): each such field is None here, not compared, and the report says so. None or "
+        "empty: none assumed.")
 
     config_keys_training_only: tuple[str, ...] | None = Field(
         default=None, exclude_if=lambda v: v is None,
@@ -386,6 +403,7 @@ class FindingKind(StrEnum):
     flag_default = "flag_default", Whose.side  # a flag absent from config.json takes the class default
     d2t_ambiguous = "d2t_ambiguous", Whose.parity  # whether d2t holds offsets or absolute ids is undecidable
     vocab_mapping_missing = "vocab_mapping_missing", Whose.side  # a smaller draft vocabulary with no mapping table
+    converter_assumed = "converter_assumed", Whose.parity  # a size the trainer's converter guessed for a key the config does not set: not compared
 
 
 

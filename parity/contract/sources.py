@@ -45,6 +45,8 @@ REAL: frozenset[str] = frozenset({
     "draft.num_hidden_layers", "draft.num_attention_heads", "draft.num_key_value_heads", "draft.head_dim",
     "draft.intermediate_size", "draft.max_position_embeddings", "draft.rope_theta", "draft.rope_scaling",
     "draft.dtype", "draft.max_token_id", "draft.config_from",
+    # the sizes its converter assumed for keys the real draft config does not set
+    "draft.converter_assumed",
 })
 
 # Found by running the installed code (on the tiny model, or the trainer's data path on markers),

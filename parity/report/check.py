@@ -141,9 +141,13 @@ def built_lines(result) -> list[str]:
     judged = {d.field.removeprefix("draft."): d for d in result.diff.fields if d.field.startswith("draft.")}
     shown = [f for f in t.SHOWN if getattr(t, f) != getattr(s, f) and None not in (getattr(t, f), getattr(s, f))]
     judged_fields = tuple(dict.fromkeys(t.JUDGED + s.JUDGED))  # a DFlash build's own fields, on either side
-    unread = {side: [f for f in judged_fields if getattr(b, f) is None] for side, b in (
-        (f"{result.training.provenance.package} {result.training.provenance.version}", t),
-        (f"{result.serving.provenance.package} {result.serving.provenance.version}", s))}
+    sides = ((f"{result.training.provenance.package} {result.training.provenance.version}", t),
+             (f"{result.serving.provenance.package} {result.serving.provenance.version}", s))
+    assumed = {side: [a.key for a in b.converter_assumed or () if getattr(b, a.key) is None] for side, b in sides}
+    settled = {side: [f"{a.key} from the checkpoint's lm_head, not its converter's {a.assumed}"
+                      for a in b.converter_assumed or () if getattr(b, a.key) is not None] for side, b in sides}
+    unread = {side: [f for f in judged_fields if getattr(b, f) is None and f not in assumed[side]]
+              for side, b in sides}
     compared = sum(getattr(t, f) is not None and getattr(s, f) is not None for f in judged_fields)
     of = "" if compared == len(judged_fields) else " compared"  # the count never hides a field a side did not read
     verdict = (f"{len(judged)} of {compared} fields{of} differ" if judged
@@ -152,6 +156,9 @@ def built_lines(result) -> list[str]:
              f"    trained  {t.built_by}, from {t.config_from}",
              f"    served   {s.built_by}, from {s.config_from}"]
     lines += [f"    not read on {side} (not compared): {', '.join(fields)}" for side, fields in unread.items() if fields]
+    lines += [f"    assumed by {side}'s converter, not set by the draft's config (not compared): {', '.join(fields)}"
+              for side, fields in assumed.items() if fields]
+    lines += [f"    read on {side}: {', '.join(fields)}" for side, fields in settled.items() if fields]
     if not judged and not shown:
         return lines + key_lines(result)
     table = Table([Column("field"), Column("trained"), Column("served"), Column("verdict")])

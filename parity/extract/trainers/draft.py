@@ -64,6 +64,7 @@ class DraftConfig:
     embed_requires_grad: bool | None
     has_weights: bool
     has_embed_tokens: bool
+    lm_head_rows: int | None  # the checkpoint's lm_head rows: the output vocabulary it was trained with (None: no head)
     speculators_format: bool  # has speculators_model_type / speculators_config
     config_class: str | None  # "<class> (speculators <version>)" the flags were read through
     written_by: str | None  # the speculators_version recorded in config.json
@@ -210,7 +211,8 @@ def read_flag(file: Path, config: dict, key: str, schema: dict | None,
 
 
 def read_weights(path: Path) -> tuple[list[str], dict[str, Any]]:
-    """(every tensor name, the d2t/t2d tensors) from the directory's *.safetensors."""
+    """(every tensor name, the d2t/t2d tensors and "lm_head_rows", the rows of the checkpoint's
+    lm_head, from its header) from the directory's *.safetensors."""
     from safetensors import safe_open
 
     names: list[str] = []
@@ -222,6 +224,8 @@ def read_weights(path: Path) -> tuple[list[str], dict[str, Any]]:
                     names.append(name)
                     if name.split(".")[-1] in ("d2t", "t2d"):
                         maps[name.split(".")[-1]] = fh.get_tensor(name)
+                    elif name.endswith("lm_head.weight"):
+                        maps["lm_head_rows"] = fh.get_slice(name).get_shape()[0]
         except Exception as exc:  # noqa: BLE001 - safetensors raises several kinds
             raise DraftError(f"{f}: unreadable safetensors: {str(exc).splitlines()[0]}") from None
     return names, maps
@@ -318,6 +322,7 @@ def read_draft(draft_dir: "Path | str | Draft",
         target_hidden_size=_check(file, "target_hidden_size", config.get("target_hidden_size"), "int"),
         hidden_size=hidden, embed_requires_grad=embed_grad, has_weights=bool(names),
         has_embed_tokens=any(n.endswith("embed_tokens.weight") for n in names),
+        lm_head_rows=maps.get("lm_head_rows"),
         speculators_format=spec,
         config_class=(f"{schema['class']} (speculators {schema['release']})" if schema else None),
         written_by=config.get("speculators_version"), findings=tuple(findings))

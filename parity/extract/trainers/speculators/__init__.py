@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from ....contract.hf import draft_kind
-from ....contract import (DatagenDump, Finding, FindingKind, GraphFlags, Provenance, Tap, TargetModel, TrainingContract,
+from ....contract import (BuiltDraft, DatagenDump, Finding, FindingKind, GraphFlags, Provenance, Tap, TargetModel, TrainingContract,
                          VocabMapping, sources)
 from ....conventions import CONVENTIONS, Convention, ConventionError, datagen_refusal, to_taps
 from ....envs import display_python
@@ -332,6 +332,27 @@ def provenance(r: SpeculatorsReply, chosen: DataPath, datagen_dump: DatagenDump 
                       family=r.family, release_note=r.release_note, reply_cache=r.reply_cache)
 
 
+def settle_assumed(built: BuiltDraft | None, draft: DraftConfig | None, converter: str
+                   ) -> tuple[BuiltDraft | None, list[Finding]]:
+    """The sizes `converter` assumed for keys the draft's config does not set
+    (BuiltDraft.converter_assumed) settled where the checkpoint decides (draft_vocab_size: its
+    lm_head's rows), else left out of the comparison: the built draft, and a finding for each."""
+    findings = []
+    for a in built.converter_assumed or () if built is not None else ():
+        rows = draft.lm_head_rows if draft is not None and a.key == "draft_vocab_size" else None
+        said = (f"{a.key}: the draft's config does not set it; {converter} assumes {a.assumed}, where the EAGLE-3 "
+                f"draft classes take {a.common}")
+        if rows is not None:
+            built = built.model_copy(update={a.key: rows})
+            findings.append(_finding(FindingKind.converter_assumed, f"{said}: the checkpoint's lm_head has {rows} "
+                                     f"rows, the {a.key} it was trained with, and that is what is compared", "info"))
+        else:
+            findings.append(_finding(FindingKind.converter_assumed, f"{said}: what the draft was trained with is not "
+                                     f"known from its config (its checkpoint's lm_head decides, and there is none "
+                                     f"here), so {a.key} is not compared"))
+    return built, findings
+
+
 def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, reply: dict, *,
                         draft: DraftConfig | None = None, data_path: str | None = None,
                         findings: list[Finding] | None = None,
@@ -365,6 +386,8 @@ def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, rep
                                      f"a DFlash draft: speculators {r.release}'s {r.dflash.model} was run for "
                                      "which states its fc reads, in which order; its built draft is not compared",
                                      "info"))
+    built, assumed = settle_assumed(r.built, draft, f"speculators {r.release}'s converter")
+    all_findings += assumed
     if r.built_error:
         all_findings.append(_finding(FindingKind.draft_not_built, f"speculators {r.release} "
                                      f"did not build the draft: {r.built_error}; the built draft is not "
@@ -379,7 +402,7 @@ def contract_from_probe(target: TargetModel, layout: list[Tap], source: str, rep
         graph=draft.flags if draft else GraphFlags(),
         vocab=sources.vocab(draft.vocab, draft.sizes) if draft else VocabMapping(),
         embedding=draft.embedding if draft else "unknown", provenance=provenance(r, chosen, datagen_dump),
-        draft=r.built,
+        draft=built,
         findings=tuple(all_findings), dump_layout=tuple(layout), dump_layout_source=source,
         fc_slots=tuple(fc_slots), target=loss_target, target_slot=target_slot,
         target_normed_by_trainer=normed, alignment=chosen.alignment,

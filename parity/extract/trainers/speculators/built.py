@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from ...built import (MAX_POSITIONS, every_token, later_layer_input_norms, module_facts, plain_rope_scaling, seeded,
-                      training_only_keys)
+from ...built import (MAX_POSITIONS, SIZE_KEYS, every_token, hf_sizes, later_layer_input_norms, module_facts,
+                      plain_rope_scaling, seeded, training_only_keys)
 from ...config_reads import ReadingDict, defaults_by_rebuild, read_fields, recording
 from ...shrink import shrink_config, shrink_draft_config
 
@@ -129,6 +129,23 @@ def _sizes(config) -> dict[str, Any]:
     return built
 
 
+def converter_assumed(built: dict[str, Any], draft: dict) -> list[dict[str, Any]]:
+    """Of the sizes the converter gave a config in the served form (`built`, the converted config's),
+    those for a key `draft` does not set where the converter takes another value than the EAGLE-3
+    draft classes' common default (parity.extract.built.hf_sizes; speculators' Eagle3Converter
+    assumes draft_vocab_size 32000 where the engines and the other trainers take vocab_size). The
+    converter's guess, not what the trainer that wrote the config built: each such field is set to
+    None in `built` (not compared) and listed (parity.contract.AssumedSize)."""
+    common = hf_sizes(type("Served", (), dict(draft))())
+    assumed = []
+    for key in SIZE_KEYS:
+        value, default = built.get(key), common.get(key)
+        if key not in draft and value is not None and default is not None and value != default:
+            assumed.append({"key": key, "assumed": value, "common": default})
+            built[key] = None
+    return assumed
+
+
 def built_draft(run, request: dict, version: str) -> dict[str, Any]:
     """{BuiltDraft fields} for request {"config": draft config.json, "target": the target's
     config.json (text part is enough), "from": what the config is}."""
@@ -169,6 +186,7 @@ def built_draft(run, request: dict, version: str) -> dict[str, Any]:
             default = defaults_by_rebuild(  # one work dir: the target's path is part of the config
                 lambda served: _config(run, served, target, Path(tmp) / "rebuilt")[0], draft)
             built.update(read_fields(None, draft, converted, default))
+            built["converter_assumed"] = converter_assumed(built, draft)
         # of the keys it read off their default, those the draft it builds computes the same without
         off_default = [k for k in built["config_keys_read"] if k not in (built["config_keys_default"] or ())]
         built["config_keys_training_only"] = training_only_keys(
