@@ -186,10 +186,23 @@ class DraftFacts(BaseModel):
                                                "takes under other names (parity export writes them so).")
     checkpoint_zero_biases: list[str] = Field(default_factory=list, description="Biases it has and the "
                                               "checkpoint lacks (zero ones make it the bias-free layer trained).")
-    module: dict[str, Any] | None = Field(default=None, description="What its modules compute, read off the "
-                                          "built class (vLLM; folded into the built draft by the probe).")
-    config_keys: dict[str, Any] = Field(default_factory=dict, description="The config keys it read building the "
-                                        "draft (vLLM; folded into the built draft by the probe).")
+
+
+class DFlashDraft(BaseModel):
+    """What the engine's DFlash draft class makes of the draft: the class, and where the engine
+    says, how many target states its fc takes and how wide its projection of them comes out."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model_class: str = Field(description="The DFlash draft class built (`module.Class`).")
+    num_context_features: int | None = Field(default=None, description="The target states its fc takes (SGLang).")
+    num_hidden_layers: int | None = Field(default=None, description="The decoder layers it built (SGLang).")
+    projected_width: int | None = Field(default=None, description="The width its own projection of the captured "
+                                        "states comes out at (None: nothing was captured, or it refused them).")
+
+    def details(self) -> dict[str, str]:
+        """What it says, as a contract's provenance details ('dflash_draft.<field>')."""
+        return {f"dflash_draft.{k}": str(v) for k, v in self.model_dump(exclude_none=True).items()}
 
 
 class Candidate(BaseModel):
@@ -258,7 +271,7 @@ class EngineReply(FamilyReply, TargetClassReply):
                                                     "serves under the speculative method it resolved.")
     candidates: tuple[Candidate, ...] = Field(default=(), description="What the engine captures with each "
                                               "candidate id list written in the draft config (the fix search).")
-    dflash_draft: dict[str, Any] | None = Field(default=None, description="What the engine's DFlash draft class reads "
+    dflash_draft: DFlashDraft | None = Field(default=None, description="What the engine's DFlash draft class reads "
                                                 "of the draft (a DFlash draft), and, where it says, what it does with "
                                                 "the captured states.")
     draft: DraftFacts | None = Field(default=None, description="The draft as the engine's draft class builds it "

@@ -4,8 +4,8 @@ speculators probe in each release's own environment (its reply's `config_schema`
 child of its own (`python -m parity.extract.trainers.config_class`, draft.installed_schema) for
 the interpreter parity runs in: importing speculators there took 15-18 s of a command's parent
 and set TORCHINDUCTOR_CACHE_DIR in its environment, where a child's reply is remembered by the
-installed code it read (parity.reply_cache). Stdlib only until called; then the installed
-speculators and transformers."""
+installed code it read (parity.reply_cache). Pydantic and the stdlib until called; then the
+installed speculators and transformers."""
 
 from __future__ import annotations
 
@@ -13,6 +13,31 @@ import importlib
 import json
 from importlib import metadata
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+
+class ConfigSchema(BaseModel):
+    """The installed speculators config class of a draft, as `config_schema` reads it: what the
+    draft reader checks a config.json against (its keys, its switches, their defaults)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    class_: str = Field(alias="class", description="The class, by qualified name (e.g. "
+                        "'speculators.models.eagle3.Eagle3SpeculatorConfig').")
+    release: str = Field(description="The speculators release whose class this is.")
+    defaults: dict[str, JsonValue] = Field(description="Each field of the class and its default (None for a "
+                                           "required field or a default that is not JSON).")
+    required: tuple[str, ...] = Field(description="The fields the class requires.")
+    own_fields: tuple[str, ...] = Field(description="The fields the class adds over SpeculatorModelConfig (the "
+                                        "algorithm's own switches).")
+    bool_fields: tuple[str, ...] = Field(description="Those of its own fields that are switches (bool).")
+    base_keys: tuple[str, ...] = Field(description="Keys any speculators or transformers config may carry.")
+
+    @property
+    def short(self) -> str:
+        """'Eagle3SpeculatorConfig (speculators 0.9.0)': the class as a message names it."""
+        return f"{self.class_.rsplit('.', 1)[-1]} (speculators {self.release})"
 
 
 def _jsonable(value: Any) -> Any:
@@ -66,7 +91,7 @@ def main() -> None:
     reply_over_stdio(_reply)
 
 
-__all__ = ["config_schema"]
+__all__ = ["ConfigSchema", "config_schema"]
 
 if __name__ == "__main__":
     main()

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ...contract import Finding, FindingKind, GraphFlags, VocabMapping
 from ...errors import UserError
 from ...inputs import Draft
+from .config_class import ConfigSchema
 
 CONFIG_CLASS = "parity.extract.trainers.config_class"  # the child that reads the installed class
 
@@ -159,7 +160,7 @@ def draft_ids(draft_dir: "Path | str | Draft") -> tuple[tuple[int, ...] | None, 
 
 
 @lru_cache(maxsize=1)
-def installed_schema() -> dict[str, Any] | None:
+def installed_schema() -> ConfigSchema | None:
     """The current interpreter's speculators Eagle3 config class (None if speculators is absent),
     read in a child of this interpreter (config_class: its reply is remembered while the installed
     code it read is unchanged; this process never imports speculators)."""
@@ -168,29 +169,29 @@ def installed_schema() -> dict[str, Any] | None:
     reply = run_module(sys.executable, CONFIG_CLASS, {"model_type": "eagle3"}, cache=True)
     if reply.get("error"):
         raise RuntimeError(f"reading the installed speculators config class failed: {reply['error']}")
-    return reply["schema"]
+    return ConfigSchema.model_validate(reply["schema"]) if reply["schema"] is not None else None
 
 
 def _finding(kind: FindingKind, message: str, severity: str = "warning") -> Finding:
     return Finding(kind=kind, message=message, severity=severity)
 
 
-def schema_findings(file: Path, config: dict, schema: dict) -> list[Finding]:
+def schema_findings(file: Path, config: dict, schema: ConfigSchema) -> list[Finding]:
     """Keys the class does not know, and flag fields of the class parity does not map."""
-    cls = f"{schema['class'].rsplit('.', 1)[-1]} (speculators {schema['release']})"
-    known = set(schema["defaults"]) | set(schema["base_keys"])
+    cls = schema.short
+    known = set(schema.defaults) | set(schema.base_keys)
     out = [_finding(FindingKind.unknown_config_key,
                     f"{file.name} has '{key}', which {cls} does not define: speculators ignores "
                     "it (a renamed, misspelled or newer setting)")
            for key in config if key not in known]
     out += [_finding(FindingKind.unmapped_flag_field,
-                     f"{cls} has the switch '{name}' (default {schema['defaults'].get(name)}) that "
+                     f"{cls} has the switch '{name}' (default {schema.defaults.get(name)}) that "
                      "parity does not map into the contract: its effect on the draft graph is unchecked")
-            for name in schema["bool_fields"] if name not in MAPPED_BOOL_FIELDS]
+            for name in schema.bool_fields if name not in MAPPED_BOOL_FIELDS]
     return out
 
 
-def read_flag(file: Path, config: dict, key: str, schema: dict | None,
+def read_flag(file: Path, config: dict, key: str, schema: ConfigSchema | None,
               findings: list[Finding]) -> bool | None:
     """A graph flag as speculators would build it: the written value, else the class default."""
     nested = config.get("eagle_config") if not is_speculators_format(config) else None
@@ -198,12 +199,11 @@ def read_flag(file: Path, config: dict, key: str, schema: dict | None,
         return _check(file, key, config[key], "bool")
     if isinstance(nested, dict) and key in nested:
         return _check(file, f"eagle_config.{key}", nested[key], "bool")
-    if schema is None or key not in schema["defaults"]:
+    if schema is None or key not in schema.defaults:
         return None
-    default = schema["defaults"][key]
+    default = schema.defaults[key]
     findings.append(_finding(FindingKind.flag_default, f"'{key}' is absent from {file.name}: "
-                             f"{schema['class'].rsplit('.', 1)[-1]} (speculators "
-                             f"{schema['release']}) builds it as {default}", "info"))
+                             f"{schema.short} builds it as {default}", "info"))
     return default
 
 
@@ -262,10 +262,10 @@ def classify_d2t(d2t, t2d, target_vocab: int | None) -> tuple[str, str]:
 
 
 def vocab_mapping(file: Path, config: dict, layer: dict, maps: dict, has_weights: bool,
-                  schema: dict | None, findings: list[Finding]) -> VocabMapping:
+                  schema: ConfigSchema | None, findings: list[Finding]) -> VocabMapping:
     draft_vocab = _check(file, "draft_vocab_size", config.get("draft_vocab_size"), "int")
     if draft_vocab is None and schema is not None and is_speculators_format(config):
-        draft_vocab = schema["defaults"].get("draft_vocab_size")
+        draft_vocab = schema.defaults.get("draft_vocab_size")
     source = layer if is_speculators_format(config) else config
     target_vocab = _check(file, "vocab_size", source.get("vocab_size"), "int")
     d2t, t2d = maps.get("d2t"), maps.get("t2d")
@@ -291,7 +291,7 @@ def vocab_mapping(file: Path, config: dict, layer: dict, maps: dict, has_weights
 
 
 def read_draft(draft_dir: "Path | str | Draft",
-               schema: dict | None | Literal["installed"] = "installed") -> DraftConfig:
+               schema: ConfigSchema | dict | None | Literal["installed"] = "installed") -> DraftConfig:
     """Read a draft directory. `schema`: a `config_class.config_schema()` reply (e.g. the
     speculators probe's, from another speculators environment), "installed" for this
     interpreter's speculators, or None."""
@@ -299,6 +299,8 @@ def read_draft(draft_dir: "Path | str | Draft",
     path = file.parent
     if schema == "installed":
         schema = installed_schema()
+    elif isinstance(schema, dict):  # a probe's reply as sent
+        schema = ConfigSchema.model_validate(schema)
     findings: list[Finding] = []
     spec = is_speculators_format(config)
     ids, ids_key = read_ids(file, config)
@@ -324,5 +326,5 @@ def read_draft(draft_dir: "Path | str | Draft",
         has_embed_tokens=any(n.endswith("embed_tokens.weight") for n in names),
         lm_head_rows=maps.get("lm_head_rows"),
         speculators_format=spec,
-        config_class=(f"{schema['class']} (speculators {schema['release']})" if schema else None),
+        config_class=(f"{schema.class_} (speculators {schema.release})" if schema else None),
         written_by=config.get("speculators_version"), findings=tuple(findings))

@@ -104,7 +104,7 @@ def to_contract(r: SGLangReply, target: Target) -> ServingContract:
         python=display_python(r.python),
         details={**{k: str(getattr(r, k)) for k in ("model_class", "capture_ids", "algorithm")
                     if k in r.model_fields_set},
-                 **{f"dflash_draft.{k}": str(v) for k, v in (r.dflash_draft or {}).items()}},
+                 **(r.dflash_draft.details() if r.dflash_draft else {})},
         family=r.family, release_note=r.release_note,
         reply_cache=r.reply_cache)
     draft = r.draft or DraftFacts()

@@ -291,7 +291,7 @@ def to_contract(r: VLLMReply, target: Target) -> ServingContract:
             "command's: the launch verdict on the method is")))
     if r.dflash_refusal:  # the engine's own refusal of the captured states, quoted
         findings.append(Finding(kind=FindingKind.engine_error, severity="error", message=r.dflash_refusal))
-    details.update({f"dflash_draft.{k}": str(v) for k, v in (r.dflash_draft or {}).items()})
+    details.update((r.dflash_draft.details() if r.dflash_draft else {}))
     draft = r.draft or DraftFacts()
     if r.draft_error:
         findings.append(Finding(kind=FindingKind.draft_facts_unread, message=r.draft_error))

@@ -475,8 +475,11 @@ def _draft(run: _Run) -> None:
         except Exception as exc:  # noqa: BLE001 - the contract says what could not be read
             reply["draft_error"] = f"vllm {version}'s DFlash draft class could not be built: {one_line(exc)}"
         return
+    parts: dict[str, Any] = {}  # what its modules compute and the config keys it read: the built draft's
     try:
-        reply["draft"] = adapter.draft_facts(run.vllm_config, run.model, run.checkpoint, run.reads, run.dict_reads)
+        facts = adapter.draft_facts(run.vllm_config, run.model, run.checkpoint, run.reads, run.dict_reads)
+        parts = {key: facts.pop(key) for key in ("module", "config_keys") if key in facts}
+        reply["draft"] = facts
     except Exception as exc:  # noqa: BLE001 - the contract says what could not be read
         refusal = loader_refusal(exc)
         if refusal:  # the engine's own refusal of the checkpoint: as written, the draft cannot be served
@@ -489,7 +492,7 @@ def _draft(run: _Run) -> None:
         reply["draft_sizes_error"] = f"vllm {version}'s config reader refused the draft config: {one_line(exc)}"
     try:
         if not reply.get("draft_unloadable"):  # unservable: that finding says why nothing is compared
-            reply["built"] = built_draft(adapter, version, request, reply)
+            reply["built"] = built_draft(adapter, version, request, reply, parts)
     except Exception as exc:  # noqa: BLE001 - a finding: this side's built draft is not compared
         reply["built_error"] = f"vllm {version} did not build the draft: {one_line(exc)}"
 
@@ -601,25 +604,27 @@ def loader_refusal(exc: BaseException) -> str | None:
     return f"{one_line(exc)} (raised by {where}:{tb.tb_lineno} {tb.tb_frame.f_code.co_name})"
 
 
-def built_draft(adapter, version: str, request: dict, reply: dict) -> dict[str, Any]:
+def built_draft(adapter, version: str, request: dict, reply: dict, parts: dict[str, Any]) -> dict[str, Any]:
     """The draft as this release builds it (parity.contract.BuiltDraft): sizes, rope settings
     and dtype as its config reader reads the real draft (and target) config; rotary frequencies,
     eps, activation and the head's tie off the draft class it built at tiny widths (read before
     any weight is loaded or shared with the target); the largest target id by the d2t mapping
     its `compute_logits` was run with. Where a release has two runners (0.17-0.33), both build the
     draft with the same class (V1's `EagleProposer` and V2's `load_eagle_model` each `get_model` the
-    draft model config's architecture from the registry), so one build is read for both."""
+    draft model config's architecture from the registry), so one build is read for both. `parts`: what
+    the draft facts read off its modules ("module") and the config keys its class read ("config_keys"),
+    folded in here."""
     from ...built import checkpoint_d2t, max_token_id
 
     if not getattr(adapter, "BUILDS_DRAFT", False):
         raise LookupError(f"parity reads vLLM's built draft from the 0.11 family on, not yet with the "
                           f"{reply.get('family')} family")
     facts = reply.get("draft") or {}
-    if facts.get("module") is None:
+    if parts.get("module") is None:
         raise LookupError(reply.get("draft_error") or "its draft class was not built")
     built = adapter.real_draft_built(request["draft_dir"], request["target_config"])
-    built.update(facts["module"])
-    built.update(facts.get("config_keys") or {})  # the config keys it read building the draft
+    built.update(parts["module"])
+    built.update(parts.get("config_keys") or {})  # the config keys it read building the draft
     has_weights, d2t = checkpoint_d2t(request["draft_dir"])
     if has_weights:
         built["max_token_id"] = max_token_id(d2t, (facts.get("vocab") or {}).get("d2t"), built["draft_vocab_size"])

@@ -7,10 +7,9 @@ pydantic: speculators' own configs are pydantic models) and the parent that read
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..config_class import ConfigSchema
 from ....contract.reply import FamilyReply, ForwardReply, ForwardVariant, TrainerReply
 
 
@@ -82,8 +81,8 @@ class SpeculatorsReply(FamilyReply, TrainerReply):
     default_path: str | None = Field(default=None, description="The data path the release's training takes by "
                                      "default (a `code_path` of `paths`).")
     default_path_reason: str | None = Field(default=None, description="Why that path is the default, in words.")
-    config_schema: dict[str, Any] | None = Field(default=None, description="The release's draft config class as "
-                                                 "the draft reader uses it (its fields, defaults, boolean flags).")
+    config_schema: ConfigSchema | None = Field(default=None, description="The release's draft config class as "
+                                               "the draft reader uses it (its fields, defaults, boolean flags).")
     config_schema_error: str | None = Field(default=None, description="Why that class could not be read.")
     trained_depth_error: str | None = Field(default=None, description="Why the trained depth was not read.")
     dflash: DFlashRun | None = Field(default=None, description="A DFlash draft: the release's DFlash model run "
