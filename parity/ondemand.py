@@ -56,11 +56,14 @@ class LineSource(str, enum.Enum):
 @functools.lru_cache(maxsize=1)
 def _swept_lines() -> dict:
 
+    from .contract.swept import Swept
+
     path = shipped("releases.json")
-    data = json.loads(path.read_text()) if path.is_file() else {}
-    return {(family, row["version"]): row["build"]["line"]
-            for family, section in data.items() if isinstance(section, dict)
-            for row in section.get("releases", []) if row.get("build", {}).get("line")}
+    if not path.is_file():
+        return {}
+    data = Swept.read(json.loads(path.read_text()))
+    return {(family, row.version): row.build.line
+            for family, section in data.sections().items() for row in section.releases if row.build.line}
 
 
 def swept_line(family: str, version: str) -> dict | None:

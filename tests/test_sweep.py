@@ -10,12 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from pydantic import ValidationError
+
 from parity import cli
+from parity.contract.swept import Swept
 from parity.report.releases import render_releases
 from parity.sweep import SERVING_CASES
 from parity.sweep.cases import DUMP_CASES
 from parity.extract.engines import engine
-from parity.sweep.run import drop_cached_wheel, drop_env, dump_cell, home_at, serving_cell
+from parity.sweep.run import drop_cached_wheel, drop_env, dump_cell, home_at, save, serving_cell
 
 from .helpers import ROOT
 
@@ -60,6 +63,24 @@ def test_the_published_table_is_the_render_of_the_published_results():
     if not results.is_file():
         pytest.skip("no published sweep results")
     assert (ROOT / "docs" / "releases.md").read_text() == render_releases(json.loads(results.read_text()))
+
+
+def test_the_published_results_read_through_their_model_as_written():
+    """releases.json reads through parity.contract.swept whole: nothing in it is left unread."""
+    data = json.loads((ROOT / "releases.json").read_text())
+    assert Swept.read(data).model_dump(mode="json", exclude_unset=True) == data
+
+
+@pytest.mark.parametrize("where", ["cell", "row", "build"])
+def test_a_key_the_model_does_not_know_is_refused_before_the_results_are_written(tmp_path, where):
+    data = json.loads(json.dumps(DATA))
+    row = data["sglang"]["releases"][1]
+    {"cell": row["cases"]["llama32 none"], "row": row, "build": row["build"]}[where]["fcc"] = ["h2"]
+    with pytest.raises(ValidationError, match="fcc"):
+        save(tmp_path / "releases.json", data)
+    assert not list(tmp_path.iterdir())
+    save(tmp_path / "releases.json", DATA)  # the same results, as the sweep writes them: saved
+    assert json.loads((tmp_path / "releases.json").read_text()) == DATA
 
 
 def test_render_only_rewrites_the_markdown(tmp_path, capsys):

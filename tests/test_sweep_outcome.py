@@ -14,6 +14,7 @@ from parity.envs import EnvError
 from parity.errors import CannotExtract, HarnessLimit
 from parity.extract.engines import ServingExtractionError, engine
 from parity.inputs import InputError
+from parity.contract.swept import Swept
 from parity.report.releases import counts, render_releases
 from parity.sweep.cases import SERVING_CASES
 from parity.sweep.outcome import Outcome, of_cell, of_error, of_finding
@@ -106,7 +107,7 @@ DATA = {"format": 2, "cases": CASES, "sglang": {"releases": [
 def test_the_table_counts_and_marks_each_cell_by_its_outcome():
     md = render_releases(DATA)
     lines = {ln.split(" | ")[0].lstrip("| "): ln for ln in md.splitlines() if ln.startswith("| 0.")}
-    assert counts(DATA["sglang"]) == {Outcome.extracted: 2, Outcome.engine_refuses: 2, Outcome.parity_cannot_run: 1,
+    assert counts(Swept.read(DATA).section("sglang")) == {Outcome.extracted: 2, Outcome.engine_refuses: 2, Outcome.parity_cannot_run: 1,
                                       None: 1}
     assert ("Cells, per outcome: 2 extracted, 2 the engine refuses, 1 parity cannot run, 1 not classified "
             "(swept before cells were classified: `parity sweep --redo --sglang all`") in md

@@ -13,9 +13,10 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from ..contract.swept import Cell, Outcome, Row, SeedLaunch, Section, Swept
 from ..extract.engines import engine, names as engine_names
 from ..ondemand import LineSource
-from ..sweep.outcome import Outcome, of_cell
+from ..sweep.outcome import of_cell
 
 HEADER = """# What every release feeds the draft
 
@@ -71,64 +72,59 @@ SAID = {Outcome.engine_refuses: "the engine refuses", Outcome.parity_cannot_run:
         None: "not classified"}
 
 
-def failed(cell: dict, errors: list[str], version: str) -> str:
-    """`MARK n`: the cell's error, numbered, marked by the cell's outcome."""
+def failed(cell: Cell | SeedLaunch, errors: list[str], version: str) -> str:
+    """`MARK n`: the cell's (or seed launch's) error, numbered, marked by its outcome."""
     outcome = of_cell(cell)
-    said = general(cell.get("error", "no result"), version)
+    said = general(cell.error if cell.error is not None else "no result", version)
     return f"{MARKS[outcome]} {number(f'({SAID[outcome]}) {said}', errors)}"
-
-
-def _named(cell: dict) -> bool:
-    """The case named at least one state (fc slots or dump slots), whatever else went wrong."""
-    return bool((cell.get("fc") and any(cell["fc"])) or cell.get("layout"))
 
 
 def _states(states: list) -> str:
     return ", ".join(s or "?" for s in states)
 
 
-def cell_text(cell: dict, errors: list[str], version: str = "") -> str:
+def cell_text(cell: Cell, errors: list[str], version: str = "") -> str:
     """A case's cell: the fc states (every runner's where they differ; the loss target for
     training), or the dump's slots, else the error's number."""
-    if "layout" in cell:
-        return f"ids {cell['launch_ids']}: [{_states(cell['layout'])}]"
-    if "fc" in cell and cell.get("error") is None:
-        text = _states(cell["fc"]) + (" (default)" if cell.get("default") else "")  # the GPU-default runner's
-        if cell.get("runners"):
-            others = [f"{name}: {_states(fed)}" for name, fed in cell["runners"].items() if fed != cell["fc"]]
-            chosen = next(name for name, fed in cell["runners"].items() if fed == cell["fc"])
+    if cell.layout is not None:
+        return f"ids {cell.launch_ids}: [{_states(cell.layout)}]"
+    if cell.fc is not None and cell.error is None:
+        text = _states(cell.fc) + (" (default)" if cell.default else "")  # the GPU-default runner's
+        if cell.runners:
+            others = [f"{name}: {_states(fed)}" for name, fed in cell.runners.items() if fed != cell.fc]
+            chosen = next(name for name, fed in cell.runners.items() if fed == cell.fc)
             text = " / ".join([f"{chosen}: {text}", *others])
-        if "target" in cell:  # a training case: what the fc is fed, and the loss target
-            text = f"fc [{text}], target {cell.get('target')}"
+        if cell.target is not None:  # a training case: what the fc is fed, and the loss target
+            text = f"fc [{text}], target {cell.target}"
         return text
     shown = failed(cell, errors, version)
-    if cell.get("fc") and any(cell["fc"]):  # some slots named before the error
-        shown = ", ".join(s or "–" for s in cell["fc"]) + " " + shown
+    if cell.fc and any(cell.fc):  # some slots named before the error
+        shown = ", ".join(s or "–" for s in cell.fc) + " " + shown
     return shown
 
 
-def _comparable(cell: dict | None, version: str) -> Any:
+def _comparable(cell: Cell | None, version: str) -> Any:
     if cell is None:
         return None
-    error = general(cell["error"], version) if cell.get("error") else None
-    runners = tuple(sorted((k, tuple(v)) for k, v in (cell.get("runners") or {}).items()))
-    return (tuple(cell.get("fc") or ()), runners, tuple(cell.get("layout") or ()), tuple(cell.get("launch_ids") or ()),
-            cell.get("target"), cell.get("default", False), error, cell.get("outcome"))
+    error = general(cell.error, version) if cell.error else None
+    runners = tuple(sorted((k, tuple(v)) for k, v in (cell.runners or {}).items()))
+    return (tuple(cell.fc or ()), runners, tuple(cell.layout or ()), tuple(cell.launch_ids or ()),
+            cell.target, bool(cell.default), error, cell.outcome)
 
 
-def launch_text(launch: dict | None, errors: list[str], version: str) -> str:
+def launch_text(launch: SeedLaunch | None, errors: list[str], version: str) -> str:
     """The seed launch's cell: each field the seed gives at its effective value (what the engine
     changed: `asked`, and by whom), or `not resolved` and why."""
     if launch is None:
         return "not swept"
-    if launch.get("error") is not None:
+    if launch.error is not None:
         return f"not resolved {failed(launch, errors, version)}"
-    changed = {o["field"]: o for o in launch.get("overrides", [])}
+    changed = {o.field: o for o in launch.overrides or ()}
     shown = []
-    for field in launch.get("requested", {}):
-        value = launch.get("effective", {}).get(field)
+    for field in launch.requested or {}:
+        value = (launch.effective or {}).get(field)
         o = changed.get(field)
-        shown.append(f"{field} {value}" + (f" (asked {o['requested']}, by {o['by']})" if o else ""))
+        shown.append(f"{field} {value}" + (f" (asked {o.requested}, by {o.by})" if o else ""))
     return ", ".join(shown)
 
 
@@ -138,44 +134,42 @@ def seed_launch(package: str) -> tuple[str, ...] | None:
     return engine(package).seed_launch if package in engine_names() else None
 
 
-def table(package: str, section: dict, cases: dict[str, str]) -> list[str]:
+def table(package: str, section: Section, cases: dict[str, str]) -> list[str]:
     names = list(cases)
     seeded = seed_launch(package) is not None  # an engine: its seed launch is a column
     extra = " seed launch (effective) |" if seeded else ""
     out = [f"| {package} | family | " + " | ".join(_md(n) for n in names) + " |" + extra,
            "|---|---|" + "---|" * (len(names) + seeded)]
     errors: list[str] = []
-    previous: dict | None = None
-    for row in section.get("releases", []):
-        version = row["version"]
-        build = row.get("build", {})
-        if "error" in build or "cases" not in row:
-            why = general(build.get("error", "not run"), version)
+    previous: Row | None = None
+    for row in section.releases:
+        version = row.version
+        if row.build.error is not None or row.cases is None:
+            why = general(row.build.error if row.build.error is not None else "not run", version)
             out.append(f"| {version} | | not built: ✗ {number(why, errors)} |" + " |" * (len(names) - 1 + seeded))
             previous = None
             continue
         def launch() -> str:  # the seed launch's cell, numbered after the cases' errors
-            return _bold(_md(launch_text(row.get("launch"), errors, version)), previous is not None and (
-                _comparable_launch(row.get("launch"), version) != _comparable_launch(previous.get("launch"),
-                                                                                     previous["version"])))
-        alike = {(general(c.get("error") or "", version), c.get("outcome")) for c in row["cases"].values()}
-        if len(alike) == 1 and ("", None) not in alike and not any(_named(c) for c in row["cases"].values()):
-            changed = previous is None or alike != {(general(c.get("error") or "", previous["version"]), c.get("outcome"))
-                                                    for c in previous["cases"].values()}
-            every = failed(next(iter(row["cases"].values())), errors, version)
+            return _bold(_md(launch_text(row.launch, errors, version)), previous is not None and (
+                _comparable_launch(row.launch, version) != _comparable_launch(previous.launch, previous.version)))
+        alike = {(general(c.error or "", version), c.outcome) for c in row.cases.values()}
+        if len(alike) == 1 and ("", None) not in alike and not any(c.named for c in row.cases.values()):
+            changed = previous is None or alike != {(general(c.error or "", previous.version), c.outcome)
+                                                    for c in (previous.cases or {}).values()}
+            every = failed(next(iter(row.cases.values())), errors, version)
             out.append(f"| {version} | | {_bold(f'every case: {every}', changed)} |" + " |" * (len(names) - 1)
                        + (f" {launch()} |" if seeded else ""))
             previous = row
             continue
-        family = row.get("family") or ""
-        if row.get("note") and "not a release parity has verified" in row["note"]:
-            family += " (unverified)" if "newer than" not in row["note"] else " (newer)"
+        family = row.family or ""
+        if row.note and "not a release parity has verified" in row.note:
+            family += " (unverified)" if "newer than" not in row.note else " (newer)"
         cells = []
         for name in names:
-            cell = row["cases"].get(name)
+            cell = row.cases.get(name)
             text = cell_text(cell, errors, version) if cell else ""
             changed = previous is not None and (_comparable(cell, version)
-                                                != _comparable(previous["cases"].get(name), previous["version"]))
+                                                != _comparable((previous.cases or {}).get(name), previous.version))
             cells.append(_bold(_md(text), changed))
         out.append(f"| {version} | {_md(family)} | " + " | ".join(cells) + " |" + (f" {launch()} |" if seeded else ""))
         previous = row
@@ -184,29 +178,29 @@ def table(package: str, section: dict, cases: dict[str, str]) -> list[str]:
     return out
 
 
-def _comparable_launch(launch: dict | None, version: str) -> Any:
+def _comparable_launch(launch: SeedLaunch | None, version: str) -> Any:
     if launch is None:
         return None
-    error = general(launch["error"], version) if launch.get("error") else None
-    return (tuple(sorted((k, str(v)) for k, v in launch.get("effective", {}).items() if k in launch.get("requested", {}))),
-            tuple(sorted((o["field"], str(o["effective"])) for o in launch.get("overrides", []))), error,
-            launch.get("outcome"))
+    error = general(launch.error, version) if launch.error else None
+    requested = launch.requested or {}
+    return (tuple(sorted((k, str(v)) for k, v in (launch.effective or {}).items() if k in requested)),
+            tuple(sorted((o.field, str(o.effective)) for o in launch.overrides or ())), error, launch.outcome)
 
 
-def counts(section: dict) -> dict[Outcome | None, int]:
+def counts(section: Section) -> dict[Outcome | None, int]:
     """The cells of the releases that ran, per outcome (None: not classified)."""
     out: dict[Outcome | None, int] = {o: 0 for o in (*Outcome, None)}
-    for row in section.get("releases", []):
-        for cell in row.get("cases", {}).values():
+    for row in section.releases:
+        for cell in (row.cases or {}).values():
             out[of_cell(cell)] += 1
     return out
 
 
-def summary(package: str, section: dict) -> str:
-    rows = section.get("releases", [])
-    ran = [r for r in rows if "cases" in r and any(_named(c) for c in r["cases"].values())]
+def summary(package: str, section: Section) -> str:
+    rows = section.releases
+    ran = [r for r in rows if r.cases is not None and any(c.named for c in r.cases.values())]
     n = counts(section)
-    unbuilt = sum(1 for r in rows if "cases" not in r)
+    unbuilt = sum(1 for r in rows if r.cases is None)
     text = (f"{len(ran)} of {len(rows)} {package} releases extracted (at least one case's states named); "
             f"every other release says why in its row. Cells, per outcome: {n[Outcome.extracted]} extracted, "
             f"{n[Outcome.engine_refuses]} the engine refuses, {n[Outcome.parity_cannot_run]} parity cannot run")
@@ -215,9 +209,9 @@ def summary(package: str, section: dict) -> str:
                  f"`parity sweep --redo --{package} all` with the other packages `none` classifies them)")
     text += f"; {unbuilt} release(s) not built." if unbuilt else "."
     if seed_launch(package) is not None:
-        launches = [r.get("launch") for r in rows if "cases" in r]
-        resolved = sum(1 for x in launches if x is not None and x.get("outcome") == Outcome.extracted)
-        refuses, cannot = (sum(1 for x in launches if x is not None and x.get("outcome") == o)
+        launches = [r.launch for r in rows if r.cases is not None]
+        resolved = sum(1 for x in launches if x is not None and x.outcome == Outcome.extracted)
+        refuses, cannot = (sum(1 for x in launches if x is not None and x.outcome == o)
                            for o in (Outcome.engine_refuses, Outcome.parity_cannot_run))
         text += (f" Seed launch resolved by {resolved} of {len(launches)} releases' own code "
                  f"({refuses} the engine refuses, {cannot} parity cannot run, "
@@ -230,34 +224,40 @@ def summary(package: str, section: dict) -> str:
 LINE_FROM = {LineSource.DECLARED: "envs.toml", LineSource.SWEPT: "published", LineSource.DERIVED: "derived"}
 
 
-def figures(data: dict) -> list[str]:
+def _shown(value: float | int | None) -> str:
+    return "" if value is None else str(value)
+
+
+def figures(data: Swept) -> list[str]:
     out = ["| package | release | line | build (s) | bytecode (s) | extra size (MB) | cases (s) |",
            "|---|---|---|---|---|---|---|"]
-    for package in data.get("cases", {}):
-        for row in data.get(package, {}).get("releases", []):
-            b = row.get("build", {})
-            size = f"{b['extra_bytes'] / 1e6:.0f}" if b.get("extra_bytes") is not None else ""
-            line = LINE_FROM.get(b.get("line_from"), "")
-            out.append(f"| {package} | {row['version']} | {line} | {b.get('seconds', '')} | "
-                       f"{b.get('compile_seconds', '')} | {size} | {row.get('seconds', '')} |")
-    runs = data.get("runs", [])
-    if runs:
+    for package in data.cases:
+        section = data.section(package)
+        for row in section.releases if section is not None else ():
+            b = row.build
+            size = f"{b.extra_bytes / 1e6:.0f}" if b.extra_bytes is not None else ""
+            line = LINE_FROM.get(b.line_from, "")
+            out.append(f"| {package} | {row.version} | {line} | {_shown(b.seconds)} | "
+                       f"{_shown(b.compile_seconds)} | {size} | {_shown(row.seconds)} |")
+    if data.runs:
         out += ["", "Sweep runs (wall time, this machine): " +
-                "; ".join(f"{r['releases']} release(s) in {r['seconds'] / 60:.1f} min" for r in runs) + "."]
+                "; ".join(f"{r.releases} release(s) in {r.seconds / 60:.1f} min" for r in data.runs) + "."]
     return out
 
 
-def render_releases(data: dict) -> str:
-    cases = data.get("cases", {})
+def render_releases(data: "Swept | dict[str, Any]") -> str:
+    """docs/releases.md for the sweep's results (releases.json, read through its model)."""
+    data = Swept.read(data)
     out = [HEADER, ""]
-    for package in cases:  # one table per swept package, in the sweep's order (its cases' description)
-        if package not in data:
+    for package, cases in data.cases.items():  # one table per swept package, in the sweep's order
+        section = data.section(package)
+        if section is None:
             continue
-        out += [f"## {package}", "", summary(package, data[package]), "", "Cases:", ""]
-        out += [f"- `{name}`: {_md(what)}" for name, what in cases.get(package, {}).items()]
+        out += [f"## {package}", "", summary(package, section), "", "Cases:", ""]
+        out += [f"- `{name}`: {_md(what)}" for name, what in cases.items()]
         if seed_launch(package) is not None:
             out += [f"- seed launch: `{_md(shlex.join(seed_launch(package)))}`, on the first case's target and draft"]
-        out += [""] + table(package, data[package], cases.get(package, {})) + [""]
+        out += [""] + table(package, section, cases) + [""]
     out += ["## Figures", "", "Per release: where the envs.toml line its environment was built from came "
             "from (`envs.toml`: shipped; `published`: the line a published sweep derived, as releases.json shipped it; `derived`: "
             "derived in this run from its wheel's metadata and imports), the time to build its environment "

@@ -23,21 +23,12 @@ classified" until the release is swept again, never a class guessed from its mes
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from ..contract import FindingKind, Whose
+from ..contract.swept import Cell, Outcome, SeedLaunch
 from ..envs import EnvError
 from ..errors import CannotExtract, HarnessLimit, InternalError
 from ..home import HomeError
 from ..ondemand import BuildError
-
-
-class Outcome(StrEnum):
-    """A cell's outcome, as releases.json stores it (its `outcome`)."""
-
-    extracted = "extracted"
-    engine_refuses = "engine refuses"
-    parity_cannot_run = "parity cannot run"
 
 
 def of_finding(kind: FindingKind) -> Outcome:
@@ -71,12 +62,16 @@ def of_error(exc: BaseException) -> Outcome:
     return Outcome.engine_refuses
 
 
-def of_cell(cell: dict) -> Outcome | None:
+def of_cell(cell: "Cell | SeedLaunch | dict") -> Outcome | None:
     """A saved cell's outcome: its own; for a cell saved before cells were classified, `extracted`
     when it gave no error and named states (its structure says so: fc slots, a training fc, dump
     slots), else None: a failure of an unknown class, never guessed from its message."""
-    value = cell.get("outcome")
-    if value is not None:
-        return Outcome(value)
-    named = bool((cell.get("fc") and any(cell["fc"])) or cell.get("layout"))
-    return Outcome.extracted if named and cell.get("error") is None else None
+    if isinstance(cell, dict):  # as the sweep writes it, before the file is saved
+        cell = Cell.model_validate(cell)
+    if cell.outcome is not None:
+        return Outcome(cell.outcome)
+    named = isinstance(cell, Cell) and cell.named
+    return Outcome.extracted if named and cell.error is None else None
+
+
+__all__ = ["Outcome", "of_cell", "of_error", "of_finding"]

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from ..extract.trainers import BoundTrainer
 
 from ..contract import FindingKind, names
+from ..contract.swept import Swept
 from ..progress import logger
 from .cases import (CAPTURE_CASES, DUMP_CASES, SERVING_CASES, TRAINING_CASES, CaptureCase, DumpCase, ServingCase,
                     TrainingCase)
@@ -352,6 +353,9 @@ def load(path: Path) -> dict:
 
 
 def save(path: Path, data: dict) -> None:
+    """Write the results, checked against their model first (parity.contract.swept): a cell or a
+    row with a key the model does not know is parity's own error, never a file read without it."""
+    Swept.read(data)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=1) + "\n")
     os.replace(tmp, path)
