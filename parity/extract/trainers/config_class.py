@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from ...contract.reply import TypedReply
+
 
 class ConfigSchema(BaseModel):
     """The installed speculators config class of a draft, as `config_schema` reads it: what the
@@ -77,21 +79,28 @@ def config_schema(model_type: str = "eagle3") -> dict[str, Any]:
     }
 
 
+class ConfigClassReply(TypedReply):
+    """This child's reply: the installed class, or None where this interpreter has no speculators."""
+
+    config_schema: ConfigSchema | None = Field(default=None, description="The installed speculators config "
+                                               "class (None: speculators is not importable here).")
+
+
 def _reply(request: dict) -> dict[str, Any]:
-    """The child's reply: {"schema": config_schema(...)}, None when this interpreter has no speculators."""
+    """The child's reply: {"config_schema": config_schema(...)}, None when this interpreter has no speculators."""
     try:
-        return {"schema": config_schema(request.get("model_type", "eagle3"))}
+        return {"config_schema": config_schema(request.get("model_type", "eagle3"))}
     except ImportError:
-        return {"schema": None}
+        return {"config_schema": None}
 
 
 def main() -> None:
     from parity.envs import reply_over_stdio
 
-    reply_over_stdio(_reply)
+    reply_over_stdio(ConfigClassReply.checked(_reply))
 
 
-__all__ = ["ConfigSchema", "config_schema"]
+__all__ = ["ConfigClassReply", "ConfigSchema", "config_schema"]
 
 if __name__ == "__main__":
     main()

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ...contract import Finding, FindingKind, GraphFlags, VocabMapping
 from ...errors import UserError
 from ...inputs import Draft
-from .config_class import ConfigSchema
+from .config_class import ConfigClassReply, ConfigSchema
 
 CONFIG_CLASS = "parity.extract.trainers.config_class"  # the child that reads the installed class
 
@@ -167,9 +167,10 @@ def installed_schema() -> ConfigSchema | None:
     from ...envs import run_module
 
     reply = run_module(sys.executable, CONFIG_CLASS, {"model_type": "eagle3"}, cache=True)
-    if reply.get("error"):
-        raise RuntimeError(f"reading the installed speculators config class failed: {reply['error']}")
-    return ConfigSchema.model_validate(reply["schema"]) if reply["schema"] is not None else None
+    read = ConfigClassReply.read(reply)
+    if read.error:
+        raise RuntimeError(f"reading the installed speculators config class failed: {read.error}")
+    return read.config_schema
 
 
 def _finding(kind: FindingKind, message: str, severity: str = "warning") -> Finding:
