@@ -252,8 +252,10 @@ def read_inputs(target_config: Path | str, draft_dir: Path | str) -> tuple[Targe
 
 
 def check_ids(target: Target, draft: Draft) -> None:
-    """What `parity check` refuses before any extraction: aux ids no engine could capture in
-    that order for `target` (not integers, out of range, repeated, descending)."""
+    """What `parity check` refuses before any extraction: aux ids no engine could capture for
+    `target` (not integers, out of range, repeated). Ids out of order are not refused: which
+    order each side feeds them in is found by running it (NVIDIA ModelOpt's export writes the
+    run's ids as given, and trains on them in layer order)."""
     ids, dfile, n = draft.written_ids, draft.config_file, target.layers
     if ids is None:
         return
@@ -266,9 +268,6 @@ def check_ids(target: Target, draft: Draft) -> None:
                          f"target (-1..{n})")
     if len(set(ids)) != len(ids):
         raise InputError(f"draft config {dfile}: duplicate layer ids in {ids}")
-    if ids != sorted(ids):
-        raise InputError(f"draft config {dfile}: layer ids {ids} are not ascending; engines "
-                         "capture in layer order, so the fc chunks would not follow this order")
 
 
 def check_fit(target: Target, draft: Draft, training) -> None:

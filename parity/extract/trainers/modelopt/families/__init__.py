@@ -1,0 +1,27 @@
+"""NVIDIA ModelOpt release families: one module per family, each declaring the releases it covers.
+
+A family module defines
+- `RELEASES`: a `packaging` SpecifierSet, the version range of the family; `VERIFIED`: the
+  releases in that range the test suite runs the probe against;
+- `IMPORTS` (what its calls import, for parity.forkserver) and `CODE_PATHS` (the ModelOpt code
+  the probe runs, recorded in every contract);
+- `convert(model, ids, arch)`: the HF model made an EAGLE-3 training model by ModelOpt's own
+  conversion, with the run's aux ids (None: its default) and draft architecture overrides;
+- `resolved_ids(model)`, `default_ids(n)`, `fc(model)`, `lm_head(model)`, `draft(model)`: where the
+  converted model keeps what the probe reads;
+- `export(model, out_dir, rope_scaling)`: its exporter, writing the served draft folder.
+
+Adding a family is adding one module here (parity.extract.families finds it); a release outside
+every family's range is refused by the probe, naming the ranges looked in.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from ....families import family_for as _family_for
+
+
+def family_for(version: str) -> ModuleType:
+    """The family module whose range holds nvidia-modelopt `version`; UnsupportedRelease when none does."""
+    return _family_for("nvidia-modelopt", version, __name__)

@@ -1,0 +1,93 @@
+"""The ModelOpt 0.47 family: where 0.47.0 keeps each step of its HF EAGLE-3 training path.
+
+- conversion: `modelopt.torch.speculative.convert(model, [("eagle", config)])` with
+  `eagle_decoder_type` "llama" (EAGLE-3: its eagle3 default architecture sets
+  `use_aux_hidden_state`), `eagle_use_torch_compile` off (a CPU run; it compiles nothing the
+  probe reads), and the run's `eagle_architecture_config` (the aux ids, the draft's widths);
+- the aux ids: `eagle_architecture_config.eagle_aux_hidden_state_layer_ids`, else
+  `plugins.hf_eagle.default_eagle_aux_layer_ids(N)`, set on `model.eagle_config` by the
+  conversion (`HFEagleModel.modify`);
+- the capture: a forward hook on each base decoder layer whose index is among the ids
+  (`_collect_aux_hidden_states_forward_hook`), concatenated in the order the hooks fire
+  (`pop_and_gather_aux_hiddens`) into the draft's `eagle_module.fc`;
+- the loss target: the base model's own logits (`model.lm_head` on its last hidden state),
+  detached, as soft targets (`_compute_eagle_loss`);
+- the draft: `eagle_module` (`plugins.modeling_eagle.EagleModule`), built from the base model's
+  config class over the architecture config;
+- the export: `modelopt.torch.export.export_speculative_decoding` (`plugins.hf_spec_export`),
+  which writes `config.json` from its template (values from the draft's config, else the
+  base's) and, when the draft trained with the default rope, its `eagle_export_rope_scaling`.
+"""
+
+from __future__ import annotations
+
+from packaging.specifiers import SpecifierSet
+
+RELEASES = SpecifierSet("==0.47.*")
+VERIFIED = ("0.47.0",)
+
+IMPORTS = (
+    "transformers", "modelopt.torch.speculative", "modelopt.torch.speculative.plugins.hf_eagle",
+    "modelopt.torch.export",
+)
+
+CODE_PATHS = {
+    "convert": "modelopt.torch.speculative.convert(model, [('eagle', config)]) -> "
+               "modelopt.torch.speculative.plugins.hf_eagle.HFEagleModel.modify",
+    "ids": "eagle_architecture_config.eagle_aux_hidden_state_layer_ids, else "
+           "modelopt.torch.speculative.plugins.hf_eagle.default_eagle_aux_layer_ids",
+    "capture": "HFEagleModel._collect_aux_hidden_states_forward_hook -> HFEagleModel.pop_and_gather_aux_hiddens "
+               "-> eagle_module.fc",
+    "loss_target": "HFEagleModel.forward: the base model's lm_head logits, detached (soft targets)",
+    "draft": "modelopt.torch.speculative.plugins.modeling_eagle.EagleModule",
+    "export": "modelopt.torch.export.export_speculative_decoding -> "
+              "modelopt.torch.export.plugins.hf_spec_export (config template, eagle_export_rope_scaling)",
+}
+
+
+def convert(model, ids: list[int] | None, arch: dict, export_rope_scaling: dict | None = None):
+    """`model` (a transformers causal LM) converted in place to ModelOpt's EAGLE-3 training model.
+    `ids` None leaves the aux ids to ModelOpt's default; `arch`: the draft's architecture overrides;
+    `export_rope_scaling` None keeps the release's default `eagle_export_rope_scaling`."""
+    import modelopt.torch.speculative as mtsp
+
+    arch = {**arch, **({"eagle_aux_hidden_state_layer_ids": list(ids)} if ids is not None else {})}
+    config = {"eagle_decoder_type": "llama", "eagle_use_torch_compile": False, "eagle_architecture_config": arch}
+    if export_rope_scaling is not None:
+        config["eagle_export_rope_scaling"] = export_rope_scaling
+    return mtsp.convert(model, [("eagle", config)])
+
+
+def default_ids(num_layers: int) -> list[int]:
+    from modelopt.torch.speculative.plugins.hf_eagle import default_eagle_aux_layer_ids
+
+    return list(default_eagle_aux_layer_ids(num_layers))
+
+
+def export_rope_scaling_default() -> dict:
+    """The release's `eagle_export_rope_scaling` default (its EagleConfig field)."""
+    from modelopt.torch.speculative.config import EagleConfig
+
+    return dict(EagleConfig.model_fields["eagle_export_rope_scaling"].default)
+
+
+def resolved_ids(model) -> list[int]:
+    return list(model.eagle_config.eagle_aux_hidden_state_layer_ids)
+
+
+def fc(model):
+    return model.eagle_module.fc
+
+
+def lm_head(model):
+    return model.lm_head
+
+
+def draft(model):
+    return model.eagle_module
+
+
+def export(model, out_dir: str) -> None:
+    from modelopt.torch.export import export_speculative_decoding
+
+    export_speculative_decoding(model, export_dir=out_dir)

@@ -1,0 +1,107 @@
+"""NVIDIA ModelOpt as a trainer (`--trainer modelopt`, issue 50): its own conversion and hooks run
+on the tiny target, its drafts exported by its own exporter (tests/modelopt_export.py, in parity's
+ModelOpt environment), checked against SGLang and vLLM as served."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from .helpers import ROOT, built, edit_in_shadow, run_parity as parity, shadow_release
+
+RELEASE = "0.47.0"
+TARGET = ROOT / "fixtures" / "targets" / "tiny-llama-32l"
+TRAINER = ("--trainer", "modelopt", "--modelopt", RELEASE)
+VLLM = ("--engine", "vllm", "--vllm", "0.34.0")
+ARCH = {"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 128}
+HOOKS = "lib/python3.11/site-packages/modelopt/torch/speculative/plugins/hf_eagle.py"
+
+pytestmark = [pytest.mark.slow,  # each runs ModelOpt's probe and an engine in child processes
+              pytest.mark.skipif(not built("nvidia-modelopt", RELEASE), reason="no nvidia-modelopt environment")]
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory):
+    """Three drafts ModelOpt exported for the 32-layer target: its default ids and export
+    (`default`); the same with the trained rope kept (`kept`: eagle_export_rope_scaling {});
+    ids [20, 1, 9], as given, rope kept (`unsorted`)."""
+    from parity.envs import find_env
+
+    root = tmp_path_factory.mktemp("modelopt-exports")
+    specs = [{"out": str(root / "default"), "arch": ARCH},
+             {"out": str(root / "kept"), "arch": ARCH, "export_rope_scaling": {}},
+             {"out": str(root / "unsorted"), "arch": ARCH, "ids": [20, 1, 9], "export_rope_scaling": {}}]
+    subprocess.run([str(find_env("nvidia-modelopt", RELEASE).python), str(ROOT / "tests" / "modelopt_export.py"),
+                    str(TARGET), json.dumps(specs)], check=True, capture_output=True)
+    return {name: root / name for name in ("default", "kept", "unsorted")}
+
+
+def check(draft, *extra):
+    proc = parity("check", "--target-config", str(TARGET / "config.json"), "--draft", str(draft), *TRAINER, *extra,
+                  "--json")
+    assert proc.stdout, proc.stderr[-3000:]
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def fed(result) -> tuple[list[str], list[str]]:
+    return result["training"]["fc_input"], result["serving"]["fc_input"]
+
+
+def notes(result) -> str:
+    return "\n".join(result["notes"])
+
+
+def test_its_default_export_trains_on_the_outputs_of_its_default_ids_and_is_served_another_rope(exports):
+    """ModelOpt's default ids [1, 15, 28] are the outputs of those layers (h2, h16, h29), as SGLang
+    feeds them; its exporter writes YaRN over the default rope the draft trained with, so SGLang's
+    draft computes another rope: DRIFT on the rope alone, with a verified config fix."""
+    config = json.loads((exports["default"] / "config.json").read_text())
+    assert config["eagle_config"]["eagle_aux_hidden_state_layer_ids"] == [1, 15, 28]
+    assert config["rope_scaling"]["rope_type"] == "yarn"
+    rc, result = check(exports["default"])
+    assert (rc, result["verdict"]) == (1, "drift")
+    assert fed(result) == (["h2", "h16", "h29"], ["h2", "h16", "h29"]) and result["training"]["target"] == "final"
+    assert [d["field"] for d in result["diff"]["fields"]] == ["draft.rope_frequencies", "draft.rope_scale"]
+    assert "eagle_export_rope_scaling" in notes(result)
+    fix = result["draft_fix"]
+    assert fix["edit"]["rope_scaling"] is None and fix["verified"] and not fix.get("still_differ")
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_its_export_with_the_trained_rope_is_parity_on_both_engines(exports, engine):
+    rc, result = check(exports["kept"], *(VLLM if engine == "vllm" else ()))
+    assert (rc, result["verdict"]) == (0, "parity"), result.get("differences")
+    assert fed(result) == (["h2", "h16", "h29"], ["h2", "h16", "h29"])
+
+
+def test_ids_out_of_order_train_in_layer_order_and_say_so(exports):
+    """Ids [20, 1, 9], exported as given: ModelOpt's hooks fire in layer order (h2, h10, h21),
+    SGLang captures in layer order too: PARITY, and the report says the config order is not
+    the slot order. vLLM 0.34 reads no ids in eagle_config and serves its default: DRIFT, with
+    the ids fix verified."""
+    rc, result = check(exports["unsorted"])
+    assert (rc, result["verdict"]) == (0, "parity"), result.get("differences")
+    assert fed(result) == (["h2", "h10", "h21"], ["h2", "h10", "h21"])
+    assert "the config order is not the slot order" in notes(result)
+    rc, result = check(exports["unsorted"], *VLLM)
+    assert (rc, result["verdict"]) == (1, "drift")
+    assert fed(result) == (["h2", "h10", "h21"], ["h2", "h16", "h29"])
+    assert result["suggestion"]["verified"] and result["suggestion"]["serving_fc_input"] == ["h2", "h10", "h21"]
+
+
+def test_an_edit_of_its_installed_default_ids_is_followed(tmp_path):
+    """The default ids are ModelOpt's, not typed: edited in a copy of its environment, the
+    training contract follows (no draft: its default decides)."""
+    old = "    return sorted({1, max(0, num_layers // 2 - 1), max(0, num_layers - 4)})\n"
+    shadow, original, env = shadow_release(tmp_path, "nvidia-modelopt", RELEASE, {HOOKS: (old, old)})
+    args = ("contract", "training", "--target-config", str(TARGET / "config.json"), *TRAINER, "--json")
+    before = parity(*args, env=env)
+    assert before.returncode == 0, before.stderr[-2000:]
+    assert json.loads(before.stdout)["fc_input"] == ["h2", "h16", "h29"]
+    edit_in_shadow(shadow, HOOKS, old, "    return sorted({2, max(0, num_layers // 2 - 1), max(0, num_layers - 4)})\n")
+    after = parity(*args, env=env)
+    assert after.returncode == 0, after.stderr[-2000:]
+    assert json.loads(after.stdout)["fc_input"] == ["h3", "h16", "h29"]
+    assert old in (original / HOOKS).read_text()  # the original is untouched
