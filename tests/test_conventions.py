@@ -29,7 +29,7 @@ def taps(system, ids, n=N):
 
 def test_every_documented_system_is_present():
     assert set(CONVENTIONS) == {"hf", "vllm", "speculators-datagen", "speculators-datagen-0.3",
-                                "specforge", "modelopt", "eagle", "trtllm"}
+                                "specforge", "modelopt", "nemo-automodel", "eagle", "trtllm"}
     assert "sglang" not in CONVENTIONS  # always extracted from the installed code instead
     for name, conv in CONVENTIONS.items():
         assert conv.name == name and conv.summary and conv.source
@@ -54,6 +54,7 @@ def test_an_engine_or_trainer_declares_its_own_convention_in_its_folder():
     ("speculators-datagen-0.3", [2, 16, 29, 31], ["h3", "h17", "h30", "h32"]),
     ("specforge", [1, 15, 28], ["h2", "h16", "h29"]),
     ("modelopt", [1, 15, 28], ["h2", "h16", "h29"]),
+    ("nemo-automodel", [1, 15, 28], ["h2", "h16", "h29"]),
     ("eagle", [2, 16, 29], ["h2", "h16", "h29"]),
     ("trtllm", [1, 15, 28], ["h2", "h16", "h29"]),
 ])
@@ -240,9 +241,10 @@ def test_typed_rules_of_systems_parity_runs_or_cannot_run_give_no_verdict():
     def datagen_refusal(name):
         return typed.datagen_refusal(name, CONVENTIONS)
 
-    assert {c.name for c in CONVENTIONS.values() if c.run_by} == {"specforge", "modelopt", "trtllm"}
+    assert {c.name for c in CONVENTIONS.values() if c.run_by} == {"specforge", "modelopt", "nemo-automodel", "trtllm"}
     assert "--trainer specforge" in datagen_refusal("specforge")
     assert "--trainer modelopt" in datagen_refusal("modelopt")
+    assert "--trainer nemo-automodel" in datagen_refusal("nemo-automodel")
     assert "--dump-layout" in datagen_refusal("trtllm")
     assert datagen_refusal("speculators-datagen") is None and datagen_refusal("vllm") is None
     assert CONVENTIONS["specforge"].label.startswith("typed rule, not run")

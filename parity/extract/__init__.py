@@ -41,7 +41,8 @@ class Registry:
         raise LookupError(f"{impl.NAME!r} is in no registry of parity's")
 
     def names(self) -> list[str]:
-        return sorted({*folders(self.package), *self.registered})
+        """Each side's name: its folder's, a `_` written `-` (nemo_automodel/ is `nemo-automodel`)."""
+        return sorted({*(f.replace("_", "-") for f in folders(self.package)), *self.registered})
 
     def register(self, impl: Any) -> Any:
         """Add `impl` (checked against the interface) under its NAME; returns it."""
@@ -66,7 +67,7 @@ class Registry:
         if name not in known:
             raise InputError(f"unknown {self.kind} {name!r}: parity has {', '.join(known)} "
                              f"(one folder each under {self.package.__name__.replace('.', '/')}/)")
-        return self._checked(name, importlib.import_module(f"{self.package.__name__}.{name}"))
+        return self._checked(name, importlib.import_module(f"{self.package.__name__}.{name.replace('-', '_')}"))
 
     def _checked(self, name: str, impl: Any) -> Any:
         if not isinstance(impl, self.interface):

@@ -1,0 +1,177 @@
+"""NVIDIA NeMo Automodel as a `Trainer` (parity.extract.trainers): what its EAGLE-3 recipe trains a
+draft on, found by running it.
+
+NeMo Automodel (`nemo_automodel.components.speculative.eagle`) captures the target's states
+itself: its target class hooks the chosen decoder layers' outputs and concatenates them in the
+order the run gives the ids. Its probe (`probe.py`), in parity's NeMo Automodel environment, runs
+that class, the draft its recipe builds and one training step's forward on a tiny seeded
+transformers model of the target's architecture and depth, and names what the draft's fc is
+handed and what its loss target comes from.
+
+Its recipe exports the draft's config.json with no layer ids at all, so the run's ids are not in
+the served draft: `--nemo-automodel-ids` gives them (else its default is taken, said in a warning).
+The ids a served config carries are a serving fact here, never read as the run's.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ....contract import (DatagenDump, Finding, FindingKind, GraphFlags, Provenance, Tap, TargetModel, TrainingContract,
+                         VocabMapping, sources)
+from ....contract.reply import ForwardReply, ProbeReply
+from ....conventions import Convention, output_of
+from ....envs import EnvError, display_python
+from ....errors import UserError, stop_from_reply
+from ....inputs import Draft, Target, parse_ids
+from ... import installed
+from ..draft import DraftError, read_draft
+from .reply import NemoAutomodelReply
+
+NAME = "nemo-automodel"
+DIST = "nemo-automodel"  # the distribution whose installed release runs (parity.extract.installed)
+FLAG = "--nemo-automodel"
+TITLE = "NVIDIA NeMo Automodel"
+CAPTURES_STATES = True  # its own hooks on the target: no dump to describe
+IDS_FLAG = "--nemo-automodel-ids"
+OWN_FLAGS = ("--nemo-automodel-ids", "--nemo-automodel")
+DATAGEN_ENGINE = None
+SWEEP_FROM = "0.7.0"  # the sweep's 'all': the releases parity has a family for
+SWEEP_DEFAULT = "none"  # `parity sweep` runs it only when --nemo-automodel RANGE is given
+PROBE_MODULE = "parity.extract.trainers.nemo_automodel.probe"
+FORWARD_MODULE = "parity.extract.trainers.nemo_automodel.forward_side"
+FORWARD_REPLY = ForwardReply  # its forward side only refuses (an error)
+# Its numbering as a typed rule, for reading ids only (`parity conventions`): id k = the output of
+# 0-based decoder layer k = h(k+1), in the order given (never sorted). NeMo Automodel is run.
+CONVENTION = Convention(
+    NAME, "NVIDIA NeMo Automodel: id k = output of 0-based layer k = h(k+1), in the order given",
+    "nemo_automodel.components.speculative.eagle.target (HFEagle3TargetModel.generate_batch)",
+    defaults=lambda n: [1, n // 2 - 1, n - 4], tap=output_of(TITLE),
+    run_by=f"NeMo Automodel is run, not typed: use --trainer {NAME} (its ids: {IDS_FLAG})")
+
+
+class NemoAutomodelError(UserError, ValueError):
+    """An input NeMo Automodel refuses, or one this trainer cannot take (one line, exit 2)."""
+
+
+ERRORS = (NemoAutomodelError, DraftError)
+
+
+def add_options(parser, command: str) -> None:
+    """--nemo-automodel-ids and --nemo-automodel, beside --trainer; --nemo-automodel RANGE on `parity sweep`."""
+    if command == "sweep":
+        parser.add_argument(FLAG, metavar="RANGE", help=f"the NeMo Automodel releases: 'all' (from {SWEEP_FROM}), "
+                            "a version range, or 'none' (the default: it is swept only when asked)")
+    if command == "trainer":
+        parser.add_argument(IDS_FLAG, metavar="IDS",
+                            help="--trainer nemo-automodel: the run's aux_layer_ids, in the order it gave them, e.g. "
+                                 "1,15,28 (its export writes none; default: its own default)")
+        parser.add_argument(FLAG, metavar="VERSION", help="--trainer nemo-automodel: another release, in parity's "
+                            "environment of it (default: the installed one)")
+
+
+def release_from(args) -> str | None:
+    return getattr(args, "nemo_automodel", None)
+
+
+def ids_from(args) -> list[int] | None:
+    return parse_ids(getattr(args, "nemo_automodel_ids", None), IDS_FLAG)
+
+
+def run_probe(target_config: dict, run_ids: list[int] | None, release: str | None = None, seq_len: int = 8,
+              seed: int = 0) -> dict:
+    request = {"target_config": target_config, "run_ids": run_ids, "seq_len": seq_len, "seed": seed}
+    return installed.run(sys.modules[__name__], release, PROBE_MODULE, request)
+
+
+def ids_findings(r: NemoAutomodelReply, fc: list[Tap], run_ids, draft) -> list[Finding]:
+    """Where the run's ids came from, whether the slots follow the order given (as measured), and
+    that the served config cannot say the run's ids (its export writes none)."""
+    version, ids = r.shown_release, list(r.ids or ())
+    source = (f"the run's aux_layer_ids ({IDS_FLAG})" if run_ids is not None else
+              f"its default for the target's depth ({r.default_ids}): its export writes no ids, so the run's are not "
+              f"in the draft; give {IDS_FLAG} if the run set others")
+    out = [Finding(kind=FindingKind.ids_resolved, severity="info" if run_ids is not None else "warning",
+                   message=f"NeMo Automodel {version} took ids {ids} from {source}")]
+    layers = [t.layer for t in fc]
+    if layers != sorted(layers):
+        out.append(Finding(kind=FindingKind.ids_not_ascending, message=(
+            f"NeMo Automodel {version} concatenates the captured states in the order the run gave the ids {ids} "
+            f"(as measured: [{', '.join(t.name for t in fc)}]); an engine that captures in layer order feeds them "
+            "sorted, which no ids written in the draft's config can change: retrain with ascending ids")))
+    if draft is not None and draft.ids is None:
+        out.append(Finding(kind=FindingKind.default_layer_ids, message=(
+            f"the draft's config records no layer ids (NeMo Automodel {version}'s export writes none): every engine "
+            "serves its own default layers, whatever the run trained on")))
+    return out
+
+
+def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None) -> TrainingContract:
+    """The TrainingContract a probe reply describes (an unidentified state is an error)."""
+    stop = stop_from_reply(reply, DIST)
+    if stop is not None:  # no family can run it, or parity's CPU run cannot
+        raise stop
+    r = NemoAutomodelReply.read(reply)
+    version = r.shown_release
+    if r.error is not None:
+        said = f"nemo-automodel {version}"
+        raise NemoAutomodelError(r.error if r.error.startswith(said) else f"{said}: {r.error}")
+    fc, loss = [s.tap for s in r.fc], r.target.tap
+    if None in fc or loss is None:
+        why = "; ".join(f.message for f in r.findings if f.severity == "error")
+        raise NemoAutomodelError(f"nemo-automodel {version}: a trained state could not be named: {why}")
+    layout = tuple(Tap.parse(t) for t in [*fc, loss])
+    findings = [*r.findings, *ids_findings(r, list(layout[:-1]), run_ids, draft), *(draft.findings if draft else ())]
+    findings.append(Finding(kind=FindingKind.draft_not_built, severity="info", message=(
+        f"nemo-automodel {version}'s draft was run for which states its fc reads, in which order; its built draft "
+        "(sizes, rope, eps) is not compared yet")))
+    details = {"ids": str(r.ids), "default_ids": str(r.default_ids),
+               **{f"code_path_{k}": v for k, v in r.code_paths.items()}}
+    provenance = Provenance(package=NAME, version=version, code_path=f"ids {r.ids}; {r.code_paths.get('capture')}",
+                            family=r.family, python=display_python(r.python), details=details,
+                            reply_cache=r.reply_cache)
+    return TrainingContract(
+        target_model=target, fc_input=layout[:-1], graph=draft.flags if draft else GraphFlags(),
+        vocab=sources.vocab(draft.vocab, draft.sizes) if draft else VocabMapping(),
+        embedding=draft.embedding if draft else "unknown", draft=None,
+        provenance=provenance, findings=tuple(findings), dump_layout=layout,
+        dump_layout_source="trainer_capture", fc_slots=tuple(range(len(fc))), target=layout[-1],
+        target_slot=len(fc), target_normed_by_trainer=r.target_normed_by_trainer, alignment=r.alignment,
+        trained_depth=r.trained_depth)
+
+
+def training_contract(target: Target, dump_layout: list[Tap] | None = None, *,
+                      datagen_ids: list[int] | None = None, datagen_convention: "Convention | None" = None,
+                      draft: Draft | None = None, release: str | None = None,
+                      data_path: str | None = None, datagen_dump: DatagenDump | None = None,
+                      trained: bool = False) -> TrainingContract:
+    """The training contract NeMo Automodel's own code gives for this target. `datagen_ids` is the
+    run's ids (`--nemo-automodel-ids`), in the order the run gave them. A dump layout, a
+    convention or a data path are speculators' notions and are refused."""
+    if dump_layout is not None or datagen_dump is not None:
+        raise NemoAutomodelError("NeMo Automodel captures the target's states itself: it takes no dump layout "
+                                 f"(drop --dump-layout; {IDS_FLAG} gives its run's ids)")
+    if datagen_convention is not None:
+        raise NemoAutomodelError(f"NeMo Automodel reads its ids itself: {IDS_FLAG} takes no convention")
+    if data_path is not None:
+        raise NemoAutomodelError("NeMo Automodel has one data path here (its co-located target): it takes no data_path")
+    facts = read_draft(draft) if draft is not None else None
+    try:
+        reply = run_probe(target.config, list(datagen_ids) if datagen_ids is not None else None, release)
+    except EnvError as exc:
+        raise NemoAutomodelError(str(exc)) from exc
+    found = ProbeReply.read(reply).release
+    if release is not None and found not in (None, release):
+        raise NemoAutomodelError(f"asked for nemo-automodel {release}, but its environment has {found}")
+    return to_contract(reply, target.model, draft=facts, run_ids=datagen_ids)
+
+
+def is_trained_draft(config: dict) -> bool:
+    """Its recipe writes the draft in an HF form (`LlamaEagle3DraftModel`), which its own serve
+    scripts rewrite for the engines: no as-trained format for `parity export` to convert."""
+    return False
+
+
+__all__ = ["ERRORS", "FORWARD_MODULE", "FORWARD_REPLY", "NAME", "NemoAutomodelError", "is_trained_draft",
+           "read_draft", "run_probe", "to_contract", "training_contract"]

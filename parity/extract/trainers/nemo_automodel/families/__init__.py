@@ -1,0 +1,20 @@
+"""NVIDIA NeMo Automodel release families: one module per family, each declaring the releases it covers.
+
+A family module defines `RELEASES` (a `packaging` SpecifierSet) and `VERIFIED`; `IMPORTS` and
+`CODE_PATHS`; `target(model, ids)` (its target wrapper, hooks set for the run's ids, None: its
+default), `default_ids(n)`, `draft(target_model)` (the draft its recipe builds for that target) and
+`step(target, draft, input_ids)` (one training step's forward: the target's batch, then the
+trainer module on it). Adding a family is adding one module here (parity.extract.families finds
+it); a release outside every family's range is refused by the probe, naming the ranges looked in.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from ....families import family_for as _family_for
+
+
+def family_for(version: str) -> ModuleType:
+    """The family module whose range holds nemo-automodel `version`; UnsupportedRelease when none does."""
+    return _family_for("nemo-automodel", version, __name__)

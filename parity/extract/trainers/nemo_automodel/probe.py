@@ -1,0 +1,163 @@
+"""Run the installed NVIDIA NeMo Automodel's EAGLE-3 training path on a tiny seeded target; print
+what it trains on.
+
+    python -m parity.extract.trainers.nemo_automodel.probe  < request.json
+
+Runs in the environment of the NeMo Automodel release. The request is {"target_config": {...},
+"run_ids": [..] | null, "seq_len": 8, "seed": 0}. The steps, each NeMo Automodel's own code
+(families/): a seeded transformers model of the target (shrunk widths, the target's depth) wrapped
+by its target class with the run's ids (None: its default); the draft its recipe builds; one
+training step's forward; the concatenation the draft's fc is handed and the state the target's
+logits (the loss target) come from, each named by numerical identity against transformers; the
+shift of the batch's tokens, read off the batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+import torch
+
+from .families import family_for
+from .reply import NemoAutomodelReply
+from ...child import Answered, finding, imports_failing, one_line, run_steps, with_limits
+from ...families import family_name
+from ...identify import identify, identify_slots
+from ...reference import candidate_states, seeded_hf_model, seeded_tokens
+from ...shrink import shrunk_target_dir
+from ....contract.models import FindingKind
+from ....contract.reply import reply_header
+from ....envs import reply_over_stdio
+from ....errors import CannotExtract
+
+DIST = "nemo-automodel"
+
+
+def warm() -> None:
+    """The import-only first steps of `extract` (parity.forkserver): the family and its modules."""
+    import importlib
+
+    try:
+        family = family_for(metadata.version(DIST))
+    except LookupError:
+        return  # the run itself reports it
+    for name in family.IMPORTS:
+        importlib.import_module(name)
+
+
+@dataclass
+class _Run:
+    """What the steps of one extraction share: the request, the reply being written, and what
+    each step found for the next."""
+
+    request: dict
+    reply: dict
+    version: str
+    family: Any = None
+    target_dir: Any = None
+    input_ids: Any = None
+    refs: Any = None  # every canonical state of the reference model
+    n: int = 0
+    batch: Any = None
+
+    @property
+    def findings(self) -> list:
+        return self.reply["findings"]
+
+
+def extract(request: dict) -> dict[str, Any]:
+    """The training contract's material, step by step (a step that completes the reply early
+    raises Answered)."""
+    version = metadata.version(DIST)
+    run = _Run(request=request, reply={**reply_header(version), "findings": []}, version=version)
+    return run_steps(run, _place, _inputs, _capture, _alignment)
+
+
+def _place(run: _Run) -> None:
+    """The release's family, its imports checked here."""
+    import importlib
+
+    def imports() -> None:
+        for name in family_for(run.version).IMPORTS:
+            importlib.import_module(name)
+
+    unimportable = imports_failing(imports, "nemo_automodel")
+    if unimportable is not None:  # this interpreter cannot run it (parity.extract.installed)
+        run.reply.update(CannotExtract.entry(DIST, run.version, unimportable, unimportable=True))
+        raise Answered
+    try:
+        run.family = family_for(run.version)
+    except LookupError as exc:
+        run.reply.update(CannotExtract.entry(DIST, run.version, str(exc)))
+        raise Answered
+    run.reply["family"] = family_name(run.family)
+    run.reply["code_paths"] = dict(run.family.CODE_PATHS)
+
+
+def _inputs(run: _Run) -> None:
+    """The shrunk target, the reference's states on seeded tokens."""
+    request = run.request
+    torch.manual_seed(request.get("seed", 0))
+    _, run.target_dir = shrunk_target_dir(request["target_config"], "parity-nemo-automodel-")
+    hf = seeded_hf_model(str(run.target_dir), request.get("seed", 0))
+    run.n = hf.config.num_hidden_layers
+    run.input_ids = seeded_tokens(request, hf)
+    run.refs = candidate_states(hf, run.input_ids)
+
+
+def _capture(run: _Run) -> None:
+    """The run's ids as its target class resolves them; one training step; the fc input and the
+    state the loss target's logits come from, named."""
+    reply, family = run.reply, run.family
+    model = seeded_hf_model(str(run.target_dir), run.request.get("seed", 0))
+    ids = run.input_ids[None]
+    try:
+        wrapper = family.target(model, run.request.get("run_ids"))
+    except ValueError as exc:  # its own resolution refuses the ids (too shallow, repeated, out of range)
+        reply["error"] = f"nemo-automodel {run.version} refuses this run: {one_line(exc)}"
+        reply["refused"] = True
+        raise Answered
+    reply["ids"] = family.resolved_ids(wrapper)
+    reply["default_ids"] = family.default_ids(run.n)
+    built, selected, selected_mask = family.draft(model, ids)
+    seen: dict[str, Any] = {}
+    hooks = [family.fc(built).register_forward_pre_hook(lambda m, a: seen.setdefault("fc", a[0].detach())),
+             model.get_output_embeddings().register_forward_pre_hook(
+                 lambda m, a: seen.setdefault("head", a[0].detach()))]
+    try:
+        run.batch = family.step(wrapper, built, selected, selected_mask, ids)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    reply["fc"] = identify_slots(seen["fc"][0].float(), run.refs, run.n, reply["ids"], len(reply["ids"]),
+                                 run.findings)
+    target = identify(seen["head"][0].float(), run.refs)
+    reply["target"] = {"tap": target.tap.name if target.tap else None, "rel_err": target.rel_err,
+                       "best": target.best.name}
+    if target.tap is None:
+        run.findings.append(finding(FindingKind.unidentified_state, f"the loss target's logits come from a state "
+                                    f"that matches no canonical state (nearest {target.best.name} at relative "
+                                    f"error {target.rel_err:.2e})", "error"))
+    reply["target_normed_by_trainer"] = False  # the target's own lm_head on its own output
+    reply["target_norm_evidence"] = (f"the loss target is the target model's own logits: its lm_head's input is "
+                                     f"{target.tap.name if target.tap else '?'} (identified), no norm of training's")
+
+
+def _alignment(run: _Run) -> None:
+    """How the batch lines tokens and targets up with the states, read off the batch."""
+    t, ids, batch = run.input_ids.shape[0], run.input_ids[None], run.batch
+    shift = next((s for s in range(t) if torch.equal(batch.input_ids[0, :t - s], ids[0, s:])), None)
+    run.reply["alignment"] = (f"the draft at position t reads the states at t and the token at t+{shift}; its loss "
+                              f"target at t is the target model's distribution at t+{shift} (the batch's tokens "
+                              "and logits shifted left, zero-filled)" if shift is not None else
+                              "the batch's tokens could not be aligned with the target's")
+
+
+def main() -> None:
+    reply_over_stdio(NemoAutomodelReply.checked(with_limits(extract, "nemo_automodel")))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,89 @@
+"""NVIDIA NeMo Automodel as a trainer (`--trainer nemo-automodel`, issue 50): its own target hooks,
+draft and training step run on the tiny target; its draft as its recipe writes it and its
+`serve_sglang` rewrites it (tests/nemo_export.py, in parity's NeMo Automodel environment), checked
+against SGLang and vLLM as served."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from .helpers import ROOT, built, edit_in_shadow, run_parity as parity, shadow_release
+
+RELEASE = "0.7.0"
+TARGET = ROOT / "fixtures" / "targets" / "tiny-llama-32l"
+TRAINER = ("--trainer", "nemo-automodel", "--nemo-automodel", RELEASE)
+VLLM = ("--engine", "vllm", "--vllm", "0.34.0")
+TARGET_PY = "lib/python3.11/site-packages/nemo_automodel/components/speculative/eagle/target.py"
+
+pytestmark = [pytest.mark.slow,  # each runs NeMo Automodel's probe and an engine in child processes
+              pytest.mark.skipif(not built("nemo-automodel", RELEASE), reason="no nemo-automodel environment")]
+
+
+@pytest.fixture(scope="module")
+def draft(tmp_path_factory):
+    """The draft its recipe writes for the 32-layer target (no layer ids), made servable by its
+    serve_sglang (LlamaForCausalLMEagle3, one layer)."""
+    from parity.envs import find_env
+
+    out = tmp_path_factory.mktemp("nemo-automodel") / "draft"
+    subprocess.run([str(find_env("nemo-automodel", RELEASE).python), str(ROOT / "tests" / "nemo_export.py"),
+                    str(TARGET), str(out)], check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    config = json.loads((out / "config.json").read_text())
+    assert config["architectures"] == ["LlamaForCausalLMEagle3"] and not any("aux" in k for k in config)
+    return out
+
+
+def check(draft, *extra):
+    proc = parity("check", "--target-config", str(TARGET / "config.json"), "--draft", str(draft), *TRAINER, *extra,
+                  "--json")
+    assert proc.stdout, proc.stderr[-3000:]
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def test_its_default_ids_are_the_engines_defaults_and_the_missing_ids_are_said(draft):
+    """Its default [1, 15, 28] trains on the outputs of those layers (h2, h16, h29), which SGLang's
+    default feeds: PARITY, with the notes that the draft records no ids."""
+    rc, result = check(draft)
+    assert (rc, result["verdict"]) == (0, "parity")
+    assert result["training"]["fc_input"] == result["serving"]["fc_input"] == ["h2", "h16", "h29"]
+    assert "records no layer ids" in "\n".join(result["notes"])
+
+
+def test_other_ids_are_served_the_engines_defaults_and_the_ids_fix_is_verified(draft):
+    """A run on [3, 9, 20]: its export writes no ids, so SGLang serves its default: DRIFT, and
+    the fix writes the ids, verified by SGLang feeding h4, h10, h21."""
+    rc, result = check(draft, "--nemo-automodel-ids", "3,9,20")
+    assert (rc, result["verdict"]) == (1, "drift")
+    assert result["training"]["fc_input"] == ["h4", "h10", "h21"]
+    assert result["serving"]["fc_input"] == ["h2", "h16", "h29"]
+    assert result["suggestion"]["verified"] and result["suggestion"]["serving_fc_input"] == ["h4", "h10", "h21"]
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_ids_out_of_order_train_in_config_order_which_no_ids_fix_gives(draft, engine):
+    """[5, 1, 3] trains on h6, h2, h4 (config order, as measured); each engine feeds layer order:
+    DRIFT naming the order, and no ids fix, said with what was tried."""
+    rc, result = check(draft, "--nemo-automodel-ids", "5,1,3", *(VLLM if engine == "vllm" else ()))
+    assert (rc, result["verdict"]) == (1, "drift")
+    assert result["training"]["fc_input"] == ["h6", "h2", "h4"]
+    assert result["diff"]["slots"][0]["why"].startswith("order differs")
+    assert "in the order the run gave the ids [5, 1, 3]" in "\n".join(result["notes"])
+    assert result["suggestion"] is None and "no id list makes" in result["unfixable"]
+
+
+def test_an_edit_of_its_installed_default_ids_is_followed(tmp_path):
+    old = "    candidates = [1, num_layers // 2 - 1, num_layers - 4]\n"
+    shadow, original, env = shadow_release(tmp_path, "nemo-automodel", RELEASE, {TARGET_PY: (old, old)})
+    args = ("contract", "training", "--target-config", str(TARGET / "config.json"), *TRAINER, "--json")
+    before = parity(*args, env=env)
+    assert before.returncode == 0, before.stderr[-2000:]
+    assert json.loads(before.stdout)["fc_input"] == ["h2", "h16", "h29"]
+    edit_in_shadow(shadow, TARGET_PY, old, "    candidates = [2, num_layers // 2 - 1, num_layers - 4]\n")
+    after = parity(*args, env=env)
+    assert after.returncode == 0, after.stderr[-2000:]
+    assert json.loads(after.stdout)["fc_input"] == ["h3", "h16", "h29"]
+    assert old in (original / TARGET_PY).read_text()  # the original is untouched
