@@ -32,6 +32,21 @@ def test_the_layers_and_the_engines_and_trainers_independence_hold():
     assert "6 kept, 0 broken" in proc.stdout, proc.stdout
 
 
+@pytest.mark.parametrize("kind", ["engines", "trainers"])
+def test_every_engine_and_trainer_folder_is_in_its_independence_contract(kind):
+    """A new engine or trainer folder left out of its independence contract could import another
+    unseen: every folder is listed, and nothing else."""
+    import configparser
+    import pkgutil
+
+    config = configparser.ConfigParser()
+    config.read(ROOT / ".importlinter")
+    listed = set(config[f"importlinter:contract:{kind}"]["modules"].split())
+    folders = {f"parity.extract.{kind}.{m.name}" for m in pkgutil.iter_modules([str(ROOT / "parity" / "extract" / kind)])
+               if m.ispkg}
+    assert listed == folders, f"not listed: {sorted(folders - listed)}; no such folder: {sorted(listed - folders)}"
+
+
 def test_every_module_of_extract_is_on_one_of_its_floors():
     """import-linter's layers leave a module no floor names unchecked: a module added to
     parity/extract must be placed (the harness below the sides, or above them)."""

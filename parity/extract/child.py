@@ -348,6 +348,33 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def place_family(run, dist: str, package: str, family_for: Callable[[str], Any]) -> None:
+    """A probe's first step for a side with no engine under it (a trainer that hooks a transformers
+    model itself): the release's family (`family_for(run.version)`) with its IMPORTS checked here,
+    named in the reply with its CODE_PATHS; a release this interpreter cannot import, or no family
+    runs, completes the reply (Answered)."""
+    import importlib
+
+    from ..errors import CannotExtract
+    from .families import family_name
+
+    def imports() -> None:
+        for name in family_for(run.version).IMPORTS:
+            importlib.import_module(name)
+
+    unimportable = imports_failing(imports, package)
+    if unimportable is not None:  # this interpreter cannot run it (parity.extract.installed)
+        run.reply.update(CannotExtract.entry(dist, run.version, unimportable, unimportable=True))
+        raise Answered
+    try:
+        run.family = family_for(run.version)
+    except LookupError as exc:
+        run.reply.update(CannotExtract.entry(dist, run.version, str(exc)))
+        raise Answered from None
+    run.reply["family"] = family_name(run.family)
+    run.reply["code_paths"] = dict(run.family.CODE_PATHS)
+
+
 class Answered(Exception):
     """A step of a probe's extraction completed the reply early (a refusal, a limit, an error it
     names): the reply is what the probe sends."""

@@ -75,3 +75,13 @@ def identify_slots(aux, refs, n, capture, expected, findings) -> list[dict]:
             findings.append(finding(FindingKind.not_captured, f"slot {s} was requested but the engine captured "
                                     f"only {got} of {expected} states{where}", "error", slot=s))
     return slots
+
+
+def named_target(x: torch.Tensor, refs: dict[Tap, torch.Tensor], findings: list, what: str = "the loss target") -> dict:
+    """The reply's record of the loss target `x` [T, H] named against `refs` (parity.contract.reply.Slot);
+    an error finding when it matches no canonical state."""
+    ident = identify(x, refs)
+    if ident.tap is None:
+        findings.append(finding(FindingKind.unidentified_state, f"{what} matches no canonical state (nearest "
+                                f"{ident.best.name} at relative error {ident.rel_err:.2e})", "error"))
+    return {"tap": ident.tap.name if ident.tap else None, "rel_err": ident.rel_err, "best": ident.best.name}

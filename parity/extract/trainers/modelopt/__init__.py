@@ -21,14 +21,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ....contract import (DatagenDump, Finding, FindingKind, GraphFlags, Provenance, Tap, TargetModel, TrainingContract,
-                         VocabMapping, sources)
+from ....contract import DatagenDump, Finding, FindingKind, Tap, TargetModel, TrainingContract
 from ....contract.reply import ForwardReply, ProbeReply
 from ....conventions import Convention, output_of
-from ....envs import EnvError, display_python
+from ....envs import EnvError
 from ....errors import UserError, stop_from_reply
-from ....inputs import Draft, Target, parse_ids
+from ....inputs import Draft, Target
 from ... import installed
+from .. import capturing
 from ..draft import DraftError, read_draft
 from .reply import ModelOptReply
 
@@ -63,23 +63,16 @@ ERRORS = (ModelOptError, DraftError)
 
 def add_options(parser, command: str) -> None:
     """--modelopt-ids and --modelopt, beside --trainer; --modelopt RANGE on `parity sweep`."""
-    if command == "sweep":
-        parser.add_argument(FLAG, metavar="RANGE", help=f"the ModelOpt releases: 'all' (from {SWEEP_FROM}), a "
-                            "version range, or 'none' (the default: it is swept only when asked)")
-    if command == "trainer":
-        parser.add_argument(IDS_FLAG, metavar="IDS",
-                            help="--trainer modelopt: the run's eagle_aux_hidden_state_layer_ids, e.g. 1,15,28 "
-                                 "(default: the ids the draft's eagle_config records, else ModelOpt's own)")
-        parser.add_argument(FLAG, metavar="VERSION", help="--trainer modelopt: another nvidia-modelopt release, in "
-                            "parity's environment of it (default: the installed one)")
+    capturing.add_options(sys.modules[__name__], parser, command, "the run's eagle_aux_hidden_state_layer_ids, e.g. "
+                          "1,15,28 (default: the ids the draft's eagle_config records, else ModelOpt's own)")
 
 
 def release_from(args) -> str | None:
-    return getattr(args, "modelopt", None)
+    return capturing.release_from(sys.modules[__name__], args)
 
 
 def ids_from(args) -> list[int] | None:
-    return parse_ids(getattr(args, "modelopt_ids", None), IDS_FLAG)
+    return capturing.ids_from(sys.modules[__name__], args)
 
 
 def run_probe(target_config: dict, draft_dir: Path | None, run_ids: list[int] | None,
@@ -133,38 +126,22 @@ def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None, c
     if stop is not None:  # no family can run it, or parity's CPU run cannot
         raise stop
     r = ModelOptReply.read(reply)
-    version = r.shown_release
-    if r.error is not None:
-        said = f"modelopt {version}"
-        raise ModelOptError(r.error if r.error.startswith(said) else f"{said}: {r.error}")
-    fc, loss = [s.tap for s in r.fc], r.target.tap
-    if None in fc or loss is None:
-        why = "; ".join(f.message for f in r.findings if f.severity == "error")
-        raise ModelOptError(f"modelopt {version}: a trained state could not be named: {why}")
-    layout = tuple(Tap.parse(t) for t in [*fc, loss])
+    layout = capturing.named_layout(r, ModelOptError, "modelopt")
     findings = [*r.findings, Finding(kind=FindingKind.ids_resolved, severity="info", message=(
-        f"ModelOpt {version} took ids {r.ids} from {_ids_source(run_ids, draft, r)}"))]
+        f"ModelOpt {r.shown_release} took ids {r.ids} from {_ids_source(run_ids, draft, r)}"))]
     findings += order_findings(r, list(layout[:-1]))
     findings += rope_findings(r, config)
     if draft is not None:
         findings += list(draft.findings)
     if r.built_error:
         findings.append(Finding(kind=FindingKind.draft_not_built, message=(
-            f"modelopt {version} did not build the draft: {r.built_error}; the built draft is not compared")))
+            f"modelopt {r.shown_release} did not build the draft: {r.built_error}; the built draft is not compared")))
     details = {"ids": str(r.ids), "ids_source": _ids_source(run_ids, draft, r),
                **({"exported_ids": str(r.exported.ids)} if r.exported else {}),
                **{f"code_path_{k}": v for k, v in r.code_paths.items()}}
-    provenance = Provenance(package=NAME, version=version, code_path=f"ids {r.ids}; {r.code_paths.get('capture')}",
-                            family=r.family, python=display_python(r.python), details=details,
-                            reply_cache=r.reply_cache)
-    return TrainingContract(
-        target_model=target, fc_input=layout[:-1], graph=draft.flags if draft else GraphFlags(),
-        vocab=sources.vocab(draft.vocab, draft.sizes) if draft else VocabMapping(),
-        embedding=draft.embedding if draft else "unknown", draft=r.built,
-        provenance=provenance, findings=tuple(findings), dump_layout=layout,
-        dump_layout_source="trainer_capture", fc_slots=tuple(range(len(fc))), target=layout[-1],
-        target_slot=len(fc), target_normed_by_trainer=r.target_normed_by_trainer, alignment=r.alignment,
-        trained_depth=r.trained_depth)
+    return capturing.captured_contract(r, target, layout, name=NAME, code_path=f"ids {r.ids}; "
+                                       f"{r.code_paths.get('capture')}", details=details, findings=findings,
+                                       draft=draft)
 
 
 def training_contract(target: Target, dump_layout: list[Tap] | None = None, *,

@@ -27,15 +27,12 @@ import torch
 
 from .families import family_for
 from .reply import ModelOptReply
-from ...child import Answered, finding, imports_failing, one_line, run_steps, with_limits
-from ...families import family_name
-from ...identify import identify, identify_slots
+from ...child import Answered, one_line, place_family, run_steps, with_limits
+from ...identify import identify_slots, named_target
 from ...reference import candidate_states, seeded_hf_model, seeded_tokens
 from ...shrink import shrink_draft_config, shrunk_target_dir
-from ....contract.models import FindingKind
 from ....contract.reply import reply_header
 from ....envs import reply_over_stdio
-from ....errors import CannotExtract
 
 DIST = "nvidia-modelopt"
 # The draft widths a run gives ModelOpt's architecture config, read from the served draft's config
@@ -89,23 +86,7 @@ def extract(request: dict) -> dict[str, Any]:
 
 def _place(run: _Run) -> None:
     """The release's family, its imports checked here."""
-    import importlib
-
-    def imports() -> None:
-        for name in family_for(run.version).IMPORTS:
-            importlib.import_module(name)
-
-    unimportable = imports_failing(imports, "modelopt")
-    if unimportable is not None:  # this interpreter cannot run it (parity.extract.installed)
-        run.reply.update(CannotExtract.entry(DIST, run.version, unimportable, unimportable=True))
-        raise Answered
-    try:
-        run.family = family_for(run.version)
-    except LookupError as exc:
-        run.reply.update(CannotExtract.entry(DIST, run.version, str(exc)))
-        raise Answered
-    run.reply["family"] = family_name(run.family)
-    run.reply["code_paths"] = dict(run.family.CODE_PATHS)
+    place_family(run, DIST, "modelopt", family_for)
 
 
 def _inputs(run: _Run) -> None:
@@ -170,16 +151,12 @@ def _capture(run: _Run) -> None:
         reply["error"] = f"modelopt {run.version}'s draft fc was never run on the forward"
         raise Answered
     reply["fc"] = identify_slots(seen["fc"][0].float(), run.refs, run.n, ids, len(ids), run.findings)
-    target = identify(seen["head"][0].float(), run.refs)  # the base logits it trains the draft to match
-    reply["target"] = {"tap": target.tap.name if target.tap else None, "rel_err": target.rel_err,
-                       "best": target.best.name}
-    if target.tap is None:
-        run.findings.append(finding(FindingKind.unidentified_state, f"the loss target's logits come from a state "
-                                    f"that matches no canonical state (nearest {target.best.name} at relative "
-                                    f"error {target.rel_err:.2e})", "error"))
+    # the base logits it trains the draft to match: the state its lm_head reads
+    reply["target"] = target = named_target(seen["head"][0].float(), run.refs, run.findings,
+                                            "the state the loss target's logits come from")
     reply["target_normed_by_trainer"] = False  # the base model's own lm_head on its own output
     reply["target_norm_evidence"] = (f"the loss target is the base model's own logits: its lm_head's input is "
-                                     f"{target.tap.name if target.tap else '?'} (identified), no norm of training's")
+                                     f"{target['tap'] or '?'} (identified), no norm of training's")
 
 
 def _alignment(run: _Run) -> None:

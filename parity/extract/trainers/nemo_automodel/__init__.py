@@ -16,16 +16,15 @@ The ids a served config carries are a serving fact here, never read as the run's
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-from ....contract import (DatagenDump, Finding, FindingKind, GraphFlags, Provenance, Tap, TargetModel, TrainingContract,
-                         VocabMapping, sources)
+from ....contract import DatagenDump, Finding, FindingKind, Tap, TargetModel, TrainingContract
 from ....contract.reply import ForwardReply, ProbeReply
 from ....conventions import Convention, output_of
-from ....envs import EnvError, display_python
+from ....envs import EnvError
 from ....errors import UserError, stop_from_reply
-from ....inputs import Draft, Target, parse_ids
+from ....inputs import Draft, Target
 from ... import installed
+from .. import capturing
 from ..draft import DraftError, read_draft
 from .reply import NemoAutomodelReply
 
@@ -60,23 +59,16 @@ ERRORS = (NemoAutomodelError, DraftError)
 
 def add_options(parser, command: str) -> None:
     """--nemo-automodel-ids and --nemo-automodel, beside --trainer; --nemo-automodel RANGE on `parity sweep`."""
-    if command == "sweep":
-        parser.add_argument(FLAG, metavar="RANGE", help=f"the NeMo Automodel releases: 'all' (from {SWEEP_FROM}), "
-                            "a version range, or 'none' (the default: it is swept only when asked)")
-    if command == "trainer":
-        parser.add_argument(IDS_FLAG, metavar="IDS",
-                            help="--trainer nemo-automodel: the run's aux_layer_ids, in the order it gave them, e.g. "
-                                 "1,15,28 (its export writes none; default: its own default)")
-        parser.add_argument(FLAG, metavar="VERSION", help="--trainer nemo-automodel: another release, in parity's "
-                            "environment of it (default: the installed one)")
+    capturing.add_options(sys.modules[__name__], parser, command, "the run's aux_layer_ids, in the order it gave "
+                          "them, e.g. 1,15,28 (its export writes none; default: its own default)")
 
 
 def release_from(args) -> str | None:
-    return getattr(args, "nemo_automodel", None)
+    return capturing.release_from(sys.modules[__name__], args)
 
 
 def ids_from(args) -> list[int] | None:
-    return parse_ids(getattr(args, "nemo_automodel_ids", None), IDS_FLAG)
+    return capturing.ids_from(sys.modules[__name__], args)
 
 
 def run_probe(target_config: dict, run_ids: list[int] | None, release: str | None = None, seq_len: int = 8,
@@ -113,32 +105,16 @@ def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None) -
     if stop is not None:  # no family can run it, or parity's CPU run cannot
         raise stop
     r = NemoAutomodelReply.read(reply)
-    version = r.shown_release
-    if r.error is not None:
-        said = f"nemo-automodel {version}"
-        raise NemoAutomodelError(r.error if r.error.startswith(said) else f"{said}: {r.error}")
-    fc, loss = [s.tap for s in r.fc], r.target.tap
-    if None in fc or loss is None:
-        why = "; ".join(f.message for f in r.findings if f.severity == "error")
-        raise NemoAutomodelError(f"nemo-automodel {version}: a trained state could not be named: {why}")
-    layout = tuple(Tap.parse(t) for t in [*fc, loss])
+    layout = capturing.named_layout(r, NemoAutomodelError, "nemo-automodel")
     findings = [*r.findings, *ids_findings(r, list(layout[:-1]), run_ids, draft), *(draft.findings if draft else ())]
     findings.append(Finding(kind=FindingKind.draft_not_built, severity="info", message=(
-        f"nemo-automodel {version}'s draft was run for which states its fc reads, in which order; its built draft "
-        "(sizes, rope, eps) is not compared yet")))
+        f"nemo-automodel {r.shown_release}'s draft was run for which states its fc reads, in which order; its built "
+        "draft (sizes, rope, eps) is not compared yet")))
     details = {"ids": str(r.ids), "default_ids": str(r.default_ids),
                **{f"code_path_{k}": v for k, v in r.code_paths.items()}}
-    provenance = Provenance(package=NAME, version=version, code_path=f"ids {r.ids}; {r.code_paths.get('capture')}",
-                            family=r.family, python=display_python(r.python), details=details,
-                            reply_cache=r.reply_cache)
-    return TrainingContract(
-        target_model=target, fc_input=layout[:-1], graph=draft.flags if draft else GraphFlags(),
-        vocab=sources.vocab(draft.vocab, draft.sizes) if draft else VocabMapping(),
-        embedding=draft.embedding if draft else "unknown", draft=None,
-        provenance=provenance, findings=tuple(findings), dump_layout=layout,
-        dump_layout_source="trainer_capture", fc_slots=tuple(range(len(fc))), target=layout[-1],
-        target_slot=len(fc), target_normed_by_trainer=r.target_normed_by_trainer, alignment=r.alignment,
-        trained_depth=r.trained_depth)
+    return capturing.captured_contract(r, target, layout, name=NAME, code_path=f"ids {r.ids}; "
+                                       f"{r.code_paths.get('capture')}", details=details, findings=findings,
+                                       draft=draft)
 
 
 def training_contract(target: Target, dump_layout: list[Tap] | None = None, *,

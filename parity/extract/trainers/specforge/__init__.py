@@ -20,14 +20,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ....contract import (DatagenDump, Finding, FindingKind, GraphFlags, Provenance, Tap, TargetModel, TrainingContract,
-                         VocabMapping, sources)
-from ....envs import EnvError, display_python
+from ....contract import DatagenDump, Finding, FindingKind, Tap, TargetModel, TrainingContract
+from ....envs import EnvError
 from ....contract.reply import ForwardReply, ProbeReply
 from ....errors import UserError, stop_from_reply
 from ....conventions import Convention, output_of
-from ....inputs import Draft, Target, TrainingRun, parse_ids
+from ....inputs import Draft, Target, TrainingRun
 from ... import installed
+from .. import capturing
 from ..draft import DraftError, read_draft
 from .reply import SpecForgeReply
 
@@ -64,23 +64,16 @@ ERRORS = (SpecForgeError, DraftError)
 
 def add_options(parser, command: str) -> None:
     """--specforge-ids and --specforge, beside --trainer; --specforge RANGE on `parity sweep`."""
-    if command == "sweep":
-        parser.add_argument(FLAG, metavar="RANGE", help=f"the SpecForge releases: 'all' (from {SWEEP_FROM}), a "
-                            "version range, or 'none' (the default: it is swept only when asked)")
-    if command == "trainer":
-        parser.add_argument(IDS_FLAG, metavar="IDS",
-                            help="--trainer specforge: the run's model.aux_hidden_state_layer_ids override, "
-                                 "e.g. 1,15,28 (default: the draft's eagle_config, else SpecForge's own)")
-        parser.add_argument(FLAG, metavar="VERSION", help="--trainer specforge: another release, in parity's "
-                            "environment of it (default: the installed one)")
+    capturing.add_options(sys.modules[__name__], parser, command, "the run's model.aux_hidden_state_layer_ids "
+                          "override, e.g. 1,15,28 (default: the draft's eagle_config, else SpecForge's own)")
 
 
 def release_from(args) -> str | None:
-    return getattr(args, "specforge", None)
+    return capturing.release_from(sys.modules[__name__], args)
 
 
 def ids_from(args) -> list[int] | None:
-    return parse_ids(getattr(args, "specforge_ids", None), IDS_FLAG)
+    return capturing.ids_from(sys.modules[__name__], args)
 
 
 def python(release: str | None) -> str:
@@ -120,16 +113,8 @@ def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None) -
     if stop is not None:  # no family can run it, or parity's CPU run cannot
         raise stop
     r = SpecForgeReply.read(reply)
+    layout = capturing.named_layout(r, SpecForgeError, "specforge")
     version, sglang = r.shown_release, r.engine_release
-    if r.error is not None:  # said once: the probe's line may name the release already
-        said = f"specforge {version}"
-        raise SpecForgeError(r.error if r.error.startswith(said) else f"{said}: {r.error}")
-    fc = [s.tap for s in r.fc]
-    loss = r.target.tap
-    if None in fc or loss is None:
-        why = "; ".join(f.message for f in r.findings if f.severity == "error")
-        raise SpecForgeError(f"specforge {version}: a trained state could not be named: {why}")
-    layout = tuple(Tap.parse(t) for t in [*fc, loss])
     findings = list(r.findings)
     findings.append(Finding(kind=FindingKind.ids_resolved, severity="info", message=(
         f"SpecForge {version} resolved ids {r.ids} from {_ids_source(run_ids, draft)}; sglang "
@@ -144,20 +129,9 @@ def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None) -
                "capture_method": str(r.capture_method),
                "target_norm_evidence": str(r.target_norm_evidence),
                **{f"code_path_{k}": v for k, v in r.code_paths.items()}}
-    code_path = (f"ids {r.ids} captured by sglang {sglang}; "
-                 f"{r.code_paths['normalizer']}")
-    provenance = Provenance(package=NAME, version=version, code_path=code_path, family=r.family,
-                            python=display_python(r.python), details=details, reply_cache=r.reply_cache)
-    return TrainingContract(
-        target_model=target, fc_input=layout[:-1], graph=draft.flags if draft else GraphFlags(),
-        vocab=sources.vocab(draft.vocab, draft.sizes) if draft else VocabMapping(),
-        embedding=draft.embedding if draft else "unknown",
-        draft=r.built,
-        provenance=provenance, findings=tuple(findings), dump_layout=layout,
-        dump_layout_source="trainer_capture", fc_slots=tuple(range(len(fc))), target=layout[-1],
-        target_slot=len(fc), target_normed_by_trainer=r.target_normed_by_trainer,
-        alignment=r.alignment,
-        trained_depth=r.trained_depth)
+    return capturing.captured_contract(r, target, layout, name=NAME, code_path=(
+        f"ids {r.ids} captured by sglang {sglang}; {r.code_paths['normalizer']}"), details=details,
+        findings=findings, draft=draft)
 
 
 def training_contract(target: Target, dump_layout: list[Tap] | None = None, *,

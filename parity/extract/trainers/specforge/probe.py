@@ -31,7 +31,7 @@ from .reply import SpecForgeReply
 from ... import standins
 from ...child import Answered, finding, imports_failing, one_line, run_steps, with_limits
 from ...config_reads import read_fields, recording, replaced
-from ...identify import identify, identify_slots
+from ...identify import identify_slots, named_target
 from ...engines.sglang.runtime import adapter_for, setup_on_a_free_port
 from ...reference import WRAPPER_TEXT_PREFIX, candidate_states, checkpoint_tensors, seeded_hf_model, seeded_tokens
 from ...shrink import shrink_draft_config, shrunk_target_dir
@@ -218,12 +218,7 @@ def _capture(run: _Run) -> None:
     fc, run.target = sample["hidden_state"][0].float(), sample["target"][0].float()
     refs = candidate_states(hf, input_ids)
     reply["fc"] = identify_slots(fc, refs, n, reply["capture_ids"], len(run.ids), run.findings)
-    ident = identify(run.target, refs)
-    reply["target"] = {"tap": ident.tap.name if ident.tap else None, "rel_err": ident.rel_err,
-                       "best": ident.best.name}
-    if ident.tap is None:
-        run.findings.append(finding(FindingKind.unidentified_state, f"the loss target matches no canonical state "
-                                    f"(nearest {ident.best.name} at relative error {ident.rel_err:.2e})", "error"))
+    reply["target"] = named_target(run.target, refs, run.findings)
 
 
 def _target_head(run: _Run) -> None:
