@@ -288,12 +288,13 @@ def _release_of(package: str) -> dict[str, str]:
         return {}
 
 
-def with_limits(handler, package: str):
+def with_limits(handler, package: str, dist: str | None = None):
     """A probe's handler (of the installed `package`, e.g. an engine's) whose reply carries the
     first harness limit met on the way (HARNESS_LIMIT_KEY); one raised out of the handler becomes
     that reply, with its error and the package's release. A reply after a failure outside the
     inputs (`note`) says so: `TRANSIENT_KEY: true`. `package` counts among the packages this
-    process runs (`RUN_PACKAGES`) from here on."""
+    process runs (`RUN_PACKAGES`) from here on; `dist`: its distribution, where its name differs
+    (`nvidia-modelopt` for `modelopt`), whose release a reply names."""
     if package not in RUN_PACKAGES:
         RUN_PACKAGES.append(package)
 
@@ -304,7 +305,8 @@ def with_limits(handler, package: str):
             limit, fault = harness_limit(exc), parity_fault(exc)
             if limit is None and fault is None:
                 raise  # the engine's own error: reply_over_stdio reports it (and whether transient)
-            reply = {**_release_of(package), "error": one_line(exc), **({HARNESS_LIMIT_KEY: limit} if limit else {})}
+            reply = {**_release_of(dist or package), "error": one_line(exc),
+                     **({HARNESS_LIMIT_KEY: limit} if limit else {})}
         if faults and isinstance(reply, dict):
             reply.setdefault(INTERNAL_ERROR_KEY, faults[0])
         if limits and isinstance(reply, dict):
@@ -373,6 +375,16 @@ def place_family(run, dist: str, package: str, family_for: Callable[[str], Any])
         raise Answered from None
     run.reply["family"] = family_name(run.family)
     run.reply["code_paths"] = dict(run.family.CODE_PATHS)
+
+
+def refused_by(run, package: str, exc: BaseException) -> None:
+    """The release's own code raised on the run's inputs (not parity's code, not a limit of its
+    harness: those propagate to `with_limits`): its refusal completes the reply, in its words."""
+    if parity_fault(exc) is not None or harness_limit(exc) is not None:
+        raise exc
+    run.reply["error"] = f"{package} {run.version} refuses this run: {one_line(exc)}"
+    run.reply["refused"] = True
+    raise Answered from None
 
 
 class Answered(Exception):

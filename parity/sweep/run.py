@@ -45,6 +45,7 @@ from .. import forkserver
 from ..envs import EnvError, compile_ahead, find_env, raw_envs
 from ..errors import InternalError, UserError
 from ..extract.engines import BoundEngine, engines
+from ..extract.installed import distribution
 from ..extract.trainers import trainers
 from ..home import SHIPPED
 from ..inputs import LaunchRefused, Target, read_inputs
@@ -100,6 +101,12 @@ def swept() -> "list[Bound]":
 def side(name: str) -> "Bound":
     """The swept engine or trainer called `name` (a package the sweep builds)."""
     return next(s for s in swept() if s.name == name)
+
+
+def dist_of(package: str) -> str:
+    """The distribution the swept side `package` is published and built as: its DIST
+    (`nvidia-modelopt` for the trainer `modelopt`), else its name."""
+    return distribution(side(package).impl) or package
 
 
 Case = ServingCase | DumpCase | TrainingCase | CaptureCase
@@ -252,13 +259,13 @@ def build(package: str, version: str, derive: bool = False) -> dict:
     {"error", "seconds"}. `derive`: derive its line again even where
     the published sweep has one."""
 
-    started = time.monotonic()
+    started, dist = time.monotonic(), dist_of(package)
     try:
-        source = ensure_release(package, version, derive=derive)
+        source = ensure_release(dist, version, derive=derive)
     except UserError as exc:
         return {"error": first_line(exc), "seconds": round(time.monotonic() - started, 1)}
-    out = {"seconds": round(time.monotonic() - started, 1), "extra_bytes": env_size(package, version)}
-    line = raw_envs().get("releases", {}).get(package, {}).get(version)
+    out = {"seconds": round(time.monotonic() - started, 1), "extra_bytes": env_size(dist, version)}
+    line = raw_envs().get("releases", {}).get(dist, {}).get(version)
     if line is not None:  # None: the release parity itself runs (the main environment)
         out.update(line=line, line_from=source.value)
     started = time.monotonic()
@@ -275,7 +282,7 @@ def compile_ahead_of_cases(package: str, version: str) -> bool:
 
     probe = side(package).probe
     try:
-        env = find_env(package, version)
+        env = find_env(dist_of(package), version)
     except EnvError:
         return False
     return not env.current and compile_ahead(env.path / "bin" / "python", probe, package)
@@ -286,13 +293,13 @@ def drop_env(package: str, version: str, home: Path) -> None:
     never the environment parity runs in nor one of the checkout's."""
 
     try:
-        env = find_env(package, version)
+        env = find_env(dist_of(package), version)
     except EnvError:
         return
     path = env.path.resolve()
     if not env.current and path != home.resolve() and path.is_relative_to(home.resolve()):
         shutil.rmtree(path, ignore_errors=True)
-        drop_cached_wheel(package, version, home)
+        drop_cached_wheel(dist_of(package), version, home)
 
 
 def drop_cached_wheel(package: str, version: str, home: Path) -> None:
@@ -386,7 +393,7 @@ def sweep(results: Path, home: Path, *, wanted: "dict[str, SpecifierSet | Litera
             done = {r["version"] for r in data.get(package, {}).get("releases", [])}
             spec = wanted[package]
             every = isinstance(spec, str)  # "all"
-            for v in published(package, since if every else None):
+            for v in published(dist_of(package), since if every else None):
                 if (every or spec.contains(Version(v), prereleases=True)) and (redo or v not in done):
                     todo.append((package, v))
         todo = todo[:limit] if limit is not None else todo

@@ -27,7 +27,7 @@ import torch
 
 from .families import family_for
 from .reply import ModelOptReply
-from ...child import Answered, one_line, place_family, run_steps, with_limits
+from ...child import Answered, one_line, place_family, refused_by, run_steps, with_limits
 from ...identify import identify_slots, named_target
 from ...reference import candidate_states, seeded_hf_model, seeded_tokens
 from ...shrink import shrink_draft_config, shrunk_target_dir
@@ -132,10 +132,8 @@ def _capture(run: _Run) -> None:
     reply, family = run.reply, run.family
     try:
         run.model = model = converted(run)
-    except (ValueError, AssertionError, IndexError) as exc:  # its own conversion refuses the run
-        reply["error"] = f"modelopt {run.version} refuses this run: {one_line(exc)}"
-        reply["refused"] = True
-        raise Answered
+    except Exception as exc:  # noqa: BLE001 - its own conversion refuses the run
+        refused_by(run, "modelopt", exc)
     reply["ids"] = ids = family.resolved_ids(model)
     reply["default_ids"] = family.default_ids(run.n)
     seen: dict[str, Any] = {}
@@ -144,6 +142,8 @@ def _capture(run: _Run) -> None:
     try:
         with torch.no_grad():
             model(input_ids=run.input_ids[None])
+    except Exception as exc:  # noqa: BLE001 - its own forward refuses the run's ids (an id no layer has)
+        refused_by(run, "modelopt", exc)
     finally:
         for hook in hooks:
             hook.remove()
@@ -221,7 +221,7 @@ def _built(run: _Run) -> None:
 
 
 def main() -> None:
-    reply_over_stdio(ModelOptReply.checked(with_limits(extract, "modelopt")))
+    reply_over_stdio(ModelOptReply.checked(with_limits(extract, "modelopt", DIST)))
 
 
 if __name__ == "__main__":

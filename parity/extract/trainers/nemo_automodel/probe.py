@@ -22,7 +22,7 @@ import torch
 
 from .families import family_for
 from .reply import NemoAutomodelReply
-from ...child import Answered, one_line, place_family, run_steps, with_limits
+from ...child import place_family, refused_by, run_steps, with_limits
 from ...identify import identify_slots, named_target
 from ...reference import candidate_states, seeded_hf_model, seeded_tokens
 from ...shrink import shrunk_target_dir
@@ -97,9 +97,7 @@ def _capture(run: _Run) -> None:
     try:
         wrapper = family.target(model, run.request.get("run_ids"))
     except ValueError as exc:  # its own resolution refuses the ids (too shallow, repeated, out of range)
-        reply["error"] = f"nemo-automodel {run.version} refuses this run: {one_line(exc)}"
-        reply["refused"] = True
-        raise Answered
+        refused_by(run, "nemo-automodel", exc)
     reply["ids"] = family.resolved_ids(wrapper)
     reply["default_ids"] = family.default_ids(run.n)
     built, selected, selected_mask = family.draft(model, ids)
@@ -109,6 +107,8 @@ def _capture(run: _Run) -> None:
                  lambda m, a: seen.setdefault("head", a[0].detach()))]
     try:
         run.batch = family.step(wrapper, built, selected, selected_mask, ids)
+    except Exception as exc:  # noqa: BLE001 - its own step refuses the run
+        refused_by(run, "nemo-automodel", exc)
     finally:
         for hook in hooks:
             hook.remove()
@@ -132,7 +132,7 @@ def _alignment(run: _Run) -> None:
 
 
 def main() -> None:
-    reply_over_stdio(NemoAutomodelReply.checked(with_limits(extract, "nemo_automodel")))
+    reply_over_stdio(NemoAutomodelReply.checked(with_limits(extract, "nemo_automodel", DIST)))
 
 
 if __name__ == "__main__":
