@@ -105,3 +105,18 @@ def test_an_edit_of_its_installed_default_ids_is_followed(tmp_path):
     assert after.returncode == 0, after.stderr[-2000:]
     assert json.loads(after.stdout)["fc_input"] == ["h3", "h16", "h29"]
     assert old in (original / HOOKS).read_text()  # the original is untouched
+
+
+def test_the_first_release_its_family_runs_takes_its_default_ids_unsorted_and_trains_in_layer_order():
+    """0.44.0, the first release this family runs: its default ids for 32 layers are the set
+    {1, 15, 28} unsorted ([1, 28, 15]), its hooks still fire in layer order (h2, h16, h29), and the
+    report says the config order is not the slot order. 0.47.0 sorts them."""
+    if not built("nvidia-modelopt", "0.44.0"):
+        pytest.skip("no nvidia-modelopt 0.44.0 environment")
+    proc = parity("contract", "training", "--target-config", str(TARGET / "config.json"), "--trainer", "modelopt",
+                  "--modelopt", "0.44.0", "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    contract = json.loads(proc.stdout)
+    assert contract["fc_input"] == ["h2", "h16", "h29"] and contract["provenance"]["family"] == "0.44"
+    assert contract["provenance"]["details"]["ids"] == "[1, 28, 15]"
+    assert any("the config order is not the slot order" in f["message"] for f in contract["findings"])

@@ -87,3 +87,17 @@ def test_an_edit_of_its_installed_default_ids_is_followed(tmp_path):
     assert after.returncode == 0, after.stderr[-2000:]
     assert json.loads(after.stdout)["fc_input"] == ["h3", "h16", "h29"]
     assert old in (original / TARGET_PY).read_text()  # the original is untouched
+
+
+@pytest.mark.parametrize("release", ["0.5.0", "0.6.0"])
+def test_its_first_release_with_eagle3_and_the_next_run_in_their_family(release):
+    """0.5.0 (its first release with EAGLE-3) and 0.6.0, run by the same family as 0.7.0: the
+    states in the order given, its default from its own target class."""
+    if not built("nemo-automodel", release):
+        pytest.skip(f"no nemo-automodel {release} environment")
+    proc = parity("contract", "training", "--target-config", str(TARGET / "config.json"), "--trainer",
+                  "nemo-automodel", "--nemo-automodel", release, "--nemo-automodel-ids", "5,1,3", "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    contract = json.loads(proc.stdout)
+    assert contract["fc_input"] == ["h6", "h2", "h4"] and contract["provenance"]["version"] == release
+    assert contract["provenance"]["family"] == "0.5"

@@ -148,11 +148,15 @@ def test_a_probe_s_reply_carries_parity_s_bug_and_the_parent_reads_an_internal_e
     assert child.faults == []
 
 
-def test_owner_reads_module_paths():
+def test_owner_reads_module_paths(monkeypatch):
+    """Whose code a file is: parity's, a package this process runs (RUN_PACKAGES, which with_limits
+    fills: set here, as a probe's would be, not left to whichever test ran before in this worker)."""
+    monkeypatch.setattr(child, "RUN_PACKAGES", ["sglang"])
     assert child.owner(child.__file__) == "parity"
     assert child.owner(importlib.util.find_spec("json").origin) is None
     [root] = child.package_roots("sglang")
     assert child.owner(str(root / "srt" / "server_args.py")) == "sglang"
+    assert child.owner(str(root / "srt" / "server_args.py"), ["vllm"]) is None  # a package this process does not run
     assert child.owner(str(Path(root).parent / "torch" / "nn" / "modules" / "module.py")) is None
 
 

@@ -40,7 +40,7 @@ CAPTURES_STATES = True  # its own hooks on the target: no dump to describe
 IDS_FLAG = "--modelopt-ids"
 OWN_FLAGS = ("--modelopt-ids", "--modelopt")
 DATAGEN_ENGINE = None
-SWEEP_FROM = "0.47.0"  # the sweep's 'all': the releases parity has a family for
+SWEEP_FROM = "0.44.0"  # the sweep's 'all': from the first release its family runs (its first EAGLE-3 one is 0.35.0)
 SWEEP_DEFAULT = "none"  # `parity sweep` runs it only when --modelopt RANGE is given
 PROBE_MODULE = "parity.extract.trainers.modelopt.probe"
 FORWARD_MODULE = "parity.extract.trainers.modelopt.forward_side"
@@ -89,7 +89,7 @@ def _ids_source(run_ids, draft, r: ModelOptReply) -> str:
         return "the run's eagle_aux_hidden_state_layer_ids (--modelopt-ids)"
     if draft is not None and draft.ids is not None:
         return f"the ids the draft's config records ({draft.ids_key}), as ModelOpt's export writes the run's"
-    return f"ModelOpt's default for the target's depth (default_eagle_aux_layer_ids: {r.default_ids})"
+    return f"ModelOpt's default for the target's depth (its conversion's, given no ids: {r.default_ids})"
 
 
 def order_findings(r: ModelOptReply, fc: list[Tap]) -> list[Finding]:
@@ -101,7 +101,7 @@ def order_findings(r: ModelOptReply, fc: list[Tap]) -> list[Finding]:
     layers = [t.layer for t in fc]
     order = "layer order" if layers == sorted(layers) else "another order"
     return [Finding(kind=FindingKind.ids_not_ascending, severity="warning", message=(
-        f"the run gave ModelOpt {r.shown_release} ids {ids}, not ascending: its fc was trained on "
+        f"ModelOpt {r.shown_release} took ids {ids}, not ascending: its fc was trained on "
         f"[{', '.join(t.name for t in fc)}] ({order}, as measured), and its export writes the ids {ids} as given: "
         "the config order is not the slot order"))]
 

@@ -135,7 +135,8 @@ def _capture(run: _Run) -> None:
     except Exception as exc:  # noqa: BLE001 - its own conversion refuses the run
         refused_by(run, "modelopt", exc)
     reply["ids"] = ids = family.resolved_ids(model)
-    reply["default_ids"] = family.default_ids(run.n)
+    reply["default_ids"] = family.default_ids(seeded_hf_model(str(run.target_dir), run.request.get("seed", 0)),
+                                              run.arch)
     seen: dict[str, Any] = {}
     hooks = [family.fc(model).register_forward_pre_hook(lambda m, a: seen.setdefault("fc", a[0].detach())),
              family.lm_head(model).register_forward_pre_hook(lambda m, a: seen.setdefault("head", a[0].detach()))]

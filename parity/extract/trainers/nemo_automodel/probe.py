@@ -99,8 +99,11 @@ def _capture(run: _Run) -> None:
     except ValueError as exc:  # its own resolution refuses the ids (too shallow, repeated, out of range)
         refused_by(run, "nemo-automodel", exc)
     reply["ids"] = family.resolved_ids(wrapper)
-    reply["default_ids"] = family.default_ids(run.n)
-    built, selected, selected_mask = family.draft(model, ids)
+    reply["default_ids"] = family.default_ids(model)
+    try:
+        built, selected, selected_mask = family.draft(model, ids)
+    except Exception as exc:  # noqa: BLE001 - its recipe's draft for this target: none, or one that breaks
+        refused_by(run, "nemo-automodel", exc)
     seen: dict[str, Any] = {}
     hooks = [family.fc(built).register_forward_pre_hook(lambda m, a: seen.setdefault("fc", a[0].detach())),
              model.get_output_embeddings().register_forward_pre_hook(

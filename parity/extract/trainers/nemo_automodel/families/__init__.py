@@ -2,7 +2,7 @@
 
 A family module defines `RELEASES` (a `packaging` SpecifierSet) and `VERIFIED`; `IMPORTS` and
 `CODE_PATHS`; `target(model, ids)` (its target wrapper, hooks set for the run's ids, None: its
-default), `default_ids(n)`, `draft(target_model)` (the draft its recipe builds for that target) and
+default), `default_ids(model)`, `draft(target_model)` (the draft its recipe builds for that target) and
 `step(target, draft, input_ids)` (one training step's forward: the target's batch, then the
 trainer module on it). Adding a family is adding one module here (parity.extract.families finds
 it); a release outside every family's range is refused by the probe, naming the ranges looked in.

@@ -1,4 +1,6 @@
-"""The NeMo Automodel 0.7 family: where 0.7.0 keeps each step of its EAGLE-3 training path.
+"""The NeMo Automodel 0.5 family: where 0.5.0 (its first release with EAGLE-3) to 0.7.x keep each
+step of their EAGLE-3 training path (the same classes and calls in each: 0.6 added a module-level
+`default_eagle3_aux_layer_ids`, which the target class's own default calls; its rule is 0.5's).
 
 - the target: `components.speculative.eagle.target.HFEagle3TargetModel(model, aux_layer_ids)`,
   whose `generate_batch` sets a forward hook on each `layers[id]` (the layer's output), runs the
@@ -21,8 +23,8 @@ from __future__ import annotations
 
 from packaging.specifiers import SpecifierSet
 
-RELEASES = SpecifierSet("==0.7.*")
-VERIFIED = ("0.7.0",)
+RELEASES = SpecifierSet(">=0.5,<0.8")
+VERIFIED = ("0.5.0", "0.6.0", "0.7.0")
 
 IMPORTS = (
     "transformers", "nemo_automodel.components.speculative.eagle.target",
@@ -32,7 +34,7 @@ IMPORTS = (
 
 CODE_PATHS = {
     "ids": "nemo_automodel.components.speculative.eagle.target.HFEagle3TargetModel(aux_layer_ids), else "
-           "default_eagle3_aux_layer_ids",
+           "its _default_aux_layer_ids",
     "capture": "HFEagle3TargetModel.generate_batch: forward hooks on layers[id], torch.cat in aux_layer_ids order",
     "draft": "nemo_automodel.components.speculative.eagle.registry.resolve_eagle3_draft_spec -> draft_cls "
              "(the config as recipes/llm/train_eagle3.py TrainEagle3Recipe.setup assembles it)",
@@ -50,10 +52,9 @@ def resolved_ids(wrapper) -> list[int]:
     return list(wrapper.aux_layer_ids)
 
 
-def default_ids(num_layers: int) -> list[int]:
-    from nemo_automodel.components.speculative.eagle.target import default_eagle3_aux_layer_ids
-
-    return list(default_eagle3_aux_layer_ids(num_layers))
+def default_ids(model) -> list[int]:
+    """Its default ids for the target `model`: what its target class takes when given none."""
+    return resolved_ids(target(model, None))
 
 
 def draft_config(base):

@@ -1,12 +1,17 @@
-"""The ModelOpt 0.47 family: where 0.47.0 keeps each step of its HF EAGLE-3 training path.
+"""The ModelOpt 0.44 family: where 0.44.0 to 0.47.x keep each step of their HF EAGLE-3 training
+path. 0.44 is the first release whose conversion takes this config as is (`eagle_use_torch_compile`
+and `eagle_export_rope_scaling` appear there, and its architecture defaults are merged in); 0.45
+moved the HF plugin to `plugins.hf_eagle` and `plugins.modeling_eagle` and sorted its default ids.
+Nothing below names those modules: each call goes through the converted model, and the default ids
+are what its conversion takes when given none.
 
 - conversion: `modelopt.torch.speculative.convert(model, [("eagle", config)])` with
   `eagle_decoder_type` "llama" (EAGLE-3: its eagle3 default architecture sets
   `use_aux_hidden_state`), `eagle_use_torch_compile` off (a CPU run; it compiles nothing the
   probe reads), and the run's `eagle_architecture_config` (the aux ids, the draft's widths);
-- the aux ids: `eagle_architecture_config.eagle_aux_hidden_state_layer_ids`, else
-  `plugins.hf_eagle.default_eagle_aux_layer_ids(N)`, set on `model.eagle_config` by the
-  conversion (`HFEagleModel.modify`);
+- the aux ids: `eagle_architecture_config.eagle_aux_hidden_state_layer_ids`, else its default
+  (0.45 on: `plugins.hf_eagle.default_eagle_aux_layer_ids(N)`, `sorted({1, N//2-1, N-4})`; 0.44: the
+  same set unsorted), set on `model.eagle_config` by the conversion;
 - the capture: a forward hook on each base decoder layer whose index is among the ids
   (`_collect_aux_hidden_states_forward_hook`), concatenated in the order the hooks fire
   (`pop_and_gather_aux_hiddens`) into the draft's `eagle_module.fc`;
@@ -23,23 +28,18 @@ from __future__ import annotations
 
 from packaging.specifiers import SpecifierSet
 
-RELEASES = SpecifierSet("==0.47.*")
-VERIFIED = ("0.47.0",)
+RELEASES = SpecifierSet(">=0.44,<0.48")
+VERIFIED = ("0.44.0", "0.47.0")
 
-IMPORTS = (
-    "transformers", "modelopt.torch.speculative", "modelopt.torch.speculative.plugins.hf_eagle",
-    "modelopt.torch.export",
-)
+IMPORTS = ("transformers", "modelopt.torch.speculative", "modelopt.torch.export")
 
 CODE_PATHS = {
-    "convert": "modelopt.torch.speculative.convert(model, [('eagle', config)]) -> "
-               "modelopt.torch.speculative.plugins.hf_eagle.HFEagleModel.modify",
-    "ids": "eagle_architecture_config.eagle_aux_hidden_state_layer_ids, else "
-           "modelopt.torch.speculative.plugins.hf_eagle.default_eagle_aux_layer_ids",
+    "convert": "modelopt.torch.speculative.convert(model, [('eagle', config)]) -> HFEagleModel.modify",
+    "ids": "eagle_architecture_config.eagle_aux_hidden_state_layer_ids, else the conversion's default",
     "capture": "HFEagleModel._collect_aux_hidden_states_forward_hook -> HFEagleModel.pop_and_gather_aux_hiddens "
                "-> eagle_module.fc",
     "loss_target": "HFEagleModel.forward: the base model's lm_head logits, detached (soft targets)",
-    "draft": "modelopt.torch.speculative.plugins.modeling_eagle.EagleModule",
+    "draft": "model.eagle_module (EagleModule: plugins.modeling_eagle from 0.45, plugins.transformers before)",
     "export": "modelopt.torch.export.export_speculative_decoding -> "
               "modelopt.torch.export.plugins.hf_spec_export (config template, eagle_export_rope_scaling)",
 }
@@ -58,17 +58,10 @@ def convert(model, ids: list[int] | None, arch: dict, export_rope_scaling: dict 
     return mtsp.convert(model, [("eagle", config)])
 
 
-def default_ids(num_layers: int) -> list[int]:
-    from modelopt.torch.speculative.plugins.hf_eagle import default_eagle_aux_layer_ids
-
-    return list(default_eagle_aux_layer_ids(num_layers))
-
-
-def export_rope_scaling_default() -> dict:
-    """The release's `eagle_export_rope_scaling` default (its EagleConfig field)."""
-    from modelopt.torch.speculative.config import EagleConfig
-
-    return dict(EagleConfig.model_fields["eagle_export_rope_scaling"].default)
+def default_ids(model, arch: dict) -> list[int]:
+    """Its default ids for the target `model` (a fresh one: the conversion changes it in place):
+    what its conversion takes when the run gives none."""
+    return resolved_ids(convert(model, None, arch))
 
 
 def resolved_ids(model) -> list[int]:
