@@ -350,6 +350,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def warm_family(dist: str, family_for: Callable[[str], Any]) -> None:
+    """A probe's import-only first steps before any request (parity.forkserver): the family of the
+    installed `dist` and the modules it runs; nothing is set up or computed. No family: the run
+    itself reports it."""
+    import importlib
+
+    try:
+        family = family_for(metadata.version(dist))
+    except LookupError:
+        return
+    for name in family.IMPORTS:
+        importlib.import_module(name)
+
+
 def place_family(run, dist: str, package: str, family_for: Callable[[str], Any]) -> None:
     """A probe's first step for a side with no engine under it (a trainer that hooks a transformers
     model itself): the release's family (`family_for(run.version)`) with its IMPORTS checked here,

@@ -22,7 +22,7 @@ import torch
 
 from .families import family_for
 from .reply import NemoAutomodelReply
-from ...child import place_family, refused_by, run_steps, with_limits
+from ...child import place_family, refused_by, run_steps, warm_family, with_limits
 from ...identify import identify_slots, named_target
 from ...reference import candidate_states, seeded_hf_model, seeded_tokens
 from ...shrink import shrunk_target_dir
@@ -34,14 +34,7 @@ DIST = "nemo-automodel"
 
 def warm() -> None:
     """The import-only first steps of `extract` (parity.forkserver): the family and its modules."""
-    import importlib
-
-    try:
-        family = family_for(metadata.version(DIST))
-    except LookupError:
-        return  # the run itself reports it
-    for name in family.IMPORTS:
-        importlib.import_module(name)
+    warm_family(DIST, family_for)
 
 
 @dataclass
