@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 
 from ....contract.hf import draft_kind
-from ....contract import (BuiltDraft, DatagenDump, Finding, FindingKind, GraphFlags, Provenance, Tap, TargetModel, TrainingContract,
-                         VocabMapping, sources)
+from ....contract import (BuiltDraft, DatagenDump, Finding, FindingKind, GraphFlags, Provenance, Tap, TargetModel,
+                          TrainingContract, VocabMapping, sources)
 from ....conventions import CONVENTIONS, Convention, ConventionError, datagen_refusal, to_taps
 from ....envs import display_python
 from ....inputs import Draft, Target
@@ -338,7 +338,8 @@ def settle_assumed(built: BuiltDraft | None, draft: DraftConfig | None, converte
     (BuiltDraft.converter_assumed) settled where the checkpoint decides (draft_vocab_size: its
     lm_head's rows), else left out of the comparison: the built draft, and a finding for each."""
     findings = []
-    for a in built.converter_assumed or () if built is not None else ():
+    assumed = built.converter_assumed if built is not None else None
+    for a in assumed or ():
         rows = draft.lm_head_rows if draft is not None and a.key == "draft_vocab_size" else None
         said = (f"{a.key}: the draft's config does not set it; {converter} assumes {a.assumed}, where the EAGLE-3 "
                 f"draft classes take {a.common}")

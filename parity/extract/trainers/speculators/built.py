@@ -14,6 +14,7 @@ import inspect
 import json
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import torch
@@ -136,7 +137,7 @@ def converter_assumed(built: dict[str, Any], draft: dict) -> list[dict[str, Any]
     assumes draft_vocab_size 32000 where the engines and the other trainers take vocab_size). The
     converter's guess, not what the trainer that wrote the config built: each such field is set to
     None in `built` (not compared) and listed (parity.contract.AssumedSize)."""
-    common = hf_sizes(type("Served", (), dict(draft))())
+    common = hf_sizes(SimpleNamespace(**draft))
     assumed = []
     for key in SIZE_KEYS:
         value, default = built.get(key), common.get(key)
