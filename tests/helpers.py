@@ -210,6 +210,23 @@ def shadow_release(tmp_path: Path, package: str, version: str, edits: dict[str, 
     return shadow, original, env
 
 
+def default_edit_followed(tmp_path: Path, dist: str, release: str, file: str, old: str, new: str,
+                          args: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """A trainer's installed code edited in a copy of its `dist` `release` environment: the fc input
+    of `parity contract training ARGS --json` before and after `file`'s `old` becomes `new` (the
+    original environment untouched, asserted)."""
+    shadow, original, env = shadow_release(tmp_path, dist, release, {file: (old, old)})
+    fed = []
+    for step in ("before", "after"):
+        if step == "after":
+            edit_in_shadow(shadow, file, old, new)
+        proc = run_parity("contract", "training", *args, "--json", env=env)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        fed.append(json.loads(proc.stdout)["fc_input"])
+    assert old in (original / file).read_text()  # the original is untouched
+    return fed[0], fed[1]
+
+
 def shadow_run_env(shadow: Path, home: Path, bytecode: str | None = None) -> dict[str, str]:
     """The process environment of a parity run on the `shadow_env` `shadow`: a private
     PARITY_HOME `home`, the shadow's bytecode (or `bytecode`: where a release environment's

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from .helpers import ROOT, built, edit_in_shadow, run_parity as parity, shadow_release
+from .helpers import ROOT, built, default_edit_followed, run_parity as parity
 
 RELEASE = "0.47.0"
 TARGET = ROOT / "fixtures" / "targets" / "tiny-llama-32l"
@@ -95,16 +95,10 @@ def test_an_edit_of_its_installed_default_ids_is_followed(tmp_path):
     """The default ids are ModelOpt's, not typed: edited in a copy of its environment, the
     training contract follows (no draft: its default decides)."""
     old = "    return sorted({1, max(0, num_layers // 2 - 1), max(0, num_layers - 4)})\n"
-    shadow, original, env = shadow_release(tmp_path, "nvidia-modelopt", RELEASE, {HOOKS: (old, old)})
-    args = ("contract", "training", "--target-config", str(TARGET / "config.json"), *TRAINER, "--json")
-    before = parity(*args, env=env)
-    assert before.returncode == 0, before.stderr[-2000:]
-    assert json.loads(before.stdout)["fc_input"] == ["h2", "h16", "h29"]
-    edit_in_shadow(shadow, HOOKS, old, "    return sorted({2, max(0, num_layers // 2 - 1), max(0, num_layers - 4)})\n")
-    after = parity(*args, env=env)
-    assert after.returncode == 0, after.stderr[-2000:]
-    assert json.loads(after.stdout)["fc_input"] == ["h3", "h16", "h29"]
-    assert old in (original / HOOKS).read_text()  # the original is untouched
+    new = "    return sorted({2, max(0, num_layers // 2 - 1), max(0, num_layers - 4)})\n"
+    args = ("--target-config", str(TARGET / "config.json"), *TRAINER)
+    assert default_edit_followed(tmp_path, "nvidia-modelopt", RELEASE, HOOKS, old, new, args) == (
+        ["h2", "h16", "h29"], ["h3", "h16", "h29"])
 
 
 def test_the_first_release_its_family_runs_takes_its_default_ids_unsorted_and_trains_in_layer_order():

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from .helpers import ROOT, built, edit_in_shadow, run_parity as parity, shadow_release
+from .helpers import ROOT, built, default_edit_followed, run_parity as parity
 
 RELEASE = "0.7.0"
 TARGET = ROOT / "fixtures" / "targets" / "tiny-llama-32l"
@@ -77,16 +77,10 @@ def test_ids_out_of_order_train_in_config_order_which_no_ids_fix_gives(draft, en
 
 def test_an_edit_of_its_installed_default_ids_is_followed(tmp_path):
     old = "    candidates = [1, num_layers // 2 - 1, num_layers - 4]\n"
-    shadow, original, env = shadow_release(tmp_path, "nemo-automodel", RELEASE, {TARGET_PY: (old, old)})
-    args = ("contract", "training", "--target-config", str(TARGET / "config.json"), *TRAINER, "--json")
-    before = parity(*args, env=env)
-    assert before.returncode == 0, before.stderr[-2000:]
-    assert json.loads(before.stdout)["fc_input"] == ["h2", "h16", "h29"]
-    edit_in_shadow(shadow, TARGET_PY, old, "    candidates = [2, num_layers // 2 - 1, num_layers - 4]\n")
-    after = parity(*args, env=env)
-    assert after.returncode == 0, after.stderr[-2000:]
-    assert json.loads(after.stdout)["fc_input"] == ["h3", "h16", "h29"]
-    assert old in (original / TARGET_PY).read_text()  # the original is untouched
+    new = "    candidates = [2, num_layers // 2 - 1, num_layers - 4]\n"
+    args = ("--target-config", str(TARGET / "config.json"), *TRAINER)
+    assert default_edit_followed(tmp_path, "nemo-automodel", RELEASE, TARGET_PY, old, new, args) == (
+        ["h2", "h16", "h29"], ["h3", "h16", "h29"])
 
 
 @pytest.mark.parametrize("release", ["0.5.0", "0.6.0"])

@@ -404,6 +404,8 @@ class FindingKind(StrEnum):
     d2t_ambiguous = "d2t_ambiguous", Whose.parity  # whether d2t holds offsets or absolute ids is undecidable
     vocab_mapping_missing = "vocab_mapping_missing", Whose.side  # a smaller draft vocabulary with no mapping table
     converter_assumed = "converter_assumed", Whose.parity  # a size the trainer's converter guessed for a key the config does not set: not compared
+    export_rewrites = "export_rewrites", Whose.side  # the trainer's exporter writes a value the draft was not trained with
+    ids_not_exported = "ids_not_exported", Whose.side  # the trainer's export writes no layer ids: engines serve their defaults
 
 
 

@@ -6,7 +6,7 @@ its own: its probe, its families, its findings.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ...contract import Finding, GraphFlags, Provenance, Tap, TargetModel, TrainingContract, VocabMapping, sources
 from ...envs import display_python
@@ -24,6 +24,16 @@ def add_options(impl: Any, parser, command: str, ids_help: str) -> None:
         parser.add_argument(impl.IDS_FLAG, metavar="IDS", help=f"--trainer {impl.NAME}: {ids_help}")
         parser.add_argument(impl.FLAG, metavar="VERSION", help=f"--trainer {impl.NAME}: another release, in "
                             "parity's environment of it (default: the installed one)")
+
+
+def options(impl: Any, ids_help: str) -> tuple[Callable, Callable, Callable]:
+    """`impl`'s `add_options`, `release_from` and `ids_from` (the Trainer protocol's), for a trainer
+    module to bind at its top: `add_options, release_from, ids_from = capturing.options(...)`."""
+    def add(parser, command: str) -> None:
+        add_options(impl, parser, command, ids_help)
+
+    add.__doc__ = f"{impl.IDS_FLAG} and {impl.FLAG}, beside --trainer; {impl.FLAG} RANGE on `parity sweep`."
+    return add, lambda args: release_from(impl, args), lambda args: ids_from(impl, args)
 
 
 def _dest(flag: str) -> str:
@@ -71,4 +81,4 @@ def captured_contract(r: Any, target: TargetModel, layout: tuple[Tap, ...], *, n
         trained_depth=r.trained_depth)
 
 
-__all__ = ["add_options", "captured_contract", "ids_from", "named_layout", "release_from"]
+__all__ = ["add_options", "captured_contract", "ids_from", "named_layout", "options", "release_from"]

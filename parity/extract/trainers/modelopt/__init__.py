@@ -61,18 +61,10 @@ class ModelOptError(UserError, ValueError):
 ERRORS = (ModelOptError, DraftError)
 
 
-def add_options(parser, command: str) -> None:
-    """--modelopt-ids and --modelopt, beside --trainer; --modelopt RANGE on `parity sweep`."""
-    capturing.add_options(sys.modules[__name__], parser, command, "the run's eagle_aux_hidden_state_layer_ids, e.g. "
-                          "1,15,28 (default: the ids the draft's eagle_config records, else ModelOpt's own)")
-
-
-def release_from(args) -> str | None:
-    return capturing.release_from(sys.modules[__name__], args)
-
-
-def ids_from(args) -> list[int] | None:
-    return capturing.ids_from(sys.modules[__name__], args)
+# its run's ids and its release beside --trainer, its release range on `parity sweep` (the protocol's)
+IDS_HELP = ("the run's eagle_aux_hidden_state_layer_ids, e.g. 1,15,28 (default: the ids the draft's eagle_config "
+            "records, else ModelOpt's own)")
+add_options, release_from, ids_from = capturing.options(sys.modules[__name__], IDS_HELP)
 
 
 def run_probe(target_config: dict, draft_dir: Path | None, run_ids: list[int] | None,
@@ -89,7 +81,7 @@ def _ids_source(run_ids, draft, r: ModelOptReply) -> str:
         return "the run's eagle_aux_hidden_state_layer_ids (--modelopt-ids)"
     if draft is not None and draft.ids is not None:
         return f"the ids the draft's config records ({draft.ids_key}), as ModelOpt's export writes the run's"
-    return f"ModelOpt's default for the target's depth (its conversion's, given no ids: {r.default_ids})"
+    return "ModelOpt's default for the target's depth (what its conversion takes given no ids)"
 
 
 def order_findings(r: ModelOptReply, fc: list[Tap]) -> list[Finding]:
@@ -112,7 +104,7 @@ def rope_findings(r: ModelOptReply, served: dict | None) -> list[Finding]:
     written = r.exported.rope_scaling if r.exported is not None else None
     if written is None or served is None or served.get("rope_scaling") != written:
         return []
-    return [Finding(kind=FindingKind.flag_default, severity="warning", message=(
+    return [Finding(kind=FindingKind.export_rewrites, severity="warning", message=(
         f"the draft's rope_scaling {written} is what ModelOpt {r.shown_release}'s exporter writes over a draft "
         "trained with the default rope (its eagle_export_rope_scaling, run here): the draft was trained without "
         "it, and an engine that honours it computes another rope (export with eagle_export_rope_scaling={} to "

@@ -128,8 +128,6 @@ def _capture(run: _Run) -> None:
     except Exception as exc:  # noqa: BLE001 - its own conversion refuses the run
         refused_by(run, "modelopt", exc)
     reply["ids"] = ids = family.resolved_ids(model)
-    reply["default_ids"] = family.default_ids(seeded_hf_model(str(run.target_dir), run.request.get("seed", 0)),
-                                              run.arch)
     seen: dict[str, Any] = {}
     hooks = [family.fc(model).register_forward_pre_hook(lambda m, a: seen.setdefault("fc", a[0].detach())),
              family.lm_head(model).register_forward_pre_hook(lambda m, a: seen.setdefault("head", a[0].detach()))]
@@ -196,8 +194,9 @@ def _built(run: _Run) -> None:
     try:
         model = run.model if trained_rope is None else converted(run, trained_rope)
         draft = run.family.draft(model)
-        with torch.no_grad():
-            model(input_ids=run.input_ids[None])  # its rotary module is made on the first forward
+        if model is not run.model:  # its rotary module is made on the first forward (run.model's ran)
+            with torch.no_grad():
+                model(input_ids=run.input_ids[None])
         built: dict[str, Any] = module_facts(draft, None, getattr(draft, "lm_head", None))
         built["rope_theta"] = getattr(draft.config, "rope_theta", None) or (run.draft or {}).get("rope_theta")
         built["rope_scaling"] = trained_rope  # None: the default rope it trained with

@@ -33,8 +33,6 @@ class ModelOptReply(TrainerReply, FindingsReply, FamilyReply):
                           "how, in its words).")
     ids: list[int] | None = Field(default=None, description="The aux ids its conversion took (model.eagle_config), "
                                   "in the order the run gave them.")
-    default_ids: list[int] | None = Field(default=None, description="Its default ids for the target's depth "
-                                          "(default_eagle_aux_layer_ids).")
     fc: tuple[Slot, ...] | None = Field(default=None, description="Each H-wide slice of the draft's fc input, in "
                                         "order, named by numerical identity.")
     target: Slot | None = Field(default=None, description="The state its loss target's logits come from (the "

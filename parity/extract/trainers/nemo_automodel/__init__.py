@@ -57,18 +57,10 @@ class NemoAutomodelError(UserError, ValueError):
 ERRORS = (NemoAutomodelError, DraftError)
 
 
-def add_options(parser, command: str) -> None:
-    """--nemo-automodel-ids and --nemo-automodel, beside --trainer; --nemo-automodel RANGE on `parity sweep`."""
-    capturing.add_options(sys.modules[__name__], parser, command, "the run's aux_layer_ids, in the order it gave "
-                          "them, e.g. 1,15,28 (its export writes none; default: its own default)")
-
-
-def release_from(args) -> str | None:
-    return capturing.release_from(sys.modules[__name__], args)
-
-
-def ids_from(args) -> list[int] | None:
-    return capturing.ids_from(sys.modules[__name__], args)
+# its run's ids and its release beside --trainer, its release range on `parity sweep` (the protocol's)
+IDS_HELP = ("the run's aux_layer_ids, in the order it gave them, e.g. 1,15,28 (its export writes none; default: "
+            "its own default)")
+add_options, release_from, ids_from = capturing.options(sys.modules[__name__], IDS_HELP)
 
 
 def run_probe(target_config: dict, run_ids: list[int] | None, release: str | None = None, seq_len: int = 8,
@@ -84,7 +76,8 @@ def ids_findings(r: NemoAutomodelReply, fc: list[Tap], run_ids, draft) -> list[F
     source = (f"the run's aux_layer_ids ({IDS_FLAG})" if run_ids is not None else
               f"its default for the target's depth ({r.default_ids}): its export writes no ids, so the run's are not "
               f"in the draft; give {IDS_FLAG} if the run set others")
-    out = [Finding(kind=FindingKind.ids_resolved, severity="info" if run_ids is not None else "warning",
+    out = [Finding(kind=FindingKind.ids_resolved if run_ids is not None else FindingKind.default_layer_ids,
+                   severity="info" if run_ids is not None else "warning",
                    message=f"NeMo Automodel {version} took ids {ids} from {source}")]
     layers = [t.layer for t in fc]
     if layers != sorted(layers):
@@ -93,7 +86,7 @@ def ids_findings(r: NemoAutomodelReply, fc: list[Tap], run_ids, draft) -> list[F
             f"(as measured: [{', '.join(t.name for t in fc)}]); an engine that captures in layer order feeds them "
             "sorted, which no ids written in the draft's config can change: retrain with ascending ids")))
     if draft is not None and draft.ids is None:
-        out.append(Finding(kind=FindingKind.default_layer_ids, message=(
+        out.append(Finding(kind=FindingKind.ids_not_exported, message=(
             f"the draft's config records no layer ids (NeMo Automodel {version}'s export writes none): every engine "
             "serves its own default layers, whatever the run trained on")))
     return out

@@ -62,18 +62,10 @@ class SpecForgeError(UserError, ValueError):
 ERRORS = (SpecForgeError, DraftError)
 
 
-def add_options(parser, command: str) -> None:
-    """--specforge-ids and --specforge, beside --trainer; --specforge RANGE on `parity sweep`."""
-    capturing.add_options(sys.modules[__name__], parser, command, "the run's model.aux_hidden_state_layer_ids "
-                          "override, e.g. 1,15,28 (default: the draft's eagle_config, else SpecForge's own)")
-
-
-def release_from(args) -> str | None:
-    return capturing.release_from(sys.modules[__name__], args)
-
-
-def ids_from(args) -> list[int] | None:
-    return capturing.ids_from(sys.modules[__name__], args)
+# its run's ids and its release beside --trainer, its release range on `parity sweep` (the protocol's)
+IDS_HELP = ("the run's model.aux_hidden_state_layer_ids override, e.g. 1,15,28 (default: the draft's "
+            "eagle_config, else SpecForge's own)")
+add_options, release_from, ids_from = capturing.options(sys.modules[__name__], IDS_HELP)
 
 
 def python(release: str | None) -> str:

@@ -7,7 +7,7 @@ A family module defines
   the probe runs, recorded in every contract);
 - `convert(model, ids, arch)`: the HF model made an EAGLE-3 training model by ModelOpt's own
   conversion, with the run's aux ids (None: its default) and draft architecture overrides;
-- `resolved_ids(model)`, `default_ids(model, arch)`, `fc(model)`, `lm_head(model)`, `draft(model)`: where the
+- `resolved_ids(model)` (its default where the run gave none), `fc(model)`, `lm_head(model)`, `draft(model)`: where the
   converted model keeps what the probe reads;
 - `export(model, out_dir, rope_scaling)`: its exporter, writing the served draft folder.
 

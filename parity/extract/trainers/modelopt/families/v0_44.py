@@ -58,12 +58,6 @@ def convert(model, ids: list[int] | None, arch: dict, export_rope_scaling: dict 
     return mtsp.convert(model, [("eagle", config)])
 
 
-def default_ids(model, arch: dict) -> list[int]:
-    """Its default ids for the target `model` (a fresh one: the conversion changes it in place):
-    what its conversion takes when the run gives none."""
-    return resolved_ids(convert(model, None, arch))
-
-
 def resolved_ids(model) -> list[int]:
     return list(model.eagle_config.eagle_aux_hidden_state_layer_ids)
 
