@@ -5,6 +5,7 @@ ModelOpt environment), checked against SGLang and vLLM as served."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import pytest
@@ -27,19 +28,25 @@ def exports(tmp_path_factory):
     """Three drafts ModelOpt exported for the 32-layer target: its default ids and export
     (`default`); the same with the trained rope kept (`kept`: eagle_export_rope_scaling {});
     ids [20, 1, 9], as given, rope kept (`unsorted`)."""
-    from parity.envs import find_env
-
     root = tmp_path_factory.mktemp("modelopt-exports")
     specs = [{"out": str(root / "default"), "arch": ARCH},
              {"out": str(root / "kept"), "arch": ARCH, "export_rope_scaling": {}},
              {"out": str(root / "unsorted"), "arch": ARCH, "ids": [20, 1, 9], "export_rope_scaling": {}}]
-    subprocess.run([str(find_env("nvidia-modelopt", RELEASE).python), str(ROOT / "tests" / "modelopt_export.py"),
-                    str(TARGET), json.dumps(specs)], check=True, capture_output=True)
+    run_export(RELEASE, specs)
     return {name: root / name for name in ("default", "kept", "unsorted")}
 
 
-def check(draft, *extra):
-    proc = parity("check", "--target-config", str(TARGET / "config.json"), "--draft", str(draft), *TRAINER, *extra,
+def run_export(release: str, specs: list[dict]) -> None:
+    """tests/modelopt_export.py in ModelOpt `release`'s environment (it runs parity's family of it)."""
+    from parity.envs import find_env
+
+    subprocess.run([str(find_env("nvidia-modelopt", release).python), str(ROOT / "tests" / "modelopt_export.py"),
+                    str(TARGET), json.dumps(specs)], check=True, capture_output=True,
+                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def check(draft, *extra, trainer=TRAINER):
+    proc = parity("check", "--target-config", str(TARGET / "config.json"), "--draft", str(draft), *trainer, *extra,
                   "--json")
     assert proc.stdout, proc.stderr[-3000:]
     return proc.returncode, json.loads(proc.stdout)
@@ -114,3 +121,53 @@ def test_the_first_release_its_family_runs_takes_its_default_ids_unsorted_and_tr
     assert contract["fc_input"] == ["h2", "h16", "h29"] and contract["provenance"]["family"] == "0.44"
     assert contract["provenance"]["details"]["ids"] == "[1, 28, 15]"
     assert any("the config order is not the slot order" in f["message"] for f in contract["findings"])
+
+
+@pytest.fixture(scope="module")
+def exports_0_43(tmp_path_factory):
+    """Drafts ModelOpt 0.43.0 exported (its `export_speculative_decoding`): its defaults (ids and the
+    llama3 rope its default architecture trains with); ids [20, 1, 9] as given."""
+    if not built("nvidia-modelopt", "0.43.0"):
+        pytest.skip("no nvidia-modelopt 0.43.0 environment")
+    root = tmp_path_factory.mktemp("modelopt-0.43-exports")
+    run_export("0.43.0", [{"out": str(root / "default"), "arch": ARCH},
+                          {"out": str(root / "unsorted"), "arch": ARCH, "ids": [20, 1, 9]}])
+    return {name: root / name for name in ("default", "unsorted")}
+
+
+def test_before_0_44_its_default_draft_trains_and_exports_the_llama3_rope_and_is_parity(exports_0_43):
+    """0.43.0 (family 0.43) trains with its default architecture's llama3 rope and its exporter
+    writes that rope: PARITY on SGLang, the rope compared as each side builds it (0.43's draft
+    module makes its rotary on the forward) and no note of an exporter's rewrite."""
+    config = json.loads((exports_0_43["default"] / "config.json").read_text())
+    assert config["rope_scaling"]["rope_type"] == "llama3"
+    assert config["eagle_config"]["eagle_aux_hidden_state_layer_ids"] == [1, 28, 15]  # its set's order
+    rc, result = check(exports_0_43["default"], trainer=("--trainer", "modelopt", "--modelopt", "0.43.0"))
+    assert (rc, result["verdict"]) == (0, "parity"), notes(result)
+    assert fed(result) == (["h2", "h16", "h29"], ["h2", "h16", "h29"])
+    trained, served = result["training"]["draft"], result["serving"]["draft"]
+    assert trained["rope_frequencies"] and trained["rope_frequencies"][3] == pytest.approx(
+        served["rope_frequencies"][3], rel=1e-4) and trained["rope_frequencies"][3] < 0.008  # llama3's low band
+    assert "the config order is not the slot order" in notes(result) and "eagle_export_rope_scaling" not in notes(result)
+
+
+def test_before_0_44_ids_out_of_order_are_drift_on_vllm_which_reads_none(exports_0_43):
+    """0.43.0 trained on ids [20, 1, 9] in layer order (h2, h10, h21); vLLM 0.34 reads no
+    eagle_config ids and serves its default: DRIFT with the ids fix verified."""
+    rc, result = check(exports_0_43["unsorted"], *VLLM, trainer=("--trainer", "modelopt", "--modelopt", "0.43.0"))
+    assert (rc, result["verdict"]) == (1, "drift")
+    assert fed(result) == (["h2", "h10", "h21"], ["h2", "h16", "h29"])
+    assert result["suggestion"]["verified"]
+
+
+def test_its_first_eagle3_release_that_imports_here_runs_with_its_rotary_on_the_model(exports_0_43):
+    """0.35.1 (family 0.35: the whole default architecture given, the rotary on the training model,
+    no exporter in its package) on the draft 0.43.0 wrote: PARITY, its rope read off
+    `model.eagle_rotary_emb`, and its ids' order said without naming an export."""
+    if not built("nvidia-modelopt", "0.35.1"):
+        pytest.skip("no nvidia-modelopt 0.35.1 environment")
+    rc, result = check(exports_0_43["default"], trainer=("--trainer", "modelopt", "--modelopt", "0.35.1"))
+    assert (rc, result["verdict"]) == (0, "parity"), notes(result)
+    assert result["training"]["provenance"]["family"] == "0.35"
+    assert result["training"]["draft"]["rope_frequencies"][3] < 0.008
+    assert "as given: the config order" not in notes(result) and "the config order is not the slot order" in notes(result)

@@ -94,14 +94,15 @@ def order_findings(r: ModelOptReply, fc: list[Tap]) -> list[Finding]:
     order = "layer order" if layers == sorted(layers) else "another order"
     return [Finding(kind=FindingKind.ids_not_ascending, severity="warning", message=(
         f"ModelOpt {r.shown_release} took ids {ids}, not ascending: its fc was trained on "
-        f"[{', '.join(t.name for t in fc)}] ({order}, as measured), and its export writes the ids {ids} as given: "
-        "the config order is not the slot order"))]
+        f"[{', '.join(t.name for t in fc)}] ({order}, as measured)"
+        + (f", and its export writes the ids {ids} as given" if r.exported is not None else "")
+        + ": the config order is not the slot order"))]
 
 
 def rope_findings(r: ModelOptReply, served: dict | None) -> list[Finding]:
     """The served config's rope_scaling, where it is what ModelOpt's exporter writes over a
     default-rope training (as its exporter, run by the probe, wrote it)."""
-    written = r.exported.rope_scaling if r.exported is not None else None
+    written = r.exported.rope_scaling if r.exported is not None and r.exported.rope_overrides else None
     if written is None or served is None or served.get("rope_scaling") != written:
         return []
     return [Finding(kind=FindingKind.export_rewrites, severity="warning", message=(

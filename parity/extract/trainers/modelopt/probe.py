@@ -27,6 +27,7 @@ import torch
 
 from .families import family_for
 from .reply import ModelOptReply
+from ...built import module_facts, plain_rope_scaling, rope
 from ...child import Answered, one_line, place_family, refused_by, run_steps, warm_family, with_limits
 from ...identify import identify_slots, named_target
 from ...reference import candidate_states, seeded_hf_model, seeded_tokens
@@ -109,14 +110,23 @@ def _draft_ids(draft: dict | None) -> list[int] | None:
     return list(ids) if isinstance(ids, list) and ids else None
 
 
-def converted(run: _Run, rope_scaling: dict | None = None):
+_RELEASE_DEFAULT = object()  # `converted`'s rope: the release's default
+
+
+def converted(run: _Run, rope_scaling: Any = _RELEASE_DEFAULT):
     """ModelOpt's EAGLE-3 training model of a fresh seeded target (the reference's weights), with
-    the run's ids and the draft's widths (`rope_scaling`: the draft trained with that rope)."""
+    the run's ids and the draft's widths (`rope_scaling`: the draft trained with that rope, None
+    the default rope; left out, the release's default)."""
     model = seeded_hf_model(str(run.target_dir), run.request.get("seed", 0))
     ids = run.request.get("run_ids")
     ids = _draft_ids(run.draft) if ids is None else ids
-    arch = {**run.arch, **({"rope_scaling": rope_scaling} if rope_scaling else {})}
-    return run.family.convert(model, ids, arch).eval()
+    arch = {**run.arch, **({} if rope_scaling is _RELEASE_DEFAULT else {"rope_scaling": rope_scaling})}
+    return run.family.mode(run.family.convert(model, ids, arch))
+
+
+def trained_rope(model) -> dict | None:
+    """The rope_scaling ModelOpt's training model `model` trains its draft with (None: the default rope)."""
+    return plain_rope_scaling(getattr(model.eagle_config, "rope_scaling", None))
 
 
 def _capture(run: _Run) -> None:
@@ -173,41 +183,49 @@ def _alignment(run: _Run) -> None:
 
 
 def _export(run: _Run) -> None:
-    """Its exporter on the model it trained (default rope): the ids and rope_scaling it writes."""
+    """Its exporter on the model it trained (the release's default rope): the ids and rope_scaling
+    it writes, and whether that rope is another than the one the draft trained with. A release
+    with no exporter in its package writes nothing."""
     out = Path(tempfile.mkdtemp(prefix="export-", dir=run.work))
-    run.family.export(run.model, str(out))
+    if not run.family.export(run.model, str(out)):
+        return
     written = json.loads((out / "config.json").read_text())
-    run.reply["exported"] = {"ids": _draft_ids(written), "rope_scaling": written.get("rope_scaling"),
+    rope = written.get("rope_scaling")
+    run.reply["exported"] = {"ids": _draft_ids(written), "rope_scaling": rope,
+                             "rope_overrides": plain_rope_scaling(rope) != trained_rope(run.model),
                              "architectures": written.get("architectures")}
 
 
 def _built(run: _Run) -> None:
-    """The draft module ModelOpt built (BuiltDraft: what its modules compute at tiny widths). A
-    served rope_scaling that is what its exporter writes over a default-rope training was not
-    trained with: the draft trained with the default rope; any other was the run's own."""
+    """The draft module ModelOpt built (BuiltDraft: what its modules compute at tiny widths), with
+    the rope it trained with: the served config's, unless that is the rope its exporter writes over
+    another one (then the run's own); a model is converted again where that is not the rope the
+    run's model was converted with."""
     if not run.request.get("built"):
         return
-    from ...built import module_facts  # deferred: parity.extract.built reads modules
-
     served = (run.draft or {}).get("rope_scaling")
-    trained_rope = None if served in (None, run.reply["exported"]["rope_scaling"]) else served
+    exported = run.reply.get("exported") or {}
+    overridden = exported.get("rope_overrides") and plain_rope_scaling(served) == plain_rope_scaling(
+        exported.get("rope_scaling"))
+    trained = trained_rope(run.model) if overridden else plain_rope_scaling(served)
     try:
-        model = run.model if trained_rope is None else converted(run, trained_rope)
+        model = run.model if trained == trained_rope(run.model) else converted(run, served)
         draft = run.family.draft(model)
-        if model is not run.model:  # its rotary module is made on the first forward (run.model's ran)
+        if model is not run.model:  # its rotary module may be made on the first forward (run.model's ran)
             with torch.no_grad():
                 model(input_ids=run.input_ids[None])
         built: dict[str, Any] = module_facts(draft, None, getattr(draft, "lm_head", None))
+        built.update(rope(run.family.rotary(model, draft)))
         built["rope_theta"] = getattr(draft.config, "rope_theta", None) or (run.draft or {}).get("rope_theta")
-        built["rope_scaling"] = trained_rope  # None: the default rope it trained with
+        built["rope_scaling"] = trained  # None: the default rope it trained with
         built["layers_built"] = len(draft.layers)
         if built["layers_built"] == 1:
             built["later_layer_input_norms"] = ()
         built["built_by"] = f"modelopt {run.version} {type(draft).__name__}"
         built["config_from"] = (f"{run.request['built'].get('from', 'the served config.json')} (its widths as the "
                                 f"run's eagle_architecture_config; rope: "
-                                + ("ModelOpt's default, which its exporter overwrote with eagle_export_rope_scaling)"
-                                   if trained_rope is None and served is not None else "as the config holds it)"))
+                                + ("the run's own, which its exporter overwrote)" if overridden
+                                   else "as the config holds it)"))
         run.reply["built"] = built
     except Exception as exc:  # noqa: BLE001 - a finding: this side's built draft is not compared
         run.reply["built_error"] = one_line(exc)

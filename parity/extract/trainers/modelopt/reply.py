@@ -19,7 +19,10 @@ class Exported(BaseModel):
     ids: list[int] | None = Field(default=None, description="eagle_config.eagle_aux_hidden_state_layer_ids as "
                                   "written (the run's, in the order it was given).")
     rope_scaling: dict[str, float | int | str | None] | None = Field(
-        default=None, description="The rope_scaling it writes (its eagle_export_rope_scaling over a default rope).")
+        default=None, description="The rope_scaling it writes (0.44 on: its eagle_export_rope_scaling over a default "
+        "rope).")
+    rope_overrides: bool = Field(default=False, description="The rope_scaling it writes is another than the one the "
+                                 "draft trained with (as the probe's run found it).")
     architectures: list[str] | None = Field(default=None, description="The architectures it names.")
 
 
@@ -39,7 +42,8 @@ class ModelOptReply(TrainerReply, FindingsReply, FamilyReply):
                                 "base lm_head's input), named by numerical identity.")
     alignment: str | None = Field(default=None, description="Which token the draft reads beside a position's "
                                   "states, and its loss target, in words (read off its embedding's input).")
-    exported: Exported | None = Field(default=None, description="What its exporter writes for the run's draft.")
+    exported: Exported | None = Field(default=None, description="What its exporter writes for the run's draft (None: "
+                                      "the release's package has no exporter of the draft).")
 
     @model_validator(mode="after")
     def _sample_unless_stopped(self) -> "ModelOptReply":

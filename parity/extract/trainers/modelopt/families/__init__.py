@@ -5,11 +5,13 @@ A family module defines
   releases in that range the test suite runs the probe against;
 - `IMPORTS` (what its calls import, for parity.forkserver) and `CODE_PATHS` (the ModelOpt code
   the probe runs, recorded in every contract);
-- `convert(model, ids, arch)`: the HF model made an EAGLE-3 training model by ModelOpt's own
-  conversion, with the run's aux ids (None: its default) and draft architecture overrides;
-- `resolved_ids(model)` (its default where the run gave none), `fc(model)`, `lm_head(model)`, `draft(model)`: where the
-  converted model keeps what the probe reads;
-- `export(model, out_dir, rope_scaling)`: its exporter, writing the served draft folder.
+- one variant of each concern (parity.extract.trainers.modelopt.variants, where each is described):
+  `convert` (its conversion), `export` (its exporter of the served draft folder), `mode` (the module
+  mode the probe's forward runs in) and `rotary` (where the draft's rotary embedding lives);
+- `resolved_ids(model)` (its default where the run gave none), `fc(model)`, `lm_head(model)`,
+  `draft(model)`: where the converted model keeps what the probe reads.
+
+No family imports another.
 
 Adding a family is adding one module here (parity.extract.families finds it); a release outside
 every family's range is refused by the probe, naming the ranges looked in.

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from packaging.specifiers import SpecifierSet
 
+from .. import variants
+
 RELEASES = SpecifierSet(">=0.44,<0.48")
 VERIFIED = ("0.44.0", "0.47.0")
 
@@ -45,36 +47,10 @@ CODE_PATHS = {
 }
 
 
-def convert(model, ids: list[int] | None, arch: dict, export_rope_scaling: dict | None = None):
-    """`model` (a transformers causal LM) converted in place to ModelOpt's EAGLE-3 training model.
-    `ids` None leaves the aux ids to ModelOpt's default; `arch`: the draft's architecture overrides;
-    `export_rope_scaling` None keeps the release's default `eagle_export_rope_scaling`."""
-    import modelopt.torch.speculative as mtsp
+convert = variants.convert_merged_no_compile
+export = variants.export_speculative
+mode = variants.eval_mode
+rotary = variants.rotary_in_draft
 
-    arch = {**arch, **({"eagle_aux_hidden_state_layer_ids": list(ids)} if ids is not None else {})}
-    config = {"eagle_decoder_type": "llama", "eagle_use_torch_compile": False, "eagle_architecture_config": arch}
-    if export_rope_scaling is not None:
-        config["eagle_export_rope_scaling"] = export_rope_scaling
-    return mtsp.convert(model, [("eagle", config)])
-
-
-def resolved_ids(model) -> list[int]:
-    return list(model.eagle_config.eagle_aux_hidden_state_layer_ids)
-
-
-def fc(model):
-    return model.eagle_module.fc
-
-
-def lm_head(model):
-    return model.lm_head
-
-
-def draft(model):
-    return model.eagle_module
-
-
-def export(model, out_dir: str) -> None:
-    from modelopt.torch.export import export_speculative_decoding
-
-    export_speculative_decoding(model, export_dir=out_dir)
+# where the converted model keeps what the probe reads
+resolved_ids, fc, lm_head, draft = variants.resolved_ids, variants.fc, variants.lm_head, variants.draft
