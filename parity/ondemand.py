@@ -194,7 +194,8 @@ def release_line(family: str, version: str, template: dict) -> dict:
         # bound, and transformers 5 (years later) drops the `rope_theta` attribute their Llama
         # reads, so the newest today builds a different model (a rope base of 10000, not the config's).
         line[m.group(2)] = pinned[0] if pinned else newest(str(req), published_by=uploaded(family, version))
-    if not imports_listed(template):
+    if not imports_listed(template):  # what the template installs without its dependencies is listed too
+        listed |= {_norm(re.split(r"[=<>~!\[; ]", dep, maxsplit=1)[0]) for dep in template.get("no_deps", [])}
         base = {_norm(r.name): r for r in wheel_requirements(family, version)}
         extra = [str(r) for n, r in sorted(base.items()) if n not in listed and n not in TORCH_FAMILY]
         if extra:
