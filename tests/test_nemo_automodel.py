@@ -51,6 +51,25 @@ def test_its_default_ids_are_the_engines_defaults_and_the_missing_ids_are_said(d
     assert (rc, result["verdict"]) == (0, "parity")
     assert result["training"]["fc_input"] == result["serving"]["fc_input"] == ["h2", "h16", "h29"]
     assert "records no layer ids" in "\n".join(result["notes"])
+    trained = result["training"]["draft"]  # the draft its recipe builds, compared with SGLang's
+    assert trained["built_by"].startswith("nemo-automodel 0.7.0") and trained["rope_frequencies"]
+    assert trained["intermediate_size"] == result["serving"]["draft"]["intermediate_size"] == 128
+
+
+def test_its_built_draft_is_compared_a_served_width_it_did_not_train_is_drift(draft, tmp_path):
+    """The draft its recipe built has the target's MLP width; a served config edited to another
+    is DRIFT on that field alone, with the config fix verified."""
+    import shutil
+
+    edited = tmp_path / "edited"
+    shutil.copytree(draft, edited)
+    config = json.loads((edited / "config.json").read_text())
+    config["intermediate_size"] *= 2
+    (edited / "config.json").write_text(json.dumps(config))
+    rc, result = check(edited)
+    assert (rc, result["verdict"]) == (1, "drift")
+    assert [d["field"] for d in result["diff"]["fields"]] == ["draft.intermediate_size"]
+    assert result["draft_fix"] == {"edit": {"intermediate_size": 128}, "verified": True, "still_differ": []}
 
 
 def test_other_ids_are_served_the_engines_defaults_and_the_ids_fix_is_verified(draft):

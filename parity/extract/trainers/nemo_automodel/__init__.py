@@ -64,8 +64,10 @@ add_options, release_from, ids_from = capturing.options(sys.modules[__name__], I
 
 
 def run_probe(target_config: dict, run_ids: list[int] | None, release: str | None = None, seq_len: int = 8,
-              seed: int = 0) -> dict:
-    request = {"target_config": target_config, "run_ids": run_ids, "seq_len": seq_len, "seed": seed}
+              seed: int = 0, built: bool = False) -> dict:
+    """`built`: build the draft as its recipe does (a draft is checked)."""
+    request = {"target_config": target_config, "run_ids": run_ids, "seq_len": seq_len, "seed": seed,
+               **({"built": {"from": "its recipe's config"}} if built else {})}
     return installed.run(sys.modules[__name__], release, PROBE_MODULE, request)
 
 
@@ -100,9 +102,10 @@ def to_contract(reply: dict, target: TargetModel, *, draft=None, run_ids=None) -
     r = NemoAutomodelReply.read(reply)
     layout = capturing.named_layout(r, NemoAutomodelError, "nemo-automodel")
     findings = [*r.findings, *ids_findings(r, list(layout[:-1]), run_ids, draft), *(draft.findings if draft else ())]
-    findings.append(Finding(kind=FindingKind.draft_not_built, severity="info", message=(
-        f"nemo-automodel {r.shown_release}'s draft was run for which states its fc reads, in which order; its built "
-        "draft (sizes, rope, eps) is not compared yet")))
+    if r.built_error:
+        findings.append(Finding(kind=FindingKind.draft_not_built, message=(
+            f"nemo-automodel {r.shown_release} did not build the draft: {r.built_error}; the built draft is not "
+            "compared")))
     details = {"ids": str(r.ids), "default_ids": str(r.default_ids),
                **{f"code_path_{k}": v for k, v in r.code_paths.items()}}
     return capturing.captured_contract(r, target, layout, name=NAME, code_path=f"ids {r.ids}; "
@@ -127,7 +130,8 @@ def training_contract(target: Target, dump_layout: list[Tap] | None = None, *,
         raise NemoAutomodelError("NeMo Automodel has one data path here (its co-located target): it takes no data_path")
     facts = read_draft(draft) if draft is not None else None
     try:
-        reply = run_probe(target.config, list(datagen_ids) if datagen_ids is not None else None, release)
+        reply = run_probe(target.config, list(datagen_ids) if datagen_ids is not None else None, release,
+                          built=draft is not None)
     except EnvError as exc:
         raise NemoAutomodelError(str(exc)) from exc
     found = ProbeReply.read(reply).release

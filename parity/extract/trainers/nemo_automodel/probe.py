@@ -4,12 +4,13 @@ what it trains on.
     python -m parity.extract.trainers.nemo_automodel.probe  < request.json
 
 Runs in the environment of the NeMo Automodel release. The request is {"target_config": {...},
-"run_ids": [..] | null, "seq_len": 8, "seed": 0}. The steps, each NeMo Automodel's own code
+"run_ids": [..] | null, "seq_len": 8, "seed": 0, "built": {"from": ...} | absent}. The steps, each NeMo Automodel's own code
 (families/): a seeded transformers model of the target (shrunk widths, the target's depth) wrapped
 by its target class with the run's ids (None: its default); the draft its recipe builds; one
 training step's forward; the concatenation the draft's fc is handed and the state the target's
 logits (the loss target) come from, each named by numerical identity against transformers; the
-shift of the batch's tokens, read off the batch.
+shift of the batch's tokens, read off the batch; the draft it built (parity.contract.BuiltDraft: what
+its modules compute).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import torch
 
 from .families import family_for
 from .reply import NemoAutomodelReply
-from ...child import place_family, refused_by, run_steps, warm_family, with_limits
+from ...built import hf_sizes, module_facts
+from ...child import one_line, place_family, refused_by, run_steps, warm_family, with_limits
 from ...identify import identify_slots, named_target
 from ...reference import candidate_states, seeded_hf_model, seeded_tokens
 from ...shrink import shrunk_target_dir
@@ -51,6 +53,7 @@ class _Run:
     refs: Any = None  # every canonical state of the reference model
     n: int = 0
     batch: Any = None
+    draft: Any = None  # the draft its recipe built
 
     @property
     def findings(self) -> list:
@@ -62,7 +65,7 @@ def extract(request: dict) -> dict[str, Any]:
     raises Answered)."""
     version = metadata.version(DIST)
     run = _Run(request=request, reply={**reply_header(version), "findings": []}, version=version)
-    return run_steps(run, _place, _inputs, _capture, _alignment)
+    return run_steps(run, _place, _inputs, _capture, _alignment, _built)
 
 
 def _place(run: _Run) -> None:
@@ -97,6 +100,7 @@ def _capture(run: _Run) -> None:
         built, selected, selected_mask = family.draft(model, ids)
     except Exception as exc:  # noqa: BLE001 - its recipe's draft for this target: none, or one that breaks
         refused_by(run, "nemo-automodel", exc)
+    run.draft = built
     seen: dict[str, Any] = {}
     hooks = [family.fc(built).register_forward_pre_hook(lambda m, a: seen.setdefault("fc", a[0].detach())),
              model.get_output_embeddings().register_forward_pre_hook(
@@ -125,6 +129,29 @@ def _alignment(run: _Run) -> None:
                               f"target at t is the target model's distribution at t+{shift} (the batch's tokens "
                               "and logits shifted left, zero-filled)" if shift is not None else
                               "the batch's tokens could not be aligned with the target's")
+
+
+def _built(run: _Run) -> None:
+    """The draft its recipe built for the run (BuiltDraft): rope, eps, activation, depth and head off
+    its modules (built at the target's shrunk widths); its sizes from the config its recipe
+    assembles from the target's real one."""
+    if not run.request.get("built"):
+        return
+    draft = run.draft
+    try:
+        # its sizes: the config its recipe assembles from the target's real config (the draft class's input)
+        real = run.family.draft_config(type(draft.config).from_dict(run.request["target_config"]))
+        built: dict[str, Any] = hf_sizes(real)
+        built.update(module_facts(draft, run.family.embedding(draft), draft.get_output_embeddings()))
+        built["layers_built"] = built["num_hidden_layers"] = len(run.family.layers(draft))
+        if built["layers_built"] == 1:
+            built["later_layer_input_norms"] = ()
+        built["built_by"] = f"nemo-automodel {run.version} {type(draft).__name__}"
+        built["config_from"] = ("the target's config as its EAGLE-3 recipe assembles the draft's "
+                                "(TrainEagle3Recipe.setup); its modules built at the target's shrunk widths")
+        run.reply["built"] = built
+    except Exception as exc:  # noqa: BLE001 - a finding: this side's built draft is not compared
+        run.reply["built_error"] = one_line(exc)
 
 
 def main() -> None:

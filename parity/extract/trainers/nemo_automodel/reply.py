@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from ....contract.reply import FamilyReply, FindingsReply, Slot, TrainerReply
+from ....contract.reply import BuiltReply, FamilyReply, FindingsReply, Slot, TrainerReply
 
 
-class NemoAutomodelReply(TrainerReply, FindingsReply, FamilyReply):
+class NemoAutomodelReply(TrainerReply, FindingsReply, FamilyReply, BuiltReply):
     """What NeMo Automodel's probe answers: the release family that ran it, the ids its target
     class took, each H-wide slice of the draft's fc input and the state its loss target's logits
-    come from, named numerically; the alignment."""
+    come from, named numerically; the alignment; the draft as its recipe builds it."""
 
     code_paths: dict[str, str] = Field(default_factory=dict, description="Its code the family runs, by role.")
     refused: bool = Field(default=False, description="Its own resolution refused the run (its error says how).")

@@ -91,6 +91,14 @@ def fc(built):
     return built.model.fc
 
 
+def layers(built) -> list:
+    return list(built.model.layers)
+
+
+def embedding(built):
+    return built.model.embed_tokens
+
+
 def step(wrapper, built, selected, selected_mask, input_ids):
     """One training step's forward: the target's batch, then its trainer module on it; the batch."""
     import torch
