@@ -104,7 +104,7 @@ def test_an_edit_of_its_installed_default_ids_is_followed(tmp_path):
 
 @pytest.mark.parametrize("release", ["0.5.0", "0.6.0"])
 def test_its_first_release_with_eagle3_and_the_next_run_in_their_family(release):
-    """0.5.0 (its first release with EAGLE-3) and 0.6.0, run by the same family as 0.7.0: the
+    """0.5.0 (its first release with EAGLE-3; family 0.5) and 0.6.0 (family 0.6, as 0.7.0): the
     states in the order given, its default from its own target class."""
     if not built("nemo-automodel", release):
         pytest.skip(f"no nemo-automodel {release} environment")
@@ -113,4 +113,43 @@ def test_its_first_release_with_eagle3_and_the_next_run_in_their_family(release)
     assert proc.returncode == 0, proc.stderr[-2000:]
     contract = json.loads(proc.stdout)
     assert contract["fc_input"] == ["h6", "h2", "h4"] and contract["provenance"]["version"] == release
-    assert contract["provenance"]["family"] == "0.5"
+    assert contract["provenance"]["family"] == release.rsplit(".", 1)[0]
+
+
+def cache(tmp_path, ids: str, release: str = RELEASE):
+    """An offline cache's manifest as its precompute_eagle3 writes it (tests/nemo_cache.py)."""
+    from parity.envs import find_env
+
+    out = tmp_path / f"cache-{ids.replace(',', '-')}"
+    subprocess.run([str(find_env("nemo-automodel", release).python), str(ROOT / "tests" / "nemo_cache.py"),
+                    str(TARGET), str(out), ids], check=True, capture_output=True)
+    return out
+
+
+def test_its_offline_cache_gives_the_run_s_ids_and_its_offline_path_is_run(draft, tmp_path):
+    """A cache its precompute made with ids [5, 1, 3]: its manifest says the run's ids (no
+    --nemo-automodel-ids), its offline path (the cached bf16 states read back and handed to its
+    trainer module) trains on h6, h2, h4 in that order: DRIFT on SGLang, NO FIX; the built draft
+    is the same in every field (the cache's dtype does not reach it)."""
+    rc, result = check(draft, "--nemo-automodel-cache", str(cache(tmp_path, "5,1,3")))
+    assert (rc, result["verdict"]) == (1, "drift")
+    assert result["training"]["fc_input"] == ["h6", "h2", "h4"]
+    assert result["training"]["provenance"]["details"]["data_path"].startswith("offline")
+    assert not result["diff"]["fields"] and result["unfixable"]
+    proc = parity("check", "--target-config", str(TARGET / "config.json"), "--draft", str(draft), *TRAINER,
+                  "--nemo-automodel-cache", str(cache(tmp_path, "5,1,3")), "--nemo-automodel-ids", "1,3,5")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "records aux_layer_ids [5, 1, 3]" in proc.stderr
+
+
+def test_its_first_release_s_offline_path_runs_its_own_cache_writer(tmp_path):
+    """0.5.0's cache sample takes no top-k (family 0.5's `cache_sample_full`): its offline path
+    on a cache of its default ids trains on h2, h16, h29."""
+    if not built("nemo-automodel", "0.5.0"):
+        pytest.skip("no nemo-automodel 0.5.0 environment")
+    proc = parity("contract", "training", "--target-config", str(TARGET / "config.json"), "--trainer",
+                  "nemo-automodel", "--nemo-automodel", "0.5.0", "--nemo-automodel-cache",
+                  str(cache(tmp_path, "1,15,28", "0.5.0")), "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    contract = json.loads(proc.stdout)
+    assert contract["fc_input"] == ["h2", "h16", "h29"] and contract["provenance"]["family"] == "0.5"
+    assert contract["provenance"]["details"]["data_path"].startswith("offline")

@@ -138,7 +138,9 @@ def training(args, target: "Target", draft: "Draft | None") -> "TrainingContract
         if args.dump_layout or args.datagen_ids:
             raise usage(f"--trainer {t.name} captures the states itself: drop --dump-layout/--datagen-ids "
                         f"({t.impl.IDS_FLAG} gives the run's ids)")
-        return t.training_contract(target, None, datagen_ids=t.impl.ids_from(args), **side)
+        path = getattr(t.impl, "data_path_from", lambda _: None)(args)  # its own data path flag, if it has one
+        return t.training_contract(target, None, datagen_ids=t.impl.ids_from(args),
+                                   **side, **({"data_path": path} if path is not None else {}))
     refuse_other_trainers(args, t)
     d = dump(args)
     run = {}

@@ -79,6 +79,9 @@ def harness_limit(exc: BaseException) -> str | None:
             caller = frames[cuda[0] - 1] if cuda and cuda[0] > 0 else (frames[-1] if frames else None)
             where = f" from {_short(caller.filename)}:{caller.lineno} {caller.name}" if caller else ""
             return f"a CUDA-only code path{where} ({type(exc).__name__}: {' '.join(str(exc).split())})"
+        if "found no compiled frames" in str(exc) and "Dynamo tracing is disabled" in str(exc):
+            return ("a code path that needs torch.compile (fullgraph: flex attention's, here), which parity's CPU "
+                    "children turn off (TORCH_COMPILE_DISABLE=1, docs/engines-on-cpu.md)")
         for rule in LIMIT_RULES:
             found = rule(exc)
             if found:

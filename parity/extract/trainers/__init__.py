@@ -103,6 +103,8 @@ class Trainer(Protocol):
     # training output (parity.inputs.TrainingRun, read by its own code in its probe, beside the
     # served draft), not a draft directory in its own format: `training_contract` then takes
     # `trained_run` (BoundTrainer.trained_side).
+    # Optional: data_path_from(args) -> str | None, for a trainer that captures its states: the data
+    # path its own flag picks (NeMo Automodel's offline cache), passed as `data_path`.
     # Optional: SWEEP_FROM (str): the first release `parity sweep` covers under 'all' (none declared:
     # the sweep leaves it out); SWEEP_DEFAULT ('all' or 'none', default 'all'): what it sweeps when
     # its RANGE is not given. A trainer with CAPTURES_STATES is swept over the capture cases (the

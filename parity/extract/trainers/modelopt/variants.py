@@ -84,7 +84,7 @@ def export_checkpoint(model, out_dir: str) -> bool:
     """0.37 to 0.42: `export_hf_checkpoint`, the draft alone for an EAGLE-only model."""
     from modelopt.torch.export import export_hf_checkpoint
 
-    export_hf_checkpoint(model, export_dir=out_dir)
+    export_hf_checkpoint(model.eval(), export_dir=out_dir)  # as a loaded model is (its export runs a forward)
     return True
 
 
@@ -92,7 +92,7 @@ def export_speculative(model, out_dir: str) -> bool:
     """0.43 on: `export_speculative_decoding`."""
     from modelopt.torch.export import export_speculative_decoding
 
-    export_speculative_decoding(model, export_dir=out_dir)
+    export_speculative_decoding(model.eval(), export_dir=out_dir)
     return True
 
 

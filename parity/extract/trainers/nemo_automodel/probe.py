@@ -4,10 +4,13 @@ what it trains on.
     python -m parity.extract.trainers.nemo_automodel.probe  < request.json
 
 Runs in the environment of the NeMo Automodel release. The request is {"target_config": {...},
-"run_ids": [..] | null, "seq_len": 8, "seed": 0, "built": {"from": ...} | absent}. The steps, each NeMo Automodel's own code
+"run_ids": [..] | null, "seq_len": 8, "seed": 0, "built": {"from": ...} | absent, "offline":
+{"manifest": "CACHE_DIR/manifest.json"} | absent}. The steps, each NeMo Automodel's own code
 (families/): a seeded transformers model of the target (shrunk widths, the target's depth) wrapped
 by its target class with the run's ids (None: its default); the draft its recipe builds; one
-training step's forward; the concatenation the draft's fc is handed and the state the target's
+training step's forward (with "offline": its offline path, the run's ids those of the cache's
+manifest: the sample its precompute caches, written and read back as its cache is, handed to
+its trainer module); the concatenation the draft's fc is handed and the state the target's
 logits (the loss target) come from, each named by numerical identity against transformers; the
 shift of the batch's tokens, read off the batch; the draft it built (parity.contract.BuiltDraft: what
 its modules compute).
@@ -15,6 +18,8 @@ its modules compute).
 
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
@@ -48,7 +53,10 @@ class _Run:
     reply: dict
     version: str
     family: Any = None
+    work: Any = None
     target_dir: Any = None
+    manifest: dict | None = None  # the offline cache's manifest, as its own reader reads it
+    cached: Any = torch.float32  # the dtype the fc's states were stored in (the offline cache's)
     input_ids: Any = None
     refs: Any = None  # every canonical state of the reference model
     n: int = 0
@@ -65,7 +73,7 @@ def extract(request: dict) -> dict[str, Any]:
     raises Answered)."""
     version = metadata.version(DIST)
     run = _Run(request=request, reply={**reply_header(version), "findings": []}, version=version)
-    return run_steps(run, _place, _inputs, _capture, _alignment, _built)
+    return run_steps(run, _place, _inputs, _cache, _capture, _alignment, _built)
 
 
 def _place(run: _Run) -> None:
@@ -77,11 +85,31 @@ def _inputs(run: _Run) -> None:
     """The shrunk target, the reference's states on seeded tokens."""
     request = run.request
     torch.manual_seed(request.get("seed", 0))
-    _, run.target_dir = shrunk_target_dir(request["target_config"], "parity-nemo-automodel-")
+    run.work, run.target_dir = shrunk_target_dir(request["target_config"], "parity-nemo-automodel-")
     hf = seeded_hf_model(str(run.target_dir), request.get("seed", 0))
     run.n = hf.config.num_hidden_layers
     run.input_ids = seeded_tokens(request, hf)
     run.refs = candidate_states(hf, run.input_ids)
+
+
+def _cache(run: _Run) -> None:
+    """The offline cache's manifest (its own reader; its ids are the run's), and the check its
+    recipe makes of a cache against the target (`_validate_cached_eagle3_manifest`: the target's
+    vocabulary), in its words."""
+    offline = run.request.get("offline")
+    if not offline:
+        return
+    cache_dir = os.path.dirname(offline["manifest"])
+    try:
+        run.manifest = manifest = run.family.read_cache_manifest(cache_dir)
+        vocab = run.request["target_config"].get("vocab_size")
+        if vocab is not None and int(manifest["target_vocab_size"]) != int(vocab):
+            raise ValueError(f"EAGLE-3 cache at {cache_dir} was built for target_vocab_size="
+                             f"{manifest['target_vocab_size']}, but the configured target has {vocab}")
+    except (OSError, KeyError, ValueError) as exc:  # its reader or its recipe's check refuses the cache
+        refused_by(run, "nemo-automodel", exc)
+    run.reply["cache_ids"] = list(manifest["aux_layer_ids"])
+    run.reply["cache_dtype"] = str(manifest.get("dtype"))
 
 
 def _capture(run: _Run) -> None:
@@ -90,8 +118,9 @@ def _capture(run: _Run) -> None:
     reply, family = run.reply, run.family
     model = seeded_hf_model(str(run.target_dir), run.request.get("seed", 0))
     ids = run.input_ids[None]
+    run_ids = run.request.get("run_ids")
     try:
-        wrapper = family.target(model, run.request.get("run_ids"))
+        wrapper = family.target(model, run.reply.get("cache_ids") if run_ids is None else run_ids)
     except ValueError as exc:  # its own resolution refuses the ids (too shallow, repeated, out of range)
         refused_by(run, "nemo-automodel", exc)
     reply["ids"] = family.resolved_ids(wrapper)
@@ -106,14 +135,21 @@ def _capture(run: _Run) -> None:
              model.get_output_embeddings().register_forward_pre_hook(
                  lambda m, a: seen.setdefault("head", a[0].detach()))]
     try:
-        run.batch = family.step(wrapper, built, selected, selected_mask, ids)
+        if run.manifest is None:
+            run.batch = family.step(wrapper, built, selected, selected_mask, ids)
+        else:
+            run.batch, run.cached = family.offline_step(wrapper, built, selected, selected_mask, ids, run.manifest,
+                                                        tempfile.mkdtemp(prefix="cache-", dir=run.work),
+                                                        family.cache_sample)
     except Exception as exc:  # noqa: BLE001 - its own step refuses the run
         refused_by(run, "nemo-automodel", exc)
     finally:
         for hook in hooks:
             hook.remove()
-    reply["fc"] = identify_slots(seen["fc"][0].float(), run.refs, run.n, reply["ids"], len(reply["ids"]),
-                                 run.findings)
+    # the offline path hands the fc its cache's states (bf16 by default): named against the reference
+    # states stored in that dtype, where distinct states still differ by far more than the rounding
+    refs = {tap: t.to(run.cached).float() for tap, t in run.refs.items()}
+    reply["fc"] = identify_slots(seen["fc"][0].float(), refs, run.n, reply["ids"], len(reply["ids"]), run.findings)
     reply["target"] = target = named_target(seen["head"][0].float(), run.refs, run.findings,
                                             "the state the loss target's logits come from")
     reply["target_normed_by_trainer"] = False  # the target's own lm_head on its own output

@@ -21,6 +21,10 @@ class NemoAutomodelReply(TrainerReply, FindingsReply, FamilyReply, BuiltReply):
     ids: list[int] | None = Field(default=None, description="The aux ids its target class took, in the order "
                                   "given.")
     default_ids: list[int] | None = Field(default=None, description="Its default ids for the target's depth.")
+    cache_ids: list[int] | None = Field(default=None, description="The offline path: the ids its cache's manifest "
+                                        "records (aux_layer_ids, as its precompute's target class took them).")
+    cache_dtype: str | None = Field(default=None, description="The offline path: the dtype its cache stores the "
+                                    "states in (the manifest's).")
     fc: tuple[Slot, ...] | None = Field(default=None, description="Each H-wide slice of the draft's fc input, in "
                                         "order, named by numerical identity.")
     target: Slot | None = Field(default=None, description="The state its loss target's logits come from (the "

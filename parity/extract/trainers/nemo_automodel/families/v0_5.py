@@ -1,35 +1,22 @@
-"""The NeMo Automodel 0.5 family: where 0.5.0 (its first release with EAGLE-3) to 0.7.x keep each
-step of their EAGLE-3 training path (the same classes and calls in each: 0.6 added a module-level
-`default_eagle3_aux_layer_ids`, which the target class's own default calls; its rule is 0.5's).
-
-- the target: `components.speculative.eagle.target.HFEagle3TargetModel(model, aux_layer_ids)`,
-  whose `generate_batch` sets a forward hook on each `layers[id]` (the layer's output), runs the
-  target, and concatenates the captured states in the order of `aux_layer_ids` as given; its
-  default `default_eagle3_aux_layer_ids(N)` is `[1, N//2-1, N-4]` (three distinct ids, else it
-  refuses); the batch's logits, tokens and loss mask are shifted left by one;
-- the draft: `components.speculative.eagle.registry.resolve_eagle3_draft_spec(target
-  architectures).draft_cls`, on the config its EAGLE-3 recipe assembles in
-  `recipes/llm/train_eagle3.py` (`TrainEagle3Recipe.setup`: the target's config with
-  `draft_vocab_size`, `target_hidden_size`, `architectures`, an untied head, eager attention and
-  `fc_norm`/`norm_output`/`parallel_drafting` off, rebuilt with the target's config class). That
-  recipe module does not import here (it needs torchao and its distributed stack), so
-  `draft_config` repeats those lines; the draft class, its embedding copy and the vocabulary map
-  (`components.datasets.llm.eagle3.build_eagle3_token_mapping`) are its own;
-- one step: `components.speculative.eagle.core.Eagle3TrainerModule(draft, ...)` on the batch's
-  trainer inputs (its TTT unroll and soft cross-entropy).
+"""The NeMo Automodel 0.5 family: 0.5.x, its first release with EAGLE-3. Its steps are the shared
+ones (parity.extract.trainers.nemo_automodel.variants); its offline cache stores the full
+draft-vocabulary probabilities (`cache_sample_full`).
 """
 
 from __future__ import annotations
 
 from packaging.specifiers import SpecifierSet
 
-RELEASES = SpecifierSet(">=0.5,<0.8")
-VERIFIED = ("0.5.0", "0.6.0", "0.7.0")
+from .. import variants
+
+RELEASES = SpecifierSet(">=0.5,<0.6")
+VERIFIED = ("0.5.0",)
 
 IMPORTS = (
     "transformers", "nemo_automodel.components.speculative.eagle.target",
     "nemo_automodel.components.speculative.eagle.registry", "nemo_automodel.components.speculative.eagle.core",
-    "nemo_automodel.components.datasets.llm.eagle3",
+    "nemo_automodel.components.datasets.llm.eagle3", "nemo_automodel.components.datasets.llm.eagle3_cache",
+    "nemo_automodel.components.speculative.precompute_eagle3",
 )
 
 CODE_PATHS = {
@@ -39,74 +26,12 @@ CODE_PATHS = {
     "draft": "nemo_automodel.components.speculative.eagle.registry.resolve_eagle3_draft_spec -> draft_cls "
              "(the config as recipes/llm/train_eagle3.py TrainEagle3Recipe.setup assembles it)",
     "step": "nemo_automodel.components.speculative.eagle.core.Eagle3TrainerModule",
+    "offline": "nemo_automodel.components.speculative.precompute_eagle3._compute_batch_cache -> "
+               "datasets.llm.eagle3_cache.write_shard / CachedEagle3Dataset -> Eagle3TrainerModule",
 }
 
-
-def target(model, ids: list[int] | None):
-    from nemo_automodel.components.speculative.eagle.target import HFEagle3TargetModel
-
-    return HFEagle3TargetModel(model, aux_layer_ids=ids)
-
-
-def resolved_ids(wrapper) -> list[int]:
-    return list(wrapper.aux_layer_ids)
-
-
-def default_ids(model) -> list[int]:
-    """Its default ids for the target `model`: what its target class takes when given none."""
-    return resolved_ids(target(model, None))
-
-
-def draft_config(base):
-    """The draft's config as TrainEagle3Recipe.setup assembles it for the target config `base`
-    (its full draft vocabulary: no vocabulary shrinking)."""
-    config = base.to_dict()
-    config.update(draft_vocab_size=base.vocab_size, target_hidden_size=base.hidden_size,
-                  architectures=["LlamaEagle3DraftModel"], tie_word_embeddings=False, attn_implementation="eager",
-                  fc_norm=False, norm_output=False, parallel_drafting=False)
-    return type(base).from_dict(config)
-
-
-def draft(model, input_ids):
-    """The draft its recipe builds for the target `model` (embeddings copied from it, frozen), with
-    the vocabulary map of `input_ids`, and the map itself."""
-    import torch
-
-    from nemo_automodel.components.datasets.llm.eagle3 import build_eagle3_token_mapping
-    from nemo_automodel.components.speculative.eagle.registry import resolve_eagle3_draft_spec
-
-    spec = resolve_eagle3_draft_spec(list(model.config.architectures or []))
-    built = spec.draft_cls(draft_config(model.config)).to(dtype=torch.float32)
-    built.copy_embeddings_from_target(model.get_input_embeddings())
-    mask = torch.ones_like(input_ids)
-    selected, selected_mask = build_eagle3_token_mapping([{"input_ids": input_ids, "loss_mask": mask}],
-                                                         target_vocab_size=model.config.vocab_size,
-                                                         draft_vocab_size=None)
-    built.set_vocab_mapping(selected)
-    built.freeze_embeddings()
-    return built, selected, selected_mask
-
-
-def fc(built):
-    return built.model.fc
-
-
-def layers(built) -> list:
-    return list(built.model.layers)
-
-
-def embedding(built):
-    return built.model.embed_tokens
-
-
-def step(wrapper, built, selected, selected_mask, input_ids):
-    """One training step's forward: the target's batch, then its trainer module on it; the batch."""
-    import torch
-
-    from nemo_automodel.components.speculative.eagle.core import Eagle3TrainerModule
-
-    ones = torch.ones_like(input_ids)
-    batch = wrapper.generate_batch(input_ids=input_ids, attention_mask=ones, loss_mask=ones)
-    trainer = Eagle3TrainerModule(built, selected_token_ids=selected, selected_token_mask=selected_mask, ttt_steps=3)
-    trainer(**batch.to_trainer_inputs())
-    return batch
+target, resolved_ids, default_ids = variants.target, variants.resolved_ids, variants.default_ids
+draft_config, draft, fc, layers, embedding = (variants.draft_config, variants.draft, variants.fc, variants.layers,
+                                              variants.embedding)
+step, offline_step, read_cache_manifest = variants.step, variants.offline_step, variants.read_cache_manifest
+cache_sample = variants.cache_sample_full
