@@ -7,6 +7,7 @@ import ast
 import importlib
 import inspect
 import os
+import pkgutil
 import shutil
 import subprocess
 import sys
@@ -30,6 +31,48 @@ def _sglang_base():
 @pytest.mark.parametrize("module", families(SGLANG), ids=lambda m: m.__name__.rsplit(".", 1)[-1])
 def test_every_sglang_family_provides_the_adapter_protocol(module):
     assert protocol_gaps(module.Adapter, sglang_adapter.Adapter) == []
+
+
+CONCERNS = "parity.extract.engines.sglang.concerns"
+
+
+def concern_gaps(adapter: type) -> list[str]:
+    """Where `adapter` is not one variant of each concern (concerns/): a concern it lists no
+    variant of, or more than one; a concern of which its MRO holds more than three classes (a
+    variant, at most one variant it extends, the concern's base); a parity class of no concern."""
+    concerns = sorted(m.name for m in pkgutil.iter_modules(importlib.import_module(CONCERNS).__path__))
+    picked = sorted(base.__module__.removeprefix(CONCERNS + ".") for base in adapter.__bases__)
+    gaps = [] if picked == concerns else [f"picks {picked}; the concerns are {concerns}"]
+    layers: dict[str, list[str]] = {}
+    for cls in adapter.__mro__[1:]:
+        if cls.__module__.startswith(CONCERNS + "."):
+            layers.setdefault(cls.__module__.removeprefix(CONCERNS + "."), []).append(cls.__name__)
+        elif cls.__module__.startswith("parity"):
+            gaps.append(f"holds {cls.__module__}.{cls.__qualname__}, of no concern")
+    gaps += [f"holds {len(names)} classes of {concern}: {names}" for concern, names in layers.items() if len(names) > 3]
+    return gaps
+
+
+@pytest.mark.parametrize("module", families(SGLANG), ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_every_sglang_family_picks_one_variant_of_each_concern(module):
+    assert concern_gaps(module.Adapter) == []
+
+
+def test_a_family_with_a_concern_twice_or_too_deep_is_found():
+    """The check fails on each injected departure: a second variant of one concern listed, a
+    variant three levels below its base, a part of another family's module."""
+    bases = _sglang_base().__bases__
+    process = importlib.import_module(f"{CONCERNS}.process")
+    twice = type("Adapter", (process.SingleProcess, *bases), {})
+    deeper = type("Deeper", (process.SingleProcessWithKvCacheStandin,), {"__module__": process.__name__})
+    deep = type("Adapter", (deeper, *bases[1:]), {})
+    foreign = type("Part", (), {"__module__": f"{SGLANG}.v0_5_22"})
+    borrowed = type("Adapter", (foreign, *bases), {})
+    assert concern_gaps(twice)[0].startswith("picks ['batches', 'capture', 'config', 'context', 'draft', 'launch', "
+                                             "'process', 'process', ")
+    assert concern_gaps(deep) == ["holds 4 classes of process: ['Deeper', 'SingleProcessWithKvCacheStandin', "
+                                  "'SingleProcess', 'Process']"]
+    assert concern_gaps(borrowed)[1:] == [f"holds {SGLANG}.v0_5_22.Part, of no concern"]
 
 
 def test_an_adapter_lacking_a_member_or_taking_other_arguments_does_not_provide_it():

@@ -61,6 +61,34 @@ def test_each_release_it_verifies_is_run_by_one_family_and_has_an_environment(ki
     assert verified <= declared, f"{name} verifies {sorted(verified - declared)} with no environment in envs.toml"
 
 
+def _lowest_releases(releases) -> list[str]:
+    """The lowest release of each lower bound a family's RELEASES names (`>=X`, `~=X`; `==X.*`
+    starts at X.dev0, `==X` is X): ranges are intervals, so two that overlap both hold the
+    higher of their lowest releases."""
+    lowest = []
+    for spec in releases:
+        assert spec.operator in (">=", "~=", "==", "<", "!="), f"{releases}: {spec} is not a bound the check reads"
+        if spec.operator in (">=", "~="):
+            lowest.append(spec.version)
+        elif spec.operator == "==":
+            lowest.append(spec.version[:-2] + ".dev0" if spec.version.endswith(".*") else spec.version)
+    return lowest
+
+
+@pytest.mark.parametrize("kind, name", SIDES, ids=IDS)
+def test_no_two_of_its_families_ranges_overlap(kind, name):
+    """Not only on the releases parity knows: each family's range has a lowest release, which it
+    alone holds (two overlapping ranges would both hold the higher of their lowest releases)."""
+    mods = families(f"{package(impl(kind, name))}.families")
+    for m in mods:
+        lowest = _lowest_releases(m.RELEASES)
+        assert lowest, f"{m.__name__}: RELEASES {m.RELEASES} names no lowest release"
+        for release in lowest:
+            holders = [h.__name__.rsplit(".", 1)[-1] for h in mods if h.RELEASES.contains(release, prereleases=True)]
+            assert holders == [m.__name__.rsplit(".", 1)[-1]], \
+                f"{name} {release} (the lowest release of {m.__name__}: {m.RELEASES}) is in the range of {holders}"
+
+
 @pytest.mark.parametrize("kind, name", SIDES, ids=IDS)
 def test_the_modules_it_runs_in_children_exist_and_answer(kind, name):
     side = impl(kind, name)
@@ -126,6 +154,9 @@ def test_a_side_that_does_not_conform_fails_the_check_it_breaks(monkeypatch):
         (lambda mp: mp.setattr(module("parity.extract.trainers.speculators.families.v0_9"), "RELEASES",
                                SpecifierSet(">=0.8")),
          test_each_release_it_verifies_is_run_by_one_family_and_has_an_environment, ("trainer", "speculators")),
+        (lambda mp: mp.setattr(module("parity.extract.engines.sglang.families.v0_5_16"), "RELEASES",
+                               SpecifierSet(">=0.5.16,<0.5.21.dev1")),  # overlaps on 0.5.21.dev0 alone
+         test_no_two_of_its_families_ranges_overlap, ("engine", "sglang")),
         (lambda mp: mp.setattr(module("parity.extract.trainers.modelopt.families.v0_44"), "VERIFIED",
                                ("0.44.0", "0.47.0", "0.47.9")),
          test_each_release_it_verifies_is_run_by_one_family_and_has_an_environment, ("trainer", "modelopt")),

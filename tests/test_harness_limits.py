@@ -121,7 +121,7 @@ import torch
 from parity.extract import standins
 standins.install()
 from sglang.srt.models.kimi_k25_eagle3 import Eagle3DeepseekV2ForCausalLM as Draft
-from parity.extract.engines.sglang.families.v0_5_23 import on_cpu_embedding_binding
+from parity.extract.engines.sglang.concerns.draft import on_cpu_embedding_binding
 draft = Draft.__new__(Draft)
 torch.nn.Module.__init__(draft)
 draft.config = type("Config", (), {"target_hidden_size": 2, "hidden_size": 2})()

@@ -107,8 +107,8 @@ import torch
 from transformers import GptOssConfig
 from transformers.models.gpt_oss.modeling_gpt_oss import GptOssExperts
 from parity.extract import standins
-from parity.extract.engines.sglang.families import v0_5_10
-standins.install(*v0_5_10.KERNEL_STANDINS)
+from parity.extract.engines.sglang.concerns.process import KERNEL_STANDINS
+standins.install(*KERNEL_STANDINS)
 from sglang.srt.layers.moe.moe_runner import MoeRunnerConfig
 from parity.extract.engines.sglang import moe_standin
 

@@ -1,5 +1,5 @@
 """Injected: the 0.5.3.post1 family does not run the statement of `ModelRunner._get_attention_backend`
-that publishes the prefill and decode attention backends (families/v0_5_3_post1.py,
+that publishes the prefill and decode attention backends (concerns/target.py,
 `publish_phase_backends`, undone).
 
 Run as `python -m tests.drift.serving_mla_phase_backends_unpublished` under SGLang 0.5.3.post1's

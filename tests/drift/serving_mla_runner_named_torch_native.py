@@ -1,5 +1,5 @@
 """Injected: the 0.5.3.post1 family's ModelRunner is handed parity's own torch_native backend for
-an MLA model too (families/v0_5_3_post1.py, `runner_args_for`, undone), as before parity gave
+an MLA model too (concerns/target.py, `runner_args_for`, undone), as before parity gave
 these releases their CPU MLA path.
 
 Run as `python -m tests.drift.serving_mla_runner_named_torch_native` under SGLang 0.5.3.post1's

@@ -8,7 +8,7 @@ from parity.extract import standins
 
 standins.install()
 
-from parity.extract.engines.sglang.families.v0_5_14 import give_standin_interpolation_modes  # noqa: E402
+from parity.extract.engines.sglang.concerns.process import give_standin_interpolation_modes  # noqa: E402
 
 give_standin_interpolation_modes()
 

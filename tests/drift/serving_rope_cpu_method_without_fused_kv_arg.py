@@ -10,9 +10,9 @@ in the engine's own non-CUDA rotary method, which the probe names as the engine'
 (cpu_path.method_lacks_argument)."""
 
 from parity.extract import standins
-from parity.extract.engines.sglang.families import v0_5_10
+from parity.extract.engines.sglang.concerns.process import KERNEL_STANDINS
 
-standins.install(*v0_5_10.KERNEL_STANDINS)
+standins.install(*KERNEL_STANDINS)
 
 from sglang.srt.layers.rotary_embedding.base import RotaryEmbedding  # noqa: E402
 

@@ -2,9 +2,13 @@
 
 The extractor (probe.py), the built-draft facts (draft_facts.py), the forward runner
 (forward_side.py) and SpecForge's probe call only the members below on an adapter and never
-branch on releases. Every family's `Adapter` provides all of them (tests/test_adapter_protocol.py):
-the 0.5.23 family's states each concern in full (families/v0_5_23.py), and an older family
-composes its own from the concern parts it changes, placed ahead of the base's.
+branch on releases. Every family's `Adapter` provides all of them (tests/test_adapter_protocol.py),
+composed of one variant of each concern of the implementation (concerns/: process, launch, config,
+capture, target, batches, context, draft), each a base stating that concern as the newest
+release runs it and variants named by what they do differently. The protocol's five groups
+below are what callers ask for; the implementation's concerns split them where releases differ
+independently (the capture concern holds `resolve_aux_ids`, `configure_capture` and
+`ids_never_read`; the process concern `setup` and `check_code_paths`).
 
 Beside these an adapter carries `server_args` (the process-wide server args it published, set
 by `setup` and `publish`), read by the forward runner where the engine reads them.

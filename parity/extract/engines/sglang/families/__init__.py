@@ -5,18 +5,17 @@ A family module defines
 - `VERIFIED`: the releases in that range whose capture and forward were verified against
   transformers (the test suite runs them);
 - `CODE_PATHS`: the engine functions the extraction runs, recorded in every contract;
-- `Adapter`: the class whose methods hold every release-specific line (set-up, config
-  reading, capture, batches, forwards, KV pools, embedding binding). It provides the adapter
-  protocol (parity.extract.engines.sglang.adapter), and is composed by concern: the 0.5.23
-  family's `Adapter` is the base, and every other family's `Adapter` is its own concern parts
-  and those it shares with other families (imported from the file where each began) placed
-  ahead of the base, never derived from another family's `Adapter`
-  (tests/test_adapter_protocol.py).
+- `DFLASH_CODE_PATHS` (the families that run DFlash): the same keys for a DFlash draft;
+- `Adapter`: exactly one variant of each concern (parity.extract.engines.sglang.concerns: process,
+  launch, config, capture, target, batches, context, draft; each variant named by what it does),
+  and the family's name (`family`) and whether it runs DFlash (`RUNS_DFLASH`). It provides the
+  adapter protocol (parity.extract.engines.sglang.adapter); no family imports another
+  (.importlinter, "sglang families are leaves"; tests/test_adapter_protocol.py).
 
 Adding a family is adding one module here (parity.extract.families finds it and picks the
 one whose range holds the installed release). A release outside every family's range runs
-with the newest family whose `Adapter.REQUIRES` (every engine name its extraction runs) and
-`check_code_paths()` are all satisfied by the installed source, and every report says so
+with the newest family whose `Adapter.requires()` (every engine name its extraction runs: each
+concern variant's) and `check_code_paths()` are all satisfied by the installed source, and every report says so
 ("sglang X is newer than any release parity has verified; extracted with the F-family
 adapter"); when no family's code paths are all found it is refused loudly, naming what
 each family looked for.

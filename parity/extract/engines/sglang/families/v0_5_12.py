@@ -1,62 +1,44 @@
-"""The SGLang 0.5.12 family: its adapter.
-
-As the 0.5.14 family (v0_5_14.py: global server args for the scheduler, dp_attention
-initialised before a model is built, the aux ids read by the real `ModelRunner.__init__`
-under its bare `except:`, the capture configured by the real
-`ModelRunner.init_aux_hidden_state_capture`, the target's embedding fetched by its own
-`get_embed_and_head()`), except where docs/engines-on-cpu.md, 'Runtime set-up per release
-family', says it differs: there is no `forward_context.py`. Attention layers take their
-backend from `forward_batch.attn_backend`, so a forward needs nothing but the ForwardBatch,
-which carries the backend, and the KV pool the model code of this release reaches through
-`forward_batch.token_to_kv_pool` (for parity's prefill SDPA backend, its write-only pool).
-
-DFlash (0.5.12 has DFLASH; 0.5.11 is answered by its own SpeculativeAlgorithm): as the 0.5.14
-family's (v0_5_14.py), read by the real `ModelRunner.__init__` and `init_aux_hidden_state_capture`.
-
-Composed of: its own `NoForwardContext` (also taken by the older families), then the 0.5.14
-family's `Launch`, `SchedulerArgs`, `Config`, `DpAttention`, `Capture`, `DefaultBackend` and
-`Draft`, ahead of the 0.5.23 adapter.
+"""The SGLang 0.5.12 family (0.5.11 to 0.5.12): as the 0.5.14 family, except that there is no
+`forward_context.py` (docs/engines-on-cpu.md, 'Runtime set-up per release family'): context
+`NoForwardContext` (the backend and the KV pool ride on the ForwardBatch, and the code paths say
+the module is absent). DFlash (0.5.12 has DFLASH; 0.5.11 is answered by its own
+SpeculativeAlgorithm): as the 0.5.14 family's, capture `IdsReadByRunnerInit`.
 """
 
 from __future__ import annotations
 
-import importlib.util
-from contextlib import nullcontext
-
 from packaging.specifiers import SpecifierSet
 
-from . import v0_5_14, v0_5_23
-from ....run_until import CodePathMoved
+from ..concerns.batches import DefaultBackendByServerArgs
+from ..concerns.capture import IdsReadByRunnerInit
+from ..concerns.config import Config
+from ..concerns.context import NoForwardContext
+from ..concerns.draft import EmbedAndHeadFromTarget
+from ..concerns.launch import ArgsForScheduler
+from ..concerns.process import SingleProcess
+from ..concerns.target import DpAttentionOnCpuCopy
 
 RELEASES = SpecifierSet(">=0.5.11,<0.5.13")  # the releases this family's adapter serves
 VERIFIED = ("0.5.12.post1",)  # releases whose capture and forward were verified against transformers
 
-CODE_PATHS = dict(v0_5_14.CODE_PATHS)
-DFLASH_CODE_PATHS = v0_5_14.DFLASH_CODE_PATHS
+CODE_PATHS = {
+    "ids": "sglang.srt.model_executor.model_runner.ModelRunner.__init__ "
+           "(eagle_config['eagle_aux_hidden_state_layer_ids'] under a bare except:)",
+    "capture": "sglang.srt.model_executor.model_runner.ModelRunner.init_aux_hidden_state_capture "
+               "-> <Model>.set_eagle3_layers_to_capture",
+    "model_class": "sglang.srt.model_loader.utils.get_model_architecture",
+    "draft": "sglang.srt.models.llama_eagle3.LlamaForCausalLMEagle3",
+}
+DFLASH_CODE_PATHS = {
+    "ids": "sglang.srt.model_executor.model_runner.ModelRunner.__init__ (under is_dflash(): "
+           "sglang.srt.speculative.dflash_utils.parse_dflash_draft_config, resolve_target_layer_ids)",
+    "capture": "sglang.srt.model_executor.model_runner.ModelRunner.init_aux_hidden_state_capture "
+               "-> <Model>.set_dflash_layers_to_capture",
+    "model_class": CODE_PATHS["model_class"],
+    "draft": "sglang.srt.models.dflash.DFlashDraftModel.project_target_hidden",
+}
 
 
-class NoForwardContext:
-    """No forward context: the attention backend and the KV pool ride on the ForwardBatch (and the
-    code paths say the module is absent)."""
-
-    def check_code_paths(self) -> None:
-        super().check_code_paths()
-        if importlib.util.find_spec(v0_5_14.FORWARD_CONTEXT) is not None:
-            raise CodePathMoved("this release has sglang.srt.model_executor.forward_context, which the "
-                                "0.5.12 adapter assumes absent (attention backend on the ForwardBatch)")
-
-    def attention_context(self, batch, backend):
-        """No forward context: the backend rides on the ForwardBatch. The model code writes
-        its KV/latent cache through the batch's pool (later releases ask the forward context);
-        with parity's prefill backend that is the backend's write-only pool, whose reads
-        raise, so a path that would read stale cache is loud."""
-        if getattr(batch, "token_to_kv_pool", None) is None:
-            batch.token_to_kv_pool = backend.token_to_kv_pool
-        return nullcontext()
-
-
-class Adapter(NoForwardContext, v0_5_14.Launch, v0_5_14.SchedulerArgs, v0_5_14.Config, v0_5_14.DpAttention,
-              v0_5_14.Capture, v0_5_14.DefaultBackend, v0_5_14.Draft, v0_5_23.Adapter):
+class Adapter(SingleProcess, ArgsForScheduler, Config, IdsReadByRunnerInit, DpAttentionOnCpuCopy,
+              DefaultBackendByServerArgs, NoForwardContext, EmbedAndHeadFromTarget):
     family = "0.5.12"
-    REQUIRES = tuple(name for name in v0_5_14.Adapter.REQUIRES
-                     if not name.startswith(v0_5_14.FORWARD_CONTEXT + "."))
