@@ -107,15 +107,6 @@ class CannotExtract(UserError):
         self.engine_lacks, self.unimportable = engine_lacks, unimportable
         super().__init__(f"cannot extract under {package} {version}: {reason}")
 
-    @classmethod
-    def from_reply(cls, reply: dict) -> "CannotExtract | None":
-        """The error a probe reply's `cannot_extract` entry describes, or None."""
-        info = reply.get("cannot_extract")
-        if not isinstance(info, dict):
-            return None
-        return cls(info["package"], info["version"], info["reason"], engine_lacks=bool(info.get("engine_lacks")),
-                   unimportable=bool(info.get("unimportable")))
-
     @staticmethod
     def entry(package: str, version: str, reason: str, *, engine_lacks: bool = False,
               unimportable: bool = False) -> dict:
@@ -130,25 +121,11 @@ class CannotExtract(UserError):
                 "error": f"cannot extract under {package} {version}: {reason}"}
 
 
-class _ReadFromReply:
-    """An error a probe's reply carries as one line under `KEY`, about `package` at its version."""
-
-    KEY: str
-
-    @classmethod
-    def from_reply(cls, reply: dict, package: str):
-        """`cls(package, release, reply[KEY])` when the reply has that line, else None."""
-        text = reply.get(cls.KEY)
-        return cls(package, str(reply.get(RELEASE_KEY) or "?"), text) if isinstance(text, str) else None
-
-
-class HarnessLimit(_ReadFromReply, UserError):
+class HarnessLimit(UserError):
     """parity's CPU harness cannot run what the engine (or trainer) runs here: a CUDA-only code
     path, or one of parity's stand-ins relied on. A limit of parity, never the engine's refusal
     of the draft, so never a verdict: exit 2, naming the limit (read from a probe's reply,
     parity.extract.child)."""
-
-    KEY = "harness_limit"
 
     def __init__(self, package: str, version: str, limit: str):
         self.package, self.version, self.limit = package, version, limit
@@ -156,25 +133,15 @@ class HarnessLimit(_ReadFromReply, UserError):
                          f"parity's CPU run, not {package} refusing the draft: no verdict is given")
 
 
-class InternalError(_ReadFromReply, Exception):
+class InternalError(Exception):
     """parity's own code failed while it ran an engine or a trainer (the innermost frame of what
     was raised is parity's, and the interpreter raised it there: parity.extract.child.parity_fault):
     a bug of parity, never the engine's refusal nor a limit of its CPU harness. Not a UserError:
     the CLI ends in exit 3 (internal error); the release table counts the cell "parity cannot
     run". Read from a probe's reply (`INTERNAL_ERROR_KEY`)."""
 
-    KEY = INTERNAL_ERROR_KEY
-
     def __init__(self, package: str, version: str, fault: str):
         self.package, self.version, self.fault = package, version, fault
         super().__init__(f"parity's own code failed running {package} {version}: {fault}. This is a bug in parity, "
                          f"not {package} refusing the draft: no verdict is given")
 
-
-def stop_from_reply(reply: dict, package: str) -> "InternalError | CannotExtract | HarnessLimit | None":
-    """What a probe's reply of `package` (its release under `RELEASE_KEY`) says stopped it
-    before any verdict, by type: a failure of parity's own code (InternalError) first, then no
-    family to run the release (CannotExtract), then a limit of parity's CPU harness
-    (HarnessLimit); None when none did."""
-    return (InternalError.from_reply(reply, package) or CannotExtract.from_reply(reply)
-            or HarnessLimit.from_reply(reply, package))

@@ -40,7 +40,8 @@ def test_its_names_and_flags_are_its_own(kind, name):
     convention = getattr(side, "CONVENTION", None)
     assert convention is None or convention.name == name
     if kind == "trainer" and side.CAPTURES_STATES:
-        assert side.IDS_FLAG == f"--{name}-ids" and set(side.OWN_FLAGS) == {side.IDS_FLAG, side.FLAG}
+        assert side.IDS_FLAG == f"--{name}-ids" and {side.IDS_FLAG, side.FLAG} <= set(side.OWN_FLAGS)
+        assert all(flag == side.FLAG or flag.startswith(f"{side.FLAG}-") for flag in side.OWN_FLAGS), side.OWN_FLAGS
 
 
 @pytest.mark.parametrize("kind, name", SIDES, ids=IDS)

@@ -13,8 +13,8 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from parity.contract.reply import ForwardReply, ProbeReply, ServedForwardReply
-from parity.errors import InternalError, stop_from_reply
+from parity.contract.reply import ForwardReply, ProbeReply, ServedForwardReply, stop_from_reply
+from parity.errors import InternalError
 from parity.extract.engines import engines
 from parity.extract.engines.sglang.reply import SGLangForwardReply
 from parity.extract.engines.vllm.reply import VLLMForwardReply

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from parity.errors import INTERNAL_ERROR_KEY, InternalError, UserError, stop_from_reply
+from parity.contract.reply import stop_from_reply
+from parity.errors import INTERNAL_ERROR_KEY, InternalError, UserError
 from parity.extract import child
 from parity.extract.child import parity_fault
 from parity.extract.run_until import stop_line

@@ -10,8 +10,8 @@ import pytest
 from pydantic import ValidationError
 
 from parity import reply_cache
-from parity.contract.reply import ProbeReply, reply_header
-from parity.errors import INTERNAL_ERROR_KEY, RELEASE_KEY, TRANSIENT_KEY, CannotExtract, InternalError, stop_from_reply
+from parity.contract.reply import ProbeReply, reply_header, stop_from_reply
+from parity.errors import INTERNAL_ERROR_KEY, RELEASE_KEY, TRANSIENT_KEY, CannotExtract, InternalError
 from parity.extract.child import HARNESS_LIMIT_KEY, with_limits
 from parity.extract.run_until import stop_line
 

@@ -10,8 +10,8 @@ import pytest
 from pydantic import ValidationError
 
 from parity import reply_cache
-from parity.contract.reply import ProbeReply, TypedReply
-from parity.errors import InternalError, stop_from_reply
+from parity.contract.reply import ProbeReply, TypedReply, stop_from_reply
+from parity.errors import InternalError
 from parity.extract.engines.sglang.reply import SGLangReply
 from parity.extract.engines.vllm.reply import VLLMReply
 from parity.extract.trainers.specforge.reply import SpecForgeReply

@@ -11,6 +11,7 @@ import pytest
 
 from parity.contract import FindingKind
 from parity.envs import EnvError
+from parity.contract.reply import stop_from_reply
 from parity.errors import CannotExtract, HarnessLimit
 from parity.extract.engines import ServingExtractionError, engine
 from parity.inputs import InputError
@@ -38,8 +39,8 @@ def test_the_outcome_follows_the_errors_type_not_its_message():
     assert of_error(CannotExtract("vllm", "0.9.0", "the engine's forward raised TypeError")) is Outcome.parity_cannot_run
     assert of_error(InputError("the installed sglang defines no model class of that name")) is Outcome.engine_refuses
     # a release with no EAGLE-3 at all is its own answer, typed so by its probe (SGLang 0.4.4)
-    lacks = CannotExtract.from_reply(CannotExtract.entry("sglang", "0.4.4", "sglang 0.4.4 has no EAGLE-3",
-                                                         engine_lacks=True))
+    lacks = stop_from_reply(CannotExtract.entry("sglang", "0.4.4", "sglang 0.4.4 has no EAGLE-3", engine_lacks=True),
+                            "sglang")
     assert of_error(lacks) is Outcome.engine_refuses
     assert of_error(CannotExtract("sglang", "0.4.4", "sglang 0.4.4 has no EAGLE-3")) is Outcome.parity_cannot_run
     # an error raised from one of parity's own (its environment could not be found or built)

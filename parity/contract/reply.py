@@ -30,6 +30,7 @@ from typing import Any, Callable, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
+from ..errors import CannotExtract, HarnessLimit, InternalError
 from .models import BuiltDraft, Finding, GraphFlags, LaunchContract, TrainedDepth
 
 
@@ -93,6 +94,23 @@ class ProbeReply(BaseModel):
     def shown_release(self) -> str:
         """The release as messages name it: '?' when the reply does not say."""
         return self.release or "?"
+
+    def fault(self, package: str) -> InternalError | None:
+        """parity's own failure the reply of `package` reports (`internal_error`), or None."""
+        return InternalError(package, self.shown_release, self.internal_error) if self.internal_error else None
+
+    def stop(self, package: str) -> "InternalError | CannotExtract | HarnessLimit | None":
+        """What stopped the probe of `package` before any verdict, by type: a failure of parity's
+        own code (InternalError) first, then no family to run the release, or the release lacking
+        what was asked (CannotExtract), then a limit of parity's CPU harness (HarnessLimit); None
+        when none did."""
+        entry = self.cannot_extract
+        if self.internal_error is not None:
+            return self.fault(package)
+        if entry is not None:
+            return CannotExtract(entry.package, entry.version, entry.reason, engine_lacks=entry.engine_lacks,
+                                 unimportable=entry.unimportable)
+        return HarnessLimit(package, self.shown_release, self.harness_limit) if self.harness_limit else None
 
 
 class TypedReply(ProbeReply):
@@ -411,3 +429,8 @@ def reply_header(release: str | None, **fields: Any) -> dict[str, Any]:
 __all__ = ["BuiltReply", "CannotExtractEntry", "EngineReply", "FamilyReply", "FindingsReply", "ForwardReply",
            "ForwardVariant", "ProbeReply", "ServedForwardReply", "ServedVariant", "TargetClassReply", "TrainerReply",
            "TypedReply", "reply_header"]
+
+
+def stop_from_reply(reply: dict[str, Any], package: str) -> "InternalError | CannotExtract | HarnessLimit | None":
+    """What a probe's reply of `package` says stopped it before any verdict (ProbeReply.stop)."""
+    return ProbeReply.read(reply).stop(package)

@@ -19,9 +19,8 @@ from typing import Any
 import torch
 from safetensors.torch import load_file
 
-from ..contract.reply import ForwardReply, ForwardVariant
+from ..contract.reply import ForwardReply, ForwardVariant, ProbeReply
 from ..envs import EnvError, run_module
-from ..errors import InternalError
 from ..extract.trainers import trainer
 from ..extract.engines import BoundEngine, engine
 from ..workspace import kill_children
@@ -190,7 +189,7 @@ def _forward_parity(target_config, cases, work: Path, *, steps, seq_len, seed, d
                                      serving=serving)
     walls["sides"] = time.perf_counter() - started
     for raw, package in ((treply, TRAINING.name), (sreply, serving.name)):
-        fault = InternalError.from_reply(raw, package)  # parity's own failure in a side: exit 3
+        fault = ProbeReply.read(raw).fault(package)  # parity's own failure in a side: exit 3
         if fault is not None:
             raise fault
     typed = {"training": TRAINING.FORWARD_REPLY.read(treply), "serving": serving.FORWARD_REPLY.read(sreply)}

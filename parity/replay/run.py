@@ -21,9 +21,9 @@ from math import perm
 from pathlib import Path
 
 from ..contract import FindingKind
+from ..contract.reply import ProbeReply
 from ..contract.tap import Tap
 from ..envs import find_env, run_module
-from ..errors import InternalError
 from ..extract.engines import BoundEngine, engine as default_engine
 from ..extract.trainers import trainer
 from ..extract import numbering
@@ -131,7 +131,7 @@ def probe(speculators_version: str | None, request: dict) -> ReplayReply:
     # its reply depends only on the installed code and the request (the draft, verifier and dump
     # folders, named by their contents in the key; the seeded steps): the reply cache keeps it
     raw = run_module(python, PROBE, request, cache=True)
-    fault = InternalError.from_reply(raw, "speculators")  # parity's own failure in the probe: exit 3
+    fault = ProbeReply.read(raw).fault("speculators")  # parity's own failure in the probe: exit 3
     if fault is not None:
         raise fault
     reply = ReplayReply.read(raw)

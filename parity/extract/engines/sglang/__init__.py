@@ -16,11 +16,10 @@ from typing import Any
 
 from ....contract import Finding, FindingKind, Provenance, ServingContract, Tap, sources
 from ....envs import EnvError, display_python, find_env
-from ....errors import stop_from_reply
 from ....inputs import Draft, InputError, LaunchRefused, Target
 from ... import installed, release_option
 from .. import ServingExtractionError
-from ....contract.reply import DraftFacts
+from ....contract.reply import DraftFacts, stop_from_reply
 from .reply import SGLangForwardReply, SGLangReply
 from .served import served_config
 

@@ -20,12 +20,12 @@ from typing import Any
 from ....contract import DatagenDump, Finding, FindingKind, Provenance, ServingContract, Tap, sources
 from ....envs import EnvError, display_python, find_env
 from ....conventions import Convention, input_to
-from ....errors import UserError, stop_from_reply
+from ....errors import UserError
 from ....inputs import Draft, LaunchRefused, Target
 from ... import installed, release_option
 from ...eagle3_config import eagle3_config
 from .. import ServingExtractionError
-from ....contract.reply import DraftFacts
+from ....contract.reply import DraftFacts, stop_from_reply
 from .reply import VLLMForwardReply, VLLMReply
 
 NAME = "vllm"

@@ -22,10 +22,10 @@ import sys
 from pathlib import Path
 
 from ....contract import DatagenDump, Finding, FindingKind, Tap, TargetModel, TrainingContract
-from ....contract.reply import ForwardReply, ProbeReply
+from ....contract.reply import ForwardReply, ProbeReply, stop_from_reply
 from ....conventions import Convention, output_of
 from ....envs import EnvError
-from ....errors import UserError, stop_from_reply
+from ....errors import UserError
 from ....inputs import Draft, Target
 from ... import installed
 from .. import capturing

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from ....contract import DatagenDump, Finding, FindingKind, Tap, TargetModel, TrainingContract
 from ....envs import EnvError
-from ....contract.reply import ForwardReply, ProbeReply
-from ....errors import UserError, stop_from_reply
+from ....contract.reply import ForwardReply, ProbeReply, stop_from_reply
+from ....errors import UserError
 from ....conventions import Convention, output_of
 from ....inputs import Draft, Target, TrainingRun
 from ... import installed

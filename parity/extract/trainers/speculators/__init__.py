@@ -26,7 +26,8 @@ from ....inputs import Draft, Target
 from ... import installed, release_option
 from ..draft import DraftConfig, DraftError, draft_ids, load_config, read_draft
 from .reply import DataPath, SpeculatorsForwardReply, SpeculatorsReply
-from ....errors import UserError, stop_from_reply
+from ....contract.reply import stop_from_reply
+from ....errors import UserError
 
 # -- as a `Trainer` (parity.extract.trainers) ---------------------------------------------------
 
