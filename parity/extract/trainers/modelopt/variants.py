@@ -1,6 +1,15 @@
 """The ways ModelOpt releases differ, one variant per concern, named by what it does. A family
 (families/) is a short table picking one variant of each concern; no family imports another.
 
+What every release so far does the same way (its HF path, `HFEagleModel`):
+- the aux ids: `eagle_architecture_config.eagle_aux_hidden_state_layer_ids`, else its default
+  (`_set_default_aux_hidden_state_layers`: `list(set([1, N//2-1, N-4]))`, a set's order, before
+  0.45; sorted from 0.45), set on `model.eagle_config` by the conversion;
+- the capture: a forward hook on each base decoder layer whose index is among the ids
+  (`_collect_aux_hidden_states_forward_hook`), concatenated in the order the hooks fire (layer
+  order) into the draft's `eagle_module.fc`;
+- the loss target: the base model's own logits (`model.lm_head` on its last hidden state), detached.
+
 Concerns (each function's signature is the concern's, the same in every variant):
 - conversion, `convert(model, ids, arch, export_rope_scaling)`: the HF model made ModelOpt's EAGLE-3
   training model by its own `modelopt.torch.speculative.convert`:
@@ -36,6 +45,30 @@ config's rope is one it wrote over the trained one, and any other served rope is
 from __future__ import annotations
 
 import copy
+
+# What every family imports (parity.forkserver warms them) and the code paths it records, by role;
+# a family names the pieces that differ (`code_paths`).
+IMPORTS = ("transformers", "modelopt.torch.speculative", "modelopt.torch.export")
+EXPORTERS = {
+    "none": "none in the package: export_hf_checkpoint skips eagle_module",
+    "checkpoint": "modelopt.torch.export.export_hf_checkpoint -> plugins.hf_spec_export (config template)",
+    "speculative": "modelopt.torch.export.export_speculative_decoding -> plugins.hf_spec_export (config template)",
+}
+
+
+def code_paths(*, pop: str, draft: str, export: str, ids: str = "HFEagleModel._set_default_aux_hidden_state_layers",
+               loss_target: str = "HFEagleModel.forward: the base model's lm_head logits, detached") -> dict[str, str]:
+    """A family's CODE_PATHS: the calls every release runs, with its own `pop` (the method that
+    gathers the captured states), `draft` (its draft module and rotary), `export` (its exporter: a
+    key of EXPORTERS, or the path itself), default `ids` and `loss_target`."""
+    return {
+        "convert": "modelopt.torch.speculative.convert(model, [('eagle', config)]) -> HFEagleModel.modify",
+        "ids": f"eagle_architecture_config.eagle_aux_hidden_state_layer_ids, else {ids}",
+        "capture": f"HFEagleModel._collect_aux_hidden_states_forward_hook -> HFEagleModel.{pop} -> eagle_module.fc",
+        "loss_target": loss_target,
+        "draft": f"model.eagle_module ({draft})",
+        "export": EXPORTERS.get(export, export),
+    }
 
 
 def _with_ids(arch: dict, ids: list[int] | None) -> dict:

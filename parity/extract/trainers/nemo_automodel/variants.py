@@ -31,6 +31,26 @@ the same target class, draft and trainer module (0.6 added a module-level
 
 from __future__ import annotations
 
+# What every family imports (parity.forkserver warms them) and the code it runs, by role.
+IMPORTS = (
+    "transformers", "nemo_automodel.components.speculative.eagle.target",
+    "nemo_automodel.components.speculative.eagle.registry", "nemo_automodel.components.speculative.eagle.core",
+    "nemo_automodel.components.datasets.llm.eagle3", "nemo_automodel.components.datasets.llm.eagle3_cache",
+    "nemo_automodel.components.speculative.precompute_eagle3",
+)
+
+CODE_PATHS = {
+    "ids": "nemo_automodel.components.speculative.eagle.target.HFEagle3TargetModel(aux_layer_ids), else "
+           "its _default_aux_layer_ids",
+    "capture": "HFEagle3TargetModel.generate_batch: forward hooks on layers[id], torch.cat in aux_layer_ids order",
+    "draft": "nemo_automodel.components.speculative.eagle.registry.resolve_eagle3_draft_spec -> draft_cls "
+             "(the config as recipes/llm/train_eagle3.py TrainEagle3Recipe.setup assembles it)",
+    "step": "nemo_automodel.components.speculative.eagle.core.Eagle3TrainerModule",
+    "offline": "nemo_automodel.components.speculative.precompute_eagle3._compute_batch_cache -> "
+               "datasets.llm.eagle3_cache.write_shard / CachedEagle3Dataset -> Eagle3TrainerModule",
+}
+
+
 def target(model, ids: list[int] | None):
     from nemo_automodel.components.speculative.eagle.target import HFEagle3TargetModel
 

@@ -12,23 +12,7 @@ from .. import variants
 RELEASES = SpecifierSet(">=0.6,<0.8")
 VERIFIED = ("0.6.0", "0.7.0")
 
-IMPORTS = (
-    "transformers", "nemo_automodel.components.speculative.eagle.target",
-    "nemo_automodel.components.speculative.eagle.registry", "nemo_automodel.components.speculative.eagle.core",
-    "nemo_automodel.components.datasets.llm.eagle3", "nemo_automodel.components.datasets.llm.eagle3_cache",
-    "nemo_automodel.components.speculative.precompute_eagle3",
-)
-
-CODE_PATHS = {
-    "ids": "nemo_automodel.components.speculative.eagle.target.HFEagle3TargetModel(aux_layer_ids), else "
-           "its _default_aux_layer_ids",
-    "capture": "HFEagle3TargetModel.generate_batch: forward hooks on layers[id], torch.cat in aux_layer_ids order",
-    "draft": "nemo_automodel.components.speculative.eagle.registry.resolve_eagle3_draft_spec -> draft_cls "
-             "(the config as recipes/llm/train_eagle3.py TrainEagle3Recipe.setup assembles it)",
-    "step": "nemo_automodel.components.speculative.eagle.core.Eagle3TrainerModule",
-    "offline": "nemo_automodel.components.speculative.precompute_eagle3._compute_batch_cache -> "
-               "datasets.llm.eagle3_cache.write_shard / CachedEagle3Dataset -> Eagle3TrainerModule",
-}
+IMPORTS, CODE_PATHS = variants.IMPORTS, variants.CODE_PATHS
 
 target, resolved_ids, default_ids = variants.target, variants.resolved_ids, variants.default_ids
 draft_config, draft, fc, layers, embedding = (variants.draft_config, variants.draft, variants.fc, variants.layers,
