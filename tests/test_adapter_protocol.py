@@ -134,7 +134,8 @@ def test_a_vllm_family_chained_on_another_is_found(monkeypatch):
     """The vLLM check fails on an injected chain: the 0.9 family derived from the 0.11 family's adapter."""
     v0_9 = importlib.import_module(f"{VLLM}.v0_9")
     v0_11 = importlib.import_module(f"{VLLM}.v0_11")
-    monkeypatch.setattr(v0_9, "Adapter", type("Adapter", (v0_9.Launch, v0_11.Adapter), {}))
+    launch = importlib.import_module("parity.extract.engines.vllm.concerns.launch")
+    monkeypatch.setattr(v0_9, "Adapter", type("Adapter", (launch.RunnerInitAnswerParserInUtils, v0_11.Adapter), {}))
     base = importlib.import_module(f"{VLLM}.v0_33").Adapter
     assert family_chain(VLLM, base) == [f"{VLLM}.v0_9.Adapter inherits {VLLM}.v0_11.Adapter"]
 
@@ -160,6 +161,7 @@ def test_a_family_reaching_into_another_familys_adapter_is_found(monkeypatch):
     assert family_borrowing(VLLM) == [f"{VLLM}.v0_9.Adapter.cpu_platform is {VLLM}.v0_11.Adapter.cpu_platform"]
 
     monkeypatch.setattr(v0_9, "Adapter", original)
+    monkeypatch.setattr(v0_9, "v0_11", importlib.import_module(f"{VLLM}.v0_11"), raising=False)  # imported, as before
     source = inspect.getsource
     called = ("\n\ndef set_capture(self, model, vllm_config, runner):\n"
               "    v0_11.Adapter.set_capture(self, model, vllm_config, runner)\n")
@@ -185,5 +187,6 @@ def test_the_vllm_families_import_without_torch_or_vllm(tmp_path):
     assert _imports_torch_or_vllm(ROOT) == []
     shutil.copytree(ROOT / "parity", tmp_path / "parity", ignore=shutil.ignore_patterns("__pycache__"))
     family = tmp_path / "parity" / "extract" / "engines" / "vllm" / "families" / "v0_22.py"
-    family.write_text(family.read_text().replace("from .. import launch\n", "from .. import kernels, launch\n", 1))
+    family.write_text(family.read_text().replace("from ..concerns.capture import Capture\n",
+                                                 "from .. import kernels  # noqa: F401\nfrom ..concerns.capture import Capture\n", 1))
     assert _imports_torch_or_vllm(tmp_path) == ["torch"]
