@@ -34,19 +34,20 @@ def test_every_sglang_family_provides_the_adapter_protocol(module):
 
 
 CONCERNS = "parity.extract.engines.sglang.concerns"
+VLLM_CONCERNS = "parity.extract.engines.vllm.concerns"
 
 
-def concern_gaps(adapter: type) -> list[str]:
-    """Where `adapter` is not one variant of each concern (concerns/): a concern it lists no
-    variant of, or more than one; a concern of which its MRO holds more than three classes (a
+def concern_gaps(adapter: type, where: str = CONCERNS) -> list[str]:
+    """Where `adapter` is not one variant of each concern (the package `where`): a concern it lists
+    no variant of, or more than one; a concern of which its MRO holds more than three classes (a
     variant, at most one variant it extends, the concern's base); a parity class of no concern."""
-    concerns = sorted(m.name for m in pkgutil.iter_modules(importlib.import_module(CONCERNS).__path__))
-    picked = sorted(base.__module__.removeprefix(CONCERNS + ".") for base in adapter.__bases__)
+    concerns = sorted(m.name for m in pkgutil.iter_modules(importlib.import_module(where).__path__))
+    picked = sorted(base.__module__.removeprefix(where + ".") for base in adapter.__bases__)
     gaps = [] if picked == concerns else [f"picks {picked}; the concerns are {concerns}"]
     layers: dict[str, list[str]] = {}
     for cls in adapter.__mro__[1:]:
-        if cls.__module__.startswith(CONCERNS + "."):
-            layers.setdefault(cls.__module__.removeprefix(CONCERNS + "."), []).append(cls.__name__)
+        if cls.__module__.startswith(where + "."):
+            layers.setdefault(cls.__module__.removeprefix(where + "."), []).append(cls.__name__)
         elif cls.__module__.startswith("parity"):
             gaps.append(f"holds {cls.__module__}.{cls.__qualname__}, of no concern")
     gaps += [f"holds {len(names)} classes of {concern}: {names}" for concern, names in layers.items() if len(names) > 3]
@@ -56,6 +57,11 @@ def concern_gaps(adapter: type) -> list[str]:
 @pytest.mark.parametrize("module", families(SGLANG), ids=lambda m: m.__name__.rsplit(".", 1)[-1])
 def test_every_sglang_family_picks_one_variant_of_each_concern(module):
     assert concern_gaps(module.Adapter) == []
+
+
+@pytest.mark.parametrize("module", families(VLLM), ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_every_vllm_family_picks_one_variant_of_each_concern(module):
+    assert concern_gaps(module.Adapter, VLLM_CONCERNS) == []
 
 
 def test_a_family_with_a_concern_twice_or_too_deep_is_found():
@@ -73,6 +79,24 @@ def test_a_family_with_a_concern_twice_or_too_deep_is_found():
     assert concern_gaps(deep) == ["holds 4 classes of process: ['Deeper', 'SingleProcessWithKvCacheStandin', "
                                   "'SingleProcess', 'Process']"]
     assert concern_gaps(borrowed)[1:] == [f"holds {SGLANG}.v0_5_22.Part, of no concern"]
+
+
+def test_a_vllm_family_with_a_concern_twice_or_too_deep_is_found():
+    """The vLLM check fails on each injected departure: a second variant of one concern listed, a
+    variant three levels below its base, a part of another family's module (the 0.11 family's
+    `Kernels`, as the families were composed before)."""
+    bases = importlib.import_module(f"{VLLM}.v0_9").Adapter.__bases__
+    kernels = importlib.import_module(f"{VLLM_CONCERNS}.kernels")
+    twice = type("Adapter", (kernels.VllmOwnCpuExperts, *bases), {})
+    deeper = type("Deeper", (kernels.SiluAndV0HeadSizes,), {"__module__": kernels.__name__})
+    deep = type("Adapter", tuple(deeper if b is kernels.SiluAndV0HeadSizes else b for b in bases), {})
+    foreign = type("Kernels", (), {"__module__": f"{VLLM}.v0_11"})
+    borrowed = type("Adapter", (foreign, *bases), {})
+    assert concern_gaps(twice, VLLM_CONCERNS)[0].startswith(
+        "picks ['capture', 'config', 'draft', 'dump', 'kernels', 'kernels', ")
+    assert concern_gaps(deep, VLLM_CONCERNS) == ["holds 4 classes of kernels: ['Deeper', 'SiluAndV0HeadSizes', "
+                                                 "'LayerAttentionAndTorchExperts', 'Kernels']"]
+    assert concern_gaps(borrowed, VLLM_CONCERNS)[1:] == [f"holds {VLLM}.v0_11.Kernels, of no concern"]
 
 
 def test_an_adapter_lacking_a_member_or_taking_other_arguments_does_not_provide_it():
