@@ -211,6 +211,6 @@ def test_the_vllm_families_import_without_torch_or_vllm(tmp_path):
     assert _imports_torch_or_vllm(ROOT) == []
     shutil.copytree(ROOT / "parity", tmp_path / "parity", ignore=shutil.ignore_patterns("__pycache__"))
     family = tmp_path / "parity" / "extract" / "engines" / "vllm" / "families" / "v0_22.py"
-    family.write_text(family.read_text().replace("from ..concerns.capture import Capture\n",
-                                                 "from .. import kernels  # noqa: F401\nfrom ..concerns.capture import Capture\n", 1))
+    top = "from ..concerns.capture import Capture\n"
+    family.write_text(family.read_text().replace(top, "from .. import kernels  # noqa: F401\n" + top, 1))
     assert _imports_torch_or_vllm(tmp_path) == ["torch"]

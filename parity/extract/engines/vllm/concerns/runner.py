@@ -1,5 +1,6 @@
 """The runner concern: which model runner ("v1" or "v2") a GPU deployment of a config gets (the
-runner the contract's `gpu_default` names; on the CPU every runner of the family's RUNNERS is run).
+reply's `gpu_default_runner`, and the runner the forward runs; on the CPU every runner of the
+family's RUNNERS is run).
 
 - `Runner` (0.8.5-0.16, 0.28 on): one answer per release, the family's GPU_DEFAULT_RUNNER: V1
   where it is the one runner that sets EAGLE-3 aux layers (0.8.5-0.16), V2 from 0.28.
