@@ -34,19 +34,20 @@ def test_every_sglang_family_provides_the_adapter_protocol(module):
 
 
 CONCERNS = "parity.extract.engines.sglang.concerns"
+VLLM_CONCERNS = "parity.extract.engines.vllm.concerns"
 
 
-def concern_gaps(adapter: type) -> list[str]:
-    """Where `adapter` is not one variant of each concern (concerns/): a concern it lists no
-    variant of, or more than one; a concern of which its MRO holds more than three classes (a
+def concern_gaps(adapter: type, where: str = CONCERNS) -> list[str]:
+    """Where `adapter` is not one variant of each concern (the package `where`): a concern it lists
+    no variant of, or more than one; a concern of which its MRO holds more than three classes (a
     variant, at most one variant it extends, the concern's base); a parity class of no concern."""
-    concerns = sorted(m.name for m in pkgutil.iter_modules(importlib.import_module(CONCERNS).__path__))
-    picked = sorted(base.__module__.removeprefix(CONCERNS + ".") for base in adapter.__bases__)
+    concerns = sorted(m.name for m in pkgutil.iter_modules(importlib.import_module(where).__path__))
+    picked = sorted(base.__module__.removeprefix(where + ".") for base in adapter.__bases__)
     gaps = [] if picked == concerns else [f"picks {picked}; the concerns are {concerns}"]
     layers: dict[str, list[str]] = {}
     for cls in adapter.__mro__[1:]:
-        if cls.__module__.startswith(CONCERNS + "."):
-            layers.setdefault(cls.__module__.removeprefix(CONCERNS + "."), []).append(cls.__name__)
+        if cls.__module__.startswith(where + "."):
+            layers.setdefault(cls.__module__.removeprefix(where + "."), []).append(cls.__name__)
         elif cls.__module__.startswith("parity"):
             gaps.append(f"holds {cls.__module__}.{cls.__qualname__}, of no concern")
     gaps += [f"holds {len(names)} classes of {concern}: {names}" for concern, names in layers.items() if len(names) > 3]
@@ -56,6 +57,11 @@ def concern_gaps(adapter: type) -> list[str]:
 @pytest.mark.parametrize("module", families(SGLANG), ids=lambda m: m.__name__.rsplit(".", 1)[-1])
 def test_every_sglang_family_picks_one_variant_of_each_concern(module):
     assert concern_gaps(module.Adapter) == []
+
+
+@pytest.mark.parametrize("module", families(VLLM), ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_every_vllm_family_picks_one_variant_of_each_concern(module):
+    assert concern_gaps(module.Adapter, VLLM_CONCERNS) == []
 
 
 def test_a_family_with_a_concern_twice_or_too_deep_is_found():
@@ -73,6 +79,24 @@ def test_a_family_with_a_concern_twice_or_too_deep_is_found():
     assert concern_gaps(deep) == ["holds 4 classes of process: ['Deeper', 'SingleProcessWithKvCacheStandin', "
                                   "'SingleProcess', 'Process']"]
     assert concern_gaps(borrowed)[1:] == [f"holds {SGLANG}.v0_5_22.Part, of no concern"]
+
+
+def test_a_vllm_family_with_a_concern_twice_or_too_deep_is_found():
+    """The vLLM check fails on each injected departure: a second variant of one concern listed, a
+    variant three levels below its base, a part of another family's module (the 0.11 family's
+    `Kernels`, as the families were composed before)."""
+    bases = importlib.import_module(f"{VLLM}.v0_9").Adapter.__bases__
+    kernels = importlib.import_module(f"{VLLM_CONCERNS}.kernels")
+    twice = type("Adapter", (kernels.VllmOwnCpuExperts, *bases), {})
+    deeper = type("Deeper", (kernels.SiluAndV0HeadSizes,), {"__module__": kernels.__name__})
+    deep = type("Adapter", tuple(deeper if b is kernels.SiluAndV0HeadSizes else b for b in bases), {})
+    foreign = type("Kernels", (), {"__module__": f"{VLLM}.v0_11"})
+    borrowed = type("Adapter", (foreign, *bases), {})
+    assert concern_gaps(twice, VLLM_CONCERNS)[0].startswith(
+        "picks ['capture', 'config', 'draft', 'dump', 'kernels', 'kernels', ")
+    assert concern_gaps(deep, VLLM_CONCERNS) == ["holds 4 classes of kernels: ['Deeper', 'SiluAndV0HeadSizes', "
+                                                 "'LayerAttentionAndTorchExperts', 'Kernels']"]
+    assert concern_gaps(borrowed, VLLM_CONCERNS)[1:] == [f"holds {VLLM}.v0_11.Kernels, of no concern"]
 
 
 def test_an_adapter_lacking_a_member_or_taking_other_arguments_does_not_provide_it():
@@ -134,7 +158,8 @@ def test_a_vllm_family_chained_on_another_is_found(monkeypatch):
     """The vLLM check fails on an injected chain: the 0.9 family derived from the 0.11 family's adapter."""
     v0_9 = importlib.import_module(f"{VLLM}.v0_9")
     v0_11 = importlib.import_module(f"{VLLM}.v0_11")
-    monkeypatch.setattr(v0_9, "Adapter", type("Adapter", (v0_9.Launch, v0_11.Adapter), {}))
+    launch = importlib.import_module("parity.extract.engines.vllm.concerns.launch")
+    monkeypatch.setattr(v0_9, "Adapter", type("Adapter", (launch.RunnerInitAnswerParserInUtils, v0_11.Adapter), {}))
     base = importlib.import_module(f"{VLLM}.v0_33").Adapter
     assert family_chain(VLLM, base) == [f"{VLLM}.v0_9.Adapter inherits {VLLM}.v0_11.Adapter"]
 
@@ -160,6 +185,7 @@ def test_a_family_reaching_into_another_familys_adapter_is_found(monkeypatch):
     assert family_borrowing(VLLM) == [f"{VLLM}.v0_9.Adapter.cpu_platform is {VLLM}.v0_11.Adapter.cpu_platform"]
 
     monkeypatch.setattr(v0_9, "Adapter", original)
+    monkeypatch.setattr(v0_9, "v0_11", importlib.import_module(f"{VLLM}.v0_11"), raising=False)  # imported, as before
     source = inspect.getsource
     called = ("\n\ndef set_capture(self, model, vllm_config, runner):\n"
               "    v0_11.Adapter.set_capture(self, model, vllm_config, runner)\n")
@@ -185,5 +211,6 @@ def test_the_vllm_families_import_without_torch_or_vllm(tmp_path):
     assert _imports_torch_or_vllm(ROOT) == []
     shutil.copytree(ROOT / "parity", tmp_path / "parity", ignore=shutil.ignore_patterns("__pycache__"))
     family = tmp_path / "parity" / "extract" / "engines" / "vllm" / "families" / "v0_22.py"
-    family.write_text(family.read_text().replace("from .. import launch\n", "from .. import kernels, launch\n", 1))
+    top = "from ..concerns.capture import Capture\n"
+    family.write_text(family.read_text().replace(top, "from .. import kernels  # noqa: F401\n" + top, 1))
     assert _imports_torch_or_vllm(tmp_path) == ["torch"]

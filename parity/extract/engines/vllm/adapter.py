@@ -2,10 +2,9 @@
 
 The extractor (probe.py), the forward runner (forward_side.py) and the family placement
 (families/__init__.py) call only the members below on an adapter and never branch on releases.
-Every family's `Adapter` provides all of them (tests/test_adapter_protocol.py): the 0.33
-family's states each concern in full (families/v0_33.py), and every other family composes its
-own from the concern parts it changes and those it shares (imported from the family file where
-each began), placed ahead of the base's.
+Every family's `Adapter` provides all of them (tests/test_adapter_protocol.py), composed of one
+variant of each of the concerns in concerns/ (which split these protocol concerns finer: the
+platform's kernels, the config's runner, the capture's target and dump are concerns of their own).
 
 Nothing here imports vLLM or torch: a family module, and this protocol, import without either.
 """

@@ -2,13 +2,12 @@
 
 A family module defines `RELEASES` (a packaging SpecifierSet), `VERIFIED` (the releases the
 test suite runs), `CODE_PATHS` (the vLLM functions the extraction runs, recorded in every
-contract) and `Adapter`, whose methods hold every release-specific line: platform set-up,
-config classes, building and loading the model, the kernel stand-ins' import paths, and
-each model runner's id resolution. It provides the adapter protocol
-(parity.extract.engines.vllm.adapter). The 0.33 family's `Adapter` is the base; another family's
-is its own concern parts and those it shares (imported from the family file where each began)
-ahead of the base, never derived from another family's `Adapter` nor reaching into one's methods
-(tests/test_adapter_protocol.py).
+contract), the names its code paths need (`IMPORTS`, `REQUIRES`, `ABSENT`) and `Adapter`, exactly
+one variant of each concern (parity.extract.engines.vllm.concerns: the platform set-up, kernel
+stand-ins, config classes, runners, building and loading the model, each model runner's id
+resolution, the dump and the draft). It provides the adapter protocol
+(parity.extract.engines.vllm.adapter). No family imports another (.importlinter, "vllm families
+are leaves"; tests/test_adapter_protocol.py).
 A release outside every family's range runs with the
 newest family whose code paths (its `IMPORTS`, every vLLM module its calls import, and its
 `REQUIRES`, the names its kernel stand-ins replace) are all in the installed source and
