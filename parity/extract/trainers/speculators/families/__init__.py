@@ -16,7 +16,7 @@ A family module defines
   range for this family to run it, and optionally `ABSENT`: names whose presence means the
   family would miss a step (e.g. a train-split augmentation it does not apply).
 
-No family imports another, nor the probe that runs it.
+No family imports another, nor the probe that runs it (.importlinter: speculators-families).
 
 Adding a family is adding one module here (parity.extract.families finds it). A release
 outside every family's range runs with the newest family whose REQUIRES are all in the
