@@ -343,7 +343,7 @@ def test_trainer_registry():
     from parity.extract.trainers import Trainer, names, trainer
     from parity.inputs import InputError
 
-    assert names() == ["specforge", "speculators"]
+    assert names() == ["modelopt", "nemo-automodel", "specforge", "speculators"]
     t = trainer()
     assert isinstance(t.impl, Trainer) and t.name == "speculators" and t.release is None
     assert TrainingExtractionError in t.ERRORS and DraftError in t.ERRORS

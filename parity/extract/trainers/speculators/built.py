@@ -161,7 +161,6 @@ def built_draft(run, request: dict, version: str) -> dict[str, Any]:
 
         tiny_draft, tiny_target = shrink_draft_config(draft), shrink_config(target)
         model_cls = run.look_up(run.family.DRAFT_MODEL)
-        build = getattr(run.family, "draft_model", None)
 
         def tiny_config(served: dict):
             """The release's config for `served` (a tiny draft config), as training reads it."""
@@ -173,7 +172,7 @@ def built_draft(run, request: dict, version: str) -> dict[str, Any]:
             return config
 
         def draft_model(config):
-            return (build(model_cls, config) if build else model_cls(config)).eval()
+            return run.family.draft_model(model_cls, config).eval()
 
         first = tiny_config(tiny_draft)
         with recording(attributes):

@@ -11,9 +11,9 @@ imports them) and the reply's envelope (parity.contract.reply).
 
 Where each thing lives differs by release: the installed release's family module
 (`families/v0_7.py`, `families/v0_9.py`, picked by its declared version range) names the
-data paths, the shift, the draft classes, the hidden-states transfer package, the
-train-split augmentation and the default path. A release no family covers is refused in
-the reply, naming the ranges looked in.
+shift, the draft classes and the hidden-states transfer package, and picks from variants.py
+its data paths, batching, train-split augmentation and default path. A release no family
+covers is refused in the reply, naming the ranges looked in.
 
 The sample: a dump of L slots, each [T, H]. Every [H] chunk carries a marker that names
 its (slot, position): feature 0 is the anchor 7, features 1.. are the base-7 digits of
@@ -147,8 +147,8 @@ def data_args_default(name: str) -> Any:
 class ProbeRun:
     """The marked sample's sizes, the installed release's family, and the steps every family shares.
 
-    A family module gets this object: `look_up` records each name it looks for, `collate`
-    is training's CollateFn + shift, `arrow_runners` the arrow directory through each file
+    A family's variants get this object (variants.Run): `look_up` records each name they look for,
+    `collate` is training's collate + shift, `arrow_runners` the arrow directory through each file
     backend of the family's hs-connectors package."""
 
     family: ModuleType
@@ -177,17 +177,8 @@ class ProbeRun:
         return torch.arange(self.seq_len) + TOKEN0
 
     def collate(self, sample: dict) -> dict[str, torch.Tensor]:
-        """What the trainer receives: CollateFn(preprocess=shift_batch) over one sample, real rows only
-        (a family with a collate of its own: that one)."""
-        if hasattr(self.family, "collate"):
-            return self.family.collate(self, sample)
-        from speculators.train.data import CollateFn
-
-        collate = CollateFn(max_len=self.seq_len + 2, hidden_size=self.hidden,
-                            num_target_layers=self.num_slots - 1, dtype=torch.bfloat16, preprocess=self.shift)
-        batch = collate([sample])
-        real = batch["document_ids"][0] >= 0  # [max_len]: padding rows are -1
-        return {k: batch[k][0][real] for k in ("input_ids", "hidden_states", "verifier_last_hidden_states")}
+        """What the trainer receives: the family's collate + shift over one sample, real rows only."""
+        return self.family.collate(self, sample)
 
     def arrow_runners(self) -> list[tuple[str, Callable[[], tuple[Callable, dict]]]]:
         """One runner factory per hidden-states backend of the family's hs-connectors package."""
@@ -418,8 +409,7 @@ def target_norm(run: ProbeRun) -> tuple[bool | None, str]:
     config = config_cls(transformer_layer_config=layer, draft_vocab_size=16, speculators_config=spec,
                         eagle_aux_hidden_state_layer_ids=[1, 2, 3])
     torch.manual_seed(0)
-    build = getattr(run.family, "draft_model", None)  # a family whose constructor takes more than the config
-    model = (build(model_cls, config) if build else model_cls(config)).eval()
+    model = run.family.draft_model(model_cls, config).eval()
     head, norm = getattr(model, "verifier_lm_head", None), getattr(model, "verifier_norm", None)
     if head is None:
         return None, f"{model_name} has no verifier_lm_head to hook"

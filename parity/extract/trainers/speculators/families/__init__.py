@@ -4,14 +4,19 @@ A family module defines
 - `RELEASES`: a `packaging` SpecifierSet, the version range of the family;
 - `VERIFIED`: the releases in that range the test suite runs the probe against;
 - where the family keeps what the training probe runs: `ARROW_PATH`, `SHIFT_BATCH`,
-  `DRAFT_MODEL`, `DRAFT_CONFIG`, `HS_CONNECTORS` (qualified names);
-- `train_transform(run)`, `data_paths(run)`, `arrow_dataset(...)`, `default_path(run, ran)`:
-  the steps that differ by family (`run`: a `Run`, below, which the probe's `ProbeRun` is); optionally `collate(run,
-  sample)`, `draft_model(model_cls, config)` and `ARROW_ROWS` (see the probe).
+  `DRAFT_MODEL`, `DRAFT_CONFIG`, `HS_CONNECTORS`, `DFLASH_MODEL`, `DFLASH_CONFIG`,
+  `DFLASH_CONVERTER` (qualified names), and optionally `ARROW_ROWS` (see the probe);
+- one variant of each concern (parity.extract.trainers.speculators.variants, where each is
+  described): `data_paths(run)`, `train_transform(run)`, `collate(run, sample)`,
+  `arrow_dataset(...)`, `default_path(run, ran)`, `draft_model(model_cls, config)` and, where the
+  release has DFlash, `dflash_preprocess(run)` (`run`: a `variants.Run`, which the probe's
+  `ProbeRun` is).
 
 - `REQUIRES`: the qualified names that must all be in a release outside every family's
   range for this family to run it, and optionally `ABSENT`: names whose presence means the
   family would miss a step (e.g. a train-split augmentation it does not apply).
+
+No family imports another, nor the probe that runs it (.importlinter: speculators-families).
 
 Adding a family is adding one module here (parity.extract.families finds it). A release
 outside every family's range runs with the newest family whose REQUIRES are all in the
@@ -22,34 +27,12 @@ refuses it, naming what each family looked for.
 
 from __future__ import annotations
 
-from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Protocol
 
 from ....families import Placement
 from ....families import family_for as _family_for
 from ....families import place as _place
 from ....run_until import require, require_absent
-
-
-class Run(Protocol):
-    """What a family's steps get from the probe (its `ProbeRun`): the marked sample's sizes and
-    the steps every family shares. Declared here so that a family, a leaf, never imports the
-    probe that runs it."""
-
-    tmp: Path
-    num_slots: int
-    hidden: int
-    seq_len: int
-    looked_for: list[str]
-    shift: Callable | None
-    backend_default: str
-
-    def look_up(self, qualname: str) -> Any: ...
-    def data_args_default(self, name: str) -> Any: ...
-    def token_ids(self) -> Any: ...  # torch.Tensor, [seq_len]
-    def collate(self, sample: dict) -> dict: ...
-    def arrow_runners(self) -> list[tuple[str, Callable[[], tuple[Callable, dict]]]]: ...
 
 
 def family_for(version: str) -> ModuleType:
