@@ -106,10 +106,10 @@ def _cache(run: _Run) -> None:
         if vocab is not None and int(manifest["target_vocab_size"]) != int(vocab):
             raise ValueError(f"EAGLE-3 cache at {cache_dir} was built for target_vocab_size="
                              f"{manifest['target_vocab_size']}, but the configured target has {vocab}")
-    except (OSError, KeyError, ValueError) as exc:  # its reader or its recipe's check refuses the cache
+        run.reply["cache_ids"] = list(manifest["aux_layer_ids"])
+        run.reply["cache_dtype"] = str(manifest["dtype"])
+    except (OSError, KeyError, TypeError, ValueError) as exc:  # its reader or its recipe's check refuses the cache
         refused_by(run, "nemo-automodel", exc)
-    run.reply["cache_ids"] = list(manifest["aux_layer_ids"])
-    run.reply["cache_dtype"] = str(manifest.get("dtype"))
 
 
 def _capture(run: _Run) -> None:
