@@ -103,12 +103,15 @@ def _cache(run: _Run) -> None:
     try:
         run.manifest = manifest = run.family.read_cache_manifest(cache_dir)
         vocab = run.request["target_config"].get("vocab_size")
-        if vocab is not None and int(manifest["target_vocab_size"]) != int(vocab):
+        if vocab is not None and manifest.get("target_vocab_size") not in (None, vocab):
             raise ValueError(f"EAGLE-3 cache at {cache_dir} was built for target_vocab_size="
                              f"{manifest['target_vocab_size']}, but the configured target has {vocab}")
+        missing = [key for key in ("aux_layer_ids", "dtype") if key not in manifest]
+        if missing:
+            raise ValueError(f"EAGLE-3 cache manifest at {cache_dir} records no {' and no '.join(missing)}")
         run.reply["cache_ids"] = list(manifest["aux_layer_ids"])
         run.reply["cache_dtype"] = str(manifest["dtype"])
-    except (OSError, KeyError, TypeError, ValueError) as exc:  # its reader or its recipe's check refuses the cache
+    except (OSError, ValueError) as exc:  # its reader or its recipe's check refuses the cache
         refused_by(run, "nemo-automodel", exc)
 
 
