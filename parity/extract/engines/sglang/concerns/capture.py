@@ -61,6 +61,25 @@ CAPTURE_TEST = "self.eagle_use_aux_hidden_state"  # the `if` of ModelRunner.init
 READ_AND_CAPTURE = "self.spec_algorithm.is_eagle3() and (not self.is_draft_worker)"  # its `if`, as ast writes it
 CAPTURE_CALL = "self.model.set_eagle3_layers_to_capture"  # the capture statement's one call (CaptureWithoutIds)
 
+# What the families whose capture is `Capture` (0.5.16 on) record it ran, by role (their CODE_PATHS
+# and DFLASH_CODE_PATHS, in every contract they write).
+CODE_PATHS = {
+    "ids": "sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state."
+           "resolve_spec_aux_hidden_state_config",
+    "capture": "sglang.srt.model_executor.model_runner_components.attention_backend_setup."
+               "configure_aux_hidden_state_capture -> <Model>.set_eagle3_layers_to_capture",
+    "model_class": "sglang.srt.model_loader.utils.get_model_architecture",
+    "draft": "sglang.srt.models.llama_eagle3.LlamaForCausalLMEagle3",
+}
+DFLASH_CODE_PATHS = {
+    "ids": CODE_PATHS["ids"] + " -> _resolve_dflash_aux_hidden_state (sglang.srt.speculative.dflash_utils."
+           "parse_dflash_draft_config, build_target_layer_ids)",
+    "capture": "sglang.srt.model_executor.model_runner_components.attention_backend_setup."
+               "configure_aux_hidden_state_capture -> <Model>.set_dflash_layers_to_capture",
+    "model_class": CODE_PATHS["model_class"],
+    "draft": "sglang.srt.models.dflash.DFlashDraftModel.project_target_hidden",
+}
+
 _INITIALIZE = "sglang.srt.model_executor.model_runner.ModelRunner.initialize"
 
 
