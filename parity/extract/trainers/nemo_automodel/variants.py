@@ -35,9 +35,8 @@ from __future__ import annotations
 IMPORTS = (
     "transformers", "nemo_automodel.components.speculative.eagle.target",
     "nemo_automodel.components.speculative.eagle.registry", "nemo_automodel.components.speculative.eagle.core",
-    "nemo_automodel.components.datasets.llm.eagle3", "nemo_automodel.components.datasets.llm.eagle3_cache",
-    "nemo_automodel.components.speculative.precompute_eagle3",
-)
+    "nemo_automodel.components.datasets.llm.eagle3",
+)  # the offline path's modules (its precompute imports torchao) are imported only by a run that takes it
 
 CODE_PATHS = {
     "ids": "nemo_automodel.components.speculative.eagle.target.HFEagle3TargetModel(aux_layer_ids), else "
